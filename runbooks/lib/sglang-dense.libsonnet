@@ -1,0 +1,23 @@
+// Shared defaults for dense single-GPU SGLang pairs. Runbooks import this file and
+// override what differs; a change here changes every importing runbook (specpair impact
+// reports each of them).
+{
+  engine: { name: 'sglang', version: '0.5.23' },
+  deployment: {
+    gpu: 'H100-80GB',
+    gpus_per_node: 8,
+    parallel: { tensor: 1 },
+    max_running_requests: 48,
+    port: 30000,
+  },
+  staging: {
+    mode: 'parallel-prestage',
+    order: ['draft', 'target'],
+    warmup: { prompt: 'Say hello.', max_tokens: 16, timeout_s: 180 },
+    cold_start_budget_s: 600,
+  },
+  workloads: [
+    { name: 'short-homogeneous', kind: 'short-homogeneous', prompts: 200, max_tokens: 64, seed: 1 },
+    { name: 'long-diverse', kind: 'long-diverse', prompts: 100, max_tokens: 1024, seed: 2 },
+  ],
+}

@@ -1,0 +1,100 @@
+"""The `specpair` command. Thin: parse arguments, call the library, render, exit."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from specpair import __version__
+from specpair.errors import SpecpairError
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_STALE = 0, 1, 3
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from specpair.runbooks import discover, load_runbook
+
+    paths = discover([Path(p) for p in args.paths])
+    if not paths:
+        print("no runbooks found", file=sys.stderr)
+        return EXIT_PROBLEMS
+    failed = 0
+    for path in paths:
+        try:
+            load_runbook(path)
+        except SpecpairError as exc:
+            failed += 1
+            print(exc.render(), file=sys.stderr)
+    print(f"{len(paths) - failed} of {len(paths)} runbook(s) valid",
+          file=sys.stderr if failed else sys.stdout)
+    return EXIT_PROBLEMS if failed else EXIT_OK
+
+
+def _build(args: argparse.Namespace) -> int:
+    from specpair.build import build
+
+    root = Path(args.root)
+    result = build(root, check_only=args.check)
+    stale = result.drift.stale
+    if args.check:
+        if stale:
+            print("generated files are stale; run `nox -s build` (or `specpair build`) and "
+                  "commit the result:", file=sys.stderr)
+            for rel in stale:
+                why = ("missing" if rel in result.drift.missing else
+                       "no longer generated" if rel in result.drift.orphaned else "differs")
+                print(f"  {rel} ({why})", file=sys.stderr)
+            return EXIT_STALE
+        print(f"{len(result.pairs)} pair(s): generated files are up to date")
+        return EXIT_OK
+    print(f"{len(result.pairs)} pair(s) built; {len(stale)} file(s) updated")
+    for rel in stale:
+        print(f"  {rel}")
+    return EXIT_OK
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from specpair.generators import schema_files
+
+    files = schema_files.generate([])
+    sys.stdout.write(files[Path(f"schema/{args.which}.schema.json")].decode())
+    return EXIT_OK
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="specpair", description=(
+        "Runbook-as-code for speculative decoding: one typed spec per target/draft pair."))
+    top.add_argument("--version", action="version", version=f"specpair {__version__}")
+    sub = top.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("validate", help="check runbooks against the spec; report all problems")
+    p.add_argument("paths", nargs="*", default=["runbooks"], help="runbook files or folders")
+    p.set_defaults(func=_validate)
+
+    p = sub.add_parser("build", help="regenerate every output from runbooks and locks")
+    p.add_argument("--root", default=".", help="repository root (holds runbooks/)")
+    p.add_argument("--check", action="store_true",
+                   help="write nothing; exit 3 and list the files a build would change")
+    p.set_defaults(func=_build)
+
+    p = sub.add_parser("schema", help="print a JSON Schema derived from the models")
+    p.add_argument("which", choices=["runbook", "lock"], nargs="?", default="runbook")
+    p.set_defaults(func=_schema)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except SpecpairError as exc:
+        print(exc.render(), file=sys.stderr)
+        return EXIT_PROBLEMS
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""SGLang 0.5.23 (ENGINE_NOTES_SGLANG.md, ENGINE_NOTES_SGLANG_HYBRID.md)."""
+
+from __future__ import annotations
+
+from specpair.engines import EngineProfile
+from specpair.schema.common import Method
+
+PROFILE = EngineProfile(
+    name="sglang",
+    version="0.5.23",
+    # `MTP` is not an algorithm name in 0.5.23 (from_string raises); NEXTN is the alias of
+    # EAGLE that built-in MTP layers use. STANDALONE is a separate small LM.
+    method_names={
+        Method.EAGLE: "EAGLE",
+        Method.EAGLE3: "EAGLE3",
+        Method.MTP: "NEXTN",
+        Method.STANDALONE: "STANDALONE",
+        Method.DFLASH: "DFLASH",
+        Method.DSPARK: "DSPARK",
+        Method.NGRAM: "NGRAM",
+    },
+    default_page_size=1,
+    supports_tree_drafts=True,
+)

@@ -1,0 +1,24 @@
+"""vLLM 0.33.0 (ENGINE_NOTES_VLLM.md)."""
+
+from __future__ import annotations
+
+from specpair.engines import EngineProfile
+from specpair.schema.common import Method
+
+PROFILE = EngineProfile(
+    name="vllm",
+    version="0.33.0",
+    # SpeculativeMethod literals; a standalone small LM is `draft_model`, built-in MTP
+    # layers are `mtp` (model-specific aliases are rewritten to it with a warning).
+    method_names={
+        Method.EAGLE: "eagle",
+        Method.EAGLE3: "eagle3",
+        Method.MTP: "mtp",
+        Method.STANDALONE: "draft_model",
+        Method.DFLASH: "dflash",
+        Method.DSPARK: "dspark",
+        Method.NGRAM: "ngram",
+    },
+    default_page_size=16,
+    supports_tree_drafts=False,
+)

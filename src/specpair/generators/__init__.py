@@ -1,0 +1,19 @@
+"""Generators: pure functions from resolved pairs to in-memory files.
+
+A pair generator returns {file name: bytes} for `runbooks/<pair>/generated/`; a tree
+generator returns {path relative to the repository root: bytes}. Neither touches disk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from specpair.generators import pair_json, schema_files
+from specpair.resolve import ResolvedPair
+
+PairGenerator = Callable[[ResolvedPair], dict[str, bytes]]
+TreeGenerator = Callable[[list[ResolvedPair]], dict[Path, bytes]]
+
+PAIR_GENERATORS: list[PairGenerator] = [pair_json.generate]
+TREE_GENERATORS: list[TreeGenerator] = [schema_files.generate]

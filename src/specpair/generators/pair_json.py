@@ -1,0 +1,12 @@
+"""`pair.json`: the fully resolved pair, the input every other artifact derives from."""
+
+from __future__ import annotations
+
+from specpair.resolve import ResolvedPair
+from specpair.writer import dump_json
+
+
+def generate(pair: ResolvedPair) -> dict[str, bytes]:
+    data = pair.model_dump(mode="json")
+    data["generated_by"] = "specpair build (do not edit; edit the runbook and rebuild)"
+    return {"pair.json": dump_json(data)}

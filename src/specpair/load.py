@@ -1,0 +1,274 @@
+"""Reading runbooks and locks from disk, keeping where every value came from.
+
+YAML is composed into nodes (not loaded straight into Python objects) so that each key
+and value keeps its line and column, duplicate keys are caught, and alias expansion is
+bounded. Jsonnet is evaluated with imports confined to the runbooks tree; its output has
+no positions of its own, so a field is located by its key in the Jsonnet source.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from specpair.errors import Location, Problem, SpecpairError
+
+try:  # the C composer is ~10x faster and keeps the same marks
+    from yaml import CSafeLoader as _Loader
+except ImportError:  # pragma: no cover - PyYAML without libyaml
+    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+
+MAX_FILE_BYTES = 1 << 20
+"""A runbook is a page of YAML; anything over 1 MiB is a mistake or an attack."""
+
+MAX_NODES = 100_000
+"""Bounds alias expansion ("billion laughs"): every visit of a node counts."""
+
+MAX_DEPTH = 64
+
+JSONNET_MAX_STACK = 200
+JSONNET_MAX_TRACE = 20
+
+PathKey = tuple[str | int, ...]
+
+
+@dataclass
+class Document:
+    """A parsed source file: plain data plus the position of every key and value."""
+
+    path: Path
+    data: Any
+    kind: str  # "yaml", "json" or "jsonnet"
+    positions: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
+    """Where each value starts."""
+    key_positions: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
+    """Where the key of each mapping entry starts."""
+    source_text: str = ""
+
+    def locate(self, loc: PathKey, *, key: bool = False) -> tuple[int, int]:
+        """Line and column of the deepest part of `loc` that exists in the source: its
+        value, or its key when `key` is set (an unknown key is about the key itself)."""
+        if self.kind == "jsonnet":
+            return _locate_in_jsonnet(self.source_text, loc)
+        if key and tuple(loc) in self.key_positions:
+            return self.key_positions[tuple(loc)]
+        for end in range(len(loc), -1, -1):
+            found = self.positions.get(tuple(loc[:end]))
+            if found:
+                return found
+        return (1, 1)
+
+    def location(self, loc: PathKey, display: str | None = None) -> Location:
+        line, column = self.locate(loc)
+        return Location(display or str(self.path), line, column, render_path(loc))
+
+
+def render_path(loc: PathKey) -> str:
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def read_text(path: Path) -> str:
+    """Read a UTF-8 source file, refusing huge or undecodable ones with a precise error."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise SpecpairError.single(path, f"cannot read the file: {exc.strerror}",
+                                   "check the path and its permissions") from None
+    if size > MAX_FILE_BYTES:
+        raise SpecpairError.single(
+            path, f"the file is {size} bytes; the limit is {MAX_FILE_BYTES}",
+            "a runbook or lock is a small text file; split it or remove generated content")
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise SpecpairError.single(
+            path, f"invalid UTF-8 (byte 0x{raw[exc.start]:02x})",
+            "save the file as UTF-8", line=line, column=column) from None
+
+
+def load_document(path: Path, runbooks_root: Path | None = None) -> Document:
+    """Parse a .yaml/.yml/.json/.jsonnet file into a Document."""
+    suffix = path.suffix.lower()
+    if suffix in (".yaml", ".yml", ".json"):
+        text = read_text(path)
+        walker = _compose_yaml(path, text)
+        return Document(path, walker.data, "json" if suffix == ".json" else "yaml",
+                        walker.positions, walker.key_positions, text)
+    if suffix == ".jsonnet":
+        text = read_text(path)
+        data = _evaluate_jsonnet(path, runbooks_root or path.parent)
+        return Document(path, data, "jsonnet", {}, {}, text)
+    raise SpecpairError.single(path, f"unsupported file type {suffix!r}",
+                               "runbooks are .yaml, .yml or .jsonnet files")
+
+
+# --------------------------------------------------------------------------- YAML
+
+
+class _Walker:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.visits = 0
+        self.positions: dict[PathKey, tuple[int, int]] = {}
+        self.key_positions: dict[PathKey, tuple[int, int]] = {}
+        self.data: Any = None
+        self.problems: list[Problem] = []
+        self._scalar = yaml.constructor.SafeConstructor()
+
+    def _mark(self, node: yaml.Node) -> tuple[int, int]:
+        return (node.start_mark.line + 1, node.start_mark.column + 1)
+
+    def fail(self, node: yaml.Node, loc: PathKey, message: str, hint: str) -> None:
+        line, column = self._mark(node)
+        self.problems.append(
+            Problem(Location(str(self.path), line, column, render_path(loc)), message, hint))
+
+    def walk(self, node: yaml.Node, loc: PathKey, depth: int = 0) -> Any:
+        self.visits += 1
+        if self.visits > MAX_NODES:
+            raise SpecpairError.single(
+                self.path, f"the document expands to more than {MAX_NODES} nodes",
+                "YAML aliases that multiply (an alias bomb) are not allowed; write values out",
+                line=self._mark(node)[0], column=self._mark(node)[1])
+        if depth > MAX_DEPTH:
+            raise SpecpairError.single(
+                self.path, f"the document nests deeper than {MAX_DEPTH} levels",
+                "a runbook is shallow; check for recursive aliases",
+                line=self._mark(node)[0], column=self._mark(node)[1])
+        self.positions.setdefault(loc, self._mark(node))
+        if isinstance(node, yaml.MappingNode):
+            result: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    self.fail(key_node, loc, "YAML merge keys (<<) are not supported",
+                              "write the keys out, or use a Jsonnet runbook to share values")
+                    continue
+                if not isinstance(key_node, yaml.ScalarNode):
+                    self.fail(key_node, loc, "a mapping key must be a plain string",
+                              "use a simple name as key")
+                    continue
+                key = str(key_node.value)
+                child = (*loc, key)
+                if key in result:
+                    first = self.key_positions.get(child, (0, 0))
+                    self.fail(key_node, child, f"duplicate key {key!r} (first at line {first[0]})",
+                              "remove one of the two entries")
+                    continue
+                self.key_positions[child] = self._mark(key_node)
+                result[key] = self.walk(value_node, child, depth + 1)
+            return result
+        if isinstance(node, yaml.SequenceNode):
+            return [self.walk(item, (*loc, i), depth + 1) for i, item in enumerate(node.value)]
+        return self._construct_scalar(node, loc)
+
+    def _construct_scalar(self, node: yaml.Node, loc: PathKey) -> Any:
+        try:
+            value = self._scalar.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:
+            self.fail(node, loc, f"cannot read this value: {exc}", "quote it as a string")
+            return None
+        if isinstance(value, (_dt.date, _dt.datetime, bytes)):
+            return str(node.value)  # dates and binary stay the text the author wrote
+        return value
+
+
+def _compose_yaml(path: Path, text: str) -> _Walker:
+    try:
+        nodes = list(yaml.compose_all(text, Loader=_Loader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark else (0, 0)
+        raise SpecpairError.single(
+            path, f"not valid YAML: {exc.problem or exc.context}",
+            "fix the syntax at this position (indentation, quotes, colons)",
+            line=line, column=column) from None
+    except yaml.YAMLError as exc:
+        raise SpecpairError.single(path, f"not valid YAML: {exc}", "fix the syntax") from None
+    if len(nodes) != 1:
+        raise SpecpairError.single(
+            path, "empty document" if not nodes else f"{len(nodes)} YAML documents in one file",
+            "a file holds exactly one document")
+    walker = _Walker(path)
+    walker.data = walker.walk(nodes[0], ())
+    if walker.problems:
+        raise SpecpairError(walker.problems)
+    return walker
+
+
+# --------------------------------------------------------------------------- Jsonnet
+
+_JSONNET_POS = re.compile(r"(?P<file>[^\s:]+):(?P<line>\d+):(?P<col>\d+)")
+
+
+def _evaluate_jsonnet(path: Path, root: Path) -> Any:
+    import _jsonnet  # imported lazily: YAML-only builds never pay for it
+
+    root = root.resolve()
+
+    def confined_import(directory: str, relative: str) -> tuple[str, bytes]:
+        target = (Path(directory) / relative).resolve()
+        if not target.is_relative_to(root):
+            raise RuntimeError(
+                f"import {relative!r} leaves the runbooks tree ({root}); "
+                "only files under runbooks/ may be imported")
+        if not target.is_file():
+            raise RuntimeError(f"import {relative!r}: no such file {target}")
+        if target.stat().st_size > MAX_FILE_BYTES:
+            raise RuntimeError(f"import {relative!r} is larger than {MAX_FILE_BYTES} bytes")
+        return str(target), target.read_bytes()
+
+    try:
+        output = _jsonnet.evaluate_file(
+            str(path.resolve()), import_callback=confined_import,
+            max_stack=JSONNET_MAX_STACK, max_trace=JSONNET_MAX_TRACE)
+    except RuntimeError as exc:
+        message = str(exc).strip()
+        first = message.splitlines()[0] if message else "evaluation failed"
+        line = column = 0
+        for match in _JSONNET_POS.finditer(message):
+            if Path(match["file"]).name == path.name:
+                line, column = int(match["line"]), int(match["col"])
+                break
+        raise SpecpairError.single(path, f"Jsonnet evaluation failed: {first}",
+                                   "fix the Jsonnet expression at this position",
+                                   line=line, column=column) from None
+    return json.loads(output)
+
+
+def _locate_in_jsonnet(text: str, loc: PathKey) -> tuple[int, int]:
+    """Find the field `loc` in the Jsonnet source text.
+
+    Jsonnet output carries no positions, so this is a best effort: each named part of
+    the path is searched as a field definition (`name:`, `name+:`, `name::`, `"name":`)
+    after the place where its parent was found; the deepest part found wins, else the
+    top of the file.
+    """
+    best = (1, 1)
+    offset = 0
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        pattern = re.compile(r"(?<![\w-])[\"']?" + re.escape(part) + r"[\"']?\s*\+?:{1,3}")
+        match = pattern.search(text, offset)
+        if match is None:
+            break
+        offset = match.end()
+        line = text.count("\n", 0, match.start()) + 1
+        column = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
+        best = (line, column)
+    return best

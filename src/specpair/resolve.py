@@ -1,0 +1,106 @@
+"""Runbook + lock → a fully resolved pair: both geometries, bytes, engine, GPU.
+
+This is the one place where the author's intent meets the resolved facts. A lock that no
+longer matches its runbook (another repo, path or revision) stops here: every number
+downstream would otherwise describe a different checkpoint.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from specpair import engines, hardware
+from specpair.errors import Problem, SpecpairError
+from specpair.geometry import Geometry, GeometryOverride
+from specpair.runbooks import LoadedRunbook
+from specpair.schema.common import Strict
+from specpair.schema.lock import ArtifactLock, Lock, Source, Tokenizer, Weights
+from specpair.schema.runbook import Artifact, Runbook
+
+
+class ResolvedArtifact(Strict):
+    role: str
+    source: Source
+    bundled: bool = False
+    provenance: str
+    geometry: Geometry
+    weights: Weights
+    download_bytes: int
+    tokenizer: Tokenizer
+    unconfirmed: list[str]
+    overridden: list[str] = Field(description="geometry fields declared in the runbook")
+    sources: dict[str, str]
+
+
+class ResolvedPair(Strict):
+    name: str
+    runbook: Runbook
+    engine: str
+    gpu: str
+    target: ResolvedArtifact
+    draft: ResolvedArtifact | None
+
+    @property
+    def profile(self) -> engines.EngineProfile:
+        found = engines.get_profile(self.runbook.engine.name.value, self.runbook.engine.version)
+        assert found is not None, "validated by rules.check_runbook"
+        return found
+
+    @property
+    def gpu_spec(self) -> hardware.GPU:
+        return hardware.CATALOG[self.gpu]
+
+
+def _artifact(role: str, locked: ArtifactLock, override: GeometryOverride,
+              bundled: bool = False) -> ResolvedArtifact:
+    overridden = sorted(override.model_dump(exclude_none=True))
+    return ResolvedArtifact(
+        role=role, source=locked.source, bundled=bundled, provenance=locked.provenance,
+        geometry=override.apply(locked.geometry), weights=locked.weights,
+        download_bytes=0 if bundled else locked.download_bytes, tokenizer=locked.tokenizer,
+        unconfirmed=locked.unconfirmed, overridden=overridden, sources=locked.sources)
+
+
+def _mismatch(spec: Artifact, source: Source) -> list[str]:
+    wrong = []
+    for key in ("repo", "path", "revision"):
+        if getattr(spec, key) != getattr(source, key):
+            wrong.append(f"{key}: runbook {getattr(spec, key)!r}, lock {getattr(source, key)!r}")
+    return wrong
+
+
+def resolve(loaded: LoadedRunbook, lock: Lock, lock_display: str) -> ResolvedPair:
+    rb = loaded.runbook
+    doc = loaded.document
+    problems: list[Problem] = []
+    hint = "run `specpair lock --refresh` to resolve the lock again"
+    for key, spec in (("target", rb.target),):
+        for wrong in _mismatch(spec, lock.target.source):
+            problems.append(Problem(doc.location((key,)), f"the lock is stale: {wrong}", hint))
+    draft: ResolvedArtifact | None = None
+    if rb.draft is not None:
+        if lock.draft is None:
+            problems.append(Problem(doc.location(("draft",)),
+                                    f"{lock_display} has no draft section", hint))
+        else:
+            expected = rb.target if rb.draft.bundled else rb.draft
+            for wrong in _mismatch(expected, lock.draft.source):
+                problems.append(Problem(doc.location(("draft",)),
+                                        f"the lock is stale (draft): {wrong}", hint))
+            try:
+                draft = _artifact("draft", lock.draft, rb.geometry.draft, rb.draft.bundled)
+            except ValueError as exc:  # an override that makes the geometry impossible
+                problems.append(Problem(doc.location(("geometry", "draft")), str(exc),
+                                        "fix the override"))
+    if lock.pair != rb.pair.name:
+        problems.append(Problem(doc.location(("pair", "name")),
+                                f"{lock_display} belongs to pair {lock.pair!r}", hint))
+    try:
+        target = _artifact("target", lock.target, rb.geometry.target)
+    except ValueError as exc:  # an override that makes the geometry impossible
+        raise SpecpairError([Problem(doc.location(("geometry", "target")), str(exc),
+                                     "fix the override")]) from None
+    if problems:
+        raise SpecpairError(problems)
+    return ResolvedPair(name=rb.pair.name, runbook=rb, engine=rb.engine.name.value + " "
+                        + rb.engine.version, gpu=rb.deployment.gpu, target=target, draft=draft)

@@ -1,0 +1,173 @@
+"""Consistency rules of a runbook that relate several fields.
+
+Pydantic checks each value on its own; these rules check that the values make one
+coherent deployment (a method with the parameters it needs, parallel sizes that fit the
+GPUs, an engine release we know). Each finding names the field it is about, so the error
+points at the right line. They run only on a runbook that passed pydantic validation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specpair import engines, hardware
+from specpair.load import PathKey
+from specpair.schema.common import Method
+from specpair.schema.runbook import Artifact, Runbook
+
+
+@dataclass(frozen=True)
+class Finding:
+    loc: PathKey
+    message: str
+    hint: str
+
+
+def check_runbook(rb: Runbook, folder_name: str | None = None) -> list[Finding]:
+    found: list[Finding] = []
+
+    def add(loc: PathKey, message: str, hint: str) -> None:
+        found.append(Finding(loc, message, hint))
+
+    if folder_name is not None and rb.pair.name != folder_name:
+        add(("pair", "name"), f"pair name {rb.pair.name!r} differs from its folder "
+            f"{folder_name!r}", "name the folder runbooks/<pair.name>/ (or rename the pair)")
+
+    profile = engines.get_profile(rb.engine.name.value, rb.engine.version)
+    if profile is None:
+        add(("engine", "version"), f"{rb.engine.name.value} {rb.engine.version} is not supported",
+            "use one of: " + ", ".join(engines.supported()))
+    if rb.deployment.gpu not in hardware.CATALOG:
+        add(("deployment", "gpu"), f"unknown GPU {rb.deployment.gpu!r}",
+            "use one of: " + ", ".join(sorted(hardware.CATALOG)))
+
+    _check_artifact(rb.target, ("target",), add, bundled=False)
+    method = rb.speculation.method
+    if method is Method.NGRAM:
+        if rb.draft is not None:
+            add(("draft",), "NGRAM drafts from the prompt and takes no draft model",
+                "remove the draft section")
+    elif rb.draft is None:
+        add(("speculation", "method"), f"{method.value} needs a draft",
+            "add a draft section (or `draft: {bundled: true}` for layers inside the target)")
+    else:
+        _check_artifact(rb.draft, ("draft",), add, bundled=rb.draft.bundled)
+
+    _check_speculation(rb, profile, add)
+    _check_parallel(rb, add)
+
+    roles = ["target"] + ([] if rb.draft is None or rb.draft.bundled else ["draft"])
+    if sorted(rb.staging.order) != sorted(roles):
+        add(("staging", "order"), f"order {rb.staging.order} must name each artifact once: "
+            f"{roles}", f"write order: {roles}")
+    if rb.staging.mode == "engine-overlap" and profile and profile.name != "sglang":
+        add(("staging", "mode"), "engine-overlap is SGLang's --startup-weight-load-mode overlap",
+            "use parallel-prestage or serial")
+
+    names = [w.name for w in rb.workloads]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            add(("workloads", i, "name"), f"duplicate workload name {name!r}", "rename one")
+    rules = [w.rule for w in rb.waivers]
+    for i, rule in enumerate(rules):
+        if rule in rules[:i]:
+            add(("waivers", i, "rule"), f"rule {rule} is waived twice", "keep one waiver")
+    return found
+
+
+def _check_artifact(art: Artifact, loc: PathKey, add, *, bundled: bool) -> None:  # type: ignore[no-untyped-def]
+    if bundled:
+        for key in ("repo", "path", "revision"):
+            if getattr(art, key) is not None:
+                add((*loc, key), f"a bundled draft has no {key} of its own: it is read from "
+                    "the target checkpoint", f"remove {key}")
+        return
+    if (art.repo is None) == (art.path is None):
+        add(loc, "give exactly one of repo (Hugging Face) or path (local directory)",
+            "e.g. repo: Qwen/Qwen3-8B with revision: <40-hex commit>")
+    if art.repo is not None and art.revision is None:
+        add((*loc, "revision"), "a hub artifact needs a pinned revision",
+            "add revision: <40-hex commit> (run `specpair lock` to find it)")
+
+
+def _check_speculation(rb: Runbook, profile: engines.EngineProfile | None, add) -> None:  # type: ignore[no-untyped-def]
+    spec = rb.speculation
+    loc = ("speculation",)
+    if profile is not None and spec.method not in profile.method_names:
+        add((*loc, "method"), f"{spec.method.value} is not supported by {profile.label}",
+            "supported: " + ", ".join(m.value for m in profile.method_names))
+    if spec.method.is_block_drafter:
+        if spec.block_size is None:
+            add((*loc, "block_size"), f"{spec.method.value} needs the draft's block size "
+                "spelled out (the engine's fallback silently differs from the checkpoint)",
+                "set block_size to the draft config's block_size")
+        for key in ("num_steps", "num_draft_tokens", "num_speculative_tokens"):
+            if getattr(spec, key) is not None:
+                add((*loc, key), f"{spec.method.value} derives {key} from block_size",
+                    f"remove {key}")
+        if spec.topk != 1:
+            add((*loc, "topk"), f"{spec.method.value} drafts a single chain (topk 1)",
+                "remove topk")
+        return
+    if spec.block_size is not None:
+        add((*loc, "block_size"), f"block_size applies to DFLASH/DSPARK, not {spec.method.value}",
+            "use num_speculative_tokens")
+    if spec.topk == 1:
+        if spec.num_speculative_tokens is None:
+            add((*loc, "num_speculative_tokens"), f"{spec.method.value} needs "
+                "num_speculative_tokens (γ, draft tokens per step)",
+                "set it explicitly, e.g. 3 for MTP or 4-6 for EAGLE chains")
+        if spec.num_draft_tokens is not None and spec.num_speculative_tokens is not None and (
+                spec.num_draft_tokens != spec.num_speculative_tokens + 1):
+            add((*loc, "num_draft_tokens"), "with topk 1 the verify width is γ + 1 = "
+                f"{spec.num_speculative_tokens + 1}, not {spec.num_draft_tokens}",
+                "remove num_draft_tokens")
+        if spec.num_steps is not None and spec.num_speculative_tokens is not None and (
+                spec.num_steps != spec.num_speculative_tokens):
+            add((*loc, "num_steps"), "with topk 1 the number of steps is γ "
+                f"({spec.num_speculative_tokens})", "remove num_steps")
+    else:
+        if profile is not None and not profile.supports_tree_drafts:
+            add((*loc, "topk"), f"{profile.label} drafts chains only (no topk > 1)",
+                "set topk: 1")
+        if spec.method is Method.NGRAM:
+            pass
+        elif spec.num_steps is None or spec.num_draft_tokens is None:
+            add((*loc, "topk"), "a tree draft (topk > 1) needs num_steps and num_draft_tokens",
+                "set all three: num_steps, topk, num_draft_tokens")
+    if spec.method is not Method.NGRAM and (spec.ngram_min_match or spec.ngram_max_match):
+        add((*loc, "ngram_max_match"), "n-gram match sizes apply to NGRAM only", "remove them")
+    if (spec.ngram_min_match and spec.ngram_max_match
+            and spec.ngram_min_match > spec.ngram_max_match):
+        add((*loc, "ngram_min_match"), "ngram_min_match is larger than ngram_max_match",
+            "swap them")
+
+
+def _check_parallel(rb: Runbook, add) -> None:  # type: ignore[no-untyped-def]
+    dep = rb.deployment
+    par = dep.parallel
+    loc = ("deployment", "parallel")
+    world = par.tensor * par.pipeline * par.data
+    gpus = dep.gpus_per_node * dep.nodes
+    if world > gpus:
+        add(loc, f"tensor × pipeline × data = {world} ranks, but the deployment has {gpus} GPUs "
+            f"({dep.nodes} node(s) × {dep.gpus_per_node})", "lower a parallel size or add nodes")
+    if (par.tensor * par.pipeline) % dep.nodes:
+        add((*loc, "tensor"), f"tensor × pipeline ({par.tensor * par.pipeline}) must be a "
+            f"multiple of nodes ({dep.nodes})", "spread each model replica evenly over nodes")
+    if par.expert > par.tensor or par.tensor % par.expert:
+        add((*loc, "expert"), f"expert parallel size {par.expert} must divide tensor "
+            f"parallel size {par.tensor}", "use an expert size that divides the TP size")
+    if rb.engine.name.value == "sglang" and dep.nodes > 1 and par.data > 1:
+        add((*loc, "data"), "SGLang rejects data parallel replicas across several nodes",
+            "run one deployment per replica")
+    if par.draft_tensor is not None:
+        if rb.engine.name.value != "vllm":
+            add((*loc, "draft_tensor"), "draft_tensor applies to vLLM only (SGLang shards "
+                "the draft like the target)", "remove draft_tensor")
+        elif par.draft_tensor not in (1, par.tensor):
+            add((*loc, "draft_tensor"), f"vLLM 0.33.0 accepts draft TP 1 or the target's "
+                f"({par.tensor}), not {par.draft_tensor}", f"use 1 or {par.tensor}")
+    if dep.draft_kv_cache_dtype is not None and rb.speculation.method is Method.NGRAM:
+        add(("deployment", "draft_kv_cache_dtype"), "NGRAM has no draft KV pool",
+            "remove draft_kv_cache_dtype")

@@ -1,0 +1,173 @@
+"""Finding runbooks and locks on disk and turning them into validated models.
+
+All problems of a file are collected in one pass (YAML structure, pydantic types, the
+cross-field rules) and reported together, each with file:line:column and the field path.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from specpair import rules
+from specpair.errors import Location, Problem, SpecpairError
+from specpair.load import Document, PathKey, load_document, render_path
+from specpair.schema.lock import Lock
+from specpair.schema.runbook import Runbook
+
+RUNBOOK_NAMES = ("runbook.yaml", "runbook.yml", "runbook.jsonnet")
+LOCK_NAME = "lock.json"
+GENERATED_DIR = "generated"
+
+
+@dataclass(frozen=True)
+class LoadedRunbook:
+    runbook: Runbook
+    document: Document
+    folder: Path
+
+    @property
+    def name(self) -> str:
+        return self.runbook.pair.name
+
+
+def discover(paths: list[Path]) -> list[Path]:
+    """Runbook files under the given files or folders, in a stable order."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_file():
+            found.append(path)
+        elif path.is_dir():
+            for name in RUNBOOK_NAMES:
+                found.extend(sorted(path.glob(f"*/{name}")))
+                if (path / name).is_file():
+                    found.append(path / name)
+        else:
+            raise SpecpairError.single(path, "no such file or folder",
+                                       "give a runbook file or a folder such as runbooks/")
+    return sorted(set(found))
+
+
+def runbooks_root(path: Path) -> Path:
+    """The runbooks/ tree a file belongs to: Jsonnet imports may not leave it."""
+    for parent in path.resolve().parents:
+        if parent.name == "runbooks":
+            return parent
+    return path.resolve().parent
+
+
+def load_runbook(path: Path, display: str | None = None) -> LoadedRunbook:
+    display = display or str(path)
+    document = load_document(path, runbooks_root(path))
+    try:
+        runbook = Runbook.model_validate(document.data)
+    except ValidationError as exc:
+        raise SpecpairError(validation_problems(exc, document, Runbook, display)) from None
+    findings = rules.check_runbook(runbook, folder_name=path.parent.name
+                                   if path.parent.parent.name == "runbooks" else None)
+    if findings:
+        raise SpecpairError([Problem(document.location(f.loc, display), f.message, f.hint)
+                             for f in findings])
+    return LoadedRunbook(runbook, document, path.parent)
+
+
+def load_lock(folder: Path) -> tuple[Lock, Document]:
+    path = folder / LOCK_NAME
+    if not path.exists():
+        raise SpecpairError.single(path, "the lock file is missing",
+                                   "run `specpair lock` (or write a declared lock by hand)")
+    document = load_document(path)
+    try:
+        return Lock.model_validate(document.data), document
+    except ValidationError as exc:
+        raise SpecpairError(validation_problems(exc, document, Lock, str(path))) from None
+
+
+# --------------------------------------------------------------------------- error rendering
+
+
+def validation_problems(exc: ValidationError, document: Document, model: type[BaseModel],
+                        display: str) -> list[Problem]:
+    problems = []
+    for error in exc.errors(include_url=False):
+        loc: PathKey = tuple(error["loc"])
+        kind = error["type"]
+        message, hint = _explain(kind, error, model, loc)
+        line, column = document.locate(loc, key=kind == "extra_forbidden")
+        problems.append(Problem(Location(display, line, column, render_path(loc)), message, hint))
+    return sorted(problems, key=lambda p: (p.location.line, p.location.column))
+
+
+def _explain(kind: str, error: Any, model: type[BaseModel], loc: PathKey) -> tuple[str, str]:
+    msg = error["msg"]
+    if kind == "missing":
+        return "required field is missing", f"add `{loc[-1]}:` here"
+    if kind == "extra_forbidden":
+        allowed = _fields_at(model, loc[:-1])
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        hint = f"did you mean `{close[0]}`?" if close else (
+            "allowed keys: " + ", ".join(allowed) if allowed else "remove it")
+        return f"unknown key {loc[-1]!r}", hint
+    given = error.get("input")
+    shown = repr(given) if not isinstance(given, (dict, list)) else type(given).__name__
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    if kind == "enum":
+        return f"{msg}; got {shown}", "use one of the listed values"
+    if kind == "literal_error":
+        return f"{msg}; got {shown}", "use one of the listed values"
+    if kind == "string_pattern_mismatch":
+        return f"{shown} has the wrong form ({msg})", _pattern_hint(loc)
+    if kind in ("finite_number",):
+        return f"{msg}; got {shown}", "write a finite number"
+    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        return f"{msg}; got {shown}", "use a value inside the allowed range"
+    if kind.endswith(("_type", "_parsing")):
+        expected = {"int": "a whole number", "float": "a number", "bool": "true or false",
+                    "string": "a quoted string", "list": "a list", "dict": "a mapping",
+                    "model": "a mapping"}.get(kind.split("_")[0], "a value of the right type")
+        return f"{msg}; got {shown}", f"write {expected} here"
+    return f"{msg}; got {shown}", "see the JSON Schema (schema/runbook.schema.json) for the form"
+
+
+def _pattern_hint(loc: PathKey) -> str:
+    last = str(loc[-1]) if loc else ""
+    return {
+        "name": "lowercase letters, digits and dashes, e.g. qwen3-8b-dflash",
+        "repo": "owner/name, e.g. Qwen/Qwen3-8B",
+        "revision": "a 40-hex commit (or a branch/tag name without spaces)",
+        "version": "an exact release, e.g. 0.5.23",
+        "rule": "a rule id such as SP101",
+        "commit": "40 lowercase hex digits",
+    }.get(last, "see the JSON Schema for the expected form")
+
+
+def _unwrap_model(annotation: Any) -> type[BaseModel] | None:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType, typing.Annotated, list):
+        for arg in typing.get_args(annotation):
+            found = _unwrap_model(arg)
+            if found:
+                return found
+        return None
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None
+
+
+def _fields_at(model: type[BaseModel], loc: PathKey) -> list[str]:
+    current: type[BaseModel] | None = model
+    for part in loc:
+        if current is None:
+            return []
+        if isinstance(part, int):
+            continue
+        info = current.model_fields.get(str(part))
+        current = _unwrap_model(info.annotation) if info else None
+    return sorted(current.model_fields) if current else []

@@ -1,0 +1,1 @@
+"""Pydantic models: the authored runbook (`runbook`) and the resolved lock (`lock`)."""

@@ -1,0 +1,75 @@
+"""Base classes and small types shared by the runbook and lock models."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+
+class Strict(BaseModel):
+    """Unknown keys are errors, values are immutable, NaN and infinity are refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False,
+                              use_enum_values=False, validate_default=True)
+
+
+PositiveInt = Annotated[int, Field(gt=0)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")]
+CommitSha = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
+RepoId = Annotated[str, StringConstraints(
+    pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")]
+ShortText = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+LongText = Annotated[str, StringConstraints(max_length=4000)]
+
+
+class Method(StrEnum):
+    """Speculative methods across engines (the engine profile maps them to its names)."""
+
+    EAGLE = "EAGLE"
+    EAGLE3 = "EAGLE3"
+    MTP = "MTP"
+    """Built-in multi-token-prediction layers (SGLang calls it NEXTN, vLLM `mtp`)."""
+    STANDALONE = "STANDALONE"
+    DFLASH = "DFLASH"
+    DSPARK = "DSPARK"
+    NGRAM = "NGRAM"
+
+    @property
+    def is_block_drafter(self) -> bool:
+        return self in (Method.DFLASH, Method.DSPARK)
+
+    @property
+    def is_eagle_family(self) -> bool:
+        return self in (Method.EAGLE, Method.EAGLE3, Method.MTP, Method.STANDALONE)
+
+    @property
+    def needs_draft_model(self) -> bool:
+        return self is not Method.NGRAM
+
+
+class KVDtype(StrEnum):
+    AUTO = "auto"
+    BF16 = "bf16"
+    FP16 = "fp16"
+    FP8_E4M3 = "fp8_e4m3"
+    FP8_E5M2 = "fp8_e5m2"
+
+    @property
+    def explicit_bytes(self) -> int | None:
+        """Bytes per element, or None for `auto` (the model's dtype decides)."""
+        return {KVDtype.AUTO: None, KVDtype.BF16: 2, KVDtype.FP16: 2,
+                KVDtype.FP8_E4M3: 1, KVDtype.FP8_E5M2: 1}[self]
+
+
+class WeightDtype(StrEnum):
+    AUTO = "auto"
+    BFLOAT16 = "bfloat16"
+    FLOAT16 = "float16"
+    FLOAT32 = "float32"
+
+
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "bf16": 2, "fp16": 2, "fp32": 4,
+               "float8_e4m3fn": 1, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}

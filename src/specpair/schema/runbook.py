@@ -1,0 +1,225 @@
+"""The authored runbook: what a serving engineer writes and reviews for one pair.
+
+Shapes, types and ranges are checked here by pydantic; rules that relate several fields
+(a method that needs a block size, a TP that must divide the GPUs) are checked in
+`specpair.rules`, so that each error can point at the field it is about.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints
+
+from specpair.geometry import GeometryOverride
+from specpair.schema.common import (
+    CommitSha,
+    KVDtype,
+    LongText,
+    Method,
+    NonNegativeInt,
+    PositiveInt,
+    RepoId,
+    ShortText,
+    Slug,
+    Strict,
+    WeightDtype,
+)
+
+Revision = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")]
+LocalPath = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
+
+
+class Pair(Strict):
+    name: Slug = Field(description="folder-safe identifier: lowercase letters, digits, dashes")
+    title: ShortText
+    owner: ShortText = Field(description="team or person who answers for this pair")
+    description: LongText = ""
+
+
+class EngineName(StrEnum):
+    SGLANG = "sglang"
+    VLLM = "vllm"
+
+
+class Engine(Strict):
+    name: EngineName
+    version: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+$")] = Field(
+        description="exact engine release; its flags and memory rules are used")
+
+
+class Artifact(Strict):
+    """A checkpoint: a Hugging Face repo at a pinned revision, or a local directory."""
+
+    repo: RepoId | None = Field(default=None, description="Hugging Face repo id, owner/name")
+    path: LocalPath | None = Field(default=None, description="local checkpoint directory")
+    revision: Revision | None = Field(
+        default=None, description="commit (40 hex) to pin; a branch or tag is flagged by check")
+    dtype: WeightDtype = WeightDtype.AUTO
+    quantization: Annotated[str, StringConstraints(pattern=r"^[a-z0-9_-]{1,32}$")] | None = None
+    trust_remote_code: bool = False
+
+
+class Draft(Artifact):
+    bundled: bool = Field(
+        default=False,
+        description="the draft lives inside the target checkpoint (MTP/NEXTN layers, bundled "
+                    "DSpark weights): one download, still two KV pools")
+
+
+class Speculation(Strict):
+    method: Method
+    num_speculative_tokens: PositiveInt | None = Field(
+        default=None, description="γ: draft tokens proposed per step (chain drafters, NGRAM)")
+    block_size: PositiveInt | None = Field(
+        default=None, description="checkpoint block size of a block drafter (DFLASH: verify "
+                                  "window; DSPARK: gamma, verify width gamma + 1)")
+    num_steps: PositiveInt | None = Field(default=None, description="EAGLE tree depth")
+    topk: PositiveInt = Field(default=1, description="EAGLE branching factor per step")
+    num_draft_tokens: PositiveInt | None = Field(
+        default=None, description="tree verify width; required when topk > 1")
+    ngram_min_match: PositiveInt | None = None
+    ngram_max_match: PositiveInt | None = None
+
+
+class ParallelSizes(Strict):
+    tensor: PositiveInt = 1
+    expert: PositiveInt = 1
+    data: PositiveInt = 1
+    pipeline: PositiveInt = 1
+    draft_tensor: PositiveInt | None = Field(
+        default=None, description="vLLM draft_tensor_parallel_size: 1 or the target's TP")
+
+
+class Assumptions(Strict):
+    """What the engine measures at start-up and we can only assume (bytes per rank)."""
+
+    free_before_load_bytes: PositiveInt | None = Field(
+        default=None, description="P: free memory per rank after CUDA/NCCL init, before "
+                                  "weights load; defaults per GPU model")
+    other_allocations_bytes: NonNegativeInt | None = Field(
+        default=None, description="allocations between weight load and KV profiling")
+    activation_peak_bytes: NonNegativeInt | None = Field(
+        default=None, description="vLLM: activation peak of the profile run per rank")
+    cuda_graph_bytes: NonNegativeInt | None = Field(
+        default=None, description="vLLM: CUDA-graph memory estimate per rank")
+
+
+class Deployment(Strict):
+    gpu: ShortText = Field(description="key into the GPU catalog, e.g. H200-141GB")
+    gpus_per_node: PositiveInt = 8
+    nodes: PositiveInt = 1
+    parallel: ParallelSizes = ParallelSizes()
+    memory_fraction: Annotated[float, Field(gt=0, lt=1)] | None = Field(
+        default=None, description="SGLang --mem-fraction-static / vLLM "
+                                  "--gpu-memory-utilization; unset = engine default")
+    context_length: PositiveInt
+    kv_cache_dtype: KVDtype = KVDtype.AUTO
+    draft_kv_cache_dtype: KVDtype | None = Field(
+        default=None, description="draft pool KV dtype; unset = kv_cache_dtype")
+    page_size: PositiveInt | None = Field(
+        default=None, description="tokens per KV page/block; unset = engine default")
+    max_running_requests: PositiveInt | None = None
+    concurrency: PositiveInt | None = Field(
+        default=None, description="expected concurrent requests in production; "
+                                  "unset = max_running_requests")
+    host: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9.:\[\]-]{1,255}$")] = "0.0.0.0"
+    port: Annotated[int, Field(ge=1, le=65535)] = 30000
+    assumptions: Assumptions = Assumptions()
+
+
+class AcceptanceReference(Strict):
+    mean_length: Annotated[float, Field(ge=1)] = Field(
+        description="τ, accepted tokens per verify step including the bonus token")
+    source: ShortText = Field(description="where the number comes from (card, paper, run)")
+    workload: ShortText | None = None
+
+
+class AcceptanceSLO(Strict):
+    min_length: Annotated[float, Field(ge=1)] = Field(
+        description="minimum acceptance length τ the deployment must keep")
+    scope: Literal["per_request", "per_batch"] = "per_request"
+    percentile: Annotated[int, Field(ge=1, le=99)] = 10
+    basis: Literal["own_traffic", "benchmark", "provisional"] = Field(
+        default="provisional",
+        description="own_traffic: measured on this service's traffic; benchmark: taken from a "
+                    "published benchmark; provisional: set before any measurement")
+
+
+class Acceptance(Strict):
+    reference: AcceptanceReference | None = Field(
+        default=None, description="published acceptance length, if any")
+    slo: AcceptanceSLO
+
+
+class Warmup(Strict):
+    prompt: Annotated[str, StringConstraints(min_length=1, max_length=2000)] = "Say hello."
+    max_tokens: Annotated[int, Field(ge=1, le=4096)] = 16
+    timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120.0
+
+
+ArtifactRole = Literal["target", "draft"]
+
+
+class Staging(Strict):
+    mode: Literal["serial", "parallel-prestage", "engine-prefetch", "engine-overlap"] = (
+        "parallel-prestage")
+    order: list[ArtifactRole] = Field(default_factory=lambda: ["draft", "target"],
+                                      description="download/verify order; smaller first fails fast")
+    warmup: Warmup = Warmup()
+    cold_start_budget_s: Annotated[float, Field(gt=0)] = 900.0
+    storage_bandwidth_bytes_per_s: Annotated[float, Field(gt=0)] = Field(
+        default=2e9, description="local disk read bandwidth per node")
+    network_bandwidth_bytes_per_s: Annotated[float, Field(gt=0)] = Field(
+        default=1.25e9, description="download bandwidth from the hub or mirror per node")
+
+
+class Codesign(Strict):
+    feature_layers: list[NonNegativeInt] | None = Field(
+        default=None, description="target layer ids the draft reads hidden states from")
+    block_size: PositiveInt | None = Field(
+        default=None, description="block size the draft checkpoint was trained with")
+
+
+class Workload(Strict):
+    name: Slug
+    kind: Literal["short-homogeneous", "long-diverse"]
+    prompts: Annotated[int, Field(ge=1, le=100_000)]
+    max_tokens: Annotated[int, Field(ge=1, le=65_536)]
+    seed: NonNegativeInt = 0
+    temperature: Annotated[float, Field(ge=0, le=2)] = 0.0
+
+
+class Waiver(Strict):
+    rule: Annotated[str, StringConstraints(pattern=r"^SP\d{3}$")]
+    reason: Annotated[str, StringConstraints(min_length=10, max_length=1000)]
+
+
+class GeometryOverrides(Strict):
+    target: GeometryOverride = GeometryOverride()
+    draft: GeometryOverride = GeometryOverride()
+
+
+class Runbook(Strict):
+    """One target/draft pair, deployed on one engine version."""
+
+    pair: Pair
+    engine: Engine
+    target: Artifact
+    draft: Draft | None = Field(default=None, description="absent only for NGRAM")
+    speculation: Speculation
+    deployment: Deployment
+    geometry: GeometryOverrides = GeometryOverrides()
+    acceptance: Acceptance
+    staging: Staging = Staging()
+    codesign: Codesign = Codesign()
+    workloads: list[Workload] = Field(default_factory=lambda: [
+        Workload(name="short-homogeneous", kind="short-homogeneous", prompts=200,
+                 max_tokens=64, seed=1),
+        Workload(name="long-diverse", kind="long-diverse", prompts=100, max_tokens=1024,
+                 seed=2)])
+    waivers: list[Waiver] = Field(default_factory=list)
+
+
+__all__ = ["Runbook", "CommitSha"]
