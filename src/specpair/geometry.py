@@ -136,7 +136,7 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
     """
     # text_config (multimodal wrappers) and transformer_layer_config (speculators format)
     # hold the decoder geometry; their keys win over the wrapper's
-    nested = next((config[k] for k in ("text_config", "transformer_layer_config")
+    nested: dict[str, Any] = next((config[k] for k in ("text_config", "transformer_layer_config")
                    if isinstance(config.get(k), dict)), {})
     base = {**config, **nested}
     hidden = int(base["hidden_size"])
@@ -146,7 +146,8 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
     head_dim = int(base.get("head_dim") or hidden // heads)
     layers = int(base["num_hidden_layers"])
     architecture = (config.get("architectures") or ["unknown"])[0]
-    dflash = config.get("dflash_config") if isinstance(config.get("dflash_config"), dict) else {}
+    dflash: dict[str, Any] = config["dflash_config"] if isinstance(
+        config.get("dflash_config"), dict) else {}
     speculators = config.get("speculators_config") or {}
 
     linear: LinearAttention | None = None
@@ -212,6 +213,7 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
         num_target_layers=int(num_target) if num_target else None,
         block_size=int(block_size) if block_size else None,
         mask_token_id=int(mask) if mask is not None else None,
-        draft_vocab_size=int(config["draft_vocab_size"]) if config.get("draft_vocab_size") else None,
+        draft_vocab_size=int(config["draft_vocab_size"])
+        if config.get("draft_vocab_size") else None,
         verifier=verifier,
     )

@@ -8,12 +8,16 @@ points at the right line. They run only on a runbook that passed pydantic valida
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from specpair import engines, hardware
 from specpair.load import PathKey
 from specpair.schema.common import Method
 from specpair.schema.runbook import Artifact, Runbook
+
+
+Add = Callable[[PathKey, str, str], None]
 
 
 @dataclass(frozen=True)
@@ -75,7 +79,7 @@ def check_runbook(rb: Runbook, folder_name: str | None = None) -> list[Finding]:
     return found
 
 
-def _check_artifact(art: Artifact, loc: PathKey, add, *, bundled: bool) -> None:  # type: ignore[no-untyped-def]
+def _check_artifact(art: Artifact, loc: PathKey, add: Add, *, bundled: bool) -> None:
     if bundled:
         for key in ("repo", "path", "revision"):
             if getattr(art, key) is not None:
@@ -90,7 +94,7 @@ def _check_artifact(art: Artifact, loc: PathKey, add, *, bundled: bool) -> None:
             "add revision: <40-hex commit> (run `specpair lock` to find it)")
 
 
-def _check_speculation(rb: Runbook, profile: engines.EngineProfile | None, add) -> None:  # type: ignore[no-untyped-def]
+def _check_speculation(rb: Runbook, profile: engines.EngineProfile | None, add: Add) -> None:
     spec = rb.speculation
     loc = ("speculation",)
     if profile is not None and spec.method not in profile.method_names:
@@ -143,7 +147,7 @@ def _check_speculation(rb: Runbook, profile: engines.EngineProfile | None, add) 
             "swap them")
 
 
-def _check_parallel(rb: Runbook, add) -> None:  # type: ignore[no-untyped-def]
+def _check_parallel(rb: Runbook, add: Add) -> None:
     dep = rb.deployment
     par = dep.parallel
     loc = ("deployment", "parallel")

@@ -162,10 +162,14 @@ class Warmup(Strict):
 ArtifactRole = Literal["target", "draft"]
 
 
+def _draft_first() -> list[ArtifactRole]:
+    return ["draft", "target"]
+
+
 class Staging(Strict):
     mode: Literal["serial", "parallel-prestage", "engine-prefetch", "engine-overlap"] = (
         "parallel-prestage")
-    order: list[ArtifactRole] = Field(default_factory=lambda: ["draft", "target"],
+    order: list[ArtifactRole] = Field(default_factory=_draft_first,
                                       description="download/verify order; smaller first fails fast")
     warmup: Warmup = Warmup()
     cold_start_budget_s: Annotated[float, Field(gt=0)] = 900.0
@@ -222,4 +226,4 @@ class Runbook(Strict):
     waivers: list[Waiver] = Field(default_factory=list)
 
 
-__all__ = ["Runbook", "CommitSha"]
+__all__ = ["CommitSha", "Runbook"]

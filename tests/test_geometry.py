@@ -1,0 +1,69 @@
+"""Geometry from real config.json files, checked against the published model tables
+(REFERENCE_MODELS.md §1), not against this code's own output."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from specpair.geometry import Geometry, GeometryOverride, from_hf_config
+from tests.conftest import FIXTURES
+
+
+def geometry(folder: str) -> Geometry:
+    return from_hf_config(json.loads((FIXTURES / "configs" / folder / "config.json").read_text()))
+
+
+def test_qwen3_32b_keeps_its_declared_head_dim() -> None:
+    g = geometry("Qwen__Qwen3-32B")
+    # 5120 / 64 would give 80: the config's head_dim (128) must win
+    assert (g.num_hidden_layers, g.num_attention_heads, g.num_key_value_heads, g.head_dim) == (
+        64, 64, 8, 128)
+    assert g.attention == "mha" and g.full_attention_layers == 64
+
+
+def test_deepseek_v3_is_mla_with_one_mtp_layer() -> None:
+    g = geometry("deepseek-ai__DeepSeek-V3")
+    assert g.attention == "mla"
+    assert (g.kv_lora_rank, g.qk_rope_head_dim, g.mla_latent_dim) == (512, 64, 576)
+    assert g.num_nextn_predict_layers == 1
+    assert g.vocab_size == 129280
+
+
+def test_dflash_draft_block_and_feature_layers() -> None:
+    g = geometry("sgl-project__SpecForge-qwen3-8b-dflash")
+    assert (g.block_size, g.mask_token_id, g.num_target_layers) == (16, 151669, 36)
+    assert g.target_layer_ids == [1, 9, 17, 25, 33]
+
+
+def test_dspark_draft_block_is_gamma() -> None:
+    g = geometry("sgl-project__SpecForge-qwen3-8b-dspark")
+    assert g.block_size == 7 and g.num_hidden_layers == 5
+
+
+def test_speculators_format_reads_nested_layer_config_and_verifier() -> None:
+    g = geometry("nm-testing__EAGLE3-LLaMA3.1-Instruct-8B-converted")
+    assert (g.num_hidden_layers, g.hidden_size, g.max_position_embeddings) == (1, 4096, 2048)
+    assert g.draft_vocab_size == 32000
+    assert g.verifier == "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def test_hybrid_bailing_schedule() -> None:
+    config = {"architectures": ["BailingMoeV3ForCausalLM"], "model_type": "bailing_hybrid",
+              "hidden_size": 2560, "num_attention_heads": 32, "num_key_value_heads": 32,
+              "head_dim": 128, "num_hidden_layers": 42, "layer_group_size": 6,
+              "short_conv_kernel_size": 4, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+              "qk_nope_head_dim": 128, "v_head_dim": 128, "vocab_size": 157184,
+              "max_position_embeddings": 262144}
+    g = from_hf_config(config)
+    assert g.full_attention_layers == 7  # MLA at 5, 11, 17, 23, 29, 35, 41
+    assert g.linear_attention is not None and g.linear_attention.layers == 35
+    assert g.linear_attention.kind == "kda"
+
+
+def test_override_is_validated() -> None:
+    g = geometry("Qwen__Qwen3-8B")
+    assert GeometryOverride(head_dim=64).apply(g).head_dim == 64
+    with pytest.raises(ValueError, match="must add up"):
+        GeometryOverride(num_hidden_layers=40).apply(g)
