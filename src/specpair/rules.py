@@ -16,7 +16,6 @@ from specpair.load import PathKey
 from specpair.schema.common import Method
 from specpair.schema.runbook import Artifact, Runbook
 
-
 Add = Callable[[PathKey, str, str], None]
 
 
