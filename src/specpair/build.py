@@ -44,7 +44,7 @@ def load_pairs(root: Path, paths: list[Path] | None = None) -> list[ResolvedPair
         try:
             loaded = load_runbook(path, display)
             lock, _ = load_lock(loaded.folder)
-            pair = resolve(loaded, lock, _display(root, loaded.folder / LOCK_NAME))
+            pair = resolve(loaded, lock, _display(root, loaded.folder / LOCK_NAME), display)
         except SpecpairError as exc:
             problems.extend(exc.problems)
             continue
@@ -66,12 +66,18 @@ def render(root: Path, pairs: list[ResolvedPair]) -> writer.Outputs:
         for rel, content in tree_generator(pairs).items():
             outputs.add(rel, content)
     runbooks_dir = (root / "runbooks").resolve()
+    problems: list[Problem] = []
     for pair in pairs:
         folder = Path(_display(root, runbooks_dir / pair.name)) / GENERATED_DIR
         outputs.owned_dirs.add(folder)
-        for pair_generator in PAIR_GENERATORS:
-            for name, content in pair_generator(pair).items():
-                outputs.add(folder / name, content)
+        try:
+            for pair_generator in PAIR_GENERATORS:
+                for name, content in pair_generator(pair).items():
+                    outputs.add(folder / name, content)
+        except SpecpairError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise SpecpairError(problems)
     return outputs
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from specpair import __version__
-from specpair.errors import SpecpairError
+from specpair.errors import Location, Problem, SpecpairError
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_STALE = 0, 1, 3
 
@@ -55,6 +55,48 @@ def _build(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _budget(args: argparse.Namespace) -> int:
+    import json
+
+    from pydantic import ValidationError
+
+    from specpair import hardware
+    from specpair.budget import compute
+    from specpair.build import load_pairs
+    from specpair.generators.budget_files import markdown
+    from specpair.schema.common import KVDtype
+
+    (pair,) = load_pairs(Path(args.root), [Path(args.runbook)])
+    rb = pair.runbook
+    deployment = rb.deployment.model_dump()
+    if args.gpu is not None:
+        if args.gpu not in hardware.CATALOG:
+            raise SpecpairError.single("--gpu", f"unknown GPU {args.gpu!r}",
+                                       "use one of: " + ", ".join(sorted(hardware.CATALOG)))
+        deployment["gpu"] = args.gpu
+    if args.tp is not None:
+        deployment["parallel"]["tensor"] = args.tp
+    for flag, key in (("kv_dtype", "kv_cache_dtype"), ("draft_kv_dtype", "draft_kv_cache_dtype")):
+        if getattr(args, flag) is not None:
+            deployment[key] = KVDtype(getattr(args, flag))
+    for key in ("memory_fraction", "context_length"):
+        if getattr(args, key) is not None:
+            deployment[key] = getattr(args, key)
+    try:
+        what_if = rb.model_validate({**rb.model_dump(), "deployment": deployment})
+    except ValidationError as exc:
+        raise SpecpairError([Problem(Location("command line", 0, 0, ".".join(
+            str(p) for p in e["loc"])), e["msg"], "change the option's value")
+            for e in exc.errors(include_url=False)]) from None
+    pair = pair.model_copy(update={"runbook": what_if, "gpu": deployment["gpu"]})
+    result = compute(pair)
+    if args.json:
+        print(json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True))
+    else:
+        print(markdown(pair, result), end="")
+    return EXIT_OK
+
+
 def _schema(args: argparse.Namespace) -> int:
     from specpair.generators import schema_files
 
@@ -78,6 +120,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 3 and list the files a build would change")
     p.set_defaults(func=_build)
+
+    p = sub.add_parser("budget", help="the two-model memory budget of one pair, with what-ifs")
+    p.add_argument("runbook", help="runbook file")
+    p.add_argument("--root", default=".", help="repository root (holds runbooks/)")
+    p.add_argument("--gpu", help="GPU catalog key, e.g. H100-80GB")
+    p.add_argument("--tp", type=int, help="tensor-parallel size")
+    kv_choices = ["auto", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2"]
+    p.add_argument("--kv-dtype", choices=kv_choices, help="KV dtype of the target pool")
+    p.add_argument("--draft-kv-dtype", choices=kv_choices, help="KV dtype of the draft pool")
+    p.add_argument("--memory-fraction", type=float, help="memory fraction (0-1)")
+    p.add_argument("--context-length", type=int, help="serving context length")
+    p.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    p.set_defaults(func=_budget)
 
     p = sub.add_parser("schema", help="print a JSON Schema derived from the models")
     p.add_argument("which", choices=["runbook", "lock"], nargs="?", default="runbook")

@@ -34,6 +34,7 @@ class ResolvedArtifact(Strict):
 
 class ResolvedPair(Strict):
     name: str
+    source_file: str = Field(description="the runbook, relative to the repository root")
     runbook: Runbook
     engine: str
     gpu: str
@@ -69,38 +70,42 @@ def _mismatch(spec: Artifact, source: Source) -> list[str]:
     return wrong
 
 
-def resolve(loaded: LoadedRunbook, lock: Lock, lock_display: str) -> ResolvedPair:
+def resolve(loaded: LoadedRunbook, lock: Lock, lock_display: str,
+            runbook_display: str | None = None) -> ResolvedPair:
     rb = loaded.runbook
     doc = loaded.document
+    display = runbook_display or str(doc.path)
     problems: list[Problem] = []
     hint = "run `specpair lock --refresh` to resolve the lock again"
     for key, spec in (("target", rb.target),):
         for wrong in _mismatch(spec, lock.target.source):
-            problems.append(Problem(doc.location((key,)), f"the lock is stale: {wrong}", hint))
+            problems.append(Problem(doc.location((key,), display),
+                                    f"the lock is stale: {wrong}", hint))
     draft: ResolvedArtifact | None = None
     if rb.draft is not None:
         if lock.draft is None:
-            problems.append(Problem(doc.location(("draft",)),
+            problems.append(Problem(doc.location(("draft",), display),
                                     f"{lock_display} has no draft section", hint))
         else:
             expected = rb.target if rb.draft.bundled else rb.draft
             for wrong in _mismatch(expected, lock.draft.source):
-                problems.append(Problem(doc.location(("draft",)),
+                problems.append(Problem(doc.location(("draft",), display),
                                         f"the lock is stale (draft): {wrong}", hint))
             try:
                 draft = _artifact("draft", lock.draft, rb.geometry.draft, rb.draft.bundled)
             except ValueError as exc:  # an override that makes the geometry impossible
-                problems.append(Problem(doc.location(("geometry", "draft")), str(exc),
+                problems.append(Problem(doc.location(("geometry", "draft"), display), str(exc),
                                         "fix the override"))
     if lock.pair != rb.pair.name:
-        problems.append(Problem(doc.location(("pair", "name")),
+        problems.append(Problem(doc.location(("pair", "name"), display),
                                 f"{lock_display} belongs to pair {lock.pair!r}", hint))
     try:
         target = _artifact("target", lock.target, rb.geometry.target)
     except ValueError as exc:  # an override that makes the geometry impossible
-        raise SpecpairError([Problem(doc.location(("geometry", "target")), str(exc),
+        raise SpecpairError([Problem(doc.location(("geometry", "target"), display), str(exc),
                                      "fix the override")]) from None
     if problems:
         raise SpecpairError(problems)
-    return ResolvedPair(name=rb.pair.name, runbook=rb, engine=rb.engine.name.value + " "
-                        + rb.engine.version, gpu=rb.deployment.gpu, target=target, draft=draft)
+    return ResolvedPair(name=rb.pair.name, source_file=display, runbook=rb,
+                        engine=f"{rb.engine.name.value} {rb.engine.version}",
+                        gpu=rb.deployment.gpu, target=target, draft=draft)

@@ -31,6 +31,9 @@ class Weights(Strict):
     params_by_dtype: dict[str, NonNegativeInt] = Field(
         description="parameter count per safetensors dtype (e.g. BF16, F8_E4M3)")
     weight_bytes: NonNegativeInt = Field(description="bytes of all tensors in the checkpoint")
+    replicated_bytes: NonNegativeInt = Field(
+        default=0, description="bytes of tensors every tensor-parallel rank holds whole "
+                               "(norms, DSpark fc and Markov head); the rest is sharded")
     provenance: Provenance
 
     @property

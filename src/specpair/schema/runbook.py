@@ -106,6 +106,21 @@ class Assumptions(Strict):
         default=None, description="vLLM: CUDA-graph memory estimate per rank")
 
 
+class LinearState(Strict):
+    """SGLang knobs for the per-request state of linear-attention (KDA/Mamba) layers."""
+
+    replay_spec: bool = Field(default=False,
+                              description="--enable-linear-replayssm-spec (KDA ring per slot)")
+    replay_cache_len: PositiveInt = Field(default=16, description="--linear-replayssm-cache-len")
+    ssm_dtype: Literal["float32", "bfloat16", "float16"] | None = Field(
+        default=None, description="--mamba-ssm-dtype; unset = float32")
+    full_memory_ratio: Annotated[float, Field(gt=0)] | None = Field(
+        default=None, description="--mamba-full-memory-ratio; unset = 0.9")
+    max_cache_size: PositiveInt | None = Field(default=None, description="--max-mamba-cache-size")
+    radix_cache_strategy: Literal["auto", "extra_buffer", "no_buffer"] = "auto"
+    disable_radix_cache: bool = False
+
+
 class Deployment(Strict):
     gpu: ShortText = Field(description="key into the GPU catalog, e.g. H200-141GB")
     gpus_per_node: PositiveInt = 8
@@ -124,6 +139,9 @@ class Deployment(Strict):
     concurrency: PositiveInt | None = Field(
         default=None, description="expected concurrent requests in production; "
                                   "unset = max_running_requests")
+    kv_cache_memory_bytes: PositiveInt | None = Field(
+        default=None, description="vLLM --kv-cache-memory-bytes: fixed KV budget per rank")
+    linear_state: LinearState = LinearState()
     host: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9.:\[\]-]{1,255}$")] = "0.0.0.0"
     port: Annotated[int, Field(ge=1, le=65535)] = 30000
     assumptions: Assumptions = Assumptions()

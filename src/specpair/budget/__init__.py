@@ -1,0 +1,26 @@
+"""The two-model memory budget, computed through the engine release's own rules.
+
+One calculator per (engine, version); each follows that release's start-up order and
+formulas and names them in every line it produces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from specpair.budget import sglang_0_5_23, vllm_0_33_0
+from specpair.budget.common import check_tensor_parallel
+from specpair.budget.model import Budget
+from specpair.hardware import GPU
+from specpair.resolve import ResolvedPair
+
+CALCULATORS: dict[str, Callable[[ResolvedPair, GPU], Budget]] = {
+    sglang_0_5_23.ENGINE: sglang_0_5_23.budget,
+    vllm_0_33_0.ENGINE: vllm_0_33_0.budget,
+}
+
+
+def compute(pair: ResolvedPair) -> Budget:
+    draft_tp = pair.runbook.deployment.parallel.draft_tensor
+    check_tensor_parallel(pair, draft_tp)
+    return CALCULATORS[pair.engine](pair, pair.gpu_spec)

@@ -1,0 +1,80 @@
+"""The shape of a two-model memory budget, shared by every engine's calculator.
+
+Every number is per GPU rank and in bytes (ints); renderers convert to GiB and say so.
+Each `Line` names the rule it follows and the engine release, so a reviewer can trace
+any figure back to the engine's code (ENGINE_NOTES_*.md).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from specpair.schema.common import Strict
+
+GiB = 1 << 30
+MiB = 1 << 20
+
+
+class Line(Strict):
+    key: str
+    label: str
+    value: float | int | str
+    unit: str = Field(description="B, tokens, requests, slots, fraction or empty")
+    rule: str = Field(description="the formula, and where the engine applies it")
+
+
+class Assumption(Strict):
+    key: str
+    label: str
+    value: float | int
+    unit: str
+    source: str = Field(description="default per GPU model, or declared in the runbook")
+
+
+class Scenario(Strict):
+    name: str
+    cell_target: int = Field(description="target KV bytes per token per rank")
+    cell_draft: int = Field(description="draft KV bytes per token per rank, as budgeted")
+    kv_budget_bytes: int = Field(description="bytes the token pools are sized from")
+    state_pool_bytes: int = 0
+    state_slots: int | None = None
+    max_total_tokens: int
+    max_running_requests: int
+    sequences_at_context: int = Field(description="full-context sequences the pool holds")
+    target_kv_bytes: int
+    draft_kv_bytes: int
+    full_context_headroom_bytes: int = Field(
+        description="KV bytes left when max_running_requests sequences all reach the "
+                    "context length (negative: they cannot all do so at once)")
+    fits: bool
+    verdict: str
+    lines: list[Line]
+
+    @property
+    def cell_total(self) -> int:
+        return self.cell_target + self.cell_draft
+
+
+class Storage(Strict):
+    target_download_bytes: int
+    draft_download_bytes: int
+    total_download_bytes: int
+    disk_needed_bytes: int = Field(description="both downloads plus 10% for the hub cache's "
+                                               "temporary files during download")
+    rule: str
+
+
+class Budget(Strict):
+    engine: str
+    gpu: str
+    per: str = "GPU rank"
+    assumptions: list[Assumption]
+    weights: list[Line]
+    baseline: Scenario
+    speculative: Scenario | None
+    fallback: Scenario | None = Field(
+        default=None, description="what the engine budgets if it cannot resolve the draft")
+    draft_pool_note: str | None = None
+    capacity_lost_pct: float | None = None
+    draft_share_of_kv_pct: float | None = None
+    storage: Storage

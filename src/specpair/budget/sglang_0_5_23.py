@@ -1,0 +1,461 @@
+"""SGLang 0.5.23: the KV pools as the engine sizes them, per GPU rank.
+
+Follows, in order, what the engine does at start-up (ENGINE_NOTES_SGLANG.md §4,
+ENGINE_NOTES_SGLANG_HYBRID.md, and the 0.5.23 wheel's `arg_groups/memory_hook.py` and
+`mem_cache/kv_cache_configurator.py`):
+
+1. resolve `--mem-fraction-static` f (the user's, or the GPU-size heuristic);
+2. measure P, the free memory before weights load (an assumption here);
+3. load target weights, then the draft's: both are charged before the KV pool is sized;
+4. rest = F − P·(1 − f), in GiB as the engine computes it;
+5. a hybrid (linear-attention) target carves out its per-request state pool first;
+6. tokens = int(rest · 2^30) // cell, page-aligned, where cell = target cell + draft cell
+   (EAGLE family: layer scaling of the target cell; DFLASH/DSPARK: the draft's own
+   geometry and KV dtype; NGRAM: none);
+7. max_running_requests from the token count (and the state-slot cap).
+
+Float arithmetic mirrors the engine's (GiB floats, then `int(x · 2^30)`) so that token
+counts match it to the token.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from specpair.budget.common import (
+    kv_bytes,
+    kv_heads_per_rank,
+    kv_layers,
+    pct,
+    storage,
+    weights_per_rank,
+)
+from specpair.budget.model import Assumption, Budget, GiB, Line, MiB, Scenario
+from specpair.errors import SpecpairError
+from specpair.geometry import Geometry
+from specpair.hardware import GPU
+from specpair.resolve import ResolvedPair
+from specpair.schema.common import KVDtype, Method
+from specpair.schema.runbook import Runbook, Speculation
+
+ENGINE = "sglang 0.5.23"
+SPEC_DEFAULT_MAX_RUNNING_REQUESTS = 48
+DEFAULT_OTHER_ALLOCATIONS = int(0.6 * GiB)
+DEFAULT_MAMBA_FULL_MEMORY_RATIO = 0.9
+# BailingMoeV3 is in both _MAMBA_RADIX_CACHE_ARCHS and _MAMBA_EXTRA_BUFFER_ARCHS
+EXTRA_BUFFER_ARCHS = frozenset({"BailingMoeV3ForCausalLM"})
+
+
+# --------------------------------------------------------------------------- flags
+
+
+def verify_width(spec: Speculation) -> int:
+    """`--speculative-num-draft-tokens` as 0.5.23 resolves it."""
+    if spec.method is Method.DSPARK:
+        assert spec.block_size is not None
+        return spec.block_size + 1  # gamma + 1
+    if spec.method is Method.DFLASH:
+        assert spec.block_size is not None
+        return spec.block_size  # the verify window is the block
+    if spec.topk > 1:
+        assert spec.num_draft_tokens is not None
+        return spec.num_draft_tokens
+    assert spec.num_speculative_tokens is not None
+    return spec.num_speculative_tokens + 1
+
+
+@dataclass(frozen=True)
+class MemFraction:
+    value: float
+    lines: list[Line]
+
+
+def prefill_graph_sizes(max_bs: int) -> list[int]:
+    """`cuda_graph_hook.generate_prefill_cuda_graph_batch_sizes`."""
+    sizes = (list(range(4, 33, 4)) + list(range(48, 257, 16)) + list(range(288, 513, 32))
+             + list(range(576, 1025, 64)) + list(range(1280, 4097, 256))
+             + list(range(4608, max_bs + 1, 512)))
+    return [s for s in sizes if s <= max_bs]
+
+
+def default_mem_fraction(gpu_mem_mib: int, tp: int, pp: int, user_max_running: int | None,
+                         use_mla: bool) -> MemFraction:
+    """`memory_hook.handle_gpu_memory_settings` for a text model on CUDA, defaults only."""
+    gib = 1024
+    if gpu_mem_mib < 20 * gib:
+        chunked, max_bs = 2048, 8
+    elif gpu_mem_mib < 35 * gib:
+        chunked, max_bs = 4096, (48 if tp < 4 else 160)
+    elif gpu_mem_mib < 60 * gib:
+        chunked, max_bs = 4096, (32 if tp < 4 else 160)
+    elif gpu_mem_mib < 160 * gib:
+        chunked, max_bs = 8192, (256 if tp < 4 else 512)
+    else:
+        chunked, max_bs = 16384, 512
+    if user_max_running is not None and max_bs > user_max_running:
+        max_bs = user_max_running  # only a user-set value caps it; the spec default does not
+    prefill_max = min(8192, chunked) if use_mla else chunked
+    prefill_graphs = len(prefill_graph_sizes(prefill_max))
+    graph = 2 * max_bs + (1.5 * 1024 if use_mla else 8 * prefill_graphs)
+    reserved = 512 + max(chunked, 2048) * 1.5 + tp * pp / 8 * 1024 + graph
+    if gpu_mem_mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    value = round((gpu_mem_mib - reserved) / gpu_mem_mib, 3)
+    rule = f"{ENGINE} arg_groups/memory_hook.py::handle_gpu_memory_settings"
+    return MemFraction(value, [
+        Line(key="chunked_prefill_size", label="chunked prefill size (default)", value=chunked,
+             unit="tokens", rule=f"by GPU memory {gpu_mem_mib} MiB; {rule}"),
+        Line(key="decode_graph_max_bs", label="decode CUDA-graph max batch", value=max_bs,
+             unit="requests", rule="by GPU memory and TP; capped by a user-set "
+                                   "--max-running-requests only"),
+        Line(key="reserved_mib", label="reserve for activations and graphs", value=reserved,
+             unit="MiB", rule="512 + 1.5·max(chunked, 2048) + tp·pp/8·1024 + 2·decode_max_bs + "
+                              + ("1536 (MLA prefill graphs)" if use_mla else
+                                 f"8·{prefill_graphs} prefill graphs")
+                              + "; at least 10240 on GPUs over 60 GiB"),
+        Line(key="mem_fraction_static", label="--mem-fraction-static (engine default)",
+             value=value, unit="fraction", rule="round((gpu_mem − reserved) / gpu_mem, 3)"),
+    ])
+
+
+# --------------------------------------------------------------------------- cells
+
+
+def target_cell(g: Geometry, attn_tp: int, pp: int, dtype_bytes: int) -> tuple[int, str]:
+    layers = math.ceil(kv_layers(g) / pp)
+    if g.attention == "mla":
+        cell = g.mla_latent_dim * layers * dtype_bytes
+        return cell, (f"MLA: (kv_lora_rank {g.kv_lora_rank} + qk_rope_head_dim "
+                      f"{g.qk_rope_head_dim}) · {layers} layers · {dtype_bytes} B; the latent "
+                      "is not split across TP")
+    heads = kv_heads_per_rank(g.num_key_value_heads, attn_tp)
+    cell = heads * (g.head_dim + g.v_head_dim) * layers * dtype_bytes
+    return cell, (f"MHA/GQA: max(1, {g.num_key_value_heads} KV heads // attn_tp {attn_tp}) = "
+                  f"{heads} · (head_dim {g.head_dim} + v_head_dim {g.v_head_dim}) · {layers} "
+                  f"layers · {dtype_bytes} B")
+
+
+def exact_draft_cell(g: Geometry, draft_attn_tp: int, dtype_bytes: int) -> tuple[int, str]:
+    """`draft_kv_budget.resolve_dflash_draft_cell_size` (and what a draft runner allocates)."""
+    if g.attention == "mla":
+        cell = g.mla_latent_dim * kv_layers(g) * dtype_bytes
+        return cell, f"MLA: {g.mla_latent_dim} · {kv_layers(g)} layers · {dtype_bytes} B"
+    heads = kv_heads_per_rank(g.num_key_value_heads, draft_attn_tp)
+    cell = heads * (g.head_dim + g.v_head_dim) * kv_layers(g) * dtype_bytes
+    return cell, (f"max(1, {g.num_key_value_heads} // {draft_attn_tp}) = {heads} KV heads · "
+                  f"({g.head_dim} + {g.v_head_dim}) · {kv_layers(g)} layers · {dtype_bytes} B")
+
+
+def eagle_draft_layers(draft: Geometry) -> int:
+    return draft.num_nextn_predict_layers or kv_layers(draft)
+
+
+# --------------------------------------------------------------------------- hybrid state
+
+
+@dataclass(frozen=True)
+class StatePlan:
+    per_slot: int
+    slots: int
+    pool_bytes: int
+    intermediate_bytes: int
+    ratio: int
+    lines: list[Line]
+
+
+def _state_sizes(g: Geometry, attn_tp: int, ssm_bytes: int, ring_len: int | None
+                 ) -> tuple[int, int]:
+    la = g.linear_attention
+    assert la is not None
+    if la.kind != "kda":
+        raise SpecpairError.single(
+            "runbook", f"the {la.kind} state pool is not modelled for {ENGINE}",
+            "only KDA hybrids (Ling-3) are modelled; budget this pair by measurement",
+            field_path="target")
+    h_rank, d = la.num_heads // attn_tp, la.head_dim
+    conv = (la.conv_kernel - 1) * (3 * la.num_heads * d // attn_tp) * 2  # bf16 conv windows
+    ssm = h_rank * d * d * ssm_bytes
+    state = (conv + ssm) * la.layers
+    ring = 0
+    if ring_len:
+        # d, k, rawv, rawk in bf16; g (per-K gate) and beta in fp32 (mamba_utils.py:127)
+        ring = (4 * h_rank * ring_len * d * 2 + h_rank * ring_len * d * 4
+                + h_rank * ring_len * 4) * la.layers
+    return state, ring
+
+
+def state_plan(rb: Runbook, g: Geometry, attn_tp: int, rest_gib: float, speculative: bool,
+               verify: int, max_running: int) -> tuple[float, StatePlan]:
+    """`KVCacheConfigurator._handle_max_mamba_cache`: returns rest after the state pool."""
+    ls = rb.deployment.linear_state
+    replay = speculative and ls.replay_spec
+    ssm_dtype = ls.ssm_dtype or "float32"
+    ssm_bytes = {"float32": 4, "bfloat16": 2, "float16": 2}[ssm_dtype]
+    state, ring = _state_sizes(g, attn_tp, ssm_bytes, ls.replay_cache_len if replay else None)
+    if ls.disable_radix_cache:
+        ratio = 1
+    else:
+        strategy = ls.radix_cache_strategy
+        if strategy == "auto":
+            strategy = "extra_buffer" if g.architecture in EXTRA_BUFFER_ARCHS else "no_buffer"
+        ratio = 5 if strategy == "extra_buffer" else 3  # base 3 + 2 tracking slots (overlap)
+    r = ls.full_memory_ratio or DEFAULT_MAMBA_FULL_MEMORY_RATIO
+    reserves_spec_state = speculative and not replay
+    per_slot = state + ring
+    intermediate = 0
+    rest = rest_gib
+    if ls.max_cache_size is not None:
+        slots, how = ls.max_cache_size, "--max-mamba-cache-size"
+        if reserves_spec_state:
+            capped = min(max(1, max_running), slots // ratio)
+            intermediate = state * (capped + 1) * verify
+    elif ls.disable_radix_cache:
+        slots, how = max(1, max_running), "max_running_requests (radix cache off)"
+        if reserves_spec_state:
+            intermediate = state * (slots + 1) * verify
+    else:
+        budget = rest * r / (1 + r) * (1 << 30)
+        if reserves_spec_state:
+            slots = int((budget - state * (1 + verify)) // (state * (1 + verify / ratio)))
+            capped = min(max(1, max_running), slots // ratio)
+            intermediate = state * (capped + 1) * verify
+            how = f"r/(1+r) of rest, r = {r}, with the recurrent-verify reserve"
+        else:
+            slots = int((budget - per_slot) // per_slot)
+            how = f"r/(1+r) of rest, r = {r}"
+    rest -= intermediate / (1 << 30)
+    pool = (slots + 1) * per_slot
+    rest -= pool / (1 << 30)
+    rule = f"{ENGINE} kv_cache_configurator.py::_handle_max_mamba_cache"
+    linear_layers = g.linear_attention.layers if g.linear_attention else 0
+    lines = [
+        Line(key="state_per_slot", label="linear-attention state per slot", value=state,
+             unit="B", rule=f"(conv bf16 + SSM {ssm_dtype}) · {linear_layers} "
+                            "linear layers, heads split by attn_tp"),
+        Line(key="replay_ring_per_slot", label="ReplaySSM ring per slot", value=ring, unit="B",
+             rule=f"KDA ring of {ls.replay_cache_len} records per slot" if replay
+             else "ReplaySSM-spec off: no ring"),
+        Line(key="state_slots", label="state slots K (max_mamba_cache_size)", value=slots,
+             unit="slots", rule=f"{how}; {rule}"),
+        Line(key="state_pool", label="state pool (K + 1 slots)", value=pool, unit="B",
+             rule="(K + 1) · per-slot bytes, taken before the KV pool"),
+        Line(key="spec_intermediate", label="recurrent-verify intermediate reserve",
+             value=intermediate, unit="B",
+             rule="state · (min(max_running, K // ratio) + 1) · verify width"
+             if reserves_spec_state else "not reserved (no speculation, or ReplaySSM-spec)"),
+        Line(key="slots_per_request", label="state slots per running request", value=ratio,
+             unit="slots", rule="1 without radix cache; 3 no_buffer; 5 extra_buffer with the "
+                                "overlap scheduler"),
+    ]
+    if slots <= 0:
+        lines.append(Line(key="state_error", label="start-up fails", value="no state slots",
+                          unit="", rule="'Not enough GPU memory for hybrid … state cache'"))
+    return rest, StatePlan(per_slot, slots, pool, intermediate, ratio, lines)
+
+
+# --------------------------------------------------------------------------- budget
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Everything the pool sizing depends on, per rank; tests build these directly."""
+
+    free_before_load: int
+    target_weights: int
+    draft_weights: int
+    other_allocations: int
+    mem_fraction: float
+    page_size: int
+    context_length: int
+    max_running_requests: int | None
+
+
+def size_pool(name: str, inputs: Inputs, cell_t: int, cell_d: int, rb: Runbook | None = None,
+              target: Geometry | None = None, attn_tp: int = 1, speculative: bool = False,
+              verify: int = 1, extra_lines: list[Line] | None = None) -> Scenario:
+    p_gib = inputs.free_before_load / GiB
+    f = inputs.mem_fraction
+    used = inputs.target_weights + inputs.draft_weights + inputs.other_allocations
+    free_gib = (inputs.free_before_load - used) / GiB
+    rest = free_gib - p_gib * (1 - f)
+    max_running = inputs.max_running_requests
+    if max_running is None and speculative:
+        max_running = SPEC_DEFAULT_MAX_RUNNING_REQUESTS
+    lines = list(extra_lines or [])
+    lines += [
+        Line(key="free_after_weights", label="F: free memory after weights load",
+             value=int(free_gib * GiB), unit="B", rule="P − target weights − draft weights − "
+             "other allocations; draft weights load before the KV pool is sized"),
+        Line(key="slack", label="slack P·(1 − f) for activations and CUDA graphs",
+             value=int(p_gib * (1 - f) * GiB), unit="B",
+             rule="kv_cache_configurator.py::_profile_available_bytes"),
+        Line(key="rest", label="rest = F − P·(1 − f)", value=int(rest * GiB), unit="B",
+             rule="the budget of the token pools (and a hybrid's state pool)"),
+    ]
+    plan: StatePlan | None = None
+    if target is not None and target.linear_attention is not None and rb is not None and rest > 0:
+        rest, plan = state_plan(rb, target, attn_tp, rest, speculative, verify,
+                                max_running or 1)
+        lines += plan.lines
+    cell = cell_t + cell_d
+    available = int(rest * (1 << 30)) if rest > 0 else 0
+    tokens = available // cell if cell else 0
+    tokens = tokens // inputs.page_size * inputs.page_size
+    if max_running is not None:
+        requests = min(max(1, max_running), tokens // 2)
+        req_rule = f"min(max_running_requests {max_running}, tokens // 2)"
+    else:
+        estimated = max(min(int(tokens / inputs.context_length * 512), 4096), 2048)
+        requests = min(estimated, tokens // 2)
+        req_rule = "min(clamp(int(tokens / context · 512), 2048, 4096), tokens // 2)"
+    if plan is not None:
+        requests = min(requests, plan.slots // plan.ratio)
+        req_rule += f", capped by state slots K // {plan.ratio}"
+    lines += [
+        Line(key="kv_available", label="bytes for the token pools", value=available, unit="B",
+             rule="int(rest · 2^30)" + (" after the state pool" if plan else "")),
+        Line(key="cell", label="bytes per token (target + draft)", value=cell, unit="B",
+             rule="both pools hold the same token count (shared slot index space)"),
+        Line(key="max_total_tokens", label="token capacity", value=tokens, unit="tokens",
+             rule=f"available // cell, aligned down to page size {inputs.page_size}"),
+        Line(key="max_running_requests", label="max running requests", value=requests,
+             unit="requests", rule=f"{req_rule}; kv_cache_configurator.py::resolve_max_num_reqs"),
+    ]
+    fits = rest > 0 and tokens >= inputs.context_length and (plan is None or plan.slots > 0)
+    if rest <= 0:
+        verdict = ("does not fit: weights leave no memory for the KV cache under "
+                   f"--mem-fraction-static={f}; raise it above "
+                   f"{math.ceil((1 - free_gib / p_gib) * 1000) / 1000:.3f}")
+    elif tokens < inputs.context_length:
+        verdict = (f"does not fit: {tokens} tokens cannot hold one request at the context "
+                   f"length {inputs.context_length}")
+    else:
+        verdict = f"fits: {tokens // inputs.context_length} full-context sequences"
+    headroom = (tokens - requests * inputs.context_length) * cell
+    return Scenario(
+        name=name, cell_target=cell_t, cell_draft=cell_d, kv_budget_bytes=available,
+        state_pool_bytes=plan.pool_bytes if plan else 0,
+        state_slots=plan.slots if plan else None, max_total_tokens=tokens,
+        max_running_requests=requests,
+        sequences_at_context=tokens // inputs.context_length,
+        target_kv_bytes=tokens * cell_t, draft_kv_bytes=tokens * cell_d,
+        full_context_headroom_bytes=headroom, fits=fits, verdict=verdict, lines=lines)
+
+
+def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
+    rb = pair.runbook
+    dep = rb.deployment
+    spec = rb.speculation
+    tp, pp = dep.parallel.tensor, dep.parallel.pipeline
+    attn_tp = tp  # attention DP is not used by specpair runbooks
+    target, draft = pair.target.geometry, pair.draft.geometry if pair.draft else None
+    use_mla = target.attention == "mla"
+    gpu_mib = gpu.memory_bytes // MiB
+
+    assumptions: list[Assumption] = []
+    a = dep.assumptions
+    p_bytes = a.free_before_load_bytes or gpu.free_before_load_bytes
+    other = a.other_allocations_bytes if a.other_allocations_bytes is not None \
+        else DEFAULT_OTHER_ALLOCATIONS
+    assumptions.append(Assumption(
+        key="free_before_load", label="P: free memory per rank before weights load",
+        value=p_bytes, unit="B", source="declared in runbook" if a.free_before_load_bytes
+        else f"default for {gpu.key} (measured by the engine at start-up: "
+             "'Memory baseline taken')"))
+    assumptions.append(Assumption(
+        key="other_allocations", label="other allocations before KV profiling", value=other,
+        unit="B", source="declared in runbook" if a.other_allocations_bytes is not None
+        else "default 0.6 GiB (ENGINE_NOTES_SGLANG §4.8)"))
+
+    frac_lines: list[Line] = []
+    if dep.memory_fraction is not None:
+        f = dep.memory_fraction
+        frac_lines.append(Line(key="mem_fraction_static", label="--mem-fraction-static",
+                               value=f, unit="fraction", rule="declared in runbook"))
+    else:
+        mf = default_mem_fraction(gpu_mib, tp, pp, dep.max_running_requests, use_mla)
+        f, frac_lines = mf.value, mf.lines
+
+    # weights: a bundled draft's tensors are part of the target checkpoint
+    bundled = pair.draft is not None and pair.draft.bundled
+    t_bytes = pair.target.weights.weight_bytes - (pair.draft.weights.weight_bytes
+                                                  if bundled and pair.draft else 0)
+    wt = weights_per_rank(t_bytes, pair.target.weights.replicated_bytes, tp * pp)
+    wd = weights_per_rank(pair.draft.weights.weight_bytes, pair.draft.weights.replicated_bytes,
+                          tp) if pair.draft else 0
+    weights = [
+        Line(key="target_weights", label="target weights per rank", value=wt, unit="B",
+             rule=f"(weight bytes − replicated) / (tp·pp = {tp * pp}) + replicated"
+                  + ("; the bundled draft's tensors are loaded by the draft runner"
+                     if bundled else "")),
+        Line(key="draft_weights", label="draft weights per rank", value=wd, unit="B",
+             rule=f"draft layers sharded over tp = {tp}; replicated parts (fc, Markov head) "
+                  "whole on every rank"),
+    ]
+
+    t_bytes_kv = kv_bytes(dep.kv_cache_dtype, target)
+    cell_t, cell_t_rule = target_cell(target, attn_tp, pp, t_bytes_kv)
+    page = dep.page_size or 1
+    base_inputs = Inputs(p_bytes, wt, 0, other, f, page, dep.context_length,
+                         dep.max_running_requests)
+    cell_line = Line(key="cell_target", label="target KV bytes per token", value=cell_t,
+                     unit="B", rule=f"{cell_t_rule}; kv dtype {dep.kv_cache_dtype.value}; "
+                                    "pool_configurator.py::_compute_cell_size")
+    baseline = size_pool("target alone", base_inputs, cell_t, 0, rb, target, attn_tp,
+                         False, 1, frac_lines + [cell_line])
+
+    spec_inputs = Inputs(p_bytes, wt, wd, other, f, page, dep.context_length,
+                         dep.max_running_requests)
+    verify = verify_width(spec)
+    scenario = fallback = None
+    note = None
+    if spec.method is Method.NGRAM or draft is None:
+        scenario = size_pool("with NGRAM (no draft KV)", spec_inputs, cell_t, 0, rb, target,
+                             attn_tp, True, verify, frac_lines + [cell_line])
+    else:
+        draft_kv: KVDtype | None = dep.draft_kv_cache_dtype or dep.kv_cache_dtype
+        d_bytes = kv_bytes(draft_kv, draft)
+        exact, exact_rule = exact_draft_cell(draft, attn_tp, d_bytes)
+        layers_t = math.ceil(kv_layers(target) / pp)
+        if spec.method.is_block_drafter:
+            cell_d = exact
+            rule = (f"{spec.method.value}: the draft's own geometry, {exact_rule}; draft KV "
+                    f"dtype {(draft_kv or KVDtype.AUTO).value}; "
+                    "draft_kv_budget.resolve_dflash_draft_cell_size")
+            fb_cell = math.ceil(cell_t * (layers_t + kv_layers(draft)) / layers_t) - cell_t
+            fallback = size_pool(
+                "fallback: draft cell unresolved", spec_inputs, cell_t, fb_cell, rb, target,
+                attn_tp, True, verify, frac_lines + [cell_line, Line(
+                    key="cell_draft", label="draft KV bytes per token (fallback)", value=fb_cell,
+                    unit="B", rule=f"ceil(cell_t · ({layers_t} + {kv_layers(draft)}) / "
+                                   f"{layers_t}) − cell_t: layer-count scaling when the engine "
+                                   "cannot read the draft config")])
+            if fb_cell < exact:
+                note = (f"If the engine cannot resolve the draft ('falling back to layer-count "
+                        f"scaling' in its log) it budgets {fb_cell} B/token for a draft that "
+                        f"allocates {exact}: the pool is under-reserved by "
+                        f"{exact - fb_cell} B per token, taken from the slack.")
+        else:
+            d_layers = eagle_draft_layers(draft)
+            cell_d = int(cell_t * d_layers / layers_t)
+            rule = (f"{spec.method.value}: layer scaling of the target cell, "
+                    f"int(cell_t · {d_layers} / {layers_t}); "
+                    "pool_configurator.py (EAGLE family)")
+            if exact != cell_d:
+                note = (f"The draft runner allocates its own geometry ({exact_rule} = {exact} "
+                        f"B/token) but the budget scales the target cell ({cell_d} B/token): "
+                        f"the difference of {exact - cell_d} B per token comes out of the "
+                        "slack [inferred from the 0.5.23 pool code].")
+        scenario = size_pool(
+            f"with the {spec.method.value} draft", spec_inputs, cell_t, cell_d, rb, target,
+            attn_tp, True, verify, frac_lines + [cell_line, Line(
+                key="cell_draft", label="draft KV bytes per token", value=cell_d, unit="B",
+                rule=rule)])
+    lost = pct(baseline.max_total_tokens - scenario.max_total_tokens,
+               baseline.max_total_tokens)
+    share = pct(scenario.cell_draft, scenario.cell_total)
+    return Budget(
+        engine=ENGINE, gpu=gpu.key, assumptions=assumptions, weights=weights,
+        baseline=baseline, speculative=scenario, fallback=fallback, draft_pool_note=note,
+        capacity_lost_pct=lost, draft_share_of_kv_pct=share, storage=storage(pair))
