@@ -89,6 +89,18 @@ def load_lock(folder: Path) -> tuple[Lock, Document]:
         raise SpecpairError(validation_problems(exc, document, Lock, str(path))) from None
 
 
+def load_location(source_file: str, field: str) -> Location:
+    """The position of a dotted field path in a runbook file, for findings made after
+    loading (pre-flight rules, budget checks). Falls back to the file alone."""
+    loc: PathKey = tuple(int(p) if p.isdigit() else p for p in field.split(".") if p)
+    try:
+        document = load_document(Path(source_file), runbooks_root(Path(source_file)))
+    except (SpecpairError, OSError):
+        return Location(source_file, 0, 0, field)
+    line, column = document.locate(loc)
+    return Location(source_file, line, column, field)
+
+
 # --------------------------------------------------------------------------- error rendering
 
 

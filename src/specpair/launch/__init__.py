@@ -1,0 +1,59 @@
+"""Launch commands for each supported engine release, as data (argv) before text.
+
+A builder turns a resolved pair into an `Launch`: the argv, the environment a node must
+set (multi-node rank and address), and pre-flight findings: engine rules that the
+runbook breaks and that the engine would only report at start-up, or worse, after the
+weights have loaded. An error for the runbook's own engine fails the build.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from specpair.resolve import ResolvedPair
+
+
+@dataclass(frozen=True)
+class EnvRef:
+    """An argument that each node supplies from its environment (never from the runbook)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Preflight:
+    field: str
+    message: str
+    fix: str
+    severity: str = "error"  # error | warning
+
+
+@dataclass
+class Launch:
+    engine: str
+    argv: list[str | EnvRef]
+    node_env: dict[str, str] = field(default_factory=dict)
+    """Environment variables each node must set (name → meaning), for multi-node runs."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Fixed environment for the server process."""
+    preflight: list[Preflight] = field(default_factory=list)
+    health_path: str = "/health"
+    port: int = 30000
+
+    @property
+    def errors(self) -> list[Preflight]:
+        return [p for p in self.preflight if p.severity == "error"]
+
+
+def build_for(pair: ResolvedPair, engine: str | None = None) -> Launch:
+    from specpair.launch import sglang_0_5_23, vllm_0_33_0
+
+    engine = engine or pair.engine
+    if engine == sglang_0_5_23.ENGINE:
+        return sglang_0_5_23.build(pair)
+    if engine == vllm_0_33_0.ENGINE:
+        return vllm_0_33_0.build(pair)
+    raise KeyError(engine)
+
+
+ENGINES = ("sglang 0.5.23", "vllm 0.33.0")

@@ -1,0 +1,158 @@
+"""`sglang serve` for SGLang 0.5.23, every value explicit (ENGINE_NOTES_SGLANG.md §1-§5).
+
+Nothing is left to an engine default that depends on something the engine may fail to
+read: the block size of DFLASH/DSPARK (DSPARK silently uses gamma 7 when the draft config
+cannot be read), the EAGLE (steps, topk, draft tokens) triple (chosen from the target
+architecture otherwise), the memory fraction (a GPU-size heuristic), the running-request
+limit (48 under speculation).
+"""
+
+from __future__ import annotations
+
+from specpair.budget.common import kv_layers
+from specpair.budget.sglang_0_5_23 import default_mem_fraction, verify_width
+from specpair.engines.sglang_0_5_23 import PROFILE
+from specpair.launch import EnvRef, Launch, Preflight
+from specpair.resolve import ResolvedPair
+from specpair.schema.common import KVDtype, Method
+from specpair.schema.runbook import Artifact
+
+ENGINE = "sglang 0.5.23"
+VERSION = "0.5.23"
+SPEC_DEFAULT_MAX_RUNNING = 48
+
+KV_DTYPE = {KVDtype.AUTO: "auto", KVDtype.BF16: "bf16", KVDtype.FP8_E4M3: "fp8_e4m3",
+            KVDtype.FP8_E5M2: "fp8_e5m2"}
+DTYPE = {"auto": "auto", "bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
+
+
+def _source(art: Artifact) -> tuple[str, str | None]:
+    if art.path is not None:
+        return art.path, None
+    assert art.repo is not None
+    return art.repo, art.revision
+
+
+def build(pair: ResolvedPair) -> Launch:
+    rb = pair.runbook
+    dep = rb.deployment
+    spec = rb.speculation
+    par = dep.parallel
+    checks: list[Preflight] = []
+
+    def need(ok: bool, field: str, message: str, fix: str, severity: str = "error") -> None:
+        if not ok:
+            checks.append(Preflight(field, f"{ENGINE}: {message}", fix, severity))
+
+    model, revision = _source(rb.target)
+    argv: list[str | EnvRef] = ["sglang", "serve", "--model-path", model]
+    if revision:
+        argv += ["--revision", revision]
+    argv += ["--dtype", DTYPE[rb.target.dtype.value]]
+    if rb.target.trust_remote_code or (rb.draft is not None and rb.draft.trust_remote_code):
+        argv.append("--trust-remote-code")
+    if rb.target.quantization:
+        argv += ["--quantization", rb.target.quantization]
+
+    argv += ["--speculative-algorithm", PROFILE.method_names[spec.method]]
+    if rb.draft is not None:
+        draft_src = rb.target if rb.draft.bundled else rb.draft
+        d_model, d_revision = _source(draft_src)
+        argv += ["--speculative-draft-model-path", d_model]
+        if d_revision:
+            argv += ["--speculative-draft-model-revision", d_revision]
+        if rb.draft.quantization:
+            argv += ["--speculative-draft-model-quantization", rb.draft.quantization]
+    verify = verify_width(spec)
+    if spec.method is Method.DSPARK:
+        argv += ["--speculative-dspark-block-size", str(spec.block_size)]
+    elif spec.method is Method.DFLASH:
+        argv += ["--speculative-dflash-block-size", str(spec.block_size)]
+    elif spec.method is Method.NGRAM:
+        argv += ["--speculative-num-draft-tokens", str(verify)]
+    else:
+        steps = spec.num_steps or spec.num_speculative_tokens
+        argv += ["--speculative-num-steps", str(steps), "--speculative-eagle-topk",
+                 str(spec.topk), "--speculative-num-draft-tokens", str(verify)]
+    if dep.draft_kv_cache_dtype is not None:
+        need(dep.draft_kv_cache_dtype in KV_DTYPE, "deployment.draft_kv_cache_dtype",
+             f"--speculative-draft-kv-cache-dtype has no {dep.draft_kv_cache_dtype.value}",
+             "use auto, bf16, fp8_e4m3 or fp8_e5m2")
+        if dep.draft_kv_cache_dtype in KV_DTYPE:
+            argv += ["--speculative-draft-kv-cache-dtype", KV_DTYPE[dep.draft_kv_cache_dtype]]
+
+    argv += ["--tp-size", str(par.tensor), "--ep-size", str(par.expert),
+             "--dp-size", str(par.data), "--pp-size", str(par.pipeline)]
+    if dep.memory_fraction is not None:
+        fraction = dep.memory_fraction
+    else:
+        fraction = default_mem_fraction(pair.gpu_spec.memory_bytes >> 20, par.tensor,
+                                        par.pipeline, dep.max_running_requests,
+                                        pair.target.geometry.attention == "mla").value
+    argv += ["--mem-fraction-static", f"{fraction:g}",
+             "--context-length", str(dep.context_length)]
+    need(dep.kv_cache_dtype in KV_DTYPE, "deployment.kv_cache_dtype",
+         f"--kv-cache-dtype has no {dep.kv_cache_dtype.value}",
+         "use auto, bf16, fp8_e4m3 or fp8_e5m2")
+    argv += ["--kv-cache-dtype", KV_DTYPE.get(dep.kv_cache_dtype, "auto"),
+             "--page-size", str(dep.page_size or 1),
+             "--max-running-requests", str(dep.max_running_requests or SPEC_DEFAULT_MAX_RUNNING)]
+
+    mode = rb.staging.mode
+    if mode == "engine-overlap":
+        need(False, "staging.mode",
+             "--startup-weight-load-mode overlap is rejected with any speculative algorithm "
+             "('speculative decoding is not supported'), and only after the target weights "
+             "have loaded", "use staging mode parallel-prestage or engine-prefetch")
+    argv += ["--startup-weight-load-mode", "serial"]
+    if mode == "engine-prefetch":
+        argv.append("--weight-loader-prefetch-checkpoints")
+
+    target = pair.target.geometry
+    if target.linear_attention is not None:
+        ls = dep.linear_state
+        if ls.replay_spec:
+            argv += ["--enable-linear-replayssm-spec", "--linear-replayssm-cache-len",
+                     str(ls.replay_cache_len)]
+            length = ls.replay_cache_len
+            need(length & (length - 1) == 0 and length >= 2 * verify,
+                 "deployment.linear_state.replay_cache_len",
+                 f"the KDA ReplaySSM ring must be a power of two ≥ 2 × verify width "
+                 f"({2 * verify}); {length} fails when the pool is allocated, after the "
+                 "weights load", f"set replay_cache_len to {_next_pow2(2 * verify)}")
+            need(spec.topk == 1, "speculation.topk", "ReplaySSM-spec needs a linear chain",
+                 "use topk 1")
+        if ls.ssm_dtype:
+            argv += ["--mamba-ssm-dtype", ls.ssm_dtype]
+        if ls.full_memory_ratio is not None:
+            argv += ["--mamba-full-memory-ratio", f"{ls.full_memory_ratio:g}"]
+        if ls.max_cache_size is not None:
+            argv += ["--max-mamba-cache-size", str(ls.max_cache_size)]
+        if ls.radix_cache_strategy != "auto":
+            argv += ["--mamba-radix-cache-strategy", ls.radix_cache_strategy]
+        if ls.disable_radix_cache:
+            argv.append("--disable-radix-cache")
+    if spec.method.is_block_drafter:
+        need(par.pipeline == 1, "deployment.parallel.pipeline",
+             f"{spec.method.value} needs pp_size 1 (DSPARK allows PP only on a PD prefill "
+             "server)", "set pipeline: 1")
+    if pair.draft is not None and spec.method.is_block_drafter:
+        draft = pair.draft.geometry
+        need(draft.num_attention_heads % par.tensor == 0, "deployment.parallel.tensor",
+             f"the draft's {draft.num_attention_heads} heads do not split over TP {par.tensor}",
+             "use a TP size that divides the draft's heads")
+        need(kv_layers(draft) > 0, "draft", "the draft has no attention layers", "check lock")
+
+    argv += ["--host", dep.host, "--port", str(dep.port), "--enable-metrics"]
+    node_env: dict[str, str] = {}
+    if dep.nodes > 1:
+        argv += ["--nnodes", str(dep.nodes), "--node-rank", EnvRef("NODE_RANK"),
+                 "--dist-init-addr", EnvRef("DIST_INIT_ADDR")]
+        node_env = {"NODE_RANK": "rank of this node, 0 to nodes - 1",
+                    "DIST_INIT_ADDR": "host:port of node 0, e.g. 10.0.0.1:25000"}
+    return Launch(engine=ENGINE, argv=argv, node_env=node_env, preflight=checks,
+                  health_path="/health", port=dep.port)
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << (n - 1).bit_length()

@@ -1,0 +1,135 @@
+"""`vllm serve` for vLLM 0.33.0 with a `--speculative-config` JSON (ENGINE_NOTES_VLLM.md).
+
+SpeculativeConfig forbids unknown keys, so the JSON is built only from `SPEC_CONFIG_KEYS`,
+the 0.33.0 field names we use (the engines session checks them against the real class).
+There is no `draft_revision`: the draft's revision is `revision` inside the JSON, while
+`--revision` pins the target.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from specpair.engines.vllm_0_33_0 import PROFILE
+from specpair.launch import EnvRef, Launch, Preflight
+from specpair.resolve import ResolvedPair
+from specpair.schema.common import KVDtype, Method
+
+ENGINE = "vllm 0.33.0"
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
+DEFAULT_BLOCK_SIZE = 16
+
+SPEC_CONFIG_KEYS = frozenset({
+    "method", "model", "num_speculative_tokens", "revision", "draft_tensor_parallel_size",
+    "kv_cache_dtype", "quantization", "prompt_lookup_max", "prompt_lookup_min",
+    "max_model_len"})
+KV_DTYPE = {KVDtype.AUTO: "auto", KVDtype.BF16: "bfloat16", KVDtype.FP16: "float16",
+            KVDtype.FP8_E4M3: "fp8_e4m3", KVDtype.FP8_E5M2: "fp8_e5m2"}
+DTYPE = {"auto": "auto", "bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
+
+
+def speculative_tokens(pair: ResolvedPair) -> int:
+    """K, draft tokens per step, as vLLM counts them."""
+    spec = pair.runbook.speculation
+    if spec.method is Method.DSPARK:
+        assert spec.block_size is not None
+        return spec.block_size  # DSpark K defaults to the checkpoint block_size
+    if spec.method is Method.DFLASH:
+        assert spec.block_size is not None
+        return spec.block_size - 1  # the block's first slot is the last accepted token
+    tokens = spec.num_speculative_tokens or spec.num_steps  # a tree's depth; pre-flight refuses
+    assert tokens is not None, "validated by rules.check_runbook"
+    return tokens
+
+
+def speculative_config(pair: ResolvedPair) -> dict[str, Any]:
+    rb = pair.runbook
+    spec = rb.speculation
+    config: dict[str, Any] = {"method": PROFILE.method_names[spec.method],
+                              "num_speculative_tokens": speculative_tokens(pair)}
+    if rb.draft is not None and not rb.draft.bundled:
+        config["model"] = rb.draft.path or rb.draft.repo
+        if rb.draft.repo is not None and rb.draft.revision:
+            config["revision"] = rb.draft.revision
+        if rb.draft.quantization:
+            config["quantization"] = rb.draft.quantization
+    if rb.deployment.parallel.draft_tensor is not None:
+        config["draft_tensor_parallel_size"] = rb.deployment.parallel.draft_tensor
+    if rb.deployment.draft_kv_cache_dtype is not None:
+        config["kv_cache_dtype"] = KV_DTYPE[rb.deployment.draft_kv_cache_dtype]
+    if spec.method is Method.NGRAM:
+        config["prompt_lookup_max"] = spec.ngram_max_match or 5
+        config["prompt_lookup_min"] = spec.ngram_min_match or spec.ngram_max_match or 5
+    unknown = set(config) - SPEC_CONFIG_KEYS
+    assert not unknown, f"speculative-config keys outside {ENGINE}'s fields: {unknown}"
+    return config
+
+
+def build(pair: ResolvedPair) -> Launch:
+    rb = pair.runbook
+    dep = rb.deployment
+    spec = rb.speculation
+    par = dep.parallel
+    checks: list[Preflight] = []
+
+    def need(ok: bool, field: str, message: str, fix: str, severity: str = "error") -> None:
+        if not ok:
+            checks.append(Preflight(field, f"{ENGINE}: {message}", fix, severity))
+
+    target = rb.target
+    argv: list[str | EnvRef] = ["vllm", "serve", target.path or target.repo or ""]
+    if target.repo is not None and target.revision:
+        argv += ["--revision", target.revision]
+    argv += ["--dtype", DTYPE[target.dtype.value]]
+    if target.trust_remote_code or (rb.draft is not None and rb.draft.trust_remote_code):
+        argv.append("--trust-remote-code")
+    if target.quantization:
+        argv += ["--quantization", target.quantization]
+    argv += ["--tensor-parallel-size", str(par.tensor), "--pipeline-parallel-size",
+             str(par.pipeline), "--data-parallel-size", str(par.data)]
+    if par.expert > 1:
+        argv.append("--enable-expert-parallel")
+    if dep.kv_cache_memory_bytes is not None:
+        argv += ["--kv-cache-memory-bytes", str(dep.kv_cache_memory_bytes)]
+    else:
+        argv += ["--gpu-memory-utilization",
+                 f"{dep.memory_fraction or DEFAULT_GPU_MEMORY_UTILIZATION:g}"]
+    from specpair.budget.vllm_0_33_0 import default_max_num_seqs
+
+    argv += ["--max-model-len", str(dep.context_length),
+             "--kv-cache-dtype", KV_DTYPE[dep.kv_cache_dtype],
+             "--block-size", str(dep.page_size or DEFAULT_BLOCK_SIZE),
+             "--max-num-seqs", str(dep.max_running_requests
+                                   or default_max_num_seqs(pair.gpu_spec))]
+    argv += ["--speculative-config", json.dumps(speculative_config(pair), sort_keys=True,
+                                                separators=(",", ":"))]
+    argv += ["--host", dep.host, "--port", str(dep.port)]
+
+    need(spec.topk == 1, "speculation.topk", "speculation is a single chain (no EAGLE tree)",
+         "set topk: 1")
+    need(rb.staging.mode != "engine-overlap", "staging.mode",
+         "has no overlapped weight loading", "use parallel-prestage or engine-prefetch")
+    need(par.draft_tensor in (None, 1, par.tensor), "deployment.parallel.draft_tensor",
+         f"draft_tensor_parallel_size must be 1 or the target's {par.tensor}",
+         f"use 1 or {par.tensor}")
+    need(pair.target.geometry.linear_attention is None, "target",
+         "specpair does not model vLLM's hybrid (linear-attention) KV layout",
+         "serve this pair with SGLang", severity="warning")
+    if spec.method is Method.MTP and pair.draft is not None:
+        n = pair.draft.geometry.num_nextn_predict_layers or 1
+        k = speculative_tokens(pair)
+        need(k <= n or k % n == 0, "speculation.num_speculative_tokens",
+             f"num_speculative_tokens {k} must be divisible by n_predict {n}",
+             f"use a multiple of {n}")
+        need(k <= n, "speculation.num_speculative_tokens",
+             f"K = {k} re-runs the same {n} MTP layer(s), which lowers acceptance",
+             f"use {n} unless measured otherwise", severity="warning")
+    node_env: dict[str, str] = {}
+    if dep.nodes > 1:
+        argv += ["--nnodes", str(dep.nodes), "--node-rank", EnvRef("NODE_RANK"),
+                 "--master-addr", EnvRef("MASTER_ADDR")]
+        node_env = {"NODE_RANK": "rank of this node, 0 to nodes - 1",
+                    "MASTER_ADDR": "address of node 0"}
+    return Launch(engine=ENGINE, argv=argv, node_env=node_env, preflight=checks,
+                  env={"VLLM_NO_USAGE_STATS": "1"}, health_path="/health", port=dep.port)
