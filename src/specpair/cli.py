@@ -97,6 +97,32 @@ def _budget(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _lock(args: argparse.Namespace) -> int:
+    from specpair.locking import lock_all
+    from specpair.runbooks import discover, load_runbook
+
+    paths = discover([Path(p) for p in args.paths])
+    loaded, failed = [], 0
+    for path in paths:
+        try:
+            loaded.append(load_runbook(path))
+        except SpecpairError as exc:
+            failed += 1
+            print(exc.render(), file=sys.stderr)
+    outcomes = lock_all(loaded, refresh=args.refresh, offline=args.offline)
+    for outcome in outcomes:
+        name = outcome.runbook.name
+        for problem in outcome.problems:
+            print(problem.render(), file=sys.stderr)
+        for drift in outcome.drift:
+            print(f"{name}: drift: {drift}" + ("" if args.refresh else
+                  " (kept the locked commit; --refresh follows it)"), file=sys.stderr)
+        if not outcome.problems:
+            print(f"{name}: {'lock written' if outcome.written else 'lock unchanged'}")
+    failed += sum(1 for o in outcomes if o.problems)
+    return EXIT_PROBLEMS if failed else EXIT_OK
+
+
 def _schema(args: argparse.Namespace) -> int:
     from specpair.generators import schema_files
 
@@ -120,6 +146,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 3 and list the files a build would change")
     p.set_defaults(func=_build)
+
+    p = sub.add_parser("lock", help="resolve both artifacts into lock.json (no weight download)")
+    p.add_argument("paths", nargs="*", default=["runbooks"], help="runbook files or folders")
+    p.add_argument("--refresh", action="store_true", help="follow branches that have moved")
+    p.add_argument("--offline", action="store_true",
+                   help="ask no hub (also HF_HUB_OFFLINE=1); local checkpoints still resolve")
+    p.set_defaults(func=_lock)
 
     p = sub.add_parser("budget", help="the two-model memory budget of one pair, with what-ifs")
     p.add_argument("runbook", help="runbook file")

@@ -53,7 +53,10 @@ class ResolvedPair(Strict):
 
 
 def _artifact(role: str, locked: ArtifactLock, override: GeometryOverride,
-              bundled: bool = False) -> ResolvedArtifact:
+              bundled: bool = False, served_dtype: str = "auto") -> ResolvedArtifact:
+    if served_dtype != "auto" and override.dtype is None:
+        # the engine serves (and sizes `auto` KV) in the dtype the runbook asks for
+        override = override.model_copy(update={"dtype": served_dtype})
     overridden = sorted(override.model_dump(exclude_none=True))
     return ResolvedArtifact(
         role=role, source=locked.source, bundled=bundled, provenance=locked.provenance,
@@ -92,7 +95,8 @@ def resolve(loaded: LoadedRunbook, lock: Lock, lock_display: str,
                 problems.append(Problem(doc.location(("draft",), display),
                                         f"the lock is stale (draft): {wrong}", hint))
             try:
-                draft = _artifact("draft", lock.draft, rb.geometry.draft, rb.draft.bundled)
+                draft = _artifact("draft", lock.draft, rb.geometry.draft, rb.draft.bundled,
+                                  rb.draft.dtype.value)
             except ValueError as exc:  # an override that makes the geometry impossible
                 problems.append(Problem(doc.location(("geometry", "draft"), display), str(exc),
                                         "fix the override"))
@@ -100,7 +104,8 @@ def resolve(loaded: LoadedRunbook, lock: Lock, lock_display: str,
         problems.append(Problem(doc.location(("pair", "name"), display),
                                 f"{lock_display} belongs to pair {lock.pair!r}", hint))
     try:
-        target = _artifact("target", lock.target, rb.geometry.target)
+        target = _artifact("target", lock.target, rb.geometry.target,
+                           served_dtype=rb.target.dtype.value)
     except ValueError as exc:  # an override that makes the geometry impossible
         raise SpecpairError([Problem(doc.location(("geometry", "target"), display), str(exc),
                                      "fix the override")]) from None

@@ -45,14 +45,17 @@ class Launch:
         return [p for p in self.preflight if p.severity == "error"]
 
 
-def build_for(pair: ResolvedPair, engine: str | None = None) -> Launch:
+def build_for(pair: ResolvedPair, engine: str | None = None, *,
+              speculate: bool = True) -> Launch:
+    """The launch of `pair` on `engine` (default: the runbook's); `speculate=False` gives
+    the baseline: the same server without a draft, for the measurement protocol."""
     from specpair.launch import sglang_0_5_23, vllm_0_33_0
 
     engine = engine or pair.engine
     if engine == sglang_0_5_23.ENGINE:
-        return sglang_0_5_23.build(pair)
+        return sglang_0_5_23.build(pair, speculate)
     if engine == vllm_0_33_0.ENGINE:
-        return vllm_0_33_0.build(pair)
+        return vllm_0_33_0.build(pair, speculate)
     raise KeyError(engine)
 
 

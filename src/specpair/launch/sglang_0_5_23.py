@@ -33,7 +33,7 @@ def _source(art: Artifact) -> tuple[str, str | None]:
     return art.repo, art.revision
 
 
-def build(pair: ResolvedPair) -> Launch:
+def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
     rb = pair.runbook
     dep = rb.deployment
     spec = rb.speculation
@@ -54,32 +54,33 @@ def build(pair: ResolvedPair) -> Launch:
     if rb.target.quantization:
         argv += ["--quantization", rb.target.quantization]
 
-    argv += ["--speculative-algorithm", PROFILE.method_names[spec.method]]
-    if rb.draft is not None:
-        draft_src = rb.target if rb.draft.bundled else rb.draft
-        d_model, d_revision = _source(draft_src)
-        argv += ["--speculative-draft-model-path", d_model]
-        if d_revision:
-            argv += ["--speculative-draft-model-revision", d_revision]
-        if rb.draft.quantization:
-            argv += ["--speculative-draft-model-quantization", rb.draft.quantization]
     verify = verify_width(spec)
-    if spec.method is Method.DSPARK:
-        argv += ["--speculative-dspark-block-size", str(spec.block_size)]
-    elif spec.method is Method.DFLASH:
-        argv += ["--speculative-dflash-block-size", str(spec.block_size)]
-    elif spec.method is Method.NGRAM:
-        argv += ["--speculative-num-draft-tokens", str(verify)]
-    else:
-        steps = spec.num_steps or spec.num_speculative_tokens
-        argv += ["--speculative-num-steps", str(steps), "--speculative-eagle-topk",
-                 str(spec.topk), "--speculative-num-draft-tokens", str(verify)]
-    if dep.draft_kv_cache_dtype is not None:
-        need(dep.draft_kv_cache_dtype in KV_DTYPE, "deployment.draft_kv_cache_dtype",
-             f"--speculative-draft-kv-cache-dtype has no {dep.draft_kv_cache_dtype.value}",
-             "use auto, bf16, fp8_e4m3 or fp8_e5m2")
-        if dep.draft_kv_cache_dtype in KV_DTYPE:
-            argv += ["--speculative-draft-kv-cache-dtype", KV_DTYPE[dep.draft_kv_cache_dtype]]
+    if speculate:
+        argv += ["--speculative-algorithm", PROFILE.method_names[spec.method]]
+        if rb.draft is not None:
+            draft_src = rb.target if rb.draft.bundled else rb.draft
+            d_model, d_revision = _source(draft_src)
+            argv += ["--speculative-draft-model-path", d_model]
+            if d_revision:
+                argv += ["--speculative-draft-model-revision", d_revision]
+            if rb.draft.quantization:
+                argv += ["--speculative-draft-model-quantization", rb.draft.quantization]
+        if spec.method is Method.DSPARK:
+            argv += ["--speculative-dspark-block-size", str(spec.block_size)]
+        elif spec.method is Method.DFLASH:
+            argv += ["--speculative-dflash-block-size", str(spec.block_size)]
+        elif spec.method is Method.NGRAM:
+            argv += ["--speculative-num-draft-tokens", str(verify)]
+        else:
+            steps = spec.num_steps or spec.num_speculative_tokens
+            argv += ["--speculative-num-steps", str(steps), "--speculative-eagle-topk",
+                     str(spec.topk), "--speculative-num-draft-tokens", str(verify)]
+        if dep.draft_kv_cache_dtype is not None:
+            need(dep.draft_kv_cache_dtype in KV_DTYPE, "deployment.draft_kv_cache_dtype",
+                 f"--speculative-draft-kv-cache-dtype has no {dep.draft_kv_cache_dtype.value}",
+                 "use auto, bf16, fp8_e4m3 or fp8_e5m2")
+            if dep.draft_kv_cache_dtype in KV_DTYPE:
+                argv += ["--speculative-draft-kv-cache-dtype", KV_DTYPE[dep.draft_kv_cache_dtype]]
 
     argv += ["--tp-size", str(par.tensor), "--ep-size", str(par.expert),
              "--dp-size", str(par.data), "--pp-size", str(par.pipeline)]
@@ -97,6 +98,7 @@ def build(pair: ResolvedPair) -> Launch:
     argv += ["--kv-cache-dtype", KV_DTYPE.get(dep.kv_cache_dtype, "auto"),
              "--page-size", str(dep.page_size or 1),
              "--max-running-requests", str(dep.max_running_requests or SPEC_DEFAULT_MAX_RUNNING)]
+    # the baseline keeps the speculative server's limit so both serve the same load
 
     mode = rb.staging.mode
     if mode == "engine-overlap":
@@ -111,7 +113,7 @@ def build(pair: ResolvedPair) -> Launch:
     target = pair.target.geometry
     if target.linear_attention is not None:
         ls = dep.linear_state
-        if ls.replay_spec:
+        if ls.replay_spec and speculate:
             argv += ["--enable-linear-replayssm-spec", "--linear-replayssm-cache-len",
                      str(ls.replay_cache_len)]
             length = ls.replay_cache_len
@@ -143,6 +145,9 @@ def build(pair: ResolvedPair) -> Launch:
              "use a TP size that divides the draft's heads")
         need(kv_layers(draft) > 0, "draft", "the draft has no attention layers", "check lock")
 
+    if not dep.cuda_graphs:
+        argv += ["--cuda-graph-backend-decode", "disabled", "--cuda-graph-backend-prefill",
+                 "disabled"]
     argv += ["--host", dep.host, "--port", str(dep.port), "--enable-metrics"]
     node_env: dict[str, str] = {}
     if dep.nodes > 1:

@@ -66,7 +66,7 @@ def speculative_config(pair: ResolvedPair) -> dict[str, Any]:
     return config
 
 
-def build(pair: ResolvedPair) -> Launch:
+def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
     rb = pair.runbook
     dep = rb.deployment
     spec = rb.speculation
@@ -102,8 +102,11 @@ def build(pair: ResolvedPair) -> Launch:
              "--block-size", str(dep.page_size or DEFAULT_BLOCK_SIZE),
              "--max-num-seqs", str(dep.max_running_requests
                                    or default_max_num_seqs(pair.gpu_spec))]
-    argv += ["--speculative-config", json.dumps(speculative_config(pair), sort_keys=True,
-                                                separators=(",", ":"))]
+    if not dep.cuda_graphs:
+        argv.append("--enforce-eager")
+    if speculate:
+        argv += ["--speculative-config", json.dumps(speculative_config(pair), sort_keys=True,
+                                                    separators=(",", ":"))]
     argv += ["--host", dep.host, "--port", str(dep.port)]
 
     need(spec.topk == 1, "speculation.topk", "speculation is a single chain (no EAGLE tree)",

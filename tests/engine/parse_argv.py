@@ -1,0 +1,85 @@
+"""Parse launch argv lists with an engine's own argument parser; print the verdicts as JSON.
+
+Run inside the engines session (where the engine packages are installed):
+
+    python tests/engine/parse_argv.py sglang < argvs.json
+    PYTHONPATH=<vllm 0.33.0 sources> python tests/engine/parse_argv.py vllm < argvs.json
+
+Input: a JSON list of argv lists (each starting with the program, e.g. `sglang serve`).
+Output: a JSON list of {"ok": bool, "error": str, "version": str, ...} in the same order.
+The parser is built once, so each argv costs one parse. argparse exits on bad input; that
+exit is caught and its message kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+from typing import Any
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[Any, str]:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            return parser.parse_args(argv), ""
+        except SystemExit:
+            return None, err.getvalue().strip().splitlines()[-1] if err.getvalue() else "exit"
+
+
+def sglang(argvs: list[list[str]]) -> list[dict[str, Any]]:
+    import sglang
+    from sglang.srt.server_args import ServerArgs
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    parser = argparse.ArgumentParser(prog="sglang serve")
+    ServerArgs.add_cli_args(parser)
+    results = []
+    for argv in argvs:
+        assert argv[:2] == ["sglang", "serve"], argv[:2]
+        ns, error = _parse(parser, argv[2:])
+        result: dict[str, Any] = {"ok": ns is not None, "error": error,
+                                  "version": sglang.__version__}
+        if ns is not None and ns.speculative_algorithm is not None:
+            try:
+                result["algorithm"] = SpeculativeAlgorithm.from_string(
+                    ns.speculative_algorithm).name
+            except ValueError as exc:
+                result.update(ok=False, error=str(exc))
+        results.append(result)
+    return results
+
+
+def vllm(argvs: list[list[str]]) -> list[dict[str, Any]]:
+    import dataclasses
+
+    import vllm
+    from vllm.config.speculative import SpeculativeConfig
+    from vllm.entrypoints.common.cli_args import make_arg_parser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    parser = make_arg_parser(FlexibleArgumentParser())
+    fields = {f.name for f in dataclasses.fields(SpeculativeConfig)}
+    results = []
+    for argv in argvs:
+        assert argv[:2] == ["vllm", "serve"], argv[:2]
+        ns, error = _parse(parser, ["--model", argv[2], *argv[3:]])
+        result: dict[str, Any] = {"ok": ns is not None, "error": error,
+                                  "version": vllm.__version__}
+        if ns is not None and ns.speculative_config:
+            unknown = sorted(set(ns.speculative_config) - fields)
+            if unknown:
+                result.update(ok=False, error=f"unknown speculative-config keys {unknown}")
+            result["speculative_config"] = ns.speculative_config
+        results.append(result)
+    return results
+
+
+if __name__ == "__main__":
+    engine = sys.argv[1]
+    argvs = json.load(sys.stdin)
+    verdicts = {"sglang": sglang, "vllm": vllm}[engine](argvs)
+    print(json.dumps(verdicts))

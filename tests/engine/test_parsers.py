@@ -1,0 +1,56 @@
+"""Every generated command passes the engine's own argument parser (nox -s engines)."""
+
+from __future__ import annotations
+
+import json
+
+from tests.engine.conftest import REPO, parse
+
+
+def example_argvs() -> dict[str, list[tuple[str, list[str]]]]:
+    found: dict[str, list[tuple[str, list[str]]]] = {"sglang": [], "vllm": []}
+    for path in sorted(REPO.glob("runbooks/*/generated/args.json")):
+        index = json.loads(path.read_text())
+        entries = [(e, data) for e, data in index["engines"].items() if data["generated"]]
+        if "baseline" in index:
+            entries.append((index["runbook_engine"], index["baseline"]))
+        for engine, data in entries:
+            argv = [a if isinstance(a, str) else "0" for a in data["argv"]]
+            found[engine.split()[0]].append((f"{path.parent.parent.name} {engine}", argv))
+    return found
+
+
+def test_every_example_command_parses() -> None:
+    for engine, items in example_argvs().items():
+        assert items, engine
+        verdicts = parse(engine, [argv for _, argv in items])
+        failures = [(name, v["error"]) for (name, _), v in zip(items, verdicts, strict=True)
+                    if not v["ok"]]
+        assert not failures, failures
+        versions = {v["version"] for v in verdicts}
+        assert versions == {"0.5.23" if engine == "sglang" else "0.33.0"}
+
+
+def test_a_misspelled_flag_fails_the_parser() -> None:
+    for engine, items in example_argvs().items():
+        name, argv = items[0]
+        misspelled = ["--speculative-algoritm" if a == "--speculative-algorithm" else
+                      "--tensor-paralel-size" if a == "--tensor-parallel-size" else a
+                      for a in argv]
+        assert misspelled != argv, name
+        (verdict,) = parse(engine, [misspelled])
+        assert not verdict["ok"] and "unrecognized arguments" in str(verdict["error"])
+
+
+def test_engine_rejects_what_preflight_rejects() -> None:
+    # the engines' own verdicts on the spellings specpair refuses to generate
+    sglang = parse("sglang", [["sglang", "serve", "--model-path", "m", "--cuda-graph-max-bs", "8"],
+                              ["sglang", "serve", "--model-path", "m",
+                               "--speculative-algorithm", "MTP"]])
+    assert "ambiguous option: --cuda-graph-max-bs" in str(sglang[0]["error"])
+    assert "Unknown speculative algorithm name: MTP" in str(sglang[1]["error"])
+    (vllm,) = parse("vllm", [["vllm", "serve", "m", "--speculative-config",
+                              json.dumps({"method": "eagle3", "model": "d",
+                                          "num_speculative_tokens": 3,
+                                          "draft_revision": "abc"})]])
+    assert "draft_revision" in str(vllm["error"])

