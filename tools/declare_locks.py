@@ -40,11 +40,13 @@ def dense_params(g: Geometry, intermediate: int, *, tied: bool = False, qk_norm:
 
 
 def artifact(source: Source, geometry: Geometry, params: dict[str, int], bytes_per: dict[str, int],
-             download: int, *, unconfirmed: list[str], sources: dict[str, str]) -> ArtifactLock:
+             download: int, *, unconfirmed: list[str], sources: dict[str, str],
+             active: int | None = None) -> ArtifactLock:
     weight_bytes = sum(n * bytes_per[d] for d, n in params.items())
     return ArtifactLock(
         source=source, provenance="declared", geometry=geometry,
-        weights=Weights(params_by_dtype=params, weight_bytes=weight_bytes, provenance="declared"),
+        weights=Weights(params_by_dtype=params, weight_bytes=weight_bytes, active_params=active,
+                        provenance="declared"),
         download_bytes=download,
         tokenizer=Tokenizer(vocab_size=geometry.vocab_size, provenance="declared"),
         unconfirmed=sorted(unconfirmed), sources=sources)
@@ -76,16 +78,17 @@ def ling() -> Lock:
     return Lock(pair="ling-3-flash-dspark", target=artifact(
         hub("inclusionAI/Ling-3.0-flash", "e0dfe7cd0f6e3b572bbbc0a8a84947469e428cc3",
             "e0dfe7cd0f6e3b572bbbc0a8a84947469e428cc3"), target,
-        {"BF16": weight_bytes // 2}, BF16, weight_bytes,
+        {"BF16": weight_bytes // 2}, BF16, weight_bytes, active=5_100_000_000,
         unconfirmed=["geometry.dtype", "geometry.linear_attention.conv_kernel",
-                     "weights.params_by_dtype", "download_bytes"],
+                     "weights.params_by_dtype", "weights.active_params", "download_bytes"],
         sources={"geometry": "REFERENCE_MODELS.md §1.2 (config subsets in third-party tests; "
                              "layer schedule group 6 → MLA at 5,11,...,41)",
                  "geometry.linear_attention.conv_kernel": "third-party Megatron-Bridge "
                              "validator pins short_conv_kernel_size 4",
                  "download_bytes": "sum of the HF tree listing at e0dfe7cd (24 shards, "
                                    "about 254.5 GB), DERIVED",
-                 "weights": "DERIVED: download bytes / 2 (BF16 release)"}),
+                 "weights": "DERIVED: download bytes / 2 (BF16 release); active 5.1B from "
+                            "vendor pages ('124B-A5.1B')"}),
         draft=artifact(
             hub("inclusionAI/Ling-3.0-flash-dspark", "main"), draft,
             {"BF16": 961_316_865}, BF16, 961_316_865 * 2,
@@ -177,15 +180,18 @@ def deepseek_mtp() -> Lock:
     source = hub("deepseek-ai/DeepSeek-V3", "main")
     return Lock(pair="deepseek-v3-mtp", target=artifact(
         source, tg, {"F8_E4M3": main_params + mtp_params}, BF16, main_params + mtp_params,
-        unconfirmed=["weights.params_by_dtype", "download_bytes"],
+        active=37_000_000_000 + mtp_params * 37 // 671,
+        unconfirmed=["weights.params_by_dtype", "weights.active_params", "download_bytes"],
         sources={"geometry": FIXTURE.format("deepseek-ai__DeepSeek-V3", "published"),
-                 "weights": "README: 671B main + 14B MTP, FP8 e4m3 release; BF16 norms and "
-                            "F32 block scales not counted (declared approximation)"}),
+                 "weights": "README: 671B main + 14B MTP, FP8 e4m3 release, 37B activated; "
+                            "BF16 norms and F32 block scales not counted (declared "
+                            "approximation)"}),
         draft=artifact(
-            source, dg, {"F8_E4M3": mtp_params}, BF16, 0,
-            unconfirmed=["weights.params_by_dtype"],
+            source, dg, {"F8_E4M3": mtp_params}, BF16, 0, active=mtp_params * 37 // 671,
+            unconfirmed=["weights.params_by_dtype", "weights.active_params"],
             sources={"geometry": "the target's MLA geometry, num_nextn_predict_layers = 1",
-                     "weights": "README: 14B MTP module, inside the target checkpoint"}))
+                     "weights": "README: 14B MTP module, inside the target checkpoint; "
+                                "active share DERIVED as the target's 37/671"}))
 
 
 def main() -> None:

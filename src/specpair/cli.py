@@ -182,6 +182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_PROBLEMS
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `specpair … | head`
+        sys.stderr.close()
+        return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,12 +9,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from specpair.generators import budget_files, launch_files, pair_json, schema_files
+from specpair.generators import (
+    budget_files,
+    launch_files,
+    pair_json,
+    plan_files,
+    schema_files,
+)
 from specpair.resolve import ResolvedPair
 
 PairGenerator = Callable[[ResolvedPair], dict[str, bytes]]
 TreeGenerator = Callable[[list[ResolvedPair]], dict[Path, bytes]]
 
 PAIR_GENERATORS: list[PairGenerator] = [pair_json.generate, budget_files.generate,
-                                       launch_files.generate]
+                                       launch_files.generate, plan_files.generate]
 TREE_GENERATORS: list[TreeGenerator] = [schema_files.generate]

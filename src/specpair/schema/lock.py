@@ -34,11 +34,20 @@ class Weights(Strict):
     replicated_bytes: NonNegativeInt = Field(
         default=0, description="bytes of tensors every tensor-parallel rank holds whole "
                                "(norms, DSpark fc and Markov head); the rest is sharded")
+    active_params: NonNegativeInt | None = Field(
+        default=None, description="parameters one token uses (MoE: shared + top-k experts); "
+                                  "unset = all (dense)")
     provenance: Provenance
 
     @property
     def total_params(self) -> int:
         return sum(self.params_by_dtype.values())
+
+    @property
+    def active_fraction(self) -> float:
+        total = self.total_params
+        return 1.0 if not total or self.active_params is None else min(
+            1.0, self.active_params / total)
 
 
 class Tokenizer(Strict):

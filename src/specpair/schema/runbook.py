@@ -197,7 +197,13 @@ class Staging(Strict):
     storage_bandwidth_bytes_per_s: Annotated[float, Field(gt=0)] = Field(
         default=2e9, description="local disk read bandwidth per node")
     network_bandwidth_bytes_per_s: Annotated[float, Field(gt=0)] = Field(
-        default=1.25e9, description="download bandwidth from the hub or mirror per node")
+        default=1.25e9, description="the node's link to the hub or mirror")
+    stream_bandwidth_bytes_per_s: Annotated[float, Field(gt=0)] = Field(
+        default=0.5e9, description="what one download stream reaches")
+    graph_capture_s: Annotated[float, Field(ge=0)] = Field(
+        default=60.0, description="assumption: CUDA-graph capture of target and draft")
+    warmup_s: Annotated[float, Field(ge=0)] = Field(
+        default=5.0, description="assumption: the warmup request's duration")
 
 
 class Codesign(Strict):
