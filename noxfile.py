@@ -1,7 +1,7 @@
 """The development workflow of specpair; each session is one step a person or CI runs.
 
     nox -s build     regenerate every output from runbooks/ (offline)
-    nox -s check     fail when committed outputs are stale or a runbook is invalid
+    nox -s check     fail when a runbook is invalid, outputs are stale, or the gate fails
     nox -s tests     the test suite
     nox -s lint      ruff + mypy on src/
     nox -s engines   the engines' own parsers and a real vLLM (CPU) engine
@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -40,13 +41,31 @@ def check(session: nox.Session) -> None:
     _install(session)
     session.run("specpair", "validate", "runbooks")
     session.run("specpair", "build", "--check")
+    session.run("specpair", "check", "runbooks")
 
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Run the test suite (no network: hub, git and browser tests use local servers)."""
     _install(session, "test")
-    session.run("pytest", "--ignore=tests/engine", *session.posargs)
+    session.run("pytest", "--ignore=tests/engine", *session.posargs,
+                env={"SPECPAIR_SARIF_SCHEMA": str(_sarif_schema(session))})
+
+
+SARIF_SCHEMA_PACKAGE = "@microsoft/jest-sarif@1.0.0-beta.0"  # ships sarif-2.1.0-rtm.5.json
+
+
+def _sarif_schema(session: nox.Session) -> Path:
+    """The SARIF 2.1.0 JSON schema, from the npm registry (no test touches the network)."""
+    tmp = Path(session.create_tmp())
+    schema = tmp / "package" / "lib" / "schemas" / "sarif-2.1.0-rtm.5.json"
+    if not schema.exists():
+        session.run("npm", "pack", "--silent", SARIF_SCHEMA_PACKAGE, "--pack-destination",
+                    str(tmp), external=True, silent=True)
+        (tarball,) = tmp.glob("microsoft-jest-sarif-*.tgz")
+        with tarfile.open(tarball) as archive:
+            archive.extract("package/lib/schemas/sarif-2.1.0-rtm.5.json", tmp, filter="data")
+    return schema
 
 
 @nox.session(python=PYTHON)

@@ -123,6 +123,22 @@ def _lock(args: argparse.Namespace) -> int:
     return EXIT_PROBLEMS if failed else EXIT_OK
 
 
+def _check(args: argparse.Namespace) -> int:
+    from specpair import gate
+    from specpair.checks import failing
+
+    reports = gate.check(Path(args.root), [Path(p) for p in args.paths], hub=args.hub)
+    rendered = {"text": lambda: gate.text(reports, args.strict), "json": lambda: gate.as_json(
+        reports), "sarif": lambda: gate.sarif(reports)}[args.format]()
+    if args.output:
+        Path(args.output).write_text(rendered, encoding="utf-8")
+        print(gate.text(reports, args.strict).splitlines()[-1])
+    else:
+        sys.stdout.write(rendered)
+    failed = sum(len(failing(r.findings, args.strict)) for r in reports)
+    return EXIT_PROBLEMS if failed else EXIT_OK
+
+
 def _schema(args: argparse.Namespace) -> int:
     from specpair.generators import schema_files
 
@@ -146,6 +162,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 3 and list the files a build would change")
     p.set_defaults(func=_build)
+
+    p = sub.add_parser("check", help="the pre-deployment gate: pair and co-design rules")
+    p.add_argument("paths", nargs="*", default=["runbooks"], help="runbook files or folders")
+    p.add_argument("--root", default=".", help="repository root (paths in reports)")
+    p.add_argument("--format", choices=["text", "json", "sarif"], default="text")
+    p.add_argument("--output", help="write the report to this file")
+    p.add_argument("--strict", action="store_true", help="unwaived warnings fail too")
+    p.add_argument("--hub", action="store_true", help="also ask the hub whether locked "
+                                                      "branches moved (SP103)")
+    p.set_defaults(func=_check)
 
     p = sub.add_parser("lock", help="resolve both artifacts into lock.json (no weight download)")
     p.add_argument("paths", nargs="*", default=["runbooks"], help="runbook files or folders")

@@ -1,0 +1,393 @@
+"""The pre-deployment gate: rules with stable ids over a resolved pair.
+
+Each rule says why it exists: the engine behaviour it mirrors or the class of incident it
+prevents. Most of them catch mismatches that the engines accept silently and pay for
+later (acceptance collapses, or the first request crashes). A waiver in the runbook
+(`waivers: [{rule, reason}]`) keeps a finding visible but stops it from failing the gate.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Literal
+
+from specpair.budget import compute
+from specpair.budget.model import Budget
+from specpair.errors import SpecpairError
+from specpair.latency import LatencyModel, model
+from specpair.launch import build_for
+from specpair.resolve import ResolvedPair
+from specpair.schema.common import Method
+from specpair.staging import StagingPlan, plan
+
+Severity = Literal["error", "warning", "note"]
+COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    severity: Severity
+    message: str
+    field: str
+    hint: str
+    waived: str | None = None  # the waiver's reason
+
+
+@dataclass
+class Context:
+    pair: ResolvedPair
+    budget: Budget | None = None
+    latency: LatencyModel | None = None
+    staging: StagingPlan | None = None
+    drift: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+Check = Callable[[Context], Iterator[tuple[str, str, str]]]  # message, field, hint
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    name: str
+    severity: Severity
+    title: str
+    why: str
+    check: Check
+
+
+RULES: list[Rule] = []
+
+
+def rule(id: str, name: str, severity: Severity, title: str, why: str) -> Callable[[Check], Check]:
+    def register(fn: Check) -> Check:
+        RULES.append(Rule(id, name, severity, title, why, fn))
+        return fn
+    return register
+
+
+def _artifacts(ctx: Context) -> Iterator[tuple[str, object]]:
+    rb = ctx.pair.runbook
+    yield "target", rb.target
+    if rb.draft is not None and not rb.draft.bundled:
+        yield "draft", rb.draft
+
+
+# --------------------------------------------------------------------------- artifacts
+
+
+@rule("SP101", "revision-pinned", "error", "Artifact revisions are pinned to commits",
+      "A branch or tag moves: the draft and target that were measured together are no "
+      "longer the ones that start, and nothing in the launch command shows it.")
+def _pinned(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    for role, art in _artifacts(ctx):
+        repo, revision = getattr(art, "repo", None), getattr(art, "revision", None)
+        if repo is not None and not COMMIT.match(revision or ""):
+            commit = getattr(getattr(ctx.pair, role).source, "commit", None)
+            yield (f"{role} {repo} is pinned to {revision!r}, not a commit",
+                   f"{role}.revision",
+                   f"pin revision: {commit}" if commit else
+                   "run `specpair lock` with hub access and pin the commit it resolves")
+
+
+@rule("SP102", "lock-matches", "error", "The lock is present and matches the runbook",
+      "Budgets and checks read geometry from the lock; a lock of another repo or revision "
+      "describes a different checkpoint.")
+def _lock(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    for problem in ctx.problems:
+        yield problem, "target", "run `specpair lock --refresh`"
+
+
+@rule("SP103", "hub-drift", "warning", "Locked branches have not moved on the hub",
+      "A moved branch means the next download differs from what was budgeted and measured.")
+def _drift(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    for drift in ctx.drift:
+        yield drift, "target", "review the new commit, then `specpair lock --refresh`"
+
+
+@rule("SP104", "facts-confirmed", "warning", "Lock facts are resolved, not declared",
+      "Declared facts come from model cards and template configs; unconfirmed ones can be "
+      "off by a whole layer or head count.")
+def _declared(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    for role in ("target", "draft"):
+        art = getattr(ctx.pair, role)
+        if art is not None and art.unconfirmed:
+            yield (f"{role} lock facts are declared and unconfirmed: "
+                   + ", ".join(art.unconfirmed), role,
+                   "run `specpair lock` against the hub to replace them with resolved facts")
+
+
+# --------------------------------------------------------------------------- vocabulary
+
+
+@rule("SP201", "vocab-size", "error", "Target and draft share the vocabulary size",
+      "vLLM refuses unequal sizes for draft_model; other methods index the target's "
+      "embedding and LM head with draft ids, so a mismatch corrupts or crashes at runtime.")
+def _vocab(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    p = ctx.pair
+    if p.draft is None or p.draft.bundled:
+        return
+    t, d = p.target.geometry, p.draft.geometry
+    if t.vocab_size != d.vocab_size:
+        yield (f"vocab sizes differ: target {t.vocab_size}, draft {d.vocab_size}",
+               "draft", "use a draft trained on the target's tokenizer; vLLM's "
+               "use_heterogeneous_vocab (draft_model, greedy drafting, V1 runner) is the only "
+               "engine mode that accepts it")
+    if d.draft_vocab_size and d.draft_vocab_size < t.vocab_size and p.runbook.speculation.method \
+            is not Method.EAGLE3:
+        yield (f"reduced draft vocabulary ({d.draft_vocab_size}) on a "
+               f"{p.runbook.speculation.method.value} draft", "draft",
+               "reduced ('hot') vocabularies with a token map are an EAGLE-3 feature")
+
+
+@rule("SP202", "tokenizer-match", "error", "Target and draft tokenizers are the same",
+      "Equal vocabulary sizes with different tokenizers pass every engine check; acceptance "
+      "then collapses because draft ids mean other tokens.")
+def _tokenizer(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    p = ctx.pair
+    if p.draft is None or p.draft.bundled:
+        return
+    t, d = p.target.tokenizer.fingerprint, p.draft.tokenizer.fingerprint
+    if t and d and t != d:
+        yield (f"tokenizer fingerprints differ ({t[7:19]} vs {d[7:19]})", "draft",
+               "drafts must share the target's tokenizer files")
+
+
+# --------------------------------------------------------------------------- co-design
+
+
+def _target_ids(ctx: Context) -> list[int] | None:
+    return ctx.pair.draft.geometry.target_layer_ids if ctx.pair.draft else None
+
+
+@rule("SP301", "feature-layers-exist", "error", "Draft feature layers exist in the target",
+      "SGLang checks 0 ≤ id < target layers only for DFLASH-style ids; DSPARK's own ids are "
+      "taken without that check and fail (or read the wrong features) later.")
+def _layers_exist(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    ids = _target_ids(ctx)
+    layers = ctx.pair.target.geometry.num_hidden_layers
+    if ids:
+        bad = [i for i in ids if not 0 <= i < layers]
+        if bad:
+            yield (f"draft feature layers {bad} do not exist in the target "
+                   f"({layers} layers, ids 0-{layers - 1})", "codesign.feature_layers",
+                   "pair the draft with the target it was trained on")
+
+
+@rule("SP302", "feature-layers-match", "error", "Draft feature layers equal the declared ones",
+      "The runbook's co-design hook is the contract of a reviewed pair; a draft that reads "
+      "other layers was trained for another target or another revision of it.")
+def _layers_match(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    declared = ctx.pair.runbook.codesign.feature_layers
+    ids = _target_ids(ctx)
+    if declared is not None and ids is not None and list(ids) != list(declared):
+        yield (f"the draft reads target layers {ids}, the runbook declares {declared}",
+               "codesign.feature_layers", "fix the runbook or the draft; do not pair blindly")
+    if declared is not None and ids is None and ctx.pair.draft is not None:
+        yield ("the runbook declares feature layers but the draft config names none",
+               "codesign.feature_layers", "check the draft's config (target_layer_ids)")
+
+
+@rule("SP303", "block-size-match", "error", "The configured block size is the checkpoint's",
+      "DSPARK treats block_size as gamma (verify width gamma + 1) and falls back to 7 when "
+      "it cannot read the draft config; a block the draft was not trained for lowers "
+      "acceptance without an error.")
+def _block(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    spec = ctx.pair.runbook.speculation
+    if not spec.method.is_block_drafter or ctx.pair.draft is None:
+        return
+    ckpt = ctx.pair.draft.geometry.block_size
+    declared = ctx.pair.runbook.codesign.block_size
+    if ckpt is not None and spec.block_size != ckpt:
+        yield (f"speculation.block_size {spec.block_size} differs from the checkpoint's "
+               f"{ckpt}", "speculation.block_size", f"set block_size: {ckpt}")
+    if declared is not None and spec.block_size != declared:
+        yield (f"speculation.block_size {spec.block_size} differs from codesign.block_size "
+               f"{declared}", "codesign.block_size", "make them agree")
+
+
+@rule("SP304", "hidden-size", "error", "Block drafter hidden size equals the target's",
+      "DFLASH/DSPARK drafts reuse the target's embedding and LM head and project K·hidden "
+      "features; the engine does not check at start-up and fails on the first request "
+      "('target_hidden feature dim mismatch').")
+def _hidden(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    p = ctx.pair
+    if p.draft is not None and p.runbook.speculation.method.is_block_drafter and \
+            p.draft.geometry.hidden_size != p.target.geometry.hidden_size:
+        yield (f"draft hidden size {p.draft.geometry.hidden_size} ≠ target hidden size "
+               f"{p.target.geometry.hidden_size}: the first request will fail", "draft",
+               "use the draft trained for this target")
+
+
+@rule("SP305", "mask-token", "error", "The mask token lies inside the target vocabulary",
+      "SGLang's DSPARK worker requires mask_token_id < the target's embedding rows; a draft "
+      "from another tokenizer fails at worker start.")
+def _mask(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    p = ctx.pair
+    if p.draft is not None and p.draft.geometry.mask_token_id is not None and \
+            p.draft.geometry.mask_token_id >= p.target.geometry.vocab_size:
+        yield (f"mask token {p.draft.geometry.mask_token_id} is outside the target vocabulary "
+               f"({p.target.geometry.vocab_size})", "draft", "use the draft trained for this "
+               "target")
+
+
+@rule("SP306", "verifier", "error", "The draft's declared verifier is the target",
+      "Speculators-format drafts name their verifier; vLLM even swaps the served model to "
+      "it when the draft is given as the main model.")
+def _verifier(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    p = ctx.pair
+    verifier = p.draft.geometry.verifier if p.draft else None
+    target = p.runbook.target.repo or p.runbook.target.path
+    if verifier and target and verifier != target:
+        yield (f"the draft was built for {verifier}, not {target}", "draft",
+               "pair it with its verifier, or retrain it")
+
+
+# --------------------------------------------------------------------------- context, parallel
+
+
+@rule("SP401", "draft-context", "warning", "The draft covers the serving context length",
+      "Drafts trained at 2k positions lose acceptance beyond it; vLLM's V2 runner even "
+      "lowers the target's max_model_len to the draft's for draft_model.")
+def _context(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    p = ctx.pair
+    length = p.runbook.deployment.context_length
+    if p.draft is not None and not p.draft.bundled and \
+            p.draft.geometry.max_position_embeddings < length:
+        yield (f"draft max positions {p.draft.geometry.max_position_embeddings} < context "
+               f"length {length}", "deployment.context_length",
+               "measure acceptance on long prompts, or serve a shorter context")
+
+
+@rule("SP501", "tp-heads", "error", "Heads and KV heads of both models fit the TP size",
+      "The engines assert head divisibility at start-up, after the weights are downloaded.")
+def _tp(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    from specpair.budget.common import check_tensor_parallel
+
+    try:
+        check_tensor_parallel(ctx.pair, ctx.pair.runbook.deployment.parallel.draft_tensor)
+    except SpecpairError as exc:
+        for problem in exc.problems:
+            yield problem.message, "deployment.parallel.tensor", problem.hint
+
+
+@rule("SP502", "vllm-draft-tp", "error", "vLLM draft TP is 1 or the target's",
+      "vLLM 0.33.0 raises 'cannot be other value than 1 or target model "
+      "tensor_parallel_size' while building its config.")
+def _draft_tp(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    par = ctx.pair.runbook.deployment.parallel
+    if ctx.pair.runbook.engine.name.value == "vllm" and par.draft_tensor not in (
+            None, 1, par.tensor):
+        yield (f"draft TP {par.draft_tensor} with target TP {par.tensor}",
+               "deployment.parallel.draft_tensor", f"use 1 or {par.tensor}")
+
+
+# --------------------------------------------------------------------------- memory, latency
+
+
+@rule("SP601", "memory-fits", "error", "The two-model budget fits",
+      "Draft weights and the draft KV pool come out of the same memory; the engine only "
+      "finds out after both checkpoints load.")
+def _fits(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    scenario = ctx.budget.speculative if ctx.budget else None
+    if scenario is not None and not scenario.fits:
+        yield scenario.verdict, "deployment.memory_fraction", "see budget.md"
+
+
+@rule("SP602", "draft-kv-share", "note", "The draft's share of the KV cache is known",
+      "A draft silently eats KV capacity: its pool has as many slots as the target's.")
+def _share(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    b = ctx.budget
+    if b is not None and b.speculative is not None and b.speculative.cell_draft:
+        yield (f"the draft holds {b.draft_share_of_kv_pct}% of every token's KV bytes and "
+               f"costs {b.capacity_lost_pct}% of the token capacity", "deployment", "")
+
+
+@rule("SP701", "slo-break-even", "error", "The acceptance SLO clears break-even",
+      "Below τ* the pair pays for two models and is slower than the target alone; the "
+      "margin absorbs traffic drift.")
+def _slo(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    if ctx.latency is not None and not ctx.latency.slo_ok:
+        yield ctx.latency.slo_verdict, "acceptance.slo.min_length", \
+            "raise the SLO only with measurements, or lower concurrency / use a cheaper draft"
+
+
+@rule("SP702", "slo-basis", "warning", "The SLO comes from the service's own traffic",
+      "A benchmark mean (often code and math) overstates acceptance on chat traffic.")
+def _basis(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    acc = ctx.pair.runbook.acceptance
+    copied = acc.reference is not None and acc.slo.min_length == acc.reference.mean_length
+    if acc.slo.basis != "own_traffic" or copied:
+        yield ((f"the SLO copies the benchmark mean {acc.reference.mean_length}" if copied and
+                acc.reference else f"the SLO's basis is {acc.slo.basis}"),
+               "acceptance.slo.basis", "run `specpair bench` on this service's traffic and "
+                                       "set basis: own_traffic")
+
+
+# --------------------------------------------------------------------------- staging, engine
+
+
+@rule("SP801", "staging-mode", "error", "The staging mode works with speculation",
+      "SGLang 0.5.23 rejects --startup-weight-load-mode overlap with any speculative "
+      "algorithm, and only after the target weights have loaded.")
+def _staging(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    if ctx.pair.runbook.staging.mode == "engine-overlap":
+        yield ("engine-overlap loading cannot be combined with speculation in "
+               f"{ctx.pair.engine}", "staging.mode", "use parallel-prestage or engine-prefetch")
+
+
+@rule("SP802", "cold-start", "warning", "Cold start fits the budget",
+      "Startup doubles with two artifacts; an autoscaler that waits longer than planned "
+      "turns a traffic spike into an outage.")
+def _cold(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    if ctx.staging is not None and not ctx.staging.fits:
+        yield ctx.staging.verdict, "staging.cold_start_budget_s", "see staging.md"
+
+
+@rule("SP901", "engine-rules", "error", "The launch passes the engine's pre-flight rules",
+      "Launch-time rejections (unknown flags or keys, impossible combinations) cost a full "
+      "model load to discover.")
+def _engine(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    launch = build_for(ctx.pair)
+    for p in launch.preflight:
+        if p.severity == "error":
+            yield p.message, p.field, p.fix
+
+
+@rule("SP902", "engine-warnings", "warning", "No engine warning that changes what runs",
+      "Warnings such as re-running one MTP layer for several tokens change acceptance "
+      "without failing the launch.")
+def _engine_warn(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    for p in build_for(ctx.pair).preflight:
+        if p.severity == "warning":
+            yield p.message, p.field, p.fix
+
+
+# --------------------------------------------------------------------------- running
+
+
+def run(ctx: Context) -> list[Finding]:
+    rb = ctx.pair.runbook
+    waivers = {w.rule: w.reason for w in rb.waivers}
+    if ctx.budget is None and not ctx.problems:
+        try:
+            ctx.budget = compute(ctx.pair)
+            ctx.latency = model(ctx.pair, ctx.budget)
+        except SpecpairError:
+            ctx.budget = None  # SP501 reports why
+    if ctx.staging is None:
+        ctx.staging = plan(ctx.pair)
+    findings = []
+    for r in RULES:
+        for message, field_path, hint in r.check(ctx):
+            findings.append(Finding(r.id, r.severity, message, field_path, hint,
+                                    waivers.get(r.id)))
+    return findings
+
+
+def failing(findings: list[Finding], strict: bool = False) -> list[Finding]:
+    levels = ("error", "warning") if strict else ("error",)
+    return [f for f in findings if f.severity in levels and f.waived is None]

@@ -1,0 +1,208 @@
+"""The pre-deployment gate: every rule fails on one fixture and passes on another."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from specpair.checks import RULES, Context, failing, run
+from specpair.geometry import Geometry
+from specpair.resolve import ResolvedPair
+from tests.conftest import REPO, write
+from tests.pairs import SHA, make_pair
+from tests.test_budget_properties import dense
+from tests.test_launch import with_runbook
+
+# a healthy DSPARK pair: draft trained for this 36-layer target, hidden sizes equal
+DRAFT = Geometry(architecture="DSparkDraftModel", dtype="bfloat16", hidden_size=4096,
+                 vocab_size=151936, max_position_embeddings=40960, num_hidden_layers=5,
+                 attention="mha", full_attention_layers=5, num_attention_heads=32,
+                 num_key_value_heads=8, head_dim=128, v_head_dim=128,
+                 target_layer_ids=[1, 9, 17, 25, 33], block_size=7, mask_token_id=151669)
+
+
+def good() -> ResolvedPair:
+    return make_pair(dense(36), DRAFT, speculation={"method": "DSPARK", "block_size": 7},
+                     deployment={"context_length": 8192},
+                     target_bytes=16 << 30, draft_bytes=2 << 30)
+
+
+def findings(pair: ResolvedPair, **ctx: Any) -> set[str]:
+    return {f.rule for f in run(Context(pair, **ctx))}
+
+
+def _draft(pair: ResolvedPair, **geometry: Any) -> ResolvedPair:
+    assert pair.draft is not None
+    draft = pair.draft.model_copy(update={"geometry": pair.draft.geometry.model_copy(
+        update=geometry)})
+    return pair.model_copy(update={"draft": draft})
+
+
+def _artifact(pair: ResolvedPair, role: str, **update: Any) -> ResolvedPair:
+    art = getattr(pair, role)
+    return pair.model_copy(update={role: art.model_copy(update=update)})
+
+
+def _tokenizer(pair: ResolvedPair, fingerprint: str) -> ResolvedPair:
+    assert pair.draft is not None
+    tok = pair.draft.tokenizer.model_copy(update={"fingerprint": fingerprint})
+    return _artifact(pair, "draft", tokenizer=tok)
+
+
+FP = "sha256:" + "a" * 64
+BREAKERS: dict[str, Callable[[], tuple[ResolvedPair, dict[str, Any]]]] = {
+    "SP101": lambda: (with_runbook(good(), target={"revision": "main"}), {}),
+    "SP102": lambda: (good(), {"problems": ["the lock is stale: repo"]}),
+    "SP103": lambda: (good(), {"drift": ["target: org/target@main moved"]}),
+    "SP104": lambda: (_artifact(good(), "target", unconfirmed=["geometry"]), {}),
+    "SP201": lambda: (_draft(good(), vocab_size=128256), {}),
+    "SP202": lambda: (_tokenizer(_artifact(good(), "target", tokenizer=good().target.tokenizer
+                                           .model_copy(update={"fingerprint": FP})),
+                                 "sha256:" + "b" * 64), {}),
+    "SP301": lambda: (_draft(good(), target_layer_ids=[1, 9, 17, 25, 40]), {}),
+    "SP302": lambda: (with_runbook(good(), codesign={"feature_layers": [2, 10, 18, 26, 34]}),
+                      {}),
+    "SP303": lambda: (with_runbook(good(), speculation={"block_size": 8}), {}),
+    "SP304": lambda: (_draft(good(), hidden_size=2560, num_attention_heads=32,
+                             head_dim=80, v_head_dim=80), {}),
+    "SP305": lambda: (_draft(good(), mask_token_id=200000), {}),
+    "SP306": lambda: (_draft(good(), verifier="org/another-model"), {}),
+    "SP401": lambda: (with_runbook(good(), deployment={"context_length": 65536}), {}),
+    "SP501": lambda: (with_runbook(good(), deployment={"parallel": {"tensor": 3}}), {}),
+    "SP502": lambda: (with_runbook(make_pair(dense(36), dense(2), engine="vllm",
+                                             version="0.33.0", speculation={
+                                                 "method": "STANDALONE",
+                                                 "num_speculative_tokens": 3}),
+                                   deployment={"parallel": {"tensor": 4, "draft_tensor": 2}}),
+                      {}),
+    "SP601": lambda: (make_pair(dense(36), DRAFT, speculation={"method": "DSPARK",
+                                                               "block_size": 7},
+                                target_bytes=90 << 30), {}),
+    "SP602": lambda: (good(), {}),
+    "SP701": lambda: (with_runbook(good(), acceptance={"slo": {"min_length": 1.01}},
+                                   deployment={"concurrency": 256}), {}),
+    "SP702": lambda: (good(), {}),
+    "SP801": lambda: (with_runbook(good(), staging={"mode": "engine-overlap"}), {}),
+    "SP802": lambda: (with_runbook(good(), staging={"cold_start_budget_s": 5}), {}),
+    "SP901": lambda: (with_runbook(good(), deployment={"kv_cache_dtype": "fp16"}), {}),
+    "SP902": lambda: (make_pair(dense(36), dense(1, kv_heads=8).model_copy(
+        update={"num_nextn_predict_layers": 1}), engine="vllm", version="0.33.0",
+        speculation={"method": "MTP", "num_speculative_tokens": 3}), {}),
+}
+
+
+def passing() -> ResolvedPair:
+    pair = with_runbook(good(), acceptance={"slo": {"min_length": 3.0, "basis": "own_traffic"}},
+                        codesign={"feature_layers": [1, 9, 17, 25, 33], "block_size": 7})
+    return pair
+
+
+def test_every_rule_has_a_breaking_fixture() -> None:
+    assert sorted(BREAKERS) == sorted(r.id for r in RULES)
+    assert len({r.id for r in RULES}) == len(RULES)
+    assert all(r.why and r.title for r in RULES)
+
+
+@pytest.mark.parametrize("rule", sorted(BREAKERS))
+def test_rule_fails_on_its_fixture(rule: str) -> None:
+    pair, ctx = BREAKERS[rule]()
+    assert rule in findings(pair, **ctx)
+
+
+@pytest.mark.parametrize("rule", sorted(r for r in BREAKERS if r != "SP602"))
+def test_rule_passes_on_a_healthy_pair(rule: str) -> None:
+    assert rule not in findings(passing())
+
+
+def test_the_draft_share_note_is_silent_without_a_draft_pool() -> None:
+    pair = make_pair(dense(36), None, speculation={"method": "NGRAM",
+                                                   "num_speculative_tokens": 3})
+    assert "SP602" not in findings(pair)
+    assert "SP602" in findings(passing())
+
+
+def test_waiver_keeps_the_finding_but_not_the_failure() -> None:
+    pair = with_runbook(passing(), target={"revision": "main"})
+    assert [f.rule for f in failing(run(Context(pair)))] == ["SP101"]
+    data = pair.runbook.model_dump(mode="json")
+    data["waivers"] = [{"rule": "SP101", "reason": "pinned on the first hub lock"}]
+    waived = pair.model_copy(update={"runbook": pair.runbook.model_validate(data)})
+    results = run(Context(waived))
+    assert any(f.rule == "SP101" and f.waived for f in results)
+    assert failing(results) == []
+
+
+LING_ON_QWEN = """\
+pair: {name: ling-draft-on-qwen, title: A wrong pairing, owner: tests}
+engine: {name: sglang, version: 0.5.23}
+target: {repo: Qwen/Qwen3-32B, revision: %(sha)s}
+draft: {repo: inclusionAI/Ling-3.0-flash-dspark, revision: %(sha)s}
+speculation: {method: DSPARK, block_size: 8}
+deployment: {gpu: H200-141GB, parallel: {tensor: 2}, context_length: 32768}
+acceptance: {slo: {min_length: 4.0}}
+codesign: {feature_layers: [1, 16, 31, 46, 61], block_size: 8}
+"""
+
+
+def test_ling_dspark_draft_on_qwen3_32b_fails_on_hidden_size_and_layers(tmp_path: Path) -> None:
+    folder = tmp_path / "runbooks" / "ling-draft-on-qwen"
+    write(folder / "runbook.yaml", LING_ON_QWEN % {"sha": SHA})
+    ling = json.loads((REPO / "runbooks/ling-3-flash-dspark/lock.json").read_text())["draft"]
+    ling["source"] = {"repo": "inclusionAI/Ling-3.0-flash-dspark", "revision": SHA}
+    from specpair.geometry import from_hf_config
+    from tests.conftest import FIXTURES
+
+    qwen = from_hf_config(json.loads((FIXTURES / "configs/Qwen__Qwen3-32B/config.json")
+                                     .read_text()))
+    target = {"source": {"repo": "Qwen/Qwen3-32B", "revision": SHA}, "provenance": "declared",
+              "geometry": qwen.model_dump(mode="json"), "download_bytes": 65_600_000_000,
+              "weights": {"params_by_dtype": {"BF16": 32_800_000_000},
+                          "weight_bytes": 65_600_000_000, "provenance": "declared"},
+              "tokenizer": {"vocab_size": 151_936, "provenance": "declared"}}
+    write(folder / "lock.json", json.dumps({"pair": "ling-draft-on-qwen", "target": target,
+                                            "draft": ling}))
+    result = subprocess.run([sys.executable, "-m", "specpair", "check", "runbooks"],
+                            cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert result.returncode == 1
+    out = result.stdout
+    assert "SP304 [error] draft hidden size 2560 ≠ target hidden size 5120: the first " \
+           "request will fail" in out
+    assert "SP302 [error] the draft reads target layers [1, 11, 23, 29, 35], the runbook " \
+           "declares [1, 16, 31, 46, 61]" in out
+    assert "SP201 [error] vocab sizes differ: target 151936, draft 157184" in out
+
+
+def test_examples_pass_the_gate_with_justified_waivers() -> None:
+    result = subprocess.run([sys.executable, "-m", "specpair", "check", "runbooks"], cwd=REPO,
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout
+    assert "0 failing finding(s)" in result.stdout
+
+
+def test_sarif_output_validates_against_the_sarif_2_1_0_schema(tmp_path: Path) -> None:
+    schema_path = os.environ.get("SPECPAIR_SARIF_SCHEMA")
+    assert schema_path, ("the tests session provides the SARIF 2.1.0 schema "
+                         "(nox -s tests fetches it from the npm registry)")
+    schema = json.loads(Path(schema_path).read_text())
+    out = tmp_path / "check.sarif"
+    subprocess.run([sys.executable, "-m", "specpair", "check", "runbooks", "--format",
+                    "sarif", "--output", str(out)], cwd=REPO, check=True,
+                   capture_output=True)
+    log = json.loads(out.read_text())
+    jsonschema.validators.validator_for(schema)(schema).validate(log)
+    results = log["runs"][0]["results"]
+    assert results and all(r["locations"][0]["physicalLocation"]["region"]["startLine"] > 0
+                           for r in results)
+    assert any(r.get("suppressions") for r in results)  # waivers are suppressions
+    # a broken document must not validate: the schema really constrains the output
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validators.validator_for(schema)(schema).validate(
+            {**log, "version": "1.0"})
