@@ -139,6 +139,23 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_PROBLEMS if failed else EXIT_OK
 
 
+def _impact(args: argparse.Namespace) -> int:
+    from specpair import impact
+
+    impacts, problems = impact.impact(Path(args.root), args.base, args.head)
+    rendered = impact.as_json(impacts, problems) if args.format == "json" else \
+        impact.markdown(impacts, problems, args.base, args.head)
+    if args.output:
+        Path(args.output).write_text(rendered, encoding="utf-8")
+    else:
+        sys.stdout.write(rendered)
+    fail_on = {c for c in args.fail_on.split(",") if c} if args.fail_on else set()
+    hit = {c for i in impacts for c in i.classes} | ({"invalid"} if problems else set())
+    if "any" in fail_on and hit - {"metadata", "waivers"}:
+        return EXIT_STALE
+    return EXIT_STALE if fail_on & hit else EXIT_OK
+
+
 def _schema(args: argparse.Namespace) -> int:
     from specpair.generators import schema_files
 
@@ -172,6 +189,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--hub", action="store_true", help="also ask the hub whether locked "
                                                       "branches moved (SP103)")
     p.set_defaults(func=_check)
+
+    p = sub.add_parser("impact", help="what a change obliges reviewers to re-check")
+    p.add_argument("--base", required=True, help="git revision to compare from")
+    p.add_argument("--head", help="git revision to compare to (default: the working tree)")
+    p.add_argument("--root", default=".", help="repository root")
+    p.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    p.add_argument("--output", help="write the report to this file")
+    p.add_argument("--fail-on", default="", help="comma-separated classes that exit 3: "
+                   "any, target, draft, both, deployment, engine, slo, staging, added, "
+                   "removed, renamed, invalid")
+    p.set_defaults(func=_impact)
 
     p = sub.add_parser("lock", help="resolve both artifacts into lock.json (no weight download)")
     p.add_argument("paths", nargs="*", default=["runbooks"], help="runbook files or folders")

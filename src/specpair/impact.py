@@ -1,0 +1,269 @@
+"""`specpair impact`: what a change obliges the team to re-check, pair by pair.
+
+Both revisions' runbooks and locks are loaded and resolved (Jsonnet evaluated, so a change
+in a shared library reaches every runbook that imports it), then compared as data: a
+change of whitespace or comments is no change at all. Each difference falls into a class,
+and each class carries the obligation the co-design hook implies:
+
+- target artifact or revision → re-check acceptance and re-run the measurement protocol;
+- draft artifact, revision, method or block size → re-budget KV, re-check co-design;
+- both → the whole two-model plan;
+- deployment → re-budget memory; engine version → re-validate flags and defaults;
+- SLO → update the SLO dashboard; staging → re-estimate cold start.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from io import BytesIO
+from pathlib import Path
+from typing import Any
+
+from specpair.budget import compute
+from specpair.errors import SpecpairError
+from specpair.latency import model
+from specpair.resolve import ResolvedPair
+from specpair.staging import plan
+
+CLASSES = ("added", "removed", "renamed", "target", "draft", "both", "speculation",
+           "deployment", "engine", "slo", "staging", "codesign", "workloads", "metadata",
+           "waivers", "invalid")
+
+
+@dataclass
+class PairImpact:
+    name: str
+    classes: list[str]
+    changes: list[str] = field(default_factory=list)
+    checklist: list[str] = field(default_factory=list)
+    renamed_from: str | None = None
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def git(root: Path, *args: str) -> bytes:
+    try:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, check=True).stdout
+    except subprocess.CalledProcessError as exc:
+        raise SpecpairError.single(root, f"git {' '.join(args)} failed: "
+                                   f"{exc.stderr.decode(errors='replace').strip()}",
+                                   "check the revision names") from None
+
+
+def snapshot(root: Path, revision: str, into: Path) -> Path:
+    """The runbooks/ tree of `revision`, extracted into `into` (an empty tree if absent)."""
+    git(root, "rev-parse", "--verify", f"{revision}^{{commit}}")
+    listing = git(root, "ls-tree", "-d", "--name-only", revision, "runbooks").strip()
+    target = into / revision.replace("/", "_")
+    (target / "runbooks").mkdir(parents=True, exist_ok=True)
+    if listing:
+        data = git(root, "archive", "--format=tar", revision, "runbooks")
+        with tarfile.open(fileobj=BytesIO(data)) as archive:
+            archive.extractall(target, filter="data")
+    return target
+
+
+def load_side(root: Path) -> tuple[dict[str, ResolvedPair], list[str]]:
+    from specpair.build import _display
+    from specpair.resolve import resolve
+    from specpair.runbooks import LOCK_NAME, discover, load_lock, load_runbook
+
+    pairs: dict[str, ResolvedPair] = {}
+    problems: list[str] = []
+    for path in discover([root / "runbooks"]):
+        try:
+            loaded = load_runbook(path, _display(root, path))
+            lock, _ = load_lock(loaded.folder)
+            pairs[loaded.name] = resolve(loaded, lock, str(loaded.folder / LOCK_NAME),
+                                         _display(root, path))
+        except SpecpairError as exc:
+            problems.append(f"{_display(root, path)}: {exc.problems[0].message}")
+    return pairs, problems
+
+
+# --------------------------------------------------------------------------- comparing
+
+
+def _flat(prefix: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out |= _flat(f"{prefix}.{key}" if prefix else key, item)
+        return out
+    return {prefix: value}
+
+
+def facts(pair: ResolvedPair) -> dict[str, Any]:
+    """Everything that matters about a pair, flattened to dotted keys."""
+    data = pair.runbook.model_dump(mode="json")
+    for role in ("target", "draft"):
+        art = getattr(pair, role)
+        if art is not None:
+            resolved = art.model_dump(mode="json", include={"source", "geometry", "weights",
+                                                            "tokenizer", "download_bytes"})
+            data[f"resolved_{role}"] = resolved
+    return _flat("", data)
+
+
+def classify(key: str) -> str:
+    head = key.split(".")[0]
+    if head in ("target", "resolved_target"):
+        return "target"
+    if head in ("draft", "resolved_draft") or key in ("speculation.method",
+                                                      "speculation.block_size"):
+        return "draft"
+    return {"speculation": "speculation", "deployment": "deployment", "geometry": "deployment",
+            "engine": "engine", "acceptance": "slo", "staging": "staging",
+            "codesign": "codesign", "workloads": "workloads", "pair": "metadata",
+            "waivers": "waivers"}.get(head, "metadata")
+
+
+def _numbers(pair: ResolvedPair) -> dict[str, Any]:
+    try:
+        budget = compute(pair)
+        scenario = budget.speculative or budget.baseline
+        latency = model(pair, budget)
+        return {"cell_draft": scenario.cell_draft, "tokens": scenario.max_total_tokens,
+                "lost": budget.capacity_lost_pct, "fits": scenario.fits,
+                "tau": latency.at_concurrency.break_even, "cold": plan(pair).cold_start_s}
+    except SpecpairError as exc:
+        return {"error": exc.problems[0].message}
+
+
+def _arrow(before: Any, after: Any, unit: str = "") -> str:
+    return f"{before}{unit} → {after}{unit}" if before != after else f"{after}{unit} (unchanged)"
+
+
+def checklist(classes: set[str], base: ResolvedPair, head: ResolvedPair) -> list[str]:
+    b, h = _numbers(base), _numbers(head)
+    items: list[str] = []
+    if "error" in h:
+        items.append(f"Fix the pair: {h['error']}")
+        return items
+    budget = (f"draft cell {_arrow(b.get('cell_draft'), h['cell_draft'], ' B/token')}, token "
+              f"capacity {_arrow(b.get('tokens'), h['tokens'])}, capacity lost to the draft "
+              f"{_arrow(b.get('lost'), h['lost'], '%')}, fits: {h['fits']}")
+    if {"target", "draft"} <= classes:
+        items.append("Both models changed: redo the whole two-model plan (budget, co-design, "
+                     f"acceptance, staging, measurement). {budget}")
+    else:
+        if "target" in classes:
+            items.append("Target changed: re-check acceptance against the SLO (break-even τ* "
+                         f"{_arrow(b.get('tau'), h['tau'])}) and re-run the measurement "
+                         "protocol (`specpair bench`)")
+        if "draft" in classes:
+            items.append(f"Draft changed: re-budget KV ({budget}) and re-check co-design "
+                         "(`specpair check`)")
+    if "deployment" in classes:
+        items.append(f"Deployment changed: re-budget memory ({budget})")
+    if "engine" in classes:
+        items.append(f"Engine changed ({base.engine} → {head.engine}): re-validate flags and "
+                     "defaults (`nox -s engines`)")
+    if "slo" in classes:
+        slo_b, slo_h = base.runbook.acceptance.slo, head.runbook.acceptance.slo
+        items.append(f"SLO changed: update the SLO dashboard (min τ "
+                     f"{_arrow(slo_b.min_length, slo_h.min_length)}, {slo_h.scope}, "
+                     f"p{slo_h.percentile}; break-even τ* {h['tau']})")
+    if "speculation" in classes:
+        items.append(f"Speculation parameters changed: re-check break-even (τ* "
+                     f"{_arrow(b.get('tau'), h['tau'])})")
+    if "staging" in classes:
+        items.append(f"Staging changed: re-estimate cold start "
+                     f"({_arrow(b.get('cold'), h['cold'], ' s')}, budget "
+                     f"{head.runbook.staging.cold_start_budget_s:g} s)")
+    if "codesign" in classes and "draft" not in classes:
+        items.append("Co-design hooks changed: re-check co-design (`specpair check`)")
+    if "workloads" in classes:
+        items.append("Workloads changed: re-run the measurement protocol")
+    return items
+
+
+def _same_artifacts(a: ResolvedPair, b: ResolvedPair) -> bool:
+    def key(p: ResolvedPair) -> tuple[Any, ...]:
+        return (p.target.source.model_dump_json(),
+                p.draft.source.model_dump_json() if p.draft else None)
+    return key(a) == key(b)
+
+
+def compare(base: dict[str, ResolvedPair], head: dict[str, ResolvedPair]) -> list[PairImpact]:
+    impacts: list[PairImpact] = []
+    removed = sorted(set(base) - set(head))
+    added = sorted(set(head) - set(base))
+    for new in list(added):
+        old = next((o for o in removed if _same_artifacts(base[o], head[new])), None)
+        if old is not None:
+            removed.remove(old)
+            added.remove(new)
+            inner = compare({new: base[old]}, {new: head[new]})
+            impact = inner[0] if inner else PairImpact(new, [])
+            impact.classes = sorted({"renamed", *impact.classes})
+            impact.renamed_from = old
+            impact.checklist.insert(0, f"Pair renamed {old} → {new}: update links, dashboards "
+                                       "and deployment names")
+            impacts.append(impact)
+    for name in added:
+        impacts.append(PairImpact(name, ["added"], [], [
+            "New pair: review the whole two-model plan (budget, co-design, acceptance, "
+            "staging) and run the measurement protocol before traffic"]))
+    for name in removed:
+        impacts.append(PairImpact(name, ["removed"], [], [
+            "Pair removed: retire its deployment, dashboards and alerts"]))
+    for name in sorted(set(base) & set(head)):
+        before, after = facts(base[name]), facts(head[name])
+        keys = sorted(k for k in set(before) | set(after)
+                      if before.get(k) != after.get(k) and k != "pair.name")
+        if not keys:
+            continue
+        classes = {classify(k) for k in keys}
+        if {"target", "draft"} <= classes:
+            classes.add("both")
+        changes = [f"{k}: {json.dumps(before.get(k))} → {json.dumps(after.get(k))}"
+                   for k in keys]
+        impacts.append(PairImpact(name, sorted(classes), changes,
+                                  checklist(classes, base[name], head[name])))
+    return sorted(impacts, key=lambda i: i.name)
+
+
+def impact(root: Path, base: str, head: str | None) -> tuple[list[PairImpact], list[str]]:
+    with tempfile.TemporaryDirectory(prefix="specpair-impact-") as tmp:
+        base_root = snapshot(root, base, Path(tmp))
+        head_root = snapshot(root, head, Path(tmp) / "head") if head else root
+        base_pairs, _ = load_side(base_root)
+        head_pairs, head_problems = load_side(head_root)
+    return compare(base_pairs, head_pairs), head_problems
+
+
+# --------------------------------------------------------------------------- output
+
+
+def markdown(impacts: list[PairImpact], problems: list[str], base: str, head: str | None) -> str:
+    out = [f"## specpair impact: {base} → {head or 'working tree'}\n\n"]
+    if problems:
+        out.append("**Invalid runbooks at head** (fix before merging):\n\n")
+        out += [f"- {p}\n" for p in problems]
+        out.append("\n")
+    if not impacts:
+        out.append("No impact: no runbook or lock changed in a way that affects a pair.\n")
+        return "".join(out)
+    for item in impacts:
+        label = ", ".join(item.classes)
+        out.append(f"### `{item.name}` ({label})\n\n")
+        out += [f"- [ ] {line}\n" for line in item.checklist]
+        if item.changes:
+            out.append("\n<details><summary>What changed</summary>\n\n")
+            out += [f"- `{c}`\n" for c in item.changes[:50]]
+            if len(item.changes) > 50:
+                out.append(f"- … {len(item.changes) - 50} more\n")
+            out.append("\n</details>\n")
+        out.append("\n")
+    return "".join(out)
+
+
+def as_json(impacts: list[PairImpact], problems: list[str]) -> str:
+    return json.dumps({"pairs": [i.__dict__ for i in impacts], "invalid": problems},
+                      indent=2, sort_keys=True) + "\n"

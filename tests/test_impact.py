@@ -1,0 +1,191 @@
+"""`specpair impact` on temporary git repositories with real commits."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from specpair.impact import impact, markdown
+from tests.conftest import REPO
+
+
+def sh(root: Path, *args: str) -> None:
+    subprocess.run(args, cwd=root, check=True, capture_output=True)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    shutil.copytree(REPO / "runbooks", root / "runbooks")
+    for path in root.glob("runbooks/*/generated"):
+        shutil.rmtree(path)
+    sh(root, "git", "init", "-q", "-b", "main")
+    sh(root, "git", "-c", "user.name=t", "-c", "user.email=t@t", "add", "-A")
+    sh(root, "git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    return root
+
+
+def commit(root: Path, change: Callable[[Path], None]) -> None:
+    change(root)
+    sh(root, "git", "add", "-A")
+    sh(root, "git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "head")
+
+
+def edit(root: Path, rel: str, old: str, new: str) -> None:
+    path = root / rel
+    text = path.read_text()
+    assert old in text, (rel, old)
+    path.write_text(text.replace(old, new))
+
+
+def edit_lock(root: Path, pair: str, fn: Callable[[dict[str, object]], None]) -> None:
+    path = root / "runbooks" / pair / "lock.json"
+    data = json.loads(path.read_text())
+    fn(data)
+    path.write_text(json.dumps(data, indent=2))
+
+
+LING = "runbooks/ling-3-flash-dspark/runbook.yaml"
+NEW = "f" * 40
+
+
+def _move_target(root: Path) -> None:
+    edit(root, LING, "revision: e0dfe7cd0f6e3b572bbbc0a8a84947469e428cc3",
+         f"revision: {NEW}")
+
+    def fix(data: dict[str, object]) -> None:
+        data["target"]["source"] = {"repo": "inclusionAI/Ling-3.0-flash",  # type: ignore[index]
+                                    "revision": NEW, "commit": NEW}
+    edit_lock(root, "ling-3-flash-dspark", fix)
+
+
+def _grow_draft(root: Path) -> None:
+    edit(root, LING, "revision: main               # commit not retrievable",
+         f"revision: {NEW}               # commit not retrievable")
+
+    def fix(data: dict[str, object]) -> None:
+        draft = data["draft"]
+        draft["source"]["revision"] = NEW  # type: ignore[index]
+        draft["geometry"]["num_hidden_layers"] = 6  # type: ignore[index]
+        draft["geometry"]["full_attention_layers"] = 6  # type: ignore[index]
+    edit_lock(root, "ling-3-flash-dspark", fix)
+
+
+def test_target_change_asks_for_acceptance_and_measurement(repo: Path) -> None:
+    commit(repo, _move_target)
+    (item,) = impact(repo, "HEAD~1", "HEAD")[0]
+    assert item.name == "ling-3-flash-dspark" and item.classes == ["target"]
+    assert "re-check acceptance" in item.checklist[0]
+    assert "re-run the measurement protocol" in item.checklist[0]
+
+
+def test_draft_change_re_budgets_kv_with_numbers(repo: Path) -> None:
+    commit(repo, _grow_draft)
+    (item,) = impact(repo, "HEAD~1", "HEAD")[0]
+    assert item.classes == ["draft"]
+    # 8 KV heads/rank · (80 + 80) · 6 layers · 2 B at TP 4
+    assert "draft cell 12800 B/token → 15360 B/token" in item.checklist[0]
+    assert "token capacity 1556271 →" in item.checklist[0]
+    assert "re-check co-design" in item.checklist[0]
+
+
+def test_both_models_changing_asks_for_the_whole_plan(repo: Path) -> None:
+    commit(repo, lambda r: (_move_target(r), _grow_draft(r)))
+    (item,) = impact(repo, "HEAD~1", "HEAD")[0]
+    assert {"target", "draft", "both"} <= set(item.classes)
+    assert item.checklist[0].startswith("Both models changed: redo the whole two-model plan")
+
+
+@pytest.mark.parametrize(("old", "new", "cls", "phrase"), [
+    ("parallel: {tensor: 4}", "parallel: {tensor: 8}", "deployment", "re-budget memory"),
+    ("min_length: 4.0", "min_length: 4.5", "slo", "update the SLO dashboard (min τ 4.0 → 4.5"),
+    ("cold_start_budget_s: 1200", "cold_start_budget_s: 1500", "staging",
+     "re-estimate cold start"),
+    ("engine: {name: sglang, version: 0.5.23}", "engine: {name: sglang, version: 0.5.23}\n"
+     "# same engine, comment only", None, None),
+])
+def test_deployment_slo_and_staging_changes(repo: Path, old: str, new: str, cls: str | None,
+                                            phrase: str | None) -> None:
+    commit(repo, lambda r: edit(r, LING, old, new))
+    impacts, _ = impact(repo, "HEAD~1", "HEAD")
+    if cls is None:
+        assert impacts == []
+        return
+    (item,) = impacts
+    assert item.classes == [cls]
+    assert phrase is not None and phrase in " ".join(item.checklist)
+
+
+def test_engine_change_asks_to_revalidate_flags(repo: Path) -> None:
+    commit(repo, lambda r: edit(r, "runbooks/qwen3-8b-dflash/runbook.jsonnet",
+                                "speculation: { method: 'DFLASH', block_size: 16 },",
+                                "speculation: { method: 'DFLASH', block_size: 16 },\n"
+                                "  engine: { name: 'vllm', version: '0.33.0' },"))
+    (item,) = impact(repo, "HEAD~1", "HEAD")[0]
+    assert item.classes == ["engine"]
+    assert "sglang 0.5.23 → vllm 0.33.0" in item.checklist[0]
+
+
+def test_shared_jsonnet_library_reaches_every_importer(repo: Path) -> None:
+    commit(repo, lambda r: edit(r, "runbooks/lib/sglang-dense.libsonnet",
+                                "gpu: 'H100-80GB'", "gpu: 'H200-141GB'"))
+    impacts, _ = impact(repo, "HEAD~1", "HEAD")
+    assert {i.name for i in impacts} == {"qwen3-8b-dflash", "llama31-8b-eagle3"}
+    assert all(i.classes == ["deployment"] for i in impacts)
+
+
+def test_whitespace_and_comments_only_is_no_impact(repo: Path) -> None:
+    def reformat(root: Path) -> None:
+        edit(root, LING, "pair:\n", "# a new comment\npair:\n")
+        edit(root, LING, "  owner: serving-platform", "  owner:    serving-platform   ")
+        edit(root, "runbooks/qwen3-8b-dflash/runbook.jsonnet", "base {", "base  {  // c")
+        lock = root / "runbooks" / "deepseek-v3-mtp" / "lock.json"
+        lock.write_text(json.dumps(json.loads(lock.read_text())))  # same JSON, re-indented
+    commit(repo, reformat)
+    impacts, problems = impact(repo, "HEAD~1", "HEAD")
+    assert impacts == [] and problems == []
+    assert "No impact" in markdown(impacts, problems, "HEAD~1", "HEAD")
+
+
+def test_rename_add_and_remove(repo: Path) -> None:
+    def rename(root: Path) -> None:
+        old = root / "runbooks" / "deepseek-v3-mtp"
+        new = root / "runbooks" / "dsv3-mtp"
+        old.rename(new)
+        edit(root, "runbooks/dsv3-mtp/runbook.yaml", "name: deepseek-v3-mtp", "name: dsv3-mtp")
+        edit_lock(root, "dsv3-mtp", lambda d: d.update(pair="dsv3-mtp"))
+        shutil.rmtree(root / "runbooks" / "llama33-70b-eagle3-vllm")
+    commit(repo, rename)
+    impacts = {i.name: i for i in impact(repo, "HEAD~1", "HEAD")[0]}
+    assert impacts["dsv3-mtp"].renamed_from == "deepseek-v3-mtp"
+    assert impacts["dsv3-mtp"].classes == ["renamed"]
+    assert impacts["llama33-70b-eagle3-vllm"].classes == ["removed"]
+    commit(repo, lambda r: shutil.copytree(REPO / "runbooks" / "llama33-70b-eagle3-vllm",
+                                           r / "runbooks" / "llama33-70b-eagle3-vllm",
+                                           ignore=shutil.ignore_patterns("generated")))
+    assert impact(repo, "HEAD~1", "HEAD")[0][0].classes == ["added"]
+
+
+def test_cli_markdown_json_and_fail_on(repo: Path) -> None:
+    commit(repo, _grow_draft)
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "specpair", "impact", "--base", "HEAD~1",
+                               "--head", "HEAD", *args], cwd=repo, capture_output=True,
+                              text=True, check=False)
+    text = cli()
+    assert text.returncode == 0 and "- [ ] Draft changed: re-budget KV" in text.stdout
+    data = json.loads(cli("--format", "json").stdout)
+    assert data["pairs"][0]["classes"] == ["draft"]
+    assert cli("--fail-on", "draft").returncode == 3
+    assert cli("--fail-on", "target,engine").returncode == 0
+    assert cli("--fail-on", "any").returncode == 3
+    bad = cli("--base", "no-such-rev")
+    assert bad.returncode == 1 and "git rev-parse" in bad.stderr
