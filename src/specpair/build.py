@@ -17,7 +17,14 @@ from specpair import writer
 from specpair.errors import Location, Problem, SpecpairError
 from specpair.generators import PAIR_GENERATORS, TREE_GENERATORS
 from specpair.resolve import ResolvedPair, resolve
-from specpair.runbooks import GENERATED_DIR, LOCK_NAME, discover, load_lock, load_runbook
+from specpair.runbooks import (
+    GENERATED_DIR,
+    LOCK_NAME,
+    discover,
+    load_latest_measurement,
+    load_lock,
+    load_runbook,
+)
 
 
 @dataclass(frozen=True)
@@ -44,7 +51,8 @@ def load_pairs(root: Path, paths: list[Path] | None = None) -> list[ResolvedPair
         try:
             loaded = load_runbook(path, display)
             lock, _ = load_lock(loaded.folder)
-            pair = resolve(loaded, lock, _display(root, loaded.folder / LOCK_NAME), display)
+            pair = resolve(loaded, lock, _display(root, loaded.folder / LOCK_NAME), display,
+                           load_latest_measurement(loaded.folder))
         except SpecpairError as exc:
             problems.extend(exc.problems)
             continue

@@ -156,6 +156,35 @@ def _impact(args: argparse.Namespace) -> int:
     return EXIT_STALE if fail_on & hit else EXIT_OK
 
 
+def _bench(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    from specpair.bench.runner import run
+    from specpair.build import load_pairs
+    from specpair.generators import card_files
+    from specpair.runbooks import GENERATED_DIR, MEASUREMENTS_DIR
+    from specpair.writer import atomic_write, dump_json
+
+    root = Path(args.root)
+    (pair,) = load_pairs(root, [Path(args.runbook)])
+    levels = sorted({int(c) for c in args.concurrency.split(",") if c.strip()})
+    if not levels or levels[0] < 1:
+        raise SpecpairError.single("--concurrency", "concurrency levels must be positive",
+                                   "e.g. --concurrency 1,4,16")
+    measurement = run(pair, args.baseline.rstrip("/"), args.spec.rstrip("/"), levels,
+                      args.time_limit)
+    folder = Path(args.runbook).resolve().parent
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    record = folder / MEASUREMENTS_DIR / f"{stamp}.json"
+    atomic_write(record, dump_json(measurement.model_dump(mode="json")))
+    measured = pair.model_copy(update={"measurement": measurement})
+    for name, content in card_files.generate(measured).items():
+        atomic_write(folder / GENERATED_DIR / name, content)
+    print(f"measurement written to {record}")
+    print((folder / GENERATED_DIR / "card.md").read_text())
+    return EXIT_OK
+
+
 def _schema(args: argparse.Namespace) -> int:
     from specpair.generators import schema_files
 
@@ -200,6 +229,16 @@ def parser() -> argparse.ArgumentParser:
                    "any, target, draft, both, deployment, engine, slo, staging, added, "
                    "removed, renamed, invalid")
     p.set_defaults(func=_impact)
+
+    p = sub.add_parser("bench", help="run the measurement protocol; write a record and card")
+    p.add_argument("runbook", help="runbook file")
+    p.add_argument("--baseline", required=True, help="URL of the target-only server")
+    p.add_argument("--spec", required=True, help="URL of the speculative server")
+    p.add_argument("--concurrency", default="1,4,16", help="comma-separated levels")
+    p.add_argument("--time-limit", type=float, default=600.0,
+                   help="seconds per run (server × workload × concurrency)")
+    p.add_argument("--root", default=".", help="repository root (holds runbooks/)")
+    p.set_defaults(func=_bench)
 
     p = sub.add_parser("lock", help="resolve both artifacts into lock.json (no weight download)")
     p.add_argument("paths", nargs="*", default=["runbooks"], help="runbook files or folders")

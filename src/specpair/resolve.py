@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from specpair import engines, hardware
+from specpair.bench.record import Measurement
 from specpair.errors import Problem, SpecpairError
 from specpair.geometry import Geometry, GeometryOverride
 from specpair.runbooks import LoadedRunbook
@@ -40,6 +41,8 @@ class ResolvedPair(Strict):
     gpu: str
     target: ResolvedArtifact
     draft: ResolvedArtifact | None
+    measurement: Measurement | None = Field(
+        default=None, description="the latest record of the measurement protocol")
 
     @property
     def profile(self) -> engines.EngineProfile:
@@ -74,7 +77,8 @@ def _mismatch(spec: Artifact, source: Source) -> list[str]:
 
 
 def resolve(loaded: LoadedRunbook, lock: Lock, lock_display: str,
-            runbook_display: str | None = None) -> ResolvedPair:
+            runbook_display: str | None = None,
+            measurement: Measurement | None = None) -> ResolvedPair:
     rb = loaded.runbook
     doc = loaded.document
     display = runbook_display or str(doc.path)
@@ -113,4 +117,5 @@ def resolve(loaded: LoadedRunbook, lock: Lock, lock_display: str,
         raise SpecpairError(problems)
     return ResolvedPair(name=rb.pair.name, source_file=display, runbook=rb,
                         engine=f"{rb.engine.name.value} {rb.engine.version}",
-                        gpu=rb.deployment.gpu, target=target, draft=draft)
+                        gpu=rb.deployment.gpu, target=target, draft=draft,
+                        measurement=measurement)

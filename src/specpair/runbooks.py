@@ -22,6 +22,7 @@ from specpair.schema.lock import Lock
 from specpair.schema.runbook import Runbook
 
 RUNBOOK_NAMES = ("runbook.yaml", "runbook.yml", "runbook.jsonnet")
+MEASUREMENTS_DIR = "measurements"
 LOCK_NAME = "lock.json"
 GENERATED_DIR = "generated"
 
@@ -99,6 +100,21 @@ def load_location(source_file: str, field: str) -> Location:
         return Location(source_file, 0, 0, field)
     line, column = document.locate(loc)
     return Location(source_file, line, column, field)
+
+
+def load_latest_measurement(folder: Path) -> Any:
+    """The newest record under <pair>/measurements/ (names sort by UTC time), or None."""
+    from specpair.bench.record import Measurement
+
+    records = sorted((folder / MEASUREMENTS_DIR).glob("*.json"))
+    if not records:
+        return None
+    document = load_document(records[-1])
+    try:
+        return Measurement.model_validate(document.data)
+    except ValidationError as exc:
+        raise SpecpairError(validation_problems(exc, document, Measurement,
+                                                str(records[-1]))) from None
 
 
 # --------------------------------------------------------------------------- error rendering

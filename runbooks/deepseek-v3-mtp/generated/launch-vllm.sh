@@ -17,5 +17,6 @@ exec vllm serve deepseek-ai/DeepSeek-V3 \
   --block-size 16 \
   --max-num-seqs 64 \
   --speculative-config '{"method":"mtp","num_speculative_tokens":3}' \
+  --per-request-spec-decode-metrics summary \
   --host 0.0.0.0 \
   --port 30000

@@ -17,5 +17,6 @@ exec vllm serve inclusionAI/Ling-3.0-flash \
   --block-size 16 \
   --max-num-seqs 48 \
   --speculative-config '{"method":"dspark","model":"inclusionAI/Ling-3.0-flash-dspark","num_speculative_tokens":8,"revision":"main"}' \
+  --per-request-spec-decode-metrics summary \
   --host 0.0.0.0 \
   --port 30000

@@ -16,5 +16,6 @@ exec vllm serve meta-llama/Llama-3.3-70B-Instruct \
   --block-size 16 \
   --max-num-seqs 64 \
   --speculative-config '{"method":"eagle3","model":"RedHatAI/Llama-3.3-70B-Instruct-speculator.eagle3","num_speculative_tokens":3,"revision":"main"}' \
+  --per-request-spec-decode-metrics summary \
   --host 0.0.0.0 \
   --port 8000

@@ -17,5 +17,6 @@ exec vllm serve Qwen/Qwen3-8B \
   --block-size 16 \
   --max-num-seqs 48 \
   --speculative-config '{"method":"dflash","model":"z-lab/Qwen3-8B-DFlash-b16","num_speculative_tokens":15,"revision":"main"}' \
+  --per-request-spec-decode-metrics summary \
   --host 0.0.0.0 \
   --port 30000

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from specpair.generators import (
     budget_files,
+    card_files,
     launch_files,
     pair_json,
     plan_files,
@@ -22,5 +23,6 @@ PairGenerator = Callable[[ResolvedPair], dict[str, bytes]]
 TreeGenerator = Callable[[list[ResolvedPair]], dict[Path, bytes]]
 
 PAIR_GENERATORS: list[PairGenerator] = [pair_json.generate, budget_files.generate,
-                                       launch_files.generate, plan_files.generate]
+                                       launch_files.generate, plan_files.generate,
+                                       card_files.generate]
 TREE_GENERATORS: list[TreeGenerator] = [schema_files.generate]

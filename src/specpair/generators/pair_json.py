@@ -7,6 +7,6 @@ from specpair.writer import dump_json
 
 
 def generate(pair: ResolvedPair) -> dict[str, bytes]:
-    data = pair.model_dump(mode="json")
+    data = pair.model_dump(mode="json", exclude={"measurement"})  # the card has it
     data["generated_by"] = "specpair build (do not edit; edit the runbook and rebuild)"
     return {"pair.json": dump_json(data)}

@@ -106,7 +106,9 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
         argv.append("--enforce-eager")
     if speculate:
         argv += ["--speculative-config", json.dumps(speculative_config(pair), sort_keys=True,
-                                                    separators=(",", ":"))]
+                                                    separators=(",", ":")),
+                 # per-request acceptance for the measurement protocol (final usage chunk)
+                 "--per-request-spec-decode-metrics", "summary"]
     argv += ["--host", dep.host, "--port", str(dep.port)]
 
     need(spec.topk == 1, "speculation.topk", "speculation is a single chain (no EAGLE tree)",

@@ -1,0 +1,126 @@
+"""Engine metrics: Prometheus text, speculative counters, per-response acceptance fields,
+and the fallback detector (a server that is not speculating as the runbook says)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
+
+VLLM_DRAFTS = "vllm:spec_decode_num_drafts_total"
+VLLM_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
+VLLM_ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
+VLLM_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+SGLANG_VERIFY = "sglang:spec_verify_calls_total"
+SGLANG_TOKENS = "sglang:generation_tokens_total"
+
+
+def parse(text: str) -> dict[str, dict[str, float]]:
+    """{metric: {labels: value}}; `*_created` timestamps are skipped."""
+    series: dict[str, dict[str, float]] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        match = _LINE.match(line)
+        if not match or match.group(1).endswith("_created"):
+            continue
+        try:
+            value = float(match.group(3))
+        except ValueError:
+            continue
+        series.setdefault(match.group(1), {})[match.group(2) or ""] = value
+    return series
+
+
+def total(series: dict[str, dict[str, float]], name: str) -> float:
+    return sum(series.get(name, {}).values())
+
+
+def speculative_metric_names(series: dict[str, dict[str, float]]) -> list[str]:
+    return sorted(n for n in series if n.startswith(("vllm:spec_decode", "sglang:spec_")))
+
+
+@dataclass(frozen=True)
+class CounterDelta:
+    engine: str
+    verify_steps: float      # vLLM: drafts (request × step); SGLang: verify calls
+    accepted: float          # draft tokens accepted (bonus excluded)
+    drafted: float
+    generated: float
+
+    @property
+    def acceptance_length(self) -> float | None:
+        """Mean tokens per verify step, bonus token included, as the engines count it."""
+        if not self.verify_steps:
+            return None
+        if self.engine == "vllm":
+            return 1 + self.accepted / self.verify_steps
+        return self.generated / self.verify_steps
+
+
+def delta(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]]
+          ) -> CounterDelta | None:
+    def d(name: str) -> float:
+        return total(after, name) - total(before, name)
+    if VLLM_DRAFTS in after:
+        return CounterDelta("vllm", d(VLLM_DRAFTS), d(VLLM_ACCEPTED), d(VLLM_DRAFT_TOKENS), 0.0)
+    if SGLANG_VERIFY in after:
+        return CounterDelta("sglang", d(SGLANG_VERIFY), 0.0, 0.0, d(SGLANG_TOKENS))
+    return None
+
+
+def response_acceptance(body: dict[str, Any]) -> float | None:
+    """Per-request acceptance length from a (final) response body, where the engine gives
+    one: SGLang `sglext.spec_tokens_details.spec_accept_length` (bonus included), vLLM
+    `metrics.speculative_decoding.mean_acceptance_length`."""
+    sglext = body.get("sglext") or {}
+    details = sglext.get("spec_tokens_details") if isinstance(sglext, dict) else None
+    if isinstance(details, list):
+        details = details[0] if details else None
+    if isinstance(details, dict) and details.get("spec_accept_length") is not None:
+        return float(details["spec_accept_length"])
+    metrics = body.get("metrics") or {}
+    spec = metrics.get("speculative_decoding") if isinstance(metrics, dict) else None
+    if isinstance(spec, dict) and spec.get("mean_acceptance_length") is not None:
+        return float(spec["mean_acceptance_length"])
+    return None
+
+
+class FallbackError(Exception):
+    """The server does not speculate the way the runbook says (or at all)."""
+
+
+def check_speculative_server(series: dict[str, dict[str, float]], *, expected_k: int | None,
+                             engine: str) -> None:
+    names = speculative_metric_names(series)
+    if not names:
+        raise FallbackError("the speculative server exposes no speculative-decoding metrics: "
+                            "it runs without a draft (check its launch command and log)")
+    if engine == "vllm" and expected_k is not None and VLLM_PER_POS in series:
+        positions = {int(m.group(1)) for labels in series[VLLM_PER_POS]
+                     if (m := re.search(r'position="(\d+)"', labels))}
+        if positions and max(positions) + 1 != expected_k:
+            raise FallbackError(f"the server drafts {max(positions) + 1} tokens per step, the "
+                                f"runbook {expected_k}: it runs another speculative config")
+
+
+def check_baseline_server(series: dict[str, dict[str, float]]) -> None:
+    if speculative_metric_names(series):
+        raise FallbackError("the baseline server speculates: it is not a baseline")
+
+
+def check_sglang_server_info(info: dict[str, Any], *, algorithm: str, draft_tokens: int,
+                             draft_path: str | None) -> None:
+    """Compare SGLang's resolved args (/server_info) with what the runbook launches."""
+    got = str(info.get("speculative_algorithm") or "")
+    want = "EAGLE" if algorithm == "NEXTN" else algorithm
+    if got.upper() != want:
+        raise FallbackError(f"server runs speculative_algorithm={got or None}, runbook {want}")
+    if int(info.get("speculative_num_draft_tokens") or 0) != draft_tokens:
+        raise FallbackError(f"server verifies {info.get('speculative_num_draft_tokens')} tokens, "
+                            f"runbook {draft_tokens}")
+    if draft_path and info.get("speculative_draft_model_path") not in (draft_path, None):
+        raise FallbackError(f"server drafts with {info.get('speculative_draft_model_path')}, "
+                            f"runbook {draft_path}")

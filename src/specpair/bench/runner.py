@@ -1,0 +1,133 @@
+"""Run the measurement protocol of one pair against a baseline and a speculative server."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from specpair.bench import metrics
+from specpair.bench.client import request_body, run_load, summarize
+from specpair.bench.record import Cell, Measurement, Protocol
+from specpair.bench.workloads import Request, fingerprint, generate
+from specpair.errors import SpecpairError
+from specpair.resolve import ResolvedPair
+from specpair.schema.common import Method
+
+
+def _get(url: str, path: str) -> httpx.Response:
+    try:
+        response = httpx.get(url + path, timeout=30.0)
+    except httpx.HTTPError as exc:
+        raise SpecpairError.single(url, f"cannot reach {url}{path}: {type(exc).__name__}",
+                                   "check that the server runs and the URL is right") from None
+    return response
+
+
+def scrape(url: str) -> dict[str, dict[str, float]]:
+    response = _get(url, "/metrics")
+    if response.status_code != 200:
+        raise SpecpairError.single(url, f"{url}/metrics answered {response.status_code}",
+                                   "start SGLang with --enable-metrics; vLLM serves it")
+    return metrics.parse(response.text)
+
+
+def served_model(url: str) -> str:
+    response = _get(url, "/v1/models")
+    data = response.json().get("data") or [] if response.status_code == 200 else []
+    if not data:
+        raise SpecpairError.single(url, "the server lists no model on /v1/models",
+                                   "point --baseline/--spec at OpenAI-compatible servers")
+    return str(data[0]["id"])
+
+
+def check_servers(pair: ResolvedPair, baseline: str, spec: str) -> None:
+    engine = pair.runbook.engine.name.value
+    try:
+        metrics.check_baseline_server(scrape(baseline))
+        expected_k = None
+        if engine == "vllm" and pair.runbook.speculation.method is not Method.NGRAM:
+            from specpair.launch.vllm_0_33_0 import speculative_tokens
+
+            expected_k = speculative_tokens(pair)
+        metrics.check_speculative_server(scrape(spec), expected_k=expected_k, engine=engine)
+        if engine == "sglang":
+            from specpair.budget.sglang_0_5_23 import verify_width
+            from specpair.engines.sglang_0_5_23 import PROFILE
+
+            info = _get(spec, "/server_info").json()
+            rb = pair.runbook
+            draft = rb.draft.repo or rb.draft.path if rb.draft and not rb.draft.bundled else None
+            metrics.check_sglang_server_info(
+                info, algorithm=PROFILE.method_names[rb.speculation.method],
+                draft_tokens=verify_width(rb.speculation), draft_path=draft)
+    except metrics.FallbackError as exc:
+        raise SpecpairError.single(spec, f"unexpected fallback: {exc}",
+                                   "start the servers from the generated launch scripts") from None
+
+
+def run(pair: ResolvedPair, baseline: str, spec: str, concurrency: list[int],
+        time_limit_s: float = 600.0, say: Callable[[str], None] | None = None) -> Measurement:
+    say = say or (lambda text: print(text, file=sys.stderr, flush=True))
+    rb = pair.runbook
+    engine = rb.engine.name.value
+    check_servers(pair, baseline, spec)
+    models = {"baseline": served_model(baseline), "speculative": served_model(spec)}
+    started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    cells: list[Cell] = []
+    minimal: dict[str, Any] = {}
+    prompt_sets: dict[str, str] = {}
+    for workload in rb.workloads:
+        requests = generate(workload)
+        prompt_sets[workload.name] = fingerprint(requests)
+        for c in concurrency:
+            results = {}
+            for role, url in (("baseline", baseline), ("speculative", spec)):
+                before = scrape(url)
+                label = f"{workload.name} c={c} {role}"
+
+                def progress(done: int, total: int, label: str = label) -> None:
+                    if done == total or done % max(1, total // 4) == 0:
+                        say(f"[{label}] {done}/{total}")
+                samples, wall, truncated = asyncio.run(run_load(
+                    url, models[role], requests, engine, c, time_limit_s, progress))
+                delta = metrics.delta(before, scrape(url))
+                if role == "speculative" and (delta is None or not delta.verify_steps):
+                    raise SpecpairError.single(
+                        url, "unexpected fallback: the speculative counters did not move "
+                        "during the run", "check the server log for a disabled draft")
+                results[role] = summarize(role, samples, wall, truncated, len(requests), delta)
+                if role == "speculative" and not minimal:
+                    first = next((s for s in samples if s.error is None), None)
+                    if first is not None:
+                        minimal = {"url": f"{url}/v1/completions",
+                                   "body": request_body(models[role], requests[0], engine,
+                                                        stream=False),
+                                   "answer_start": first.text[:200]}
+            cells.append(Cell(workload=workload.name, concurrency=c,
+                              baseline=results["baseline"], speculative=results["speculative"]))
+    protocol = Protocol(
+        pair=pair.name, engine=pair.engine,
+        target=_source(pair, "target"),
+        draft=_source(pair, "draft") if pair.draft else None,
+        speculation=rb.speculation.model_dump(mode="json", exclude_none=True),
+        workloads=[w.model_dump(mode="json") for w in rb.workloads],
+        prompt_sets=prompt_sets,
+        sampling={"ignore_eos": True, "stream": True, "stop_rule": "max_tokens"},
+        concurrency=concurrency, baseline_url=baseline, speculative_url=spec,
+        minimal_request=minimal)
+    return Measurement(started_at=started, protocol=protocol, cells=cells)
+
+
+def _source(pair: ResolvedPair, role: str) -> dict[str, str | None]:
+    art = getattr(pair, role)
+    return {"repo": art.source.repo, "path": art.source.path, "revision": art.source.revision,
+            "commit": art.source.commit}
+
+
+def requests_of(pair: ResolvedPair) -> dict[str, list[Request]]:
+    return {w.name: generate(w) for w in pair.runbook.workloads}

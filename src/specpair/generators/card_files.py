@@ -1,0 +1,91 @@
+"""The pair card (`card.md`, `card.json`): what the latest measurement says, per workload
+and concurrency: speedup over the baseline, acceptance against the SLO, TTFT change, and
+a verdict. It names the workloads it tested: conclusions do not carry over to others."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from specpair.bench.record import Cell, Measurement, percentile
+from specpair.render import cell as esc
+from specpair.render import table
+from specpair.resolve import ResolvedPair
+from specpair.writer import dump_json
+
+CAVEAT = ("Measured on the workloads named here only. Acceptance, and so speedup, depends "
+          "on the traffic: conclusions do not carry over to other workloads, prompt "
+          "mixes or concurrencies.")
+
+
+def judge(pair: ResolvedPair, c: Cell) -> dict[str, Any]:
+    slo = pair.runbook.acceptance.slo
+    base, spec = c.baseline, c.speculative
+    tpot_b, tpot_s = base.tpot_s.mean, spec.tpot_s.mean
+    speedup = round(tpot_b / tpot_s, 3) if tpot_b and tpot_s else None
+    ttft_b, ttft_s = base.ttft_s.p50, spec.ttft_s.p50
+    ttft_change = round(100 * (ttft_s - ttft_b) / ttft_b, 1) if ttft_b and ttft_s else None
+    if slo.scope == "per_request" and spec.acceptance_per_request:
+        acceptance = percentile(spec.acceptance_per_request, slo.percentile)
+        basis = f"p{slo.percentile} per request"
+    else:
+        acceptance = spec.acceptance_aggregate
+        basis = "aggregate (counters)" + (
+            "; per-request values not offered by the engine" if slo.scope == "per_request"
+            else "")
+    meets = acceptance is not None and acceptance >= slo.min_length
+    if spec.failed or base.failed or spec.truncated or base.truncated:
+        verdict = "incomplete: failed or truncated requests"
+    elif speedup is None or speedup <= 1.0:
+        verdict = "reject: not faster than the baseline"
+    elif not meets:
+        verdict = "reject: acceptance below the SLO"
+    else:
+        verdict = "accept"
+    return {"workload": c.workload, "concurrency": c.concurrency,
+            "speedup_tpot": speedup,
+            "throughput_ratio": round(spec.output_throughput / base.output_throughput, 3)
+            if base.output_throughput else None,
+            "ttft_change_pct": ttft_change, "acceptance": acceptance,
+            "acceptance_basis": basis, "slo_min_length": slo.min_length, "meets_slo": meets,
+            "verdict": verdict}
+
+
+def generate(pair: ResolvedPair) -> dict[str, bytes]:
+    m = pair.measurement
+    if m is None:
+        text = (f"# Pair card: {esc(pair.runbook.pair.title)}\n\nNot measured yet. Run the "
+                "measurement protocol against a baseline and a speculative server started "
+                "from the generated launch scripts:\n\n```sh\nspecpair bench "
+                f"{pair.source_file} --baseline http://HOST:PORT --spec http://HOST:PORT "
+                "--concurrency 1,4,16\n```\n")
+        return {"card.md": text.encode(),
+                "card.json": dump_json({"pair": pair.name, "measured": False})}
+    rows = [judge(pair, c) for c in m.cells]
+    return {"card.json": dump_json({"pair": pair.name, "measured": True,
+                                    "measured_at": m.started_at, "engine": m.protocol.engine,
+                                    "target": m.protocol.target, "draft": m.protocol.draft,
+                                    "results": rows, "caveat": CAVEAT}),
+            "card.md": markdown(pair, m, rows).encode()}
+
+
+def _num(x: float | None, suffix: str = "") -> str:
+    return "–" if x is None else f"{x:g}{suffix}"
+
+
+def markdown(pair: ResolvedPair, m: Measurement, rows: list[dict[str, Any]]) -> str:
+    tested = ", ".join(f"{w['name']} ({w['kind']})" for w in m.protocol.workloads)
+    target, draft = m.protocol.target, m.protocol.draft or {}
+    out = [f"# Pair card: {esc(pair.runbook.pair.title)}\n\n",
+           f"Measured {m.started_at} on {m.protocol.engine}; target "
+           f"{esc(target.get('repo') or target.get('path'))}"
+           f"@{esc(target.get('commit') or target.get('revision'))}",
+           f", draft {esc(draft.get('repo') or draft.get('path'))}" if draft else "", ".\n\n",
+           f"**Tested workloads:** {esc(tested)}.\n\n",
+           table(["workload", "concurrency", "speedup (TPOT)", "throughput ×",
+                  "TTFT change", "acceptance", "SLO", "verdict"],
+                 [[esc(r["workload"]), str(r["concurrency"]), _num(r["speedup_tpot"], "×"),
+                   _num(r["throughput_ratio"], "×"), _num(r["ttft_change_pct"], "%"),
+                   f"{_num(r['acceptance'])} ({esc(r['acceptance_basis'])})",
+                   f"≥ {r['slo_min_length']:g}", esc(r["verdict"])] for r in rows]),
+           f"\n> {CAVEAT}\n"]
+    return "".join(out)
