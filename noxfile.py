@@ -1,6 +1,7 @@
 """The development workflow of specpair; each session is one step a person or CI runs.
 
-    nox -s build     regenerate every output from runbooks/ (offline)
+    nox -s build     regenerate every output from runbooks/ and build the site (offline)
+    nox -s docs      the site in strict mode, checked in headless Chromium
     nox -s check     fail when a runbook is invalid, outputs are stale, or the gate fails
     nox -s tests     the test suite
     nox -s lint      ruff + mypy on src/
@@ -10,6 +11,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import tarfile
 import zipfile
 from pathlib import Path
@@ -31,9 +34,40 @@ def _install(session: nox.Session, extras: str = "") -> None:
 
 @nox.session(python=PYTHON)
 def build(session: nox.Session) -> None:
-    """Validate every runbook and regenerate launch configs, budgets, schema and pages."""
-    _install(session)
+    """Validate every runbook, regenerate every output, and build the site (site/site)."""
+    _install(session, "docs")
     session.run("specpair", "build")
+    _site(session)
+
+
+def _site(session: nox.Session) -> None:
+    has_parent = session.run("git", "rev-parse", "--verify", "-q", "HEAD~1", external=True,
+                             silent=True, success_codes=[0, 1, 128])
+    base = ["--changes-base", "HEAD~1"] if has_parent and has_parent.strip() else []
+    session.run("specpair", "site", *base)
+    session.run("mkdocs", "build", "--strict", "-q", "-f", "site/mkdocs.yml",
+                env={"NO_MKDOCS_2_WARNING": "1"})
+
+
+def _ensure_chromium(session: nox.Session) -> None:
+    """Debian's chromium and chromium-driver for the browser tests (installed when root)."""
+    if shutil.which("chromium") and shutil.which("chromedriver"):
+        return
+    if os.geteuid() != 0:
+        session.error("install Debian's chromium and chromium-driver for the browser tests")
+    session.run("apt-get", "update", "-q", external=True)
+    session.run("apt-get", "install", "-y", "-q", "chromium", "chromium-driver", external=True,
+                env={"DEBIAN_FRONTEND": "noninteractive"})
+
+
+@nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """The site in strict mode, then checked in headless Chromium (screenshots in
+    site/screenshots/)."""
+    _install(session, "docs,test")
+    _site(session)
+    _ensure_chromium(session)
+    session.run("pytest", "tests/browser", *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -49,7 +83,7 @@ def check(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Run the test suite (no network: hub, git and browser tests use local servers)."""
     _install(session, "test")
-    session.run("pytest", "--ignore=tests/engine", *session.posargs,
+    session.run("pytest", "--ignore=tests/engine", "--ignore=tests/browser", *session.posargs,
                 env={"SPECPAIR_SARIF_SCHEMA": str(_sarif_schema(session))})
 
 

@@ -185,6 +185,24 @@ def _bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _site(args: argparse.Namespace) -> int:
+    from specpair import site, writer
+    from specpair.build import exclusive, load_pairs
+
+    root = Path(args.root)
+    changes = {}
+    if args.changes_base:
+        try:
+            changes = site.changes_by_pair(root, args.changes_base)
+        except SpecpairError as exc:
+            print(f"change checklists skipped: {exc.problems[0].message}", file=sys.stderr)
+    with exclusive(root):
+        outputs = site.render(load_pairs(root), changes)
+        drift = writer.write(root, outputs)
+    print(f"site pages: {len(outputs.files)} file(s), {len(drift.stale)} updated")
+    return EXIT_OK
+
+
 def _schema(args: argparse.Namespace) -> int:
     from specpair.generators import schema_files
 
@@ -239,6 +257,11 @@ def parser() -> argparse.ArgumentParser:
                    help="seconds per run (server × workload × concurrency)")
     p.add_argument("--root", default=".", help="repository root (holds runbooks/)")
     p.set_defaults(func=_bench)
+
+    p = sub.add_parser("site", help="generate the MkDocs pages under site/docs/pairs/")
+    p.add_argument("--root", default=".", help="repository root (holds runbooks/ and site/)")
+    p.add_argument("--changes-base", help="git revision for each pair's change checklist")
+    p.set_defaults(func=_site)
 
     p = sub.add_parser("lock", help="resolve both artifacts into lock.json (no weight download)")
     p.add_argument("paths", nargs="*", default=["runbooks"], help="runbook files or folders")

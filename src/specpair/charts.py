@@ -1,0 +1,94 @@
+"""Charts for the site, drawn with matplotlib as self-contained, byte-deterministic SVG.
+
+Determinism: the Agg backend, glyphs written as paths (no font lookup in the browser),
+a fixed SVG id salt, and no creation date in the metadata.
+"""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from specpair.budget.model import Budget, GiB
+from specpair.latency import LatencyModel
+
+plt.rcParams.update({"svg.hashsalt": "specpair", "svg.fonttype": "path",
+                     "font.family": "DejaVu Sans", "font.size": 9,
+                     "axes.spines.top": False, "axes.spines.right": False})
+COLORS = {"target weights": "#4c72b0", "draft weights": "#8172b3", "state pool": "#937860",
+          "target KV": "#55a868", "draft KV": "#c44e52", "slack": "#cccccc"}
+
+
+def _svg(fig: Figure) -> bytes:
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None},
+                bbox_inches="tight")
+    plt.close(fig)
+    return buffer.getvalue().encode()
+
+
+def memory(budget: Budget) -> bytes:
+    """Where each rank's memory goes, target alone vs with the draft (GiB)."""
+    weights = {line.key: int(line.value) for line in budget.weights}
+    rows = []
+    for scenario, with_draft in ((budget.baseline, False), (budget.speculative, True)):
+        if scenario is None:
+            continue
+        slack = next((int(line.value) for line in scenario.lines if line.key == "slack"), 0)
+        rows.append((scenario.name, {
+            "target weights": weights.get("target_weights", 0),
+            "draft weights": weights.get("draft_weights", 0) if with_draft else 0,
+            "state pool": scenario.state_pool_bytes, "target KV": scenario.target_kv_bytes,
+            "draft KV": scenario.draft_kv_bytes, "slack": slack}))
+    fig, ax = plt.subplots(figsize=(7.0, 1.0 + 0.6 * len(rows)))
+    for y, (_, parts) in enumerate(rows):
+        left = 0.0
+        for part, value in parts.items():
+            ax.barh(y, value / GiB, left=left, color=COLORS[part], label=part if y == 0 else None)
+            left += value / GiB
+    ax.set_yticks(range(len(rows)), [name for name, _ in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel(f"GiB per GPU rank ({budget.gpu}, {budget.engine})")
+    ax.legend(ncol=3, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.45),
+              frameon=False)
+    return _svg(fig)
+
+
+def speedup(m: LatencyModel) -> bytes:
+    """Expected speedup against the acceptance length τ, at a few concurrencies."""
+    fig, ax = plt.subplots(figsize=(6.0, 3.4))
+    taus = [1 + i * (m.max_tokens_per_step - 1) / 50 for i in range(51)]
+    picks = sorted({m.curve[0].concurrency, m.concurrency, m.curve[-1].concurrency})
+    for point in (p for p in m.curve if p.concurrency in picks):
+        ax.plot(taus, [t / point.break_even for t in taus],
+                label=f"concurrency {point.concurrency} (τ* {point.break_even:.2f})")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.axvline(m.slo, color="#c44e52", linestyle="--", linewidth=1, label=f"SLO τ = {m.slo:g}")
+    if m.reference:
+        ax.axvline(m.reference, color="#55a868", linestyle=":", linewidth=1,
+                   label=f"reference τ = {m.reference:g}")
+    ax.set_xlabel("acceptance length τ (tokens per verify step, bonus included)")
+    ax.set_ylabel("expected speedup")
+    ax.legend(fontsize=7, frameon=False)
+    return _svg(fig)
+
+
+def break_even(m: LatencyModel) -> bytes:
+    """Break-even acceptance τ* against concurrency."""
+    fig, ax = plt.subplots(figsize=(6.0, 3.2))
+    ax.plot([p.concurrency for p in m.curve], [p.break_even for p in m.curve], marker="o",
+            label="break-even τ*")
+    ax.axhline(m.slo, color="#c44e52", linestyle="--", linewidth=1, label=f"SLO τ = {m.slo:g}")
+    if m.reference:
+        ax.axhline(m.reference, color="#55a868", linestyle=":", linewidth=1,
+                   label=f"reference τ = {m.reference:g}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("concurrency (running requests)")
+    ax.set_ylabel("τ*")
+    ax.legend(fontsize=7, frameon=False)
+    return _svg(fig)

@@ -1,0 +1,220 @@
+"""The runbook site: MkDocs Material pages generated from the resolved pairs.
+
+`specpair site` writes `site/docs/pairs/`: an index of every pair and one page per pair
+(overview, launch commands in SGLang | vLLM tabs, memory budget with a chart, acceptance
+and break-even with charts, staging plan, checks, the latest change checklist, the pair
+card, and the provenance of every fact). The pages are not committed: the change
+checklist depends on git history (`--changes-base`). Everything from a runbook is escaped
+for Markdown and HTML, so no runbook text can inject markup or scripts into the site.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shlex
+from pathlib import Path
+
+from specpair import charts
+from specpair.budget import compute
+from specpair.checks import Context, failing, run
+from specpair.errors import SpecpairError
+from specpair.generators import card_files, launch_files
+from specpair.latency import model
+from specpair.render import gib, num
+from specpair.resolve import ResolvedPair
+from specpair.staging import plan
+from specpair.writer import Outputs
+
+PAGES = Path("site/docs/pairs")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>])")
+
+
+def text(value: object) -> str:
+    """Runbook text as inert Markdown: HTML-escaped, Markdown syntax backslash-escaped."""
+    escaped = html.escape(" ".join(str(value).split()), quote=True)
+    return _MD_SPECIAL.sub(r"\\\1", escaped)
+
+
+def code_block(content: str, lang: str = "sh") -> str:
+    fence = "```"
+    while fence in content:  # a fence longer than any run of backticks inside
+        fence += "`"
+    return f"{fence}{lang}\n{content.rstrip()}\n{fence}\n"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(c.replace("\n", " ") for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def pair_page(pair: ResolvedPair, changes: str | None) -> tuple[str, dict[str, bytes], dict[
+        str, object]]:
+    rb = pair.runbook
+    budget = compute(pair)
+    latency = model(pair, budget)
+    staging = plan(pair)
+    findings = run(Context(pair))
+    failures = failing(findings)
+    launch = launch_files.generate(pair)
+    index = json.loads(launch["args.json"])
+    spec = budget.speculative or budget.baseline
+    charts_out = {"memory.svg": charts.memory(budget), "speedup.svg": charts.speedup(latency),
+                  "break-even.svg": charts.break_even(latency)}
+    lines: list[str] = [f"# {text(rb.pair.title)}\n\n"]
+    status = "passes the gate" if not failures else f"FAILS the gate: {len(failures)} finding(s)"
+    lines.append(f"Pair <code>{pair.name}</code> · owner {text(rb.pair.owner)} · "
+                 f"{text(pair.engine)} · {text(rb.speculation.method.value)} · {status}\n\n")
+    if rb.pair.description:
+        lines.append(f"{text(rb.pair.description)}\n\n")
+    lines.append("## Overview\n\n")
+    rows = [["target", _artifact(pair, "target")], ["draft", _artifact(pair, "draft")],
+            ["GPU", f"{text(rb.deployment.parallel.tensor)} × {text(pair.gpu)}"],
+            ["context length", num(rb.deployment.context_length)],
+            ["acceptance SLO", f"τ ≥ {latency.slo:g} ({text(rb.acceptance.slo.scope)}, "
+                               f"p{rb.acceptance.slo.percentile}, basis "
+                               f"{text(rb.acceptance.slo.basis)})"],
+            ["break-even τ*", f"{latency.at_concurrency.break_even:.2f} at concurrency "
+                              f"{latency.concurrency}"],
+            ["draft share of KV", f"{budget.draft_share_of_kv_pct}% of every token's bytes; "
+                                  f"{budget.capacity_lost_pct}% of the token capacity"],
+            ["cold start", f"{staging.cold_start_s:g} s of {staging.budget_s:g} s"]]
+    lines.append(_table(["", ""], rows))
+    lines.append("\n## Launch commands\n\n")
+    for engine, data in index["engines"].items():
+        label = engine.split()[0]
+        lines.append(f'=== "{"SGLang" if label == "sglang" else "vLLM"}"\n\n')
+        if data["generated"]:
+            script = launch[f"launch-{label}.sh"].decode()
+            note = "The runbook's engine." if data.get("primary") else \
+                "A translation: not budgeted, not gated."
+            lines.append(f"    {note}\n\n")
+            lines.append(_indent(code_block(script, "sh")))
+        else:
+            lines.append("    Not generated for this engine:\n\n")
+            lines += [f"    - {text(why)}\n" for why in data["why"]]
+        lines.append("\n")
+    lines.append("\n## Memory budget\n\n")
+    lines.append(f"![Memory per GPU rank]({pair.name}/memory.svg)\n\n")
+    base = budget.baseline
+    lines.append(_table(["per GPU rank", text(base.name), text(spec.name)], [
+        ["bytes per token (target + draft)", f"{num(base.cell_total)} B",
+         f"{num(spec.cell_target)} + {num(spec.cell_draft)} = {num(spec.cell_total)} B"],
+        ["token capacity", num(base.max_total_tokens), num(spec.max_total_tokens)],
+        ["full-context sequences", num(base.sequences_at_context),
+         num(spec.sequences_at_context)],
+        ["max running requests", num(base.max_running_requests),
+         num(spec.max_running_requests)],
+        ["target KV pool", gib(base.target_kv_bytes), gib(spec.target_kv_bytes)],
+        ["draft KV pool", gib(base.draft_kv_bytes), gib(spec.draft_kv_bytes)],
+        ["verdict", text(base.verdict), text(spec.verdict)]]))
+    lines.append(f"\nDownloads: target {gib(budget.storage.target_download_bytes)}, draft "
+                 f"{gib(budget.storage.draft_download_bytes)}; disk needed "
+                 f"{gib(budget.storage.disk_needed_bytes)}. Every line with its rule: "
+                 "`generated/budget.md`.\n")
+    if budget.draft_pool_note:
+        lines.append(f'\n!!! warning "Draft pool"\n    {text(budget.draft_pool_note)}\n')
+    lines.append("\n## Acceptance and break-even\n\n")
+    lines.append(f"![Expected speedup against acceptance]({pair.name}/speedup.svg)\n\n")
+    lines.append(f"![Break-even acceptance against concurrency]({pair.name}/break-even.svg)\n\n")
+    verdict_kind = "success" if latency.slo_ok else "failure"
+    lines.append(f'!!! {verdict_kind} "SLO against break-even"\n    {text(latency.slo_verdict)}\n')
+    lines.append("\n## Staging plan\n\n")
+    lines.append(_table(["step", "seconds", "detail"], [
+        [text(s.name), f"{s.seconds:g}", text(s.detail)] for s in staging.steps]
+        + [["cold start", f"{staging.cold_start_s:g}", text(staging.verdict)]]))
+    lines.append(f"\nOrder: {' → '.join(staging.order)}; warmup `{text(rb.staging.warmup.prompt)}`"
+                 " then `generated/stage-and-launch.sh`.\n")
+    lines.append("\n## Checks\n\n")
+    lines.append(_table(["rule", "level", "finding", "fix or waiver"], [
+        [f.rule, "waived" if f.waived else f.severity, text(f.message),
+         text(f.waived or f.hint)] for f in findings]) if findings else "No findings.\n")
+    lines.append("\n## Change checklist\n\n")
+    lines.append(changes or "No change to this pair in the compared revisions.\n")
+    lines.append("\n## Pair card\n\n")
+    card = card_files.generate(pair)["card.md"].decode()
+    lines.append(card.split("\n", 1)[1].strip() + "\n")  # drop its title
+    lines.append("\n## Provenance\n\n")
+    prov = []
+    for role in ("target", "draft"):
+        art = getattr(pair, role)
+        if art is None:
+            continue
+        for fact, where in sorted(art.sources.items()):
+            prov.append([role, text(fact), text(where)])
+        for fact in art.unconfirmed:
+            prov.append([role, text(fact), "declared, unconfirmed"])
+        for fact in art.overridden:
+            prov.append([role, text(f"geometry.{fact}"), "declared in runbook"])
+        prov.append([role, "lock", text(art.provenance)])
+    lines.append(_table(["artifact", "fact", "source"], prov))
+    summary: dict[str, object] = {"name": pair.name, "title": rb.pair.title, "engine": pair.engine,
+               "method": rb.speculation.method.value, "gpu": pair.gpu,
+               "slo": latency.slo, "break_even": latency.at_concurrency.break_even,
+               "draft_share": budget.draft_share_of_kv_pct, "failing": len(failures)}
+    return "".join(lines), charts_out, summary
+
+
+def _indent(block: str) -> str:
+    return "".join(f"    {line}" if line.strip() else line
+                   for line in block.splitlines(keepends=True)) + "\n"
+
+
+def _artifact(pair: ResolvedPair, role: str) -> str:
+    art = getattr(pair, role)
+    spec = getattr(pair.runbook, role)
+    if art is None:
+        return "none (NGRAM drafts from the prompt)"
+    if art.bundled:
+        return "built into the target checkpoint"
+    name = spec.repo or spec.path
+    return (f"<code>{html.escape(str(name))}</code> @ "
+            f"<code>{html.escape(spec.revision or 'local')}</code>")
+
+
+def index_page(summaries: list[dict[str, object]]) -> str:
+    rows = [[f"[{text(s['title'])}]({s['name']}.md)", text(s["engine"]), text(s["method"]),
+             text(s["gpu"]), f"{s['slo']:g} vs {s['break_even']:.2f}",
+             f"{s['draft_share']}%", "pass" if not s["failing"] else f"FAIL ({s['failing']})"]
+            for s in summaries]
+    return ("# Pairs\n\nEvery target/draft pair in `runbooks/`, generated by specpair.\n\n"
+            + _table(["pair", "engine", "method", "GPU", "SLO τ vs break-even τ*",
+                      "draft share of KV", "checks"], rows))
+
+
+def render(pairs: list[ResolvedPair], changes: dict[str, str]) -> Outputs:
+    outputs = Outputs()
+    outputs.owned_dirs.add(PAGES)
+    summaries = []
+    problems = []
+    for pair in pairs:
+        try:
+            page, svgs, summary = pair_page(pair, changes.get(pair.name))
+        except SpecpairError as exc:
+            problems.extend(exc.problems)
+            continue
+        outputs.add(PAGES / f"{pair.name}.md", page.encode())
+        for name, content in svgs.items():
+            outputs.add(PAGES / pair.name / name, content)
+        summaries.append(summary)
+    if problems:
+        raise SpecpairError(problems)
+    outputs.add(PAGES / "index.md", index_page(summaries).encode())
+    return outputs
+
+
+def changes_by_pair(root: Path, base: str) -> dict[str, str]:
+    from specpair.impact import impact
+
+    impacts, _ = impact(root, base, None)
+    out = {}
+    for item in impacts:
+        body = "".join(f"- [ ] {text(line)}\n" for line in item.checklist)
+        out[item.name] = f"Compared with `{text(base)}` ({', '.join(item.classes)}):\n\n{body}"
+    return out
+
+
+def shell_join(argv: list[str]) -> str:
+    return " ".join(shlex.quote(a) for a in argv)

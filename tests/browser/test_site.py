@@ -1,0 +1,153 @@
+"""The built site in headless Chromium (Debian's chromium + chromium-driver): every pair
+page renders its tables and charts without console errors, search finds a pair, and
+runbook text cannot inject markup. Run by `nox -s docs`; screenshots land in
+site/screenshots/."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+from tests.conftest import REPO
+
+SCREENSHOTS = REPO / "site" / "screenshots"
+HOSTILE = ("<script>window.__pwned = 1</script> <img src=x onerror=\"window.__pwned=2\"> "
+           "[click](javascript:window.__pwned=3) **not bold** `not code`")
+
+
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("site-repo")
+    shutil.copytree(REPO / "runbooks", root / "runbooks")
+    shutil.copytree(REPO / "site", root / "site",
+                    ignore=shutil.ignore_patterns("site", "pairs", "screenshots"))
+    hostile = root / "runbooks" / "hostile-text"
+    shutil.copytree(REPO / "runbooks" / "llama33-70b-eagle3-vllm", hostile,
+                    ignore=shutil.ignore_patterns("generated", "measurements"))
+    runbook = hostile / "runbook.yaml"
+    runbook.write_text(runbook.read_text()
+                       .replace("name: llama33-70b-eagle3-vllm", "name: hostile-text")
+                       .replace("title: Llama-3.3-70B-Instruct with an EAGLE-3 speculator on "
+                                "vLLM", f"title: {json.dumps('Hostile ' + HOSTILE)}")
+                       .replace("owner: serving-platform", f"owner: {json.dumps(HOSTILE)}"))
+    lock = json.loads((hostile / "lock.json").read_text())
+    lock["pair"] = "hostile-text"
+    (hostile / "lock.json").write_text(json.dumps(lock))
+    for args in (["site"],):
+        done = subprocess.run([sys.executable, "-m", "specpair", *args], cwd=root,
+                              capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f",
+                           str(root / "site" / "mkdocs.yml")], capture_output=True, text=True,
+                          check=False, env={"NO_MKDOCS_2_WARNING": "1", "PATH": "/usr/bin"})
+    assert done.returncode == 0, done.stderr
+    return root / "site" / "site"
+
+
+@pytest.fixture(scope="module")
+def server(built_site: Path) -> Iterator[str]:
+    handler = partial(SimpleHTTPRequestHandler, directory=str(built_site))
+    handler.log_message = lambda *a: None  # type: ignore[method-assign]
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[webdriver.Chrome]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--window-size=1280,2000",
+                 f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+    yield driver
+    driver.quit()
+
+
+def severe(driver: webdriver.Chrome) -> list[str]:
+    return [entry["message"] for entry in driver.get_log("browser")
+            if entry["level"] == "SEVERE"]
+
+
+def pair_names() -> list[str]:
+    return sorted(p.parent.name for p in REPO.glob("runbooks/*/runbook.*"))
+
+
+@pytest.mark.parametrize("name", pair_names())
+def test_pair_page_renders_tables_and_charts(browser: webdriver.Chrome, server: str,
+                                             name: str) -> None:
+    severe(browser)  # drop what earlier pages logged
+    browser.get(f"{server}/pairs/{name}.html")
+    WebDriverWait(browser, 20).until(lambda d: d.execute_script(
+        "return document.readyState") == "complete")
+    assert len(browser.find_elements(By.CSS_SELECTOR, "article table")) >= 4
+    images = browser.find_elements(By.CSS_SELECTOR, "article img")
+    assert len(images) == 3
+    WebDriverWait(browser, 20).until(lambda d: all(d.execute_script(
+        "return arguments[0].complete && arguments[0].naturalWidth > 0", img) for img in images))
+    headings = [h.text for h in browser.find_elements(By.CSS_SELECTOR, "article h2")]
+    for section in ("Overview", "Launch commands", "Memory budget", "Acceptance and break-even",
+                    "Staging plan", "Checks", "Change checklist", "Pair card", "Provenance"):
+        assert any(h.startswith(section) for h in headings), (section, headings)
+    assert severe(browser) == []
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+
+
+def test_index_lists_every_pair(browser: webdriver.Chrome, server: str) -> None:
+    browser.get(f"{server}/pairs/index.html")
+    links = {a.get_attribute("href").rsplit("/", 1)[-1]
+             for a in browser.find_elements(By.CSS_SELECTOR, "article table a")}
+    assert {f"{n}.html" for n in pair_names()} <= links
+    assert severe(browser) == []
+
+
+def test_search_finds_a_pair(browser: webdriver.Chrome, server: str) -> None:
+    browser.get(f"{server}/index.html")
+    browser.find_element(By.CSS_SELECTOR, "label.md-search__icon, .md-search__input").click()
+    box = browser.find_element(By.CSS_SELECTOR, "input.md-search__input")
+    box.send_keys("DSpark")
+    deadline = time.monotonic() + 20
+    titles: list[str] = []
+    while time.monotonic() < deadline:
+        titles = [r.text for r in browser.find_elements(By.CSS_SELECTOR,
+                                                        ".md-search-result__item")]
+        if any("Ling-3.0-flash" in t for t in titles):
+            break
+        time.sleep(0.5)
+    assert any("Ling-3.0-flash" in t for t in titles), titles
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SCREENSHOTS / "search.png"))
+    box.send_keys(Keys.ESCAPE)
+
+
+def test_runbook_text_cannot_inject_markup(browser: webdriver.Chrome, server: str) -> None:
+    browser.get(f"{server}/pairs/hostile-text.html")
+    WebDriverWait(browser, 20).until(lambda d: d.execute_script(
+        "return document.readyState") == "complete")
+    assert browser.execute_script("return window.__pwned") is None
+    article = browser.find_element(By.CSS_SELECTOR, "article")
+    assert "<script>window.__pwned = 1</script>" in article.text  # shown as text
+    assert not article.find_elements(By.CSS_SELECTOR, "a[href^='javascript']")
+    assert not article.find_elements(By.CSS_SELECTOR, "img[src='x']")
+    assert "**not bold**" in article.text
