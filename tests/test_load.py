@@ -122,3 +122,27 @@ def test_jsonnet_error_points_into_the_file(tmp_path: Path) -> None:
     problem = info.value.problems[0]
     assert problem.location.line == 3
     assert "boom" in problem.message
+
+
+def test_jsonnet_endless_evaluation_is_stopped(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import specpair.load as load
+
+    monkeypatch.setattr(load, "JSONNET_TIMEOUT_S", 1.0)
+    root = tmp_path / "runbooks"
+    # shallow but long: ~15 s of work, stopped by the time limit, not the stack limit
+    path = write(root / "p" / "runbook.jsonnet",
+                 "{ a: std.foldl(function(acc, x) acc + x, std.range(1, 3000000), 0) }")
+    with pytest.raises(SpecpairError) as info:
+        load_document(path, root)
+    assert "did not finish within 1 s" in info.value.problems[0].message
+
+
+def test_jsonnet_memory_bomb_is_stopped(tmp_path: Path) -> None:
+    root = tmp_path / "runbooks"
+    path = write(root / "p" / "runbook.jsonnet",
+                 "local s = std.repeat('x', 1 << 28); { a: std.length(s + s + s + s + s + s) }")
+    with pytest.raises(SpecpairError) as info:
+        load_document(path, root)
+    message = info.value.problems[0].message
+    assert "MiB" in message or "killed" in message or "did not finish" in message, message

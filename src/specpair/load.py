@@ -8,8 +8,10 @@ no positions of its own, so a field is located by its key in the Jsonnet source.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -215,16 +217,31 @@ def _compose_yaml(path: Path, text: str) -> _Walker:
 _JSONNET_POS = re.compile(r"(?P<file>[^\s:]+):(?P<line>\d+):(?P<col>\d+)")
 
 
-def _evaluate_jsonnet(path: Path, root: Path) -> Any:
-    import _jsonnet  # imported lazily: YAML-only builds never pay for it
+JSONNET_TIMEOUT_S = 10.0
+"""Override per run with SPECPAIR_JSONNET_TIMEOUT_S."""
+JSONNET_MEMORY_BYTES = 2 << 30
 
-    root = root.resolve()
+
+def _jsonnet_child(path: str, root: str, conn: Any) -> None:
+    """Evaluate in a forked child: the parent enforces the time limit, the child its own
+    address-space limit, so neither an endless loop nor a memory bomb reaches the build."""
+    import os
+    import resource
+
+    import _jsonnet
+
+    # an allocation failure aborts inside the C++ evaluator; the parent reports it
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    with contextlib.suppress(ValueError, OSError):  # a platform without the limit
+        resource.setrlimit(resource.RLIMIT_AS, (JSONNET_MEMORY_BYTES, JSONNET_MEMORY_BYTES))
+    base = Path(root)
 
     def confined_import(directory: str, relative: str) -> tuple[str, bytes]:
         target = (Path(directory) / relative).resolve()
-        if not target.is_relative_to(root):
+        if not target.is_relative_to(base):
             raise RuntimeError(
-                f"import {relative!r} leaves the runbooks tree ({root}); "
+                f"import {relative!r} leaves the runbooks tree ({base}); "
                 "only files under runbooks/ may be imported")
         if not target.is_file():
             raise RuntimeError(f"import {relative!r}: no such file {target}")
@@ -233,21 +250,55 @@ def _evaluate_jsonnet(path: Path, root: Path) -> Any:
         return str(target), target.read_bytes()
 
     try:
-        output = _jsonnet.evaluate_file(
-            str(path.resolve()), import_callback=confined_import,
-            max_stack=JSONNET_MAX_STACK, max_trace=JSONNET_MAX_TRACE)
+        output = _jsonnet.evaluate_file(path, import_callback=confined_import,
+                                        max_stack=JSONNET_MAX_STACK, max_trace=JSONNET_MAX_TRACE)
+        conn.send(("ok", output))
     except RuntimeError as exc:
-        message = str(exc).strip()
-        first = message.splitlines()[0] if message else "evaluation failed"
-        line = column = 0
-        for match in _JSONNET_POS.finditer(message):
-            if Path(match["file"]).name == path.name:
-                line, column = int(match["line"]), int(match["col"])
-                break
-        raise SpecpairError.single(path, f"Jsonnet evaluation failed: {first}",
-                                   "fix the Jsonnet expression at this position",
-                                   line=line, column=column) from None
-    return json.loads(output)
+        conn.send(("error", str(exc)))
+    except MemoryError:
+        conn.send(("error", f"evaluation needs more than {JSONNET_MEMORY_BYTES >> 20} MiB"))
+    finally:
+        conn.close()
+
+
+def _evaluate_jsonnet(path: Path, root: Path) -> Any:
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    parent, child = context.Pipe(duplex=False)
+    process = context.Process(target=_jsonnet_child,
+                              args=(str(path.resolve()), str(root.resolve()), child))
+    process.start()
+    child.close()
+    try:
+        limit = float(os.environ.get("SPECPAIR_JSONNET_TIMEOUT_S", JSONNET_TIMEOUT_S))
+        if not parent.poll(limit):
+            raise SpecpairError.single(
+                path, f"Jsonnet evaluation did not finish within {limit:g} s",
+                "a runbook evaluates in milliseconds; look for unbounded recursion or loops")
+        try:
+            status, payload = parent.recv()
+        except EOFError:
+            raise SpecpairError.single(
+                path, "Jsonnet evaluation was killed (out of memory?)",
+                f"a runbook must evaluate within {JSONNET_MEMORY_BYTES >> 20} MiB") from None
+    finally:
+        if process.is_alive():
+            process.kill()
+        process.join()
+        parent.close()
+    if status == "ok":
+        return json.loads(payload)
+    message = payload.strip()
+    first = message.splitlines()[0] if message else "evaluation failed"
+    line = column = 0
+    for match in _JSONNET_POS.finditer(message):
+        if Path(match["file"]).name == path.name:
+            line, column = int(match["line"]), int(match["col"])
+            break
+    raise SpecpairError.single(path, f"Jsonnet evaluation failed: {first}",
+                               "fix the Jsonnet expression at this position",
+                               line=line, column=column)
 
 
 def _locate_in_jsonnet(text: str, loc: PathKey) -> tuple[int, int]:

@@ -7,7 +7,7 @@ downstream would otherwise describe a different checkpoint.
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from specpair import engines, hardware
 from specpair.bench.record import Measurement
@@ -68,6 +68,13 @@ def _artifact(role: str, locked: ArtifactLock, override: GeometryOverride,
         unconfirmed=locked.unconfirmed, overridden=overridden, sources=locked.sources)
 
 
+def _reason(exc: ValueError) -> str:
+    if isinstance(exc, ValidationError):
+        return "impossible geometry: " + "; ".join(
+            str(e["msg"]).removeprefix("Value error, ") for e in exc.errors(include_url=False))
+    return str(exc)
+
+
 def _mismatch(spec: Artifact, source: Source) -> list[str]:
     wrong = []
     for key in ("repo", "path", "revision"):
@@ -102,8 +109,8 @@ def resolve(loaded: LoadedRunbook, lock: Lock, lock_display: str,
                 draft = _artifact("draft", lock.draft, rb.geometry.draft, rb.draft.bundled,
                                   rb.draft.dtype.value)
             except ValueError as exc:  # an override that makes the geometry impossible
-                problems.append(Problem(doc.location(("geometry", "draft"), display), str(exc),
-                                        "fix the override"))
+                problems.append(Problem(doc.location(("geometry", "draft"), display),
+                                        _reason(exc), "fix the override"))
     if lock.pair != rb.pair.name:
         problems.append(Problem(doc.location(("pair", "name"), display),
                                 f"{lock_display} belongs to pair {lock.pair!r}", hint))
@@ -111,8 +118,8 @@ def resolve(loaded: LoadedRunbook, lock: Lock, lock_display: str,
         target = _artifact("target", lock.target, rb.geometry.target,
                            served_dtype=rb.target.dtype.value)
     except ValueError as exc:  # an override that makes the geometry impossible
-        raise SpecpairError([Problem(doc.location(("geometry", "target"), display), str(exc),
-                                     "fix the override")]) from None
+        raise SpecpairError([Problem(doc.location(("geometry", "target"), display),
+                                     _reason(exc), "fix the override")]) from None
     if problems:
         raise SpecpairError(problems)
     return ResolvedPair(name=rb.pair.name, source_file=display, runbook=rb,

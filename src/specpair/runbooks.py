@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from specpair import rules
 from specpair.errors import Location, Problem, SpecpairError
-from specpair.load import Document, PathKey, load_document, render_path
+from specpair.load import Document, PathKey, load_document, read_text, render_path
 from specpair.schema.lock import Lock
 from specpair.schema.runbook import Runbook
 
@@ -78,11 +78,15 @@ def load_runbook(path: Path, display: str | None = None) -> LoadedRunbook:
     return LoadedRunbook(runbook, document, path.parent)
 
 
-def load_lock(folder: Path) -> tuple[Lock, Document]:
+def load_lock(folder: Path) -> tuple[Lock, Document | None]:
     path = folder / LOCK_NAME
     if not path.exists():
         raise SpecpairError.single(path, "the lock file is missing",
                                    "run `specpair lock` (or write a declared lock by hand)")
+    try:  # the fast path: a valid lock needs no source positions
+        return Lock.model_validate_json(read_text(path)), None
+    except ValidationError:
+        pass  # parse again with positions, to say where the problem is
     document = load_document(path)
     try:
         return Lock.model_validate(document.data), document

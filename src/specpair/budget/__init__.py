@@ -6,6 +6,7 @@ formulas and names them in every line it produces.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 
 from specpair.budget import sglang_0_5_23, vllm_0_33_0
@@ -20,7 +21,18 @@ CALCULATORS: dict[str, Callable[[ResolvedPair, GPU], Budget]] = {
 }
 
 
+_CACHE: dict[int, tuple[weakref.ref[ResolvedPair], Budget]] = {}
+
+
 def compute(pair: ResolvedPair) -> Budget:
+    """The pair's budget; computed once per pair object (several generators need it)."""
+    cached = _CACHE.get(id(pair))
+    if cached is not None and cached[0]() is pair:
+        return cached[1]
     draft_tp = pair.runbook.deployment.parallel.draft_tensor
     check_tensor_parallel(pair, draft_tp)
-    return CALCULATORS[pair.engine](pair, pair.gpu_spec)
+    budget = CALCULATORS[pair.engine](pair, pair.gpu_spec)
+    if len(_CACHE) > 4096:
+        _CACHE.clear()
+    _CACHE[id(pair)] = (weakref.ref(pair), budget)
+    return budget

@@ -48,7 +48,7 @@ WARMUP_PY = (
     "sys.exit(0 if out.get('choices') else 'warmup: no completion returned')\n")
 
 
-class _NoAliasDumper(yaml.SafeDumper):
+class _NoAliasDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
     """Repeated label maps are written out, not as &anchors: manifests are read by people."""
 
     def ignore_aliases(self, data: Any) -> bool:

@@ -1,0 +1,1 @@
+{ a: error 'the runbook author raised this' }

@@ -1,0 +1,1 @@
+{ pair: { name: 'jsonnet-escape', title: importstr '/etc/passwd', owner: 'x' } }
