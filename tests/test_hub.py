@@ -238,3 +238,20 @@ def test_progress_is_shown_for_many_runbooks(pair_repo: Path, hub: HubServer) ->
     result = lock(pair_repo, hub, "runbooks")
     assert result.returncode == 0, result.stderr
     assert "[1/2]" in result.stderr and "[2/2]" in result.stderr
+
+
+def test_check_warns_when_a_locked_branch_moved(pair_repo: Path, hub: HubServer,
+                                                tmp_path: Path) -> None:
+    assert lock(pair_repo, hub, "runbooks").returncode == 0
+    files = files_of(tmp_path / "ckpt" / "draft")
+    files["README.md"] = b"retrained\n"
+    moved = hub.repos["org/draft"].commit(files)
+    env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HOME": str(pair_repo / ".hf"),
+           "SPECPAIR_HUB_BACKOFF_S": "0.01"}
+    result = subprocess.run([sys.executable, "-m", "specpair", "check", "runbooks", "--hub"],
+                            cwd=pair_repo, env=env, capture_output=True, text=True, check=False)
+    assert "SP103 [warning] draft: org/draft@main moved from" in result.stdout
+    assert moved[:12] in result.stdout
+    quiet = subprocess.run([sys.executable, "-m", "specpair", "check", "runbooks"],
+                           cwd=pair_repo, env=env, capture_output=True, text=True, check=False)
+    assert "SP103" not in quiet.stdout  # without --hub nothing asks the hub
