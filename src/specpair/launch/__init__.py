@@ -28,6 +28,19 @@ class Preflight:
     severity: str = "error"  # error | warning
 
 
+class Preflights(list[Preflight]):
+    """The pre-flight findings of one engine release, each prefixed with its name."""
+
+    def __init__(self, engine: str) -> None:
+        super().__init__()
+        self.engine = engine
+
+    def need(self, ok: bool, field: str, message: str, fix: str,
+             severity: str = "error") -> None:
+        if not ok:
+            self.append(Preflight(field, f"{self.engine}: {message}", fix, severity))
+
+
 @dataclass
 class Launch:
     engine: str

@@ -12,7 +12,7 @@ from __future__ import annotations
 from specpair.budget.common import kv_layers
 from specpair.budget.sglang_0_5_23 import default_mem_fraction, verify_width
 from specpair.engines.sglang_0_5_23 import PROFILE
-from specpair.launch import EnvRef, Launch, Preflight
+from specpair.launch import EnvRef, Launch, Preflights
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import KVDtype, Method
 from specpair.schema.runbook import Artifact
@@ -38,11 +38,8 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
     dep = rb.deployment
     spec = rb.speculation
     par = dep.parallel
-    checks: list[Preflight] = []
-
-    def need(ok: bool, field: str, message: str, fix: str, severity: str = "error") -> None:
-        if not ok:
-            checks.append(Preflight(field, f"{ENGINE}: {message}", fix, severity))
+    checks = Preflights(ENGINE)
+    need = checks.need
 
     model, revision = _source(rb.target)
     argv: list[str | EnvRef] = ["sglang", "serve", "--model-path", model]

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from specpair.engines.vllm_0_33_0 import PROFILE
-from specpair.launch import EnvRef, Launch, Preflight
+from specpair.launch import EnvRef, Launch, Preflights
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import KVDtype, Method
 
@@ -71,11 +71,8 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
     dep = rb.deployment
     spec = rb.speculation
     par = dep.parallel
-    checks: list[Preflight] = []
-
-    def need(ok: bool, field: str, message: str, fix: str, severity: str = "error") -> None:
-        if not ok:
-            checks.append(Preflight(field, f"{ENGINE}: {message}", fix, severity))
+    checks = Preflights(ENGINE)
+    need = checks.need
 
     target = rb.target
     argv: list[str | EnvRef] = ["vllm", "serve", target.path or target.repo or ""]
