@@ -1,7 +1,10 @@
 """The two-model memory budget, computed through the engine release's own rules.
 
 One calculator per (engine, version); each follows that release's start-up order and
-formulas and names them in every line it produces.
+formulas and names them in every line it produces. The design sketch put pool math under
+`engines/`; it lives here (and launch commands under `specpair.launch`) so that
+`engines/` stays the small, import-cheap registry of names and method spellings that the
+loader needs, while the heavier per-release modules load only when used.
 """
 
 from __future__ import annotations
