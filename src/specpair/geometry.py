@@ -80,12 +80,6 @@ class Geometry(Strict):
         return (self.kv_lora_rank or 0) + (self.qk_rope_head_dim or 0)
 
 
-GeometryField = Literal[
-    "hidden_size", "vocab_size", "max_position_embeddings", "num_hidden_layers",
-    "full_attention_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
-    "v_head_dim"]
-
-
 class GeometryOverride(Strict):
     """Values a runbook may pin over what the lock resolved (e.g. a config key the hub
     copy gets wrong). Every override is reported as `declared in runbook`."""

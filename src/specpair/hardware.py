@@ -55,7 +55,3 @@ CATALOG: dict[str, GPU] = {g.key: g for g in (
          "AMD MI300X datasheet (1,307.4 TFLOP/s BF16 dense, 5.3 TB/s)", 188.0,
          "memory.total assumed 196,592 MiB"),
 )}
-
-
-def lookup(key: str) -> GPU:
-    return CATALOG[key]

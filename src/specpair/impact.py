@@ -29,10 +29,6 @@ from specpair.latency import model
 from specpair.resolve import ResolvedPair
 from specpair.staging import plan
 
-CLASSES = ("added", "removed", "renamed", "target", "draft", "both", "speculation",
-           "deployment", "engine", "slo", "staging", "codesign", "workloads", "metadata",
-           "waivers", "invalid")
-
 
 @dataclass
 class PairImpact:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import html
 import json
 import re
-import shlex
 from pathlib import Path
 
 from specpair import charts
@@ -214,7 +213,3 @@ def changes_by_pair(root: Path, base: str) -> dict[str, str]:
         body = "".join(f"- [ ] {text(line)}\n" for line in item.checklist)
         out[item.name] = f"Compared with `{text(base)}` ({', '.join(item.classes)}):\n\n{body}"
     return out
-
-
-def shell_join(argv: list[str]) -> str:
-    return " ".join(shlex.quote(a) for a in argv)

@@ -13,7 +13,7 @@ import httpx
 from specpair.bench import metrics
 from specpair.bench.client import request_body, run_load, summarize
 from specpair.bench.record import Cell, Measurement, Protocol
-from specpair.bench.workloads import Request, fingerprint, generate
+from specpair.bench.workloads import fingerprint, generate
 from specpair.errors import SpecpairError
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import Method
@@ -127,7 +127,3 @@ def _source(pair: ResolvedPair, role: str) -> dict[str, str | None]:
     art = getattr(pair, role)
     return {"repo": art.source.repo, "path": art.source.path, "revision": art.source.revision,
             "commit": art.source.commit}
-
-
-def requests_of(pair: ResolvedPair) -> dict[str, list[Request]]:
-    return {w.name: generate(w) for w in pair.runbook.workloads}
