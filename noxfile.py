@@ -2,6 +2,7 @@
 
     nox -s build     regenerate every output from runbooks/ and build the site (offline)
     nox -s docs      the site in strict mode, checked in headless Chromium
+    nox -s serve     the site on 127.0.0.1:8000 while editing
     nox -s check     fail when a runbook is invalid, outputs are stale, or the gate fails
     nox -s tests     the test suite
     nox -s lint      ruff + mypy on src/
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["build"]
+nox.options.sessions = ["build"]  # `nox` alone runs the main job
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
@@ -58,6 +59,17 @@ def _ensure_chromium(session: nox.Session) -> None:
     session.run("apt-get", "update", "-q", external=True)
     session.run("apt-get", "install", "-y", "-q", "chromium", "chromium-driver", external=True,
                 env={"DEBIAN_FRONTEND": "noninteractive"})
+
+
+@nox.session(python=PYTHON)
+def serve(session: nox.Session) -> None:
+    """Browse the site while editing: regenerate the pages, then `mkdocs serve` on
+    127.0.0.1:8000."""
+    _install(session, "docs")
+    session.run("specpair", "build")
+    _site(session)
+    session.run("mkdocs", "serve", "-f", "site/mkdocs.yml", "-a", "127.0.0.1:8000",
+                env={"NO_MKDOCS_2_WARNING": "1"})
 
 
 @nox.session(python=PYTHON)
