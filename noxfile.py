@@ -84,7 +84,8 @@ def docs(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def check(session: nox.Session) -> None:
-    """Fail (and list the files) when committed outputs differ from a fresh build."""
+    """Fail when a runbook is invalid, committed outputs are stale (listing the files), or
+    the pre-deployment gate fails."""
     _install(session)
     session.run("specpair", "validate", "runbooks")
     session.run("specpair", "build", "--check")

@@ -91,8 +91,8 @@ def test_draft_change_re_budgets_kv_with_numbers(repo: Path) -> None:
     (item,) = impact(repo, "HEAD~1", "HEAD")[0]
     assert item.classes == ["draft"]
     # 8 KV heads/rank · (80 + 80) · 6 layers · 2 B at TP 4
-    assert "draft cell 12800 B/token → 15360 B/token" in item.checklist[0]
-    assert "token capacity 1556271 →" in item.checklist[0]
+    assert "draft cell 12,800 B/token → 15,360 B/token" in item.checklist[0]
+    assert "token capacity 1,556,271 →" in item.checklist[0]
     assert "re-check co-design" in item.checklist[0]
 
 

@@ -132,7 +132,12 @@ def _numbers(pair: ResolvedPair) -> dict[str, Any]:
 
 
 def _arrow(before: Any, after: Any, unit: str = "") -> str:
-    return f"{before}{unit} → {after}{unit}" if before != after else f"{after}{unit} (unchanged)"
+    def show(value: Any) -> str:
+        return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else \
+            str(value)
+    if before == after:
+        return f"{show(after)}{unit} (unchanged)"
+    return f"{show(before)}{unit} → {show(after)}{unit}"
 
 
 def checklist(classes: set[str], base: ResolvedPair, head: ResolvedPair) -> list[str]:

@@ -124,8 +124,9 @@ def pair_page(pair: ResolvedPair, changes: str | None) -> tuple[str, dict[str, b
     lines.append(_table(["step", "seconds", "detail"], [
         [text(s.name), f"{s.seconds:g}", text(s.detail)] for s in staging.steps]
         + [["cold start", f"{staging.cold_start_s:g}", text(staging.verdict)]]))
-    lines.append(f"\nOrder: {' → '.join(staging.order)}; warmup `{text(rb.staging.warmup.prompt)}`"
-                 " then `generated/stage-and-launch.sh`.\n")
+    lines.append(f"\nOrder: {' → '.join(staging.order)}; warmup prompt "
+                 f"<code>{html.escape(rb.staging.warmup.prompt)}</code>; all steps in "
+                 "`generated/stage-and-launch.sh`.\n")
     lines.append("\n## Checks\n\n")
     lines.append(_table(["rule", "level", "finding", "fix or waiver"], [
         [f.rule, "waived" if f.waived else f.severity, text(f.message),
