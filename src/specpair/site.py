@@ -212,5 +212,6 @@ def changes_by_pair(root: Path, base: str) -> dict[str, str]:
     out = {}
     for item in impacts:
         body = "".join(f"- [ ] {text(line)}\n" for line in item.checklist)
-        out[item.name] = f"Compared with `{text(base)}` ({', '.join(item.classes)}):\n\n{body}"
+        out[item.name] = (f"Compared with <code>{html.escape(base)}</code> "
+                          f"({', '.join(item.classes)}):\n\n{body}")
     return out
