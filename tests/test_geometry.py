@@ -67,3 +67,15 @@ def test_override_is_validated() -> None:
     assert GeometryOverride(head_dim=64).apply(g).head_dim == 64
     with pytest.raises(ValueError, match="must add up"):
         GeometryOverride(num_hidden_layers=40).apply(g)
+
+
+def test_deepseek_v3_experts_explain_its_37b_active_parameters() -> None:
+    moe = geometry("deepseek-ai__DeepSeek-V3").moe
+    assert moe is not None
+    assert (moe.experts, moe.active_experts, moe.moe_layers) == (256, 8, 58)
+    assert moe.expert_params == 3 * 7168 * 2048
+    # README: 671B parameters, 37B activated per token. Shared = total − all routed
+    # experts; active = shared + top-8 routed. The config alone must reproduce it.
+    shared = 671e9 - moe.routed_params
+    active = shared + moe.active_experts * moe.expert_params * moe.moe_layers
+    assert active == pytest.approx(37e9, rel=0.02)

@@ -40,8 +40,8 @@ def test_the_roofline_model_reduces_to_leviathan(alpha: float, gamma: int, c: fl
     # memory-bound, no KV: a verify forward costs what one decode costs (v = 1) and each
     # draft forward c of it; then τ·T_dec/(T_draft + T_verify) is Theorem 3.8
     bw, flops = 1e12, 1e30
-    target = Forward(1e9, 1.0, 0.0, 0.0)
-    draft = Forward(c * 1e9, 1.0, 0.0, 0.0)
+    target = Forward(1e9, 0.0, 0.0)
+    draft = Forward(c * 1e9, 0.0, 0.0)
     t_dec = target.time(1, 1, 0, bw, flops)
     t_ver = target.time(1, gamma + 1, 0, bw, flops)
     t_draft = gamma * draft.time(1, 1, 0, bw, flops)
@@ -184,3 +184,15 @@ def test_stage_and_launch_fails_loudly_before_launching(tmp_path: Path) -> None:
     assert result.returncode != 0
     assert "download of org/draft" in result.stderr
     assert not (tmp_path / "server.log").exists()  # the server never started
+
+
+def test_moe_verify_reads_only_the_experts_its_tokens_touch() -> None:
+    # dense 1 GB always; 64 GB of routed experts, top-8 of 256
+    moe = Forward(1e9, 0.0, 0.0, routed_bytes=64e9, routed_share=8 / 256)
+    bw, flops = 1e12, 1e30
+    one = moe.time(1, 1, 0, bw, flops)
+    assert one == pytest.approx((1e9 + 64e9 * 8 / 256) / bw)
+    four = moe.time(1, 4, 0, bw, flops)
+    assert four == pytest.approx((1e9 + 64e9 * (1 - (1 - 8 / 256) ** 4)) / bw)
+    assert one < four < 4 * one  # more tokens touch more experts, with overlap
+    assert moe.time(4096, 1, 0, bw, flops) == pytest.approx(65e9 / bw, rel=1e-3)

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from specpair.geometry import Geometry, LinearAttention, from_hf_config
+from specpair.geometry import Geometry, LinearAttention, MixtureOfExperts, from_hf_config
 from specpair.schema.lock import ArtifactLock, Lock, Source, Tokenizer, Weights
 from specpair.writer import atomic_write, dump_json
 
@@ -68,7 +68,10 @@ def ling() -> Lock:
         linear_attention=LinearAttention(kind="kda", layers=35, num_heads=32, head_dim=128,
                                          conv_kernel=4),
         num_attention_heads=32, num_key_value_heads=32, head_dim=192, v_head_dim=128,
-        kv_lora_rank=512, qk_rope_head_dim=64, num_nextn_predict_layers=1)
+        kv_lora_rank=512, qk_rope_head_dim=64, num_nextn_predict_layers=1,
+        # 512 routed experts of 768 (gate, up, down over hidden 2560), top-8, dense first 2
+        moe=MixtureOfExperts(experts=512, active_experts=8, expert_params=3 * 2560 * 768,
+                             moe_layers=40))
     draft = Geometry(
         architecture="LingDSparkModel", dtype="bfloat16", hidden_size=2560, vocab_size=157184,
         max_position_embeddings=262144, num_hidden_layers=5, attention="mha",
@@ -174,8 +177,10 @@ def llama33_eagle3() -> Lock:
 
 def deepseek_mtp() -> Lock:
     tg = from_hf_config(config("deepseek-ai__DeepSeek-V3"))
+    assert tg.moe is not None
     dg = tg.model_copy(update={"num_hidden_layers": 1, "full_attention_layers": 1,
-                               "architecture": "DeepseekV3ForCausalLM (MTP layer)"})
+                               "architecture": "DeepseekV3ForCausalLM (MTP layer)",
+                               "moe": tg.moe.model_copy(update={"moe_layers": 1})})
     main_params, mtp_params = 671_000_000_000, 14_000_000_000
     source = hub("deepseek-ai/DeepSeek-V3", "main")
     return Lock(pair="deepseek-v3-mtp", target=artifact(

@@ -26,6 +26,19 @@ class LinearAttention(Strict):
     conv_kernel: PositiveInt = Field(description="short-convolution kernel size (K_conv)")
 
 
+class MixtureOfExperts(Strict):
+    """Routed experts: what a token reads of them is top-k of `experts` per MoE layer."""
+
+    experts: PositiveInt = Field(description="routed experts per MoE layer")
+    active_experts: PositiveInt = Field(description="experts each token is routed to (top-k)")
+    expert_params: PositiveInt = Field(description="parameters of one routed expert")
+    moe_layers: PositiveInt
+
+    @property
+    def routed_params(self) -> int:
+        return self.experts * self.expert_params * self.moe_layers
+
+
 class Geometry(Strict):
     architecture: str
     model_type: str | None = None
@@ -41,6 +54,7 @@ class Geometry(Strict):
     sliding_window_layers: NonNegativeInt = 0
     sliding_window: PositiveInt | None = None
     linear_attention: LinearAttention | None = None
+    moe: MixtureOfExperts | None = None
     num_attention_heads: PositiveInt
     num_key_value_heads: PositiveInt
     head_dim: PositiveInt
@@ -167,6 +181,15 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
         sliding_layers = 0
 
     is_mla = all(base.get(k) is not None for k in _MLA_KEYS)
+    moe = None
+    experts = _first(base, "n_routed_experts", "num_experts", "num_local_experts")
+    top_k = _first(base, "num_experts_per_tok", "num_experts_per_token", "moe_topk")
+    expert_width = _first(base, "moe_intermediate_size", "expert_intermediate_size")
+    if experts and top_k and expert_width:
+        dense_first = int(base.get("first_k_dense_replace") or 0)
+        moe = MixtureOfExperts(experts=int(experts), active_experts=int(top_k),
+                               expert_params=3 * hidden * int(expert_width),  # gate, up, down
+                               moe_layers=max(1, layers - dense_first))
     block_size = _first({**dflash, **config}, "dspark_block_size") or _first(
         dflash, "block_size") or config.get("block_size")
     target_ids = config.get("dspark_target_layer_ids") or dflash.get(
@@ -195,6 +218,7 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
         sliding_window_layers=sliding_layers,
         sliding_window=window,
         linear_attention=linear,
+        moe=moe,
         num_attention_heads=heads,
         num_key_value_heads=kv_heads,
         head_dim=int(base.get("qk_nope_head_dim", 0) + base.get("qk_rope_head_dim", 0))

@@ -198,6 +198,7 @@ def bundled_draft(target: ArtifactLock, headers: dict[str, dict[str, Any]]) -> A
     geometry = g.model_copy(update={
         "num_hidden_layers": layers, "full_attention_layers": layers,
         "sliding_window_layers": 0, "linear_attention": None,
+        "moe": g.moe.model_copy(update={"moe_layers": layers}) if g.moe else None,
         "architecture": f"{g.architecture} (built-in MTP layers)"})
     params: dict[str, int] = {}
     weight_bytes = 0

@@ -24,7 +24,7 @@ derived from α.
 Assumptions, stated on every output: peak bandwidth and dense BF16 FLOP/s (no efficiency
 factor: ratios matter, not absolute times); KV read at the full serving context (the
 worst case); MoE weights read as the expected share of experts a batch touches with
-uniform routing, 1 − (1 − a)^N for N tokens and active fraction a; attention FLOPs and
+uniform routing, 1 − (1 − k/E)^N for N tokens and top-k of E experts; attention FLOPs and
 the sampling/bookkeeping time are left out.
 """
 
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from specpair.budget.model import Budget
-from specpair.resolve import ResolvedPair
+from specpair.resolve import ResolvedArtifact, ResolvedPair
 from specpair.schema.common import Method, Strict
 
 CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -57,16 +57,19 @@ def leviathan_speedup(alpha: float, gamma: int, c: float) -> float:
 
 @dataclass(frozen=True)
 class Forward:
-    weight_bytes: float   # all weights of the model on this rank
-    active_fraction: float
+    weight_bytes: float   # weights every token reads, on this rank (dense part of a MoE)
     flops_per_token: float
     kv_bytes_per_token: float
+    routed_bytes: float = 0.0   # all routed experts on this rank
+    routed_share: float = 0.0   # top-k / experts: what one token reads of them
 
     def time(self, batch: int, tokens_per_seq: int, context: int, bandwidth: float,
              flops: float) -> float:
         n = batch * tokens_per_seq
-        share = 1.0 if self.active_fraction >= 1.0 else 1 - (1 - self.active_fraction) ** n
-        memory = self.weight_bytes * share + batch * context * self.kv_bytes_per_token
+        # N tokens routed uniformly touch 1 − (1 − k/E)^N of the experts
+        routed = self.routed_bytes * (1 - (1 - self.routed_share) ** n) if self.routed_bytes \
+            else 0.0
+        memory = self.weight_bytes + routed + batch * context * self.kv_bytes_per_token
         return max(memory / bandwidth, self.flops_per_token * n / flops)
 
 
@@ -127,6 +130,26 @@ def draft_shape(pair: ResolvedPair) -> Shape:
     return Shape(gamma, 1, gamma + 1, gamma + 1)
 
 
+def _forward(art: ResolvedArtifact, weight_bytes: int, active_params: int, shards: int,
+             kv: int) -> Forward:
+    """A model's per-rank forward: dense weights always read, routed experts by coverage.
+
+    With the expert layout in the geometry the routed part is exact (E experts of known
+    size, top-k); without it a MoE falls back to its active fraction of all weights."""
+    total = art.weights.total_params or 1
+    per_param = weight_bytes / total
+    moe = art.geometry.moe
+    flops = 2 * active_params / shards
+    if moe is not None and moe.routed_params < total:
+        routed = moe.routed_params * per_param
+        return Forward((weight_bytes - routed) / shards, flops, kv, routed / shards,
+                       moe.active_experts / moe.experts)
+    fraction = art.weights.active_fraction
+    if fraction < 1.0:
+        return Forward(0.0, flops, kv, weight_bytes / shards, fraction)
+    return Forward(weight_bytes / shards, flops, kv)
+
+
 def forwards(pair: ResolvedPair, budget: Budget) -> tuple[Forward, Forward | None]:
     dep = pair.runbook.deployment
     tp, pp = dep.parallel.tensor, dep.parallel.pipeline
@@ -138,14 +161,13 @@ def forwards(pair: ResolvedPair, budget: Budget) -> tuple[Forward, Forward | Non
     t_params = (t_w.active_params or t_w.total_params) - (
         (pair.draft.weights.active_params or pair.draft.weights.total_params)
         if bundled and pair.draft else 0)
-    target = Forward(t_bytes / (tp * pp), t_w.active_fraction, 2 * t_params / (tp * pp),
-                     spec_scn.cell_target)
+    target = _forward(pair.target, t_bytes, t_params, tp * pp, spec_scn.cell_target)
     if pair.draft is None or pair.runbook.speculation.method is Method.NGRAM:
         return target, None
     d_w = pair.draft.weights
     d_tp = dep.parallel.draft_tensor or tp
-    draft = Forward(d_w.weight_bytes / d_tp, d_w.active_fraction,
-                    2 * (d_w.active_params or d_w.total_params) / d_tp, spec_scn.cell_draft)
+    draft = _forward(pair.draft, d_w.weight_bytes, d_w.active_params or d_w.total_params,
+                     d_tp, spec_scn.cell_draft)
     return target, draft
 
 
@@ -215,9 +237,10 @@ def model(pair: ResolvedPair, budget: Budget) -> LatencyModel:
             f"{gpu.name}: {gpu.bandwidth_bytes_per_s / 1e12:g} TB/s, "
             f"{gpu.bf16_dense_flops / 1e12:g} TFLOP/s dense BF16 (peak; no efficiency factor)",
             f"KV read at the full context length {dep.context_length} for every sequence",
-            "MoE weights read: expected share of experts touched, 1 − (1 − a)^tokens; at low "
-            "concurrency this dominates the verify cost of MoE targets (real engines at batch "
-            "1 are often latency-bound, which favours speculation more than this model)",
+            "MoE: dense weights read every step; of the routed experts, the share N tokens "
+            "touch under uniform routing, 1 − (1 − k/E)^N (at low concurrency this is most "
+            "of a MoE target's verify cost; engines latency-bound at batch 1 favour "
+            "speculation more than this model)",
             "attention FLOPs, sampling and scheduler time left out",
         ])
 
