@@ -154,14 +154,8 @@ def forwards(pair: ResolvedPair, budget: Budget) -> tuple[Forward, Forward | Non
     dep = pair.runbook.deployment
     tp, pp = dep.parallel.tensor, dep.parallel.pipeline
     spec_scn = budget.speculative or budget.baseline
-    bundled = pair.draft is not None and pair.draft.bundled
-    t_w = pair.target.weights
-    t_bytes = t_w.weight_bytes - (pair.draft.weights.weight_bytes if bundled and pair.draft
-                                  else 0)
-    t_params = (t_w.active_params or t_w.total_params) - (
-        (pair.draft.weights.active_params or pair.draft.weights.total_params)
-        if bundled and pair.draft else 0)
-    target = _forward(pair.target, t_bytes, t_params, tp * pp, spec_scn.cell_target)
+    target = _forward(pair.target, pair.target_own_weight_bytes, pair.target_own_active_params,
+                      tp * pp, spec_scn.cell_target)
     if pair.draft is None or pair.runbook.speculation.method is Method.NGRAM:
         return target, None
     d_w = pair.draft.weights

@@ -51,6 +51,25 @@ class ResolvedPair(Strict):
         return found
 
     @property
+    def bundled_draft(self) -> ResolvedArtifact | None:
+        return self.draft if self.draft is not None and self.draft.bundled else None
+
+    @property
+    def target_own_weight_bytes(self) -> int:
+        """Weights the target runner loads: a bundled draft's tensors sit in the same
+        checkpoint but are loaded (and counted) by the draft runner."""
+        bundled = self.bundled_draft
+        return self.target.weights.weight_bytes - (bundled.weights.weight_bytes
+                                                   if bundled else 0)
+
+    @property
+    def target_own_active_params(self) -> int:
+        def active(art: ResolvedArtifact) -> int:
+            return art.weights.active_params or art.weights.total_params
+        bundled = self.bundled_draft
+        return active(self.target) - (active(bundled) if bundled else 0)
+
+    @property
     def gpu_spec(self) -> hardware.GPU:
         return hardware.CATALOG[self.gpu]
 

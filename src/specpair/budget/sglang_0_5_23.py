@@ -377,18 +377,15 @@ def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
         mf = default_mem_fraction(gpu_mib, tp, pp, dep.max_running_requests, use_mla)
         f, frac_lines = mf.value, mf.lines
 
-    # weights: a bundled draft's tensors are part of the target checkpoint
-    bundled = pair.draft is not None and pair.draft.bundled
-    t_bytes = pair.target.weights.weight_bytes - (pair.draft.weights.weight_bytes
-                                                  if bundled and pair.draft else 0)
-    wt = weights_per_rank(t_bytes, pair.target.weights.replicated_bytes, tp * pp)
+    wt = weights_per_rank(pair.target_own_weight_bytes,
+                          pair.target.weights.replicated_bytes, tp * pp)
     wd = weights_per_rank(pair.draft.weights.weight_bytes, pair.draft.weights.replicated_bytes,
                           tp) if pair.draft else 0
     weights = [
         Line(key="target_weights", label="target weights per rank", value=wt, unit="B",
              rule=f"(weight bytes − replicated) / (tp·pp = {tp * pp}) + replicated"
                   + ("; the bundled draft's tensors are loaded by the draft runner"
-                     if bundled else "")),
+                     if pair.bundled_draft else "")),
         Line(key="draft_weights", label="draft weights per rank", value=wd, unit="B",
              rule=f"draft layers sharded over tp = {tp}; replicated parts (fc, Markov head) "
                   "whole on every rank"),

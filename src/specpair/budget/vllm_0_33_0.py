@@ -121,10 +121,8 @@ def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
         Assumption(key="cuda_graphs", label="CUDA-graph memory estimate", value=graphs,
                    unit="B", source=source(a.cuda_graph_bytes, "default 0.5 GiB")),
     ]
-    bundled = pair.draft is not None and pair.draft.bundled
-    t_bytes = pair.target.weights.weight_bytes - (pair.draft.weights.weight_bytes
-                                                  if bundled and pair.draft else 0)
-    wt = weights_per_rank(t_bytes, pair.target.weights.replicated_bytes, tp * pp)
+    wt = weights_per_rank(pair.target_own_weight_bytes,
+                          pair.target.weights.replicated_bytes, tp * pp)
     uses_draft_kv = spec.method is not Method.NGRAM and pair.draft is not None
     wd = weights_per_rank(pair.draft.weights.weight_bytes, pair.draft.weights.replicated_bytes,
                           draft_tp) if pair.draft else 0
