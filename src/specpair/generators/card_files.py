@@ -4,6 +4,7 @@ a verdict. It names the workloads it tested: conclusions do not carry over to ot
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from specpair.bench.record import Cell, Measurement, percentile
@@ -50,29 +51,38 @@ def judge(pair: ResolvedPair, c: Cell) -> dict[str, Any]:
             "verdict": verdict}
 
 
-def generate(pair: ResolvedPair) -> dict[str, bytes]:
+def render_markdown(pair: ResolvedPair, escape: Callable[[object], str] = esc) -> str:
+    """card.md's text; `escape` makes runbook and record text inert for where it lands
+    (the site passes its stricter Markdown escaping)."""
     m = pair.measurement
     if m is None:
-        text = (f"# Pair card: {esc(pair.runbook.pair.title)}\n\nNot measured yet. Run the "
+        return (f"# Pair card: {escape(pair.runbook.pair.title)}\n\nNot measured yet. Run the "
                 "measurement protocol against a baseline and a speculative server started "
                 "from the generated launch scripts:\n\n```sh\nspecpair bench "
                 f"{pair.source_file} --baseline http://HOST:PORT --spec http://HOST:PORT "
                 "--concurrency 1,4,16\n```\n")
-        return {"card.md": text.encode(),
-                "card.json": dump_json({"pair": pair.name, "measured": False})}
-    rows = [judge(pair, c) for c in m.cells]
+    return markdown(pair, m, [judge(pair, c) for c in m.cells], escape)
+
+
+def generate(pair: ResolvedPair) -> dict[str, bytes]:
+    m = pair.measurement
+    card = render_markdown(pair).encode()
+    if m is None:
+        return {"card.md": card, "card.json": dump_json({"pair": pair.name, "measured": False})}
     return {"card.json": dump_json({"pair": pair.name, "measured": True,
                                     "measured_at": m.started_at, "engine": m.protocol.engine,
                                     "target": m.protocol.target, "draft": m.protocol.draft,
-                                    "results": rows, "caveat": CAVEAT}),
-            "card.md": markdown(pair, m, rows).encode()}
+                                    "results": [judge(pair, c) for c in m.cells],
+                                    "caveat": CAVEAT}),
+            "card.md": card}
 
 
 def _num(x: float | None, suffix: str = "") -> str:
     return "–" if x is None else f"{x:g}{suffix}"
 
 
-def markdown(pair: ResolvedPair, m: Measurement, rows: list[dict[str, Any]]) -> str:
+def markdown(pair: ResolvedPair, m: Measurement, rows: list[dict[str, Any]],
+             esc: Callable[[object], str] = esc) -> str:
     tested = ", ".join(f"{w['name']} ({w['kind']})" for w in m.protocol.workloads)
     target, draft = m.protocol.target, m.protocol.draft or {}
     out = [f"# Pair card: {esc(pair.runbook.pair.title)}\n\n",
