@@ -70,9 +70,9 @@ def _budget(args: argparse.Namespace) -> int:
     rb = pair.runbook
     deployment = rb.deployment.model_dump()
     if args.gpu is not None:
-        if args.gpu not in hardware.CATALOG:
+        if hardware.lookup(args.gpu) is None:
             raise SpecpairError.single("--gpu", f"unknown GPU {args.gpu!r}",
-                                       "use one of: " + ", ".join(sorted(hardware.CATALOG)))
+                                       hardware.unknown_hint(args.gpu))
         deployment["gpu"] = args.gpu
     if args.tp is not None:
         deployment["parallel"]["tensor"] = args.tp
