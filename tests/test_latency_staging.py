@@ -60,8 +60,11 @@ def test_a_dense_pair_gains_less_as_concurrency_grows() -> None:
     # every published dense sweep falls (EAGLE-3 paper Table 5: 1.75× at batch 2 down to
     # 1.01× at 56): verify grows compute-bound while decode stays weight-bound
     for engine, version in (("sglang", "0.5.23"), ("vllm", "0.33.0")):
-        pair = with_runbook(_eagle(concurrency=48), engine={"name": engine,
-                                                           "version": version})
+        pair = make_pair(dense(32), dense(1), engine=engine, version=version,
+                         speculation={"method": "EAGLE3", "num_speculative_tokens": 4},
+                         deployment={"context_length": 512, "concurrency": 48,
+                                     "max_running_requests": 48},
+                         target_bytes=16 << 30, draft_bytes=400 << 20)
         curve = model(pair, compute(pair)).curve
         assert curve[0].concurrency == 1 and curve[-1].concurrency >= 32
         assert curve[-1].speedup_at_slo < curve[0].speedup_at_slo, engine

@@ -61,6 +61,12 @@ def fit_pair(pair: ResolvedPair, budget: Budget, record: Measurement,
     if not train:
         return None
     start = latency.parameters(pair.model_copy(update={"measurement": None}), budget).values
+    # start from the measured plain step at the lowest concurrency: the published fit can
+    # be orders of magnitude off for another machine, and the simplex moves in log steps
+    low = min(train, key=lambda c: c.concurrency)
+    step = low.concurrency / low.baseline.output_throughput
+    start = start.model_copy(update={"forward_s": step / 2, "speculative_s": step / 4,
+                                     "draft_s": step / 4, "token_s": step / 4})
     contexts = {w.name: max(1, round(latency.workload_context(w)))
                 for w in pair.runbook.workloads}
 
@@ -80,7 +86,7 @@ def fit_pair(pair: ResolvedPair, budget: Budget, record: Measurement,
             total += math.log(spec / cell.speculative.output_throughput) ** 2
         return total
 
-    free = ["forward_s", "speculative_s", "draft_s"]
+    free = ["eta_bw", "eta_flops", "forward_s", "speculative_s", "draft_s"]
     if len(chosen) > 1:
         free.append("token_s")
     params = fit(loss, start, free)
@@ -101,3 +107,18 @@ def fit_pair(pair: ResolvedPair, budget: Budget, record: Measurement,
     return PairFit(params=params, provenance=provenance, record=record.started_at,
                    concurrencies=chosen, cells=rows)
 
+
+
+def markdown(f: PairFit) -> str:
+    rows = [[c.workload, str(c.concurrency), f"{c.tau:.2f}",
+             f"{c.baseline_measured:.1f}", f"{c.baseline_predicted:.1f}",
+             f"{c.speculative_measured:.1f}", f"{c.speculative_predicted:.1f}",
+             f"{(c.speculative_measured / c.baseline_measured):.2f}",
+             f"{(c.speculative_predicted / c.baseline_predicted):.2f}",
+             "fit" if c.fitted_on else "predicted"] for c in f.cells]
+    head = ["workload", "concurrency", "τ", "baseline tok/s", "predicted", "speculative tok/s",
+            "predicted", "speedup", "predicted", "cell"]
+    lines = [f"Step costs: {f.params.describe()}\n", f"Provenance: {f.provenance}\n\n",
+             "| " + " | ".join(head) + " |\n", "|" + "---|" * len(head) + "\n"]
+    lines += ["| " + " | ".join(r) + " |\n" for r in rows]
+    return "".join(lines)

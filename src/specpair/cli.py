@@ -185,6 +185,26 @@ def _bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _calibrate(args: argparse.Namespace) -> int:
+    from specpair.budget import compute
+    from specpair.build import load_pairs
+    from specpair.calibrate import fit_pair, markdown
+
+    (pair,) = load_pairs(Path(args.root), [Path(args.runbook)])
+    if pair.measurement is None:
+        raise SpecpairError.single(args.runbook, "the pair has no bench record",
+                                   "run `specpair bench` first (it writes measurements/)")
+    levels = ({int(c) for c in args.concurrency.split(",") if c.strip()}
+              if args.concurrency else None)
+    fitted = fit_pair(pair, compute(pair), pair.measurement, levels)
+    if fitted is None:
+        raise SpecpairError.single(args.runbook, "no usable cell at those concurrencies "
+                                   "(failed requests or no acceptance counters)",
+                                   "pick concurrencies the record holds")
+    print(markdown(fitted), end="")
+    return EXIT_OK
+
+
 def _site(args: argparse.Namespace) -> int:
     from specpair import site, writer
     from specpair.build import exclusive, load_pairs
@@ -269,6 +289,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--offline", action="store_true",
                    help="ask no hub (also HF_HUB_OFFLINE=1); local checkpoints still resolve")
     p.set_defaults(func=_lock)
+
+    p = sub.add_parser("calibrate", help="fit the pair's step costs on its bench records")
+    p.add_argument("runbook", help="runbook file")
+    p.add_argument("--root", default=".", help="repository root (holds runbooks/)")
+    p.add_argument("--concurrency", help="fit only on these levels, e.g. 1,2 (default: all); "
+                                         "the others are predicted")
+    p.set_defaults(func=_calibrate)
 
     p = sub.add_parser("budget", help="the two-model memory budget of one pair, with what-ifs")
     p.add_argument("runbook", help="runbook file")
