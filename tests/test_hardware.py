@@ -98,3 +98,18 @@ def test_the_schema_shows_both_forms_of_gpu() -> None:
     assert set(inline["required"]) == {"name", "memory_mib", "bandwidth_tb_s",
                                        "bf16_dense_tflops"}
     assert {"fp8_dense_tflops", "free_before_load_gib"} <= set(inline["properties"])
+
+
+def test_a_runbook_with_an_inline_gpu_builds(repo_copy: Path) -> None:
+    from specpair.build import build
+
+    runbook = repo_copy / "runbooks" / "llama33-70b-eagle3-vllm" / "runbook.yaml"
+    text = runbook.read_text()
+    runbook.write_text(text.replace("gpu: H100-80GB", "gpu: " + INLINE.replace(
+        "memory_mib: 97887", "memory_mib: 97887, free_before_load_gib: 94")))
+    assert runbook.read_text() != text
+    build(repo_copy)
+    out = repo_copy / "runbooks" / "llama33-70b-eagle3-vllm" / "generated"
+    budget = json.loads((out / "budget.json").read_text())
+    assert budget["gpu"] == "RTX PRO 6000 Blackwell"
+    assert "RTX PRO 6000 Blackwell: 1.792 TB/s" in (out / "breakeven.md").read_text()
