@@ -178,7 +178,12 @@ def _bench(args: argparse.Namespace) -> int:
     record = folder / MEASUREMENTS_DIR / f"{stamp}.json"
     atomic_write(record, dump_json(measurement.model_dump(mode="json")))
     measured = pair.model_copy(update={"measurement": measurement})
-    for name, content in card_files.generate(measured).items():
+    from specpair.generators import plan_files
+
+    # break-even is fitted on the pair's latest record, so it changes with the card
+    calibrated = {name: content for name, content in plan_files.generate(measured).items()
+                  if name.startswith("breakeven.")}
+    for name, content in {**card_files.generate(measured), **calibrated}.items():
         atomic_write(folder / GENERATED_DIR / name, content)
     print(f"measurement written to {record}")
     print((folder / GENERATED_DIR / "card.md").read_text())
