@@ -247,7 +247,8 @@ def params_for(family: str | None, engine: str) -> Chosen:
 BAND = (0.8, 1.25)
 """Done-when band for predicted / published speedup (issue 14)."""
 FLAT = 0.05
-"""A sweep whose last speedup is within ±5% of its first has no published direction."""
+"""A published sweep whose last speedup is within ±5% of its first has no direction (that
+is within run-to-run noise); a predicted trend's direction is the sign of its change."""
 
 
 class Row(Strict):
@@ -327,9 +328,9 @@ def _anchor_tau(point: Point, published: float, params: StepParams,
     return published * (t.draft + t.verify) / (t.decode - published * t.per_token)
 
 
-def _direction(first: float, last: float) -> str:
+def _direction(first: float, last: float, band: float = FLAT) -> str:
     change = last / first - 1
-    return "flat" if abs(change) <= FLAT else ("rising" if change > 0 else "falling")
+    return "flat" if abs(change) <= band else ("rising" if change > 0 else "falling")
 
 
 def _shape_text(p: Point) -> str:
@@ -386,7 +387,7 @@ def evaluate(data: CalibrationData | None = None,
         pub = [m.published_speedup or 0.0 for m in members]
         pre = [m.predicted_speedup or 0.0 for m in members]
         pub_dir = _direction(pub[0], pub[-1])
-        pre_dir = _direction(pre[0], pre[-1])
+        pre_dir = _direction(pre[0], pre[-1], band=0.0)
         sweeps.append(SweepCheck(
             sweep=name, concurrencies=[m.concurrency for m in members],
             published=[round(x, 3) for x in pub], predicted=[round(x, 3) for x in pre],

@@ -49,8 +49,9 @@ def page() -> tuple[str, dict[str, bytes]]:
         f"{ev.worst_ratio} ({ev.worst_id})",
         f"- median |error| of the baseline throughput: {ev.baseline_median_abs_error_pct}%",
         f"- concurrency sweeps with the published direction: "
-        f"{sum(s.ok for s in ev.sweeps)} of {len(ev.sweeps)} (a change within ±5% from the "
-        "first to the last point counts as flat)",
+        f"{sum(s.ok for s in ev.sweeps)} of {len(ev.sweeps)} (a published change within ±5% "
+        "from the first to the last point counts as flat, i.e. no direction to match; a "
+        "predicted trend's direction is the sign of its change)",
         "",
         "![Predicted against published speedup](latency-model/predicted-vs-published.svg)",
         "",
