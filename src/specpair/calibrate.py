@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from pydantic import Field
 
@@ -24,7 +25,7 @@ from specpair.stepmodel import StepParams, fit, step_times
 
 
 class CellFit(Strict):
-    workload: str
+    workload: str = Field(description="the workloads pooled at this concurrency")
     concurrency: int
     tau: float
     baseline_measured: float
@@ -42,48 +43,79 @@ class PairFit(Strict):
     cells: list[CellFit]
 
 
+@dataclass(frozen=True)
+class Operating:
+    """One concurrency of a record, its workloads pooled: tokens over wall time (so a slow
+    stretch of a shared host weighs by how long it lasted), τ and context token-weighted."""
+
+    concurrency: int
+    workloads: str
+    baseline: float
+    speculative: float
+    tau: float
+    context: float
+
+
 def _usable(cell: Cell) -> bool:
     b, s = cell.baseline, cell.speculative
-    return (b.failed == 0 and s.failed == 0 and b.output_throughput > 0
-            and s.output_throughput > 0 and (s.acceptance_aggregate or 0) >= 1)
+    return (b.failed == 0 and s.failed == 0 and b.output_tokens > 0 and b.wall_s > 0
+            and s.output_tokens > 0 and s.wall_s > 0 and (s.acceptance_aggregate or 0) >= 1)
+
+
+def operating_points(pair: ResolvedPair, record: Measurement) -> list[Operating]:
+    from specpair import latency
+
+    contexts = {w.name: latency.workload_context(w) for w in pair.runbook.workloads}
+    fallback = latency.expected_context(pair)[0]
+    by_c: dict[int, list[Cell]] = {}
+    for cell in record.cells:
+        if _usable(cell):
+            by_c.setdefault(cell.concurrency, []).append(cell)
+    out = []
+    for c, cells in sorted(by_c.items()):
+        spec_tokens = sum(x.speculative.output_tokens for x in cells)
+        out.append(Operating(
+            concurrency=c, workloads=", ".join(x.workload for x in cells),
+            baseline=sum(x.baseline.output_tokens for x in cells)
+            / sum(x.baseline.wall_s for x in cells),
+            speculative=spec_tokens / sum(x.speculative.wall_s for x in cells),
+            tau=sum((x.speculative.acceptance_aggregate or 1.0) * x.speculative.output_tokens
+                    for x in cells) / spec_tokens,
+            context=sum(contexts.get(x.workload, fallback) * x.speculative.output_tokens
+                        for x in cells) / spec_tokens))
+    return out
 
 
 def fit_pair(pair: ResolvedPair, budget: Budget, record: Measurement,
              concurrencies: Iterable[int] | None = None) -> PairFit | None:
-    """Fit on the record's cells at `concurrencies` (default: all); None without usable
-    cells. Every cell is predicted, fitted on or not."""
+    """Fit on the record's operating points at `concurrencies` (default: all); None
+    without usable cells. Every operating point is predicted, fitted on or not."""
     from specpair import latency
 
-    cells = [c for c in record.cells if _usable(c)]
+    points = operating_points(pair, record)
     chosen = sorted(set(concurrencies) if concurrencies is not None
-                    else {c.concurrency for c in cells})
-    train = [c for c in cells if c.concurrency in chosen]
+                    else {p.concurrency for p in points})
+    train = [p for p in points if p.concurrency in chosen]
     if not train:
         return None
     start = latency.parameters(pair.model_copy(update={"measurement": None}), budget).values
     # start from the measured plain step at the lowest concurrency: the published fit can
     # be orders of magnitude off for another machine, and the simplex moves in log steps
-    low = min(train, key=lambda c: c.concurrency)
-    step = low.concurrency / low.baseline.output_throughput
+    step = train[0].concurrency / train[0].baseline
     start = start.model_copy(update={"forward_s": step / 2, "speculative_s": step / 4,
                                      "draft_s": step / 4, "token_s": step / 4})
-    contexts = {w.name: max(1, round(latency.workload_context(w)))
-                for w in pair.runbook.workloads}
+    setup = latency.setup(pair, budget, start)
 
-    def predicted(p: StepParams, cell: Cell) -> tuple[float, float, float]:
-        s = latency.setup(pair, budget, p)
-        tau = cell.speculative.acceptance_aggregate or 1.0
-        t = step_times(s.target, s.draft, s.shape, cell.concurrency,
-                       contexts.get(cell.workload, s.context), s.hw, p)
-        b = cell.concurrency
-        return b / t.decode, b * tau / t.speculative(tau), tau
+    def predicted(p: StepParams, op: Operating) -> tuple[float, float]:
+        t = step_times(setup.target, setup.draft, setup.shape, op.concurrency,
+                       round(op.context), setup.hw, p)
+        return op.concurrency / t.decode, op.concurrency * op.tau / t.speculative(op.tau)
 
     def loss(p: StepParams) -> float:
         total = 0.0
-        for cell in train:
-            base, spec, _ = predicted(p, cell)
-            total += math.log(base / cell.baseline.output_throughput) ** 2
-            total += math.log(spec / cell.speculative.output_throughput) ** 2
+        for op in train:
+            base, spec = predicted(p, op)
+            total += math.log(base / op.baseline) ** 2 + math.log(spec / op.speculative) ** 2
         return total
 
     free = ["eta_bw", "eta_flops", "forward_s", "speculative_s", "draft_s"]
@@ -91,22 +123,21 @@ def fit_pair(pair: ResolvedPair, budget: Budget, record: Measurement,
         free.append("token_s")
     params = fit(loss, start, free)
     rows = []
-    for cell in cells:
-        base, spec, tau = predicted(params, cell)
-        rows.append(CellFit(workload=cell.workload, concurrency=cell.concurrency, tau=tau,
-                            baseline_measured=cell.baseline.output_throughput,
+    for op in points:
+        base, spec = predicted(params, op)
+        rows.append(CellFit(workload=op.workloads, concurrency=op.concurrency,
+                            tau=round(op.tau, 4), baseline_measured=round(op.baseline, 3),
                             baseline_predicted=round(base, 3),
-                            speculative_measured=cell.speculative.output_throughput,
+                            speculative_measured=round(op.speculative, 3),
                             speculative_predicted=round(spec, 3),
-                            fitted_on=cell.concurrency in chosen))
+                            fitted_on=op.concurrency in chosen))
     provenance = (f"fitted on this pair's bench record of {record.started_at} "
-                  f"({len(train)} cells at concurrency {', '.join(map(str, chosen))}; "
+                  f"(concurrency {', '.join(map(str, chosen))}, workloads pooled; "
                   f"engine {record.protocol.engine}), starting from: "
                   + calibration.params_for(pair.gpu_spec.family,
                                            pair.runbook.engine.name.value).provenance)
     return PairFit(params=params, provenance=provenance, record=record.started_at,
                    concurrencies=chosen, cells=rows)
-
 
 
 def markdown(f: PairFit) -> str:
