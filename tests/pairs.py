@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from specpair import hardware
 from specpair.geometry import Geometry
 from specpair.resolve import ResolvedArtifact, ResolvedPair
 from specpair.schema.lock import Source, Tokenizer, Weights
@@ -44,6 +45,6 @@ def make_pair(target: Geometry, draft: Geometry | None, *, engine: str = "sglang
     rb = Runbook.model_validate(data)
     return ResolvedPair(
         name="test-pair", source_file="runbooks/test-pair/runbook.yaml", runbook=rb,
-        engine=f"{engine} {version}", gpu=rb.deployment.gpu,
+        engine=f"{engine} {version}", gpu=hardware.display_key(rb.deployment.gpu),
         target=artifact("target", target, target_bytes),
         draft=artifact("draft", draft, draft_bytes) if draft is not None else None)

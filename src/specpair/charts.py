@@ -92,3 +92,29 @@ def break_even(m: LatencyModel) -> bytes:
     ax.set_ylabel("τ*")
     ax.legend(fontsize=7, frameon=False)
     return _svg(fig)
+
+
+def predicted_vs_published(rows: list[tuple[float, float, bool, bool]]) -> bytes:
+    """Predicted against published speedup: (published, predicted, τ published, held out).
+
+    The diagonal is a perfect prediction; the dashed lines are ×0.8 and ×1.25 of it."""
+    fig, ax = plt.subplots(figsize=(5.2, 4.6))
+    values = [v for r in rows for v in r[:2]]
+    lo, hi = min(values) * 0.9, max(values) * 1.1
+    ax.plot([lo, hi], [lo, hi], color="#333333", linewidth=1, label="predicted = published")
+    for k, style in ((0.8, ":"), (1.25, ":")):
+        ax.plot([lo, hi], [lo * k, hi * k], color="#999999", linestyle=style, linewidth=1)
+    groups = (("τ published, fitted on", (True, False), "#4c72b0", "o"),
+              ("τ published, held out", (True, True), "#dd8452", "s"),
+              ("τ anchored (sweep trend only)", None, "#55a868", "^"))
+    for label, kind, color, marker in groups:
+        chosen = [r for r in rows if (not r[2] if kind is None else (r[2], r[3]) == kind)]
+        if chosen:
+            ax.scatter([r[0] for r in chosen], [r[1] for r in chosen], s=22, color=color,
+                       marker=marker, label=label, zorder=3)
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("published speedup (×)")
+    ax.set_ylabel("predicted speedup (×)")
+    ax.legend(frameon=False, fontsize=8, loc="upper left")
+    return _svg(fig)

@@ -70,9 +70,9 @@ def _budget(args: argparse.Namespace) -> int:
     rb = pair.runbook
     deployment = rb.deployment.model_dump()
     if args.gpu is not None:
-        if args.gpu not in hardware.CATALOG:
+        if hardware.lookup(args.gpu) is None:
             raise SpecpairError.single("--gpu", f"unknown GPU {args.gpu!r}",
-                                       "use one of: " + ", ".join(sorted(hardware.CATALOG)))
+                                       hardware.unknown_hint(args.gpu))
         deployment["gpu"] = args.gpu
     if args.tp is not None:
         deployment["parallel"]["tensor"] = args.tp
@@ -178,10 +178,35 @@ def _bench(args: argparse.Namespace) -> int:
     record = folder / MEASUREMENTS_DIR / f"{stamp}.json"
     atomic_write(record, dump_json(measurement.model_dump(mode="json")))
     measured = pair.model_copy(update={"measurement": measurement})
-    for name, content in card_files.generate(measured).items():
+    from specpair.generators import plan_files
+
+    # break-even is fitted on the pair's latest record, so it changes with the card
+    calibrated = {name: content for name, content in plan_files.generate(measured).items()
+                  if name.startswith("breakeven.")}
+    for name, content in {**card_files.generate(measured), **calibrated}.items():
         atomic_write(folder / GENERATED_DIR / name, content)
     print(f"measurement written to {record}")
     print((folder / GENERATED_DIR / "card.md").read_text())
+    return EXIT_OK
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from specpair.budget import compute
+    from specpair.build import load_pairs
+    from specpair.calibrate import fit_pair, markdown
+
+    (pair,) = load_pairs(Path(args.root), [Path(args.runbook)])
+    if pair.measurement is None:
+        raise SpecpairError.single(args.runbook, "the pair has no bench record",
+                                   "run `specpair bench` first (it writes measurements/)")
+    levels = ({int(c) for c in args.concurrency.split(",") if c.strip()}
+              if args.concurrency else None)
+    fitted = fit_pair(pair, compute(pair), pair.measurement, levels)
+    if fitted is None:
+        raise SpecpairError.single(args.runbook, "no usable cell at those concurrencies "
+                                   "(failed requests or no acceptance counters)",
+                                   "pick concurrencies the record holds")
+    print(markdown(fitted), end="")
     return EXIT_OK
 
 
@@ -270,6 +295,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--offline", action="store_true",
                    help="ask no hub (also HF_HUB_OFFLINE=1); local checkpoints still resolve")
     p.set_defaults(func=_lock)
+
+    p = sub.add_parser("calibrate", help="fit the pair's step costs on its bench records")
+    p.add_argument("runbook", help="runbook file")
+    p.add_argument("--root", default=".", help="repository root (holds runbooks/)")
+    p.add_argument("--concurrency", help="fit only on these levels, e.g. 1,2 (default: all); "
+                                         "the others are predicted")
+    p.set_defaults(func=_calibrate)
 
     p = sub.add_parser("budget", help="the two-model memory budget of one pair, with what-ifs")
     p.add_argument("runbook", help="runbook file")

@@ -183,8 +183,11 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
     is_mla = all(base.get(k) is not None for k in _MLA_KEYS)
     moe = None
     experts = _first(base, "n_routed_experts", "num_experts", "num_local_experts")
-    top_k = _first(base, "num_experts_per_tok", "num_experts_per_token", "moe_topk")
-    expert_width = _first(base, "moe_intermediate_size", "expert_intermediate_size")
+    top_k = _first(base, "num_experts_per_tok", "num_experts_per_token", "experts_per_token",
+                   "moe_topk")
+    # Mixtral and gpt-oss have no dense MLP: their expert width is `intermediate_size`
+    expert_width = _first(base, "moe_intermediate_size", "expert_intermediate_size",
+                          "intermediate_size")
     if experts and top_k and expert_width:
         dense_first = int(base.get("first_k_dense_replace") or 0)
         moe = MixtureOfExperts(experts=int(experts), active_experts=int(top_k),

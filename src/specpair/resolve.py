@@ -71,7 +71,7 @@ class ResolvedPair(Strict):
 
     @property
     def gpu_spec(self) -> hardware.GPU:
-        return hardware.CATALOG[self.gpu]
+        return hardware.resolve(self.runbook.deployment.gpu)
 
 
 def _artifact(role: str, locked: ArtifactLock, override: GeometryOverride,
@@ -143,5 +143,5 @@ def resolve(loaded: LoadedRunbook, lock: Lock, lock_display: str,
         raise SpecpairError(problems)
     return ResolvedPair(name=rb.pair.name, source_file=display, runbook=rb,
                         engine=f"{rb.engine.name.value} {rb.engine.version}",
-                        gpu=rb.deployment.gpu, target=target, draft=draft,
+                        gpu=hardware.display_key(rb.deployment.gpu), target=target, draft=draft,
                         measurement=measurement)

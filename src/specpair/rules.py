@@ -40,9 +40,9 @@ def check_runbook(rb: Runbook, folder_name: str | None = None) -> list[Finding]:
     if profile is None:
         add(("engine", "version"), f"{rb.engine.name.value} {rb.engine.version} is not supported",
             "use one of: " + ", ".join(engines.supported()))
-    if rb.deployment.gpu not in hardware.CATALOG:
-        add(("deployment", "gpu"), f"unknown GPU {rb.deployment.gpu!r}",
-            "use one of: " + ", ".join(sorted(hardware.CATALOG)))
+    gpu = rb.deployment.gpu
+    if isinstance(gpu, str) and hardware.lookup(gpu) is None:
+        add(("deployment", "gpu"), f"unknown GPU {gpu!r}", hardware.unknown_hint(gpu))
 
     _check_artifact(rb.target, ("target",), add, bundled=False)
     method = rb.speculation.method

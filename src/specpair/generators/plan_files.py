@@ -34,12 +34,19 @@ def _f(x: float | None) -> str:
 def breakeven_markdown(pair: ResolvedPair, m: LatencyModel) -> str:
     rb = pair.runbook
     here = m.at_concurrency
+    stops = (str(m.stops_paying_at_slo) if m.stops_paying_at_slo is not None
+             else f"not within what this deployment can run (up to {m.capacity})")
+    at = f"concurrency {m.concurrency}" + (
+        f" (runbook: {m.requested_concurrency}; the deployment holds {m.capacity})"
+        if m.requested_concurrency > m.capacity else "")
     out = [f"# Acceptance and break-even: {cell(rb.pair.title)}\n\n",
            f"Method **{m.method}**: {m.draft_passes} draft forward(s) of "
            f"{m.tokens_per_draft_pass} token(s) per sequence, verify width {m.verify_width}, "
-           f"at most {m.max_tokens_per_step} tokens per step.\n\n",
+           f"at most {m.max_tokens_per_step} tokens per step. Expected context "
+           f"{m.expected_context:,} tokens per sequence; the deployment holds {m.capacity} "
+           f"concurrent sequences at that context ({cell(m.capacity_reason)}).\n\n",
            table(["", "value"], [
-               ["break-even τ* at concurrency " + str(m.concurrency), _f(here.break_even)],
+               ["break-even τ* at " + at, _f(here.break_even)],
                ["acceptance SLO (min τ, " + rb.acceptance.slo.scope.replace("_", " ")
                 + f", p{rb.acceptance.slo.percentile})", _f(m.slo)],
                ["reference acceptance", _f(m.reference) + (
@@ -48,20 +55,28 @@ def breakeven_markdown(pair: ResolvedPair, m: LatencyModel) -> str:
                ["expected speedup at the SLO", _f(here.speedup_at_slo) + "×"],
                ["expected speedup at the reference", _f(here.speedup_at_reference) + "×"],
                [f"speculation stops paying (at the SLO) above concurrency {m.concurrency} at",
-                str(m.stops_paying_at_slo or "never (up to 4096)")],
+                stops],
                ["concurrencies without gain at the SLO",
                 ", ".join(map(str, m.no_gain_at_slo)) or "none"],
                ["verdict", ("✅ " if m.slo_ok else "❌ ") + cell(m.slo_verdict)],
-           ]),
-           "\n## Break-even and speedup by concurrency\n\n",
-           table(["concurrency", "τ*", "T decode (ms)", "T draft (ms)", "T verify (ms)",
-                  "speedup at SLO", "speedup at reference"],
-                 [[str(p.concurrency), _f(p.break_even), f"{p.t_decode_s * 1e3:.2f}",
-                   f"{p.t_draft_s * 1e3:.2f}", f"{p.t_verify_s * 1e3:.2f}",
-                   _f(p.speedup_at_slo), _f(p.speedup_at_reference)] for p in m.curve]),
-           "\n## Model\n\nS(τ, B) = τ · T_decode / (T_draft + T_verify); τ* = (T_draft + "
-           "T_verify) / T_decode; each forward costs max(bytes / bandwidth, FLOPs / peak) per "
-           "rank. Assumptions:\n\n"]
+           ])]
+    if m.hints:
+        out.append("\nWhat to change:\n\n" + "".join(f"- {cell(h)}\n" for h in m.hints))
+    out += ["\n## Break-even and speedup by concurrency\n\n",
+            f"Up to the {m.capacity} sequences the deployment holds. T decode includes "
+            "the per-output-token cost once; a speculative step pays T draft + T verify + "
+            "τ × that cost.\n\n",
+            table(["concurrency", "τ*", "T decode (ms)", "T draft (ms)", "T verify (ms)",
+                   "speedup at SLO", "speedup at reference"],
+                  [[str(p.concurrency), _f(p.break_even), f"{p.t_decode_s * 1e3:.2f}",
+                    f"{p.t_draft_s * 1e3:.2f}", f"{p.t_verify_s * 1e3:.2f}",
+                    _f(p.speedup_at_slo), _f(p.speedup_at_reference)] for p in m.curve]),
+            "\n## Model\n\nS(τ, B) = τ · T_decode / (T_draft + T_verify); τ* = (T_draft + "
+            "T_verify) / T_decode; each forward costs a fixed part plus max(bytes / (η_bw · "
+            "bandwidth), FLOPs / (η_f · peak)) per rank. Parameters: "
+            f"{cell(m.parameters.values.describe())} ({cell(m.parameters.source)}). "
+            "How well this model predicts published measurements: the site page \"How good "
+            "is the latency model\". Assumptions:\n\n"]
     out += [f"- {cell(a)}\n" for a in m.assumptions]
     return "".join(out)
 

@@ -121,8 +121,24 @@ class LinearState(Strict):
     disable_radix_cache: bool = False
 
 
+class InlineGPU(Strict):
+    """A GPU outside the catalog, declared with its data-sheet figures (per GPU, dense)."""
+
+    name: ShortText
+    memory_mib: PositiveInt = Field(description="total memory as nvidia-smi reports it, MiB")
+    bandwidth_tb_s: Annotated[float, Field(gt=0)] = Field(description="peak bandwidth, TB/s")
+    bf16_dense_tflops: Annotated[float, Field(gt=0)] = Field(
+        description="peak dense BF16 tensor TFLOP/s (without sparsity)")
+    fp8_dense_tflops: Annotated[float, Field(gt=0)] | None = Field(
+        default=None, description="peak dense FP8 tensor TFLOP/s; unset = no FP8 tensor cores")
+    free_before_load_gib: Annotated[float, Field(gt=0)] | None = Field(
+        default=None, description="free memory per rank before weights load; unset = total "
+                                  "less 2 GiB")
+
+
 class Deployment(Strict):
-    gpu: ShortText = Field(description="key into the GPU catalog, e.g. H200-141GB")
+    gpu: ShortText | InlineGPU = Field(
+        description="a GPU catalog key (any case), e.g. H200-141GB, or a GPU declared inline")
     gpus_per_node: PositiveInt = 8
     nodes: PositiveInt = 1
     parallel: ParallelSizes = ParallelSizes()
@@ -139,6 +155,10 @@ class Deployment(Strict):
     concurrency: PositiveInt | None = Field(
         default=None, description="expected concurrent requests in production; "
                                   "unset = max_running_requests")
+    mean_context: PositiveInt | None = Field(
+        default=None, description="expected tokens in context per sequence while decoding "
+                                  "(mean prompt plus half the mean output); unset = from "
+                                  "the workloads")
     cuda_graphs: bool = Field(
         default=True, description="false runs eagerly (vLLM --enforce-eager; SGLang decode "
                                   "and prefill graph backends disabled)")

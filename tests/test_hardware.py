@@ -1,0 +1,115 @@
+"""The GPU catalog as reviewed data, case-insensitive lookups, and GPUs declared inline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from specpair import hardware
+from specpair.budget import compute
+from specpair.errors import SpecpairError
+from specpair.latency import model
+from specpair.runbooks import load_runbook
+from tests.conftest import REPO, write
+from tests.pairs import make_pair
+from tests.test_budget_properties import dense
+from tests.test_validate import MINIMAL
+
+# the GPUs issue 14 asks the catalog to cover, as an operator would spell them
+REQUIRED = ["h100-sxm", "h100-pcie", "H100-NVL", "H200", "H20", "GH200", "B200", "B300",
+            "GB200", "A100-40GB", "A100-80GB", "A10G", "L4", "L40S", "RTX-PRO-6000",
+            "rtx-4090", "RTX-5090", "MI300X", "MI325X", "MI355X"]
+
+
+@pytest.mark.parametrize("name", REQUIRED)
+def test_the_catalog_covers_the_common_gpus(name: str) -> None:
+    gpu = hardware.lookup(name)
+    assert gpu is not None, hardware.unknown_hint(name)
+    assert gpu.source and gpu.family
+    assert gpu.free_before_load_bytes < gpu.memory_bytes
+
+
+def test_catalog_figures_agree_with_the_reference_sheet() -> None:
+    # REFERENCE_MODELS.md §5 (vendor data sheets): bandwidth and dense BF16 peak
+    published = {"H100-80GB": (3.35, 989.4), "H200-141GB": (4.8, 989.0),
+                 "B200-180GB": (8.0, 2250.0), "A100-80GB": (2.039, 312.0),
+                 "L40S-48GB": (0.864, 362.05), "MI300X-192GB": (5.3, 1307.4)}
+    for key, (tb_s, tflops) in published.items():
+        gpu = hardware.CATALOG[key]
+        assert (gpu.bandwidth_bytes_per_s, gpu.bf16_dense_flops) == (tb_s * 1e12, tflops * 1e12)
+    # where FP8 exists its dense peak is twice BF16's on every one of these parts
+    for gpu in hardware.CATALOG.values():
+        if gpu.fp8_dense_flops is not None:
+            assert gpu.fp8_dense_flops == pytest.approx(2 * gpu.bf16_dense_flops, rel=0.02)
+
+
+def test_keys_are_case_insensitive_and_near_misses_get_a_suggestion(tmp_path: Path) -> None:
+    assert hardware.lookup("h200-141gb") is hardware.CATALOG["H200-141GB"]
+    loaded = load_runbook(write(tmp_path / "runbooks" / "demo" / "runbook.yaml",
+                                MINIMAL.replace("gpu: H100-80GB", "gpu: h100-80gb")))
+    assert loaded.runbook.deployment.gpu == "h100-80gb"
+    with pytest.raises(SpecpairError) as info:
+        load_runbook(write(tmp_path / "runbooks" / "demo" / "runbook.yaml",
+                           MINIMAL.replace("gpu: H100-80GB", "gpu: H100-80G")))
+    (problem,) = info.value.problems
+    assert problem.location.field == "deployment.gpu" and problem.location.line == 6
+    assert problem.hint.startswith("did you mean H100-80GB")
+    assert "inline" in problem.hint
+
+
+INLINE = ('{name: "RTX PRO 6000 Blackwell", memory_mib: 97887, bandwidth_tb_s: 1.792, '
+          'bf16_dense_tflops: 252, fp8_dense_tflops: 504}')
+
+
+def test_an_inline_gpu_validates_and_budgets(tmp_path: Path) -> None:
+    loaded = load_runbook(write(tmp_path / "runbooks" / "demo" / "runbook.yaml",
+                                MINIMAL.replace("gpu: H100-80GB", f"gpu: {INLINE}")))
+    gpu = hardware.resolve(loaded.runbook.deployment.gpu)
+    assert gpu.memory_bytes == 97887 << 20 and gpu.bandwidth_bytes_per_s == 1.792e12
+    assert gpu.fp8_dense_flops == 504e12 and gpu.family is None
+    pair = make_pair(dense(32), dense(1), speculation={"method": "EAGLE3",
+                                                       "num_speculative_tokens": 3},
+                     deployment={"gpu": json.loads(json.dumps(
+                         loaded.runbook.deployment.gpu.model_dump()))})  # type: ignore[union-attr]
+    assert pair.gpu == "RTX PRO 6000 Blackwell"
+    budget = compute(pair)
+    assert budget.gpu == "RTX PRO 6000 Blackwell" and budget.baseline.max_total_tokens > 0
+    assert any("RTX PRO 6000 Blackwell" in a for a in model(pair, budget).assumptions)
+
+
+def test_inline_gpu_errors_point_at_the_field(tmp_path: Path) -> None:
+    with pytest.raises(SpecpairError) as info:
+        load_runbook(write(tmp_path / "runbooks" / "demo" / "runbook.yaml", MINIMAL.replace(
+            "gpu: H100-80GB", "gpu: {name: x, memory_mib: 1000, bandwidth_tb_s: -1, "
+                              "bf16_dense_tflops: 10}")))
+    fields = {p.location.field for p in info.value.problems}
+    assert "deployment.gpu.InlineGPU.bandwidth_tb_s" in fields or \
+        "deployment.gpu.bandwidth_tb_s" in fields, fields
+
+
+def test_the_schema_shows_both_forms_of_gpu() -> None:
+    schema = json.loads((REPO / "schema" / "runbook.schema.json").read_text())
+    gpu = schema["$defs"]["Deployment"]["properties"]["gpu"]
+    refs = json.dumps(gpu)
+    assert '"type": "string"' in refs and "InlineGPU" in refs
+    inline = schema["$defs"]["InlineGPU"]
+    assert set(inline["required"]) == {"name", "memory_mib", "bandwidth_tb_s",
+                                       "bf16_dense_tflops"}
+    assert {"fp8_dense_tflops", "free_before_load_gib"} <= set(inline["properties"])
+
+
+def test_a_runbook_with_an_inline_gpu_builds(repo_copy: Path) -> None:
+    from specpair.build import build
+
+    runbook = repo_copy / "runbooks" / "llama33-70b-eagle3-vllm" / "runbook.yaml"
+    text = runbook.read_text()
+    runbook.write_text(text.replace("gpu: H100-80GB", "gpu: " + INLINE.replace(
+        "memory_mib: 97887", "memory_mib: 97887, free_before_load_gib: 94")))
+    assert runbook.read_text() != text
+    build(repo_copy)
+    out = repo_copy / "runbooks" / "llama33-70b-eagle3-vllm" / "generated"
+    budget = json.loads((out / "budget.json").read_text())
+    assert budget["gpu"] == "RTX PRO 6000 Blackwell"
+    assert "RTX PRO 6000 Blackwell: 1.792 TB/s" in (out / "breakeven.md").read_text()

@@ -1,0 +1,104 @@
+"""Only points the deployment can hold; 'stops paying' and hints that point the right way."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from specpair.budget import compute
+from specpair.latency import model
+from tests.conftest import REPO
+from tests.pairs import make_pair
+from tests.test_budget_properties import dense
+from tests.test_launch import with_runbook
+
+EXAMPLES = sorted(p.parent.parent.name for p in REPO.glob("runbooks/*/generated/breakeven.json"))
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_examples_show_no_point_beyond_what_the_deployment_holds(name: str) -> None:
+    folder = REPO / "runbooks" / name / "generated"
+    latency = json.loads((folder / "breakeven.json").read_text())
+    budget = json.loads((folder / "budget.json").read_text())
+    pool = budget["speculative"] or budget["baseline"]
+    holds = min(pool["max_running_requests"],
+                pool["max_total_tokens"] // latency["expected_context"])
+    assert latency["capacity"] <= holds
+    assert latency["concurrency"] <= latency["capacity"]
+    assert max(p["concurrency"] for p in latency["curve"]) <= latency["capacity"]
+    stops = latency["stops_paying_at_slo"]
+    assert stops is None or latency["concurrency"] <= stops <= latency["capacity"]
+
+
+def test_deepseek_headline_is_at_a_concurrency_its_budget_fits() -> None:
+    folder = REPO / "runbooks" / "deepseek-v3-mtp" / "generated"
+    latency = json.loads((folder / "breakeven.json").read_text())
+    budget = json.loads((folder / "budget.json").read_text())
+    tokens = budget["speculative"]["max_total_tokens"]
+    assert latency["concurrency"] * latency["expected_context"] <= tokens
+    assert "not within what this deployment can run" in (
+        folder / "breakeven.md").read_text() or latency["stops_paying_at_slo"] is not None
+
+
+def _eagle(engine: str = "sglang", version: str = "0.5.23",
+           **deployment: object):  # type: ignore[no-untyped-def]
+    return make_pair(dense(32), dense(1), engine=engine, version=version,
+                     speculation={"method": "EAGLE3", "num_speculative_tokens": 4},
+                     deployment={"context_length": 8192, **deployment},
+                     target_bytes=16 << 30, draft_bytes=400 << 20)
+
+
+def test_a_small_kv_pool_caps_the_curve_and_the_headline() -> None:
+    # a fixed 2 GiB KV budget holds far fewer long sequences than the 256 asked for
+    pair = _eagle("vllm", "0.33.0", concurrency=256, max_running_requests=256,
+                  mean_context=4096, kv_cache_memory_bytes=2 << 30)
+    budget = compute(pair)
+    m = model(pair, budget)
+    pool = budget.speculative or budget.baseline
+    assert m.capacity == pool.max_total_tokens // 4096 < 256
+    assert m.concurrency == m.capacity and m.requested_concurrency == 256
+    assert m.curve[-1].concurrency == m.capacity
+    assert any("holds" in h and "256" in h for h in m.hints)
+    assert m.expected_context == 4096
+
+
+def test_an_unreachable_slo_says_lower_it_or_lengthen_the_block() -> None:
+    pair = with_runbook(_eagle(concurrency=8), acceptance={"slo": {"min_length": 7.0}})
+    m = model(pair, compute(pair))
+    assert not m.slo_ok and "unreachable" in m.slo_verdict
+    assert any("lower the SLO to at most 5" in h and "lengthen" in h for h in m.hints)
+    assert not any("lower concurrency" in h for h in m.hints)
+
+
+def test_lower_concurrency_is_suggested_only_where_it_raises_the_speedup() -> None:
+    # a wide block at high concurrency: verify turns compute-bound, τ* rises with B
+    wide = make_pair(dense(36), dense(5), speculation={"method": "DFLASH", "block_size": 16},
+                     deployment={"context_length": 8192, "concurrency": 48},
+                     target_bytes=16 << 30, draft_bytes=2 << 30)
+    wide = with_runbook(wide, acceptance={"slo": {"min_length": 3.0}})
+    m = model(wide, compute(wide))
+    hint = next((h for h in m.hints if h.startswith("lower concurrency")), None)
+    assert not m.slo_ok and hint is not None, m.hints
+    if hint is not None:
+        to = int(hint.split()[3])
+        there = next(p for p in m.curve if p.concurrency == to)
+        assert there.speedup_at_slo > m.at_concurrency.speedup_at_slo
+        assert there.break_even * 1.1 <= 3.0
+    # an MoE-free pair whose speedup only falls with B: at its lowest concurrency there is
+    # nothing lower to suggest
+    low = with_runbook(wide, deployment={"concurrency": 1},
+                       acceptance={"slo": {"min_length": 1.2}})
+    m = model(low, compute(low))
+    assert not any(h.startswith("lower concurrency") for h in m.hints)
+
+
+def test_stops_paying_is_a_concurrency_or_not_within_the_deployment() -> None:
+    pair = with_runbook(_eagle(concurrency=1), acceptance={"slo": {"min_length": 2.0}})
+    m = model(pair, compute(pair))
+    if m.stops_paying_at_slo is None:
+        assert all(p.break_even < 2.0 for p in m.curve)
+    else:
+        assert m.stops_paying_at_slo <= m.capacity
+        point = next(p for p in m.curve if p.concurrency == m.stops_paying_at_slo)
+        assert point.break_even >= 2.0
