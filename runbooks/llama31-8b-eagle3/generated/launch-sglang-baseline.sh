@@ -15,7 +15,7 @@ exec sglang serve \
   --context-length 8192 \
   --kv-cache-dtype auto \
   --page-size 1 \
-  --max-running-requests 48 \
+  --max-running-requests 16 \
   --startup-weight-load-mode serial \
   --host 0.0.0.0 \
   --port 30000 \

@@ -15,7 +15,7 @@ exec vllm serve Qwen/Qwen3-8B \
   --max-model-len 32768 \
   --kv-cache-dtype auto \
   --block-size 16 \
-  --max-num-seqs 48 \
+  --max-num-seqs 16 \
   --speculative-config '{"method":"dflash","model":"z-lab/Qwen3-8B-DFlash-b16","num_speculative_tokens":15,"revision":"main"}' \
   --per-request-spec-decode-metrics summary \
   --host 0.0.0.0 \
