@@ -112,9 +112,10 @@ def write_scripts(pair: ResolvedPair, folder: Path) -> Path:
 
 
 def run(script: Path, hub: HubServer, *args: str, fake: str = "ok",
-        timeout: float = 120) -> tuple[int | None, str]:
-    """Run until the total line (then stop the serving script) or its exit."""
-    folder = script.parent
+        timeout: float = 120, work: Path | None = None) -> tuple[int | None, str]:
+    """Run until the total line (then stop the serving script) or its exit; the hub
+    cache, the engine's log and the stand-in engine live in `work`."""
+    folder = work or script.parent
     env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HOME": str(folder / "hf"),
            "HF_HUB_DISABLE_TELEMETRY": "1", "FAKE_MODE": fake,
            "ENGINE_ENV": str(folder / "engine-env.json"), "LOG": str(folder / "server.log"),
@@ -241,3 +242,51 @@ def test_a_warmup_that_times_out_fails_in_warmup(tmp_path: Path, hub: HubServer)
     assert lines[-1]["failed_phase"] == "warmup"
     record = parse(out, "deploy.log")
     assert record.failed_phase == "warmup" and not record.fits
+
+
+def test_the_manifest_init_container_and_warmup_hook_write_the_same_log(
+        tmp_path: Path, hub: HubServer) -> None:
+    import yaml
+
+    pair, sizes = pair_on(hub)
+    doc = yaml.safe_load(launch_files.generate(pair)["deployment.k8s.yaml"])
+    spec = doc["spec"]["template"]["spec"]
+    init = spec["initContainers"][0]["command"]
+    hook = spec["containers"][0]["lifecycle"]["postStart"]["exec"]["command"]
+    env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "models"),
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    env.pop("HF_HUB_OFFLINE", None)
+    staged = subprocess.run(init, env=env, capture_output=True, text=True, timeout=120,
+                            check=False)
+    assert staged.returncode == 0, staged.stdout + staged.stderr
+    # the hook's wrapper sends its output to PID 1's stdout (the container's log); here
+    # the hook's Python runs directly, next to the stand-in engine on the pod's port
+    assert hook[:3] == ["sh", "-c", 'exec python3 -c "$0" "$@" >/proc/1/fd/1 2>&1']
+    (tmp_path / "engine.py").write_text(FAKE_ENGINE)
+    port = str(pair.runbook.deployment.port)
+    engine = subprocess.Popen([sys.executable, str(tmp_path / "engine.py"), "--port", port],
+                              env={**env, "ENGINE_ENV": str(tmp_path / "engine-env.json")})
+    try:
+        served = subprocess.run([sys.executable, "-c", *hook[3:]], env=env,
+                                capture_output=True, text=True, timeout=120, check=False)
+    finally:
+        engine.terminate()
+        engine.wait(timeout=30)
+    assert served.returncode == 0, served.stdout + served.stderr
+    record = parse(staged.stdout + served.stdout, "kubectl-logs.txt")
+    assert [p.phase for p in record.phases] == ["staging", "engine_start", "warmup"]
+    assert {a.artifact: a.bytes for a in record.artifacts} == sizes
+    assert record.status == "ok" and record.fits and record.mode == "parallel-prestage"
+    staging = record.phase("staging")
+    assert staging is not None
+    # the total runs from the init container's start, past the staging it measured
+    assert record.total_s >= staging.seconds + sum(
+        p.seconds for p in record.phases if p.phase != "staging")
+    missing = with_runbook(pair, draft={"repo": "org/draft", "revision": "f" * 40})
+    doc = yaml.safe_load(launch_files.generate(missing)["deployment.k8s.yaml"])
+    init = doc["spec"]["template"]["spec"]["initContainers"][0]["command"]
+    failed = subprocess.run(init, env=env, capture_output=True, text=True, timeout=120,
+                            check=False)
+    assert failed.returncode == EXIT_STATUS["staging"], failed.stdout + failed.stderr
+    record = parse(failed.stdout, "kubectl-logs.txt")
+    assert record.failed_phase == "staging" and record.status == "failed"

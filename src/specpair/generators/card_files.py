@@ -4,12 +4,15 @@ a verdict. It names the workloads it tested: conclusions do not carry over to ot
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from specpair.bench.record import Cell, Measurement, percentile
+from specpair.generators.plan_files import measured_markdown, measured_of
 from specpair.render import cell as esc
 from specpair.render import table
 from specpair.resolve import ResolvedPair
+from specpair.staging import plan
 from specpair.writer import dump_json
 
 CAVEAT = ("Measured on the workloads named here only. Acceptance, and so speedup, depends "
@@ -51,6 +54,18 @@ def judge(pair: ResolvedPair, c: Cell) -> dict[str, Any]:
 
 
 def generate(pair: ResolvedPair) -> dict[str, bytes]:
+    files = _generate(pair)
+    cold = measured_of(pair, plan(pair))
+    if cold is None:
+        return files
+    # a recorded start adds the measured-vs-modelled cold start to the card
+    data = json.loads(files["card.json"])
+    data["cold_start"] = cold.model_dump(mode="json")
+    return {"card.json": dump_json(data),
+            "card.md": files["card.md"] + measured_markdown(cold).encode()}
+
+
+def _generate(pair: ResolvedPair) -> dict[str, bytes]:
     m = pair.measurement
     if m is None:
         text = (f"# Pair card: {esc(pair.runbook.pair.title)}\n\nNot measured yet. Run the "

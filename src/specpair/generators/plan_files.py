@@ -11,17 +11,28 @@ from specpair.latency import LatencyModel, model
 from specpair.render import cell, num, table
 from specpair.resolve import ResolvedPair
 from specpair.staging import StagingPlan, plan
+from specpair.staging_calibration import Comparison, StagingCalibration, calibrate, compare
+from specpair.staging_log import rate
 from specpair.writer import dump_json
 
 
 def generate(pair: ResolvedPair) -> dict[str, bytes]:
     latency = model(pair, compute(pair))
     staging = plan(pair)
+    data = staging.model_dump(mode="json")
+    measured = measured_of(pair, staging)
+    calibration = calibrate(pair)
+    if measured is not None:  # only pairs with recorded starts carry these keys
+        data["measured"] = measured.model_dump(mode="json")
+    if calibration is not None:
+        data["calibration"] = calibration.model_dump(mode="json")
     return {
         "breakeven.json": dump_json(latency.model_dump(mode="json")),
         "breakeven.md": breakeven_markdown(pair, latency).encode(),
-        "staging.json": dump_json(staging.model_dump(mode="json")),
-        "staging.md": staging_markdown(pair, staging).encode(),
+        "staging.json": dump_json(data),
+        "staging.md": (staging_markdown(pair, staging) + (measured_markdown(measured) if
+                       measured else "") + (calibration_markdown(calibration) if calibration
+                                            else "")).encode(),
         "stage-and-launch.sh": stage_script(pair, staging).encode(),
     }
 
@@ -78,5 +89,55 @@ def staging_markdown(pair: ResolvedPair, s: StagingPlan) -> str:
             f"{mode} {sec:,.1f} s" for mode, sec in s.alternatives.items()) + ".\n")
     out.append(f"\nWarmup check: `{cell(s.warmup['prompt'])}`, {s.warmup['max_tokens']} tokens, "
                f"fails after {s.warmup['timeout_s']} s. `stage-and-launch.sh` runs these "
-               "steps and stops at the first failure.\n")
+               "steps, stops at the first failure and logs every phase; `specpair staging "
+               "ingest` records the log and compares it with this plan.\n")
+    return "".join(out)
+
+
+def measured_of(pair: ResolvedPair, staging: StagingPlan) -> Comparison | None:
+    """The latest recorded start against this plan, or None."""
+    return compare(pair, staging, pair.staging_records[-1]) if pair.staging_records else None
+
+
+def _s(x: float | None) -> str:
+    return "–" if x is None else f"{x:,.1f}"
+
+
+def measured_markdown(c: Comparison, level: str = "##") -> str:
+    """Measured against modelled cold start, per phase (staging.md, the card, the site)."""
+    rows = [[cell(r.phase.strip()) if not r.phase.startswith(" ") else "↳ " + cell(
+                r.phase.strip()), _s(r.modelled_s), _s(r.measured_s),
+             "–" if r.ratio is None else f"{r.ratio:g}×", cell(r.status),
+             cell(r.note)] for r in c.rows]
+    rows.append(["**total**", f"**{_s(c.modelled_total_s)}**", f"**{_s(c.measured_total_s)}**",
+                 "–" if not c.modelled_total_s else
+                 f"{c.measured_total_s / c.modelled_total_s:.2f}×", cell(c.status),
+                 ("✅ within" if c.fits else "❌ not within") +
+                 f" the budget of {c.budget_s:g} s"])
+    outcome = (f"failed in **{cell(c.failed_phase)}**" if c.status == "failed" else
+               f"longest phase **{cell(c.dominant_phase)}**")
+    return (f"\n{level} Cold start: measured against modelled\n\n"
+            f"Recorded start of {cell(c.started_at)} on {cell(c.host or 'an unnamed host')} "
+            f"(`{cell(c.record)}`): {outcome}. The gate (SP802) judges this measured cold "
+            "start, not the model.\n\n"
+            + table(["phase", "modelled s", "measured s", "measured / modelled", "status",
+                     "note"], rows))
+
+
+def _value(key: str, v: float) -> str:
+    return rate(v) if key.endswith("bytes_per_s") else f"{v:,.2f} s"
+
+
+def calibration_markdown(c: StagingCalibration) -> str:
+    rows = [[f"`{cell(p.key)}`", _value(p.key, p.assumed), _value(p.key, p.value),
+             str(p.points), cell(p.method)] for p in c.parameters]
+    out = ["\n## Calibration from recorded starts\n\n",
+           f"From {len(c.used)} completed start(s)"
+           + (f"; not used: {', '.join(f'`{cell(k)}` ({cell(v)})' for k, v in c.excluded.items())}"
+              if c.excluded else "") + ". With these values the model gives a cold start of "
+           f"{c.calibrated_cold_start_s:,.1f} s. They are suggestions for the runbook's "
+           "`staging:` section (`specpair staging calibrate` prints it); the plan above keeps "
+           "the runbook's assumptions.\n\n",
+           table(["parameter", "runbook", "calibrated", "points", "how"], rows) if rows
+           else "No parameter could be derived from these records.\n"]
     return "".join(out)

@@ -169,10 +169,7 @@ PY
 
 
 def _functions() -> str:
-    return (LOG_FUNCTIONS.strip("\n") + "\n" + SCRIPT_FUNCTIONS.strip("\n")
-            .replace("__STAGING__", str(EXIT_STATUS["staging"]))
-            .replace("__ENGINE__", str(EXIT_STATUS["engine_start"]))
-            .replace("__WARMUP__", str(EXIT_STATUS["warmup"])))
+    return LOG_FUNCTIONS.strip("\n") + "\n" + _codes(SCRIPT_FUNCTIONS.strip("\n"))
 
 
 def stage_script(pair: ResolvedPair, s: StagingPlan) -> str:
@@ -268,3 +265,131 @@ def stage_script(pair: ResolvedPair, s: StagingPlan) -> str:
         "trap - EXIT",
         'wait "$server"']
     return "\n".join(lines) + "\n"
+
+
+# The Kubernetes init container: the same stage function, then the staging line, and
+# the start time for the server's warmup hook (on the shared model volume).
+INIT_MAIN = r'''
+START_US=$(us)
+emit "start $PAIR ($ENGINE, $MODE, budget $BUDGET_S s)" "\"phase\":\"start\",\
+\"started_unix\":$(secs "$START_US"),\"host\":$(jstr "${HOSTNAME:-}"),\
+\"engine\":$(jstr "$ENGINE"),\"mode\":$(jstr "$MODE"),\"budget_s\":$BUDGET_S"
+t0=$(us); failed=0; pids=()
+for spec in "$@"; do
+  role=${spec%%=*}; ref=${spec#*=}
+  if [ "$MODE" = serial ]; then
+    stage "$role" "${ref%@*}" "${ref##*@}" || { failed=1; break; }
+  else
+    stage "$role" "${ref%@*}" "${ref##*@}" & pids+=($!)
+  fi
+done
+for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+t=$(($(us) - t0))
+if [ "$failed" = 1 ]; then
+  emit "staging FAILED after $(secs "$t") s" "\"phase\":\"staging\",\"seconds\":$(secs "$t"),\
+\"status\":\"failed\",\"error\":\"an artifact failed to stage\""
+  emit "total: FAILED in staging after $(secs "$(($(us) - START_US))") s" "\"phase\":\"total\",\
+\"seconds\":$(secs "$(($(us) - START_US))"),\"budget_s\":$BUDGET_S,\"fits\":false,\
+\"dominant\":\"staging\",\"status\":\"failed\",\"failed_phase\":\"staging\""
+  exit __STAGING__
+fi
+emit "staging: $(secs "$t") s" "\"phase\":\"staging\",\"seconds\":$(secs "$t"),\"status\":\"ok\""
+printf '%s %s\n' "$START_US" "$t" >"$HF_HOME/.specpair-staging"
+'''
+
+# The server container's postStart hook: waits for /health, sends the warmup request and
+# logs engine_start, warmup and the total (from the init container's start) into the
+# container's own log (`kubectl logs`). A failure fails the hook, so the container
+# restarts, and the log names the phase.
+HOOK_PY = r'''
+import json, os, signal, sys, time, urllib.request as u
+pair, engine, port, prompt, n, warm_s, budget = sys.argv[1:8]
+warm_s, budget, hook = float(warm_s), float(budget), time.time()
+try:
+    with open(os.environ.get("HF_HOME", "/models") + "/.specpair-staging") as f:
+        start_us, staging_us = (int(x) for x in f.read().split())
+except (OSError, ValueError):  # no init container ran: time from here
+    start_us, staging_us = int(hook * 1e6), 0
+start, took = start_us / 1e6, {"staging": staging_us / 1e6}
+def emit(human, **fields):
+    line = {"log": "__FORMAT__", "pair": pair, "t": round(time.time() - start, 3), **fields}
+    print("stage-and-launch: " + human + "\n" + json.dumps(line, separators=(",", ":")),
+          flush=True)
+def total(failed=None):
+    seconds = round(time.time() - start, 3)
+    top = max(took, key=took.get)
+    fits = failed is None and seconds <= budget
+    emit(f"total {seconds} s" + (f": FAILED in {failed}" if failed else ""), phase="total",
+         seconds=seconds, budget_s=budget, fits=fits, dominant=top,
+         status="failed" if failed else "ok", **({"failed_phase": failed} if failed else {}))
+def fail(phase, t0, error, code):
+    took[phase] = round(time.time() - t0, 3)
+    emit(f"{phase} FAILED after {took[phase]} s: {error}", phase=phase, seconds=took[phase],
+         status="failed", error=error)
+    total(phase)
+    sys.exit(code)
+base = "http://127.0.0.1:" + port
+while True:
+    try:
+        if u.urlopen(base + "/health", timeout=5).status == 200:
+            break
+    except Exception:
+        pass
+    if time.time() - hook > budget:
+        fail("engine_start", hook, f"no answer on /health within {budget:g} s", __ENGINE__)
+    time.sleep(1)
+took["engine_start"] = round(time.time() - hook, 3)
+emit(f"engine_start: {took['engine_start']} s", phase="engine_start",
+     seconds=took["engine_start"], status="ok")
+t0 = time.time()
+def late(*_):
+    fail("warmup", t0, f"no completion within {warm_s:g} s", __WARMUP__)
+signal.signal(signal.SIGALRM, late)
+signal.setitimer(signal.ITIMER_REAL, warm_s)
+body = json.dumps({"prompt": prompt, "max_tokens": int(n), "temperature": 0}).encode()
+try:
+    out = json.load(u.urlopen(u.Request(base + "/v1/completions", body,
+                                        {"Content-Type": "application/json"}), timeout=warm_s))
+    ok = bool(out.get("choices"))
+except Exception as exc:
+    fail("warmup", t0, f"the warmup request failed: {exc}", __WARMUP__)
+signal.setitimer(signal.ITIMER_REAL, 0)
+if not ok:
+    fail("warmup", t0, "the warmup request returned no completion", __WARMUP__)
+took["warmup"] = round(time.time() - t0, 3)
+emit(f"warmup: {took['warmup']} s", phase="warmup", seconds=took["warmup"], status="ok")
+total()
+'''
+
+
+def _codes(text: str) -> str:
+    return (text.replace("__STAGING__", str(EXIT_STATUS["staging"]))
+            .replace("__ENGINE__", str(EXIT_STATUS["engine_start"]))
+            .replace("__WARMUP__", str(EXIT_STATUS["warmup"]))
+            .replace("__FORMAT__", LOG_FORMAT))
+
+
+def init_container_command(pair: ResolvedPair, mode: str) -> list[str]:
+    """`bash -c SCRIPT stage PAIR ENGINE MODE BUDGET role=repo@revision…` (exec form:
+    runbook values are arguments, never script text)."""
+    rb = pair.runbook
+    script = ('PAIR=$1 ENGINE=$2 MODE=$3 BUDGET_S=$4; shift 4\n'
+              f'LOG_FORMAT={LOG_FORMAT}; JSON_ONLY=0\n'
+              + LOG_FUNCTIONS.strip("\n") + "\n" + _codes(INIT_MAIN.strip("\n")))
+    command = ["bash", "-euo", "pipefail", "-c", script, "stage", pair.name, pair.engine, mode,
+               str(int(rb.staging.cold_start_budget_s))]
+    for role in rb.staging.order:
+        art = rb.target if role == "target" else rb.draft
+        if art is not None and art.repo is not None:
+            command.append(f"{role}={art.repo}@{art.revision or 'main'}")
+    return command
+
+
+def warmup_hook_command(pair: ResolvedPair, port: int) -> list[str]:
+    """The postStart hook; its output goes to the container's log (PID 1's stdout)."""
+    rb = pair.runbook
+    warm = rb.staging.warmup
+    return ["sh", "-c", 'exec python3 -c "$0" "$@" >/proc/1/fd/1 2>&1',
+            _codes(HOOK_PY.strip("\n")) + "\n", pair.name, pair.engine, str(port), warm.prompt,
+            str(warm.max_tokens), f"{warm.timeout_s:g}",
+            str(int(rb.staging.cold_start_budget_s))]
