@@ -106,6 +106,10 @@ def test_ingest_stores_the_record_and_the_card_shows_measured_against_modelled(
                             "card.json").read_text())
     assert card_json["cold_start"]["measured_total_s"] == expected.total_s
     assert specpair(repo, hub, "build", "--check").returncode == 0
+    # the site page carries the card, measured table included
+    assert specpair(repo, hub, "site").returncode == 0
+    page = (repo / "site" / "docs" / "pairs" / "hub-pair.md").read_text()
+    assert "Cold start: measured against modelled" in page and "↳ stage draft" in page
     # ingesting the same log again changes nothing
     again = specpair(repo, hub, "staging", "ingest", "runbooks/hub-pair/runbook.yaml", str(log))
     assert again.returncode == 0 and len(list(stored.parent.glob("*.json"))) == 1
