@@ -123,7 +123,11 @@ class HubServer:
                         return
                 api = re.fullmatch(r"/api/models/([^/]+/[^/]+)(?:/revision/(.+))?", path)
                 blob = re.fullmatch(r"/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path)
-                match = api or blob
+                # the file listing `hf download` (snapshot_download) asks for
+                tree = re.fullmatch(r"/api/models/([^/]+/[^/]+)/tree/([^/]+)(?:/.*)?", path)
+                if tree is not None:
+                    api = None
+                match = tree or api or blob
                 if match is None:
                     self.error(404, "RepoNotFound", head)
                     return
@@ -140,6 +144,13 @@ class HubServer:
                     self.error(404, "RevisionNotFound", head)
                     return
                 files = repo.commits[commit]
+                if tree:
+                    body = json.dumps([
+                        {"type": "file", "path": name, "size": len(data),
+                         "oid": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()}
+                        for name, data in sorted(files.items())]).encode()
+                    self.send(200, body, {"Content-Type": "application/json"}, head)
+                    return
                 if api:
                     body = json.dumps({
                         "id": match.group(1), "modelId": match.group(1), "sha": commit,

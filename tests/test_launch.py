@@ -113,11 +113,12 @@ def test_single_node_manifest_probes_and_stages() -> None:
     server = spec["containers"][0]
     assert server["readinessProbe"]["httpGet"]["path"] == "/health"
     assert server["startupProbe"]["failureThreshold"] == 120  # 1200 s budget / 10 s
-    assert server["lifecycle"]["postStart"]["exec"]["command"][3:] == [
-        "30000", "Say hello.", "16", "1200"]
+    # pair, engine, port, warmup prompt, tokens, timeout, budget: argv, not script text
+    assert server["lifecycle"]["postStart"]["exec"]["command"][4:] == [
+        "ling-3-flash-dspark", "sglang 0.5.23", "30000", "Say hello.", "16", "300", "1200"]
     stage = spec["initContainers"][0]["command"]
-    assert stage[-2:] == ["inclusionAI/Ling-3.0-flash-dspark@main",
-                          "inclusionAI/Ling-3.0-flash@e0dfe7cd0f6e3b572bbbc0a8a84947469e428cc3"]
+    assert stage[-2:] == ["draft=inclusionAI/Ling-3.0-flash-dspark@main",
+                          "target=inclusionAI/Ling-3.0-flash@e0dfe7cd0f6e3b572bbbc0a8a84947469e428cc3"]
     assert server["resources"]["limits"]["nvidia.com/gpu"] == 4
 
 

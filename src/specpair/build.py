@@ -25,6 +25,7 @@ from specpair.runbooks import (
     load_lock,
     load_runbook,
 )
+from specpair.staging_log import load_records
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def load_pairs(root: Path, paths: list[Path] | None = None) -> list[ResolvedPair
             loaded = load_runbook(path, display)
             lock, _ = load_lock(loaded.folder)
             pair = resolve(loaded, lock, _display(root, loaded.folder / LOCK_NAME), display,
-                           load_latest_measurement(loaded.folder))
+                           load_latest_measurement(loaded.folder), load_records(loaded.folder))
         except SpecpairError as exc:
             problems.extend(exc.problems)
             continue

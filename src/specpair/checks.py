@@ -21,6 +21,7 @@ from specpair.launch import build_for
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import Method
 from specpair.staging import StagingPlan, plan
+from specpair.staging_calibration import measured_cold_start
 
 Severity = Literal["error", "warning", "note"]
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -343,6 +344,9 @@ def _staging(ctx: Context) -> Iterator[tuple[str, str, str]]:
       "Startup doubles with two artifacts; an autoscaler that waits longer than planned "
       "turns a traffic spike into an outage.")
 def _cold(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    if ctx.pair.staging_records:  # a recorded start outranks the model
+        yield from measured_cold_start(ctx.pair, ctx.staging or plan(ctx.pair))
+        return
     if ctx.staging is not None and not ctx.staging.fits:
         yield ctx.staging.verdict, "staging.cold_start_budget_s", "see staging.md"
 

@@ -210,6 +210,19 @@ def _calibrate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _staging(args: argparse.Namespace) -> int:
+    from specpair.build import load_pairs
+    from specpair.staging_ingest import calibrate_text, ingest
+
+    (pair,) = load_pairs(Path(args.root), [Path(args.runbook)])
+    if args.action == "ingest":
+        print(ingest(pair, Path(args.runbook), Path(args.log),
+                     Path(args.engine_log) if args.engine_log else None), end="")
+    else:
+        print(calibrate_text(pair), end="")
+    return EXIT_OK
+
+
 def _site(args: argparse.Namespace) -> int:
     from specpair import site, writer
     from specpair.build import exclusive, load_pairs
@@ -283,6 +296,23 @@ def parser() -> argparse.ArgumentParser:
                    help="seconds per run (server × workload × concurrency)")
     p.add_argument("--root", default=".", help="repository root (holds runbooks/)")
     p.set_defaults(func=_bench)
+
+    p = sub.add_parser("staging", help="recorded cold starts: ingest a deployment log, "
+                                        "calibrate the staging model")
+    actions = p.add_subparsers(dest="action", required=True)
+    q = actions.add_parser("ingest", help="store the log of stage-and-launch.sh (or of the "
+                                          "manifest's containers) under measurements/staging/")
+    q.add_argument("runbook", help="runbook file")
+    q.add_argument("log", help="the deployment log (its stdout, or `kubectl logs`)")
+    q.add_argument("--engine-log", help="the engine's own log ($LOG of the script): splits "
+                                        "the engine start into weight load and graph capture")
+    q.add_argument("--root", default=".", help="repository root (holds runbooks/)")
+    q.set_defaults(func=_staging)
+    q = actions.add_parser("calibrate", help="staging assumptions from the recorded starts, "
+                                             "with their provenance")
+    q.add_argument("runbook", help="runbook file")
+    q.add_argument("--root", default=".", help="repository root (holds runbooks/)")
+    q.set_defaults(func=_staging)
 
     p = sub.add_parser("site", help="generate the MkDocs pages under site/docs/pairs/")
     p.add_argument("--root", default=".", help="repository root (holds runbooks/ and site/)")

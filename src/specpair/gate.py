@@ -13,6 +13,7 @@ from specpair.checks import RULES, Context, Finding, failing, run
 from specpair.errors import Problem, SpecpairError
 from specpair.resolve import resolve
 from specpair.runbooks import LOCK_NAME, discover, load_location, load_lock, load_runbook
+from specpair.staging_log import load_records
 
 LEVEL = {"error": "error", "warning": "warning", "note": "note"}
 
@@ -61,7 +62,8 @@ def check(root: Path, paths: list[Path], *, hub: bool = False) -> list[Report]:
             continue
         try:
             lock, _ = load_lock(loaded.folder)
-            pair = resolve(loaded, lock, _display(root, loaded.folder / LOCK_NAME), display)
+            pair = resolve(loaded, lock, _display(root, loaded.folder / LOCK_NAME), display,
+                           staging_records=load_records(loaded.folder))  # for SP802
         except SpecpairError as exc:
             reports.append(Report(display, loaded.name, [
                 Finding("SP102", "error", p.message, p.location.field or "target", p.hint)

@@ -17,6 +17,7 @@ from specpair.runbooks import LoadedRunbook
 from specpair.schema.common import Strict
 from specpair.schema.lock import ArtifactLock, Lock, Source, Tokenizer, Weights
 from specpair.schema.runbook import Artifact, Runbook
+from specpair.staging_log import StagingRecord
 
 
 class ResolvedArtifact(Strict):
@@ -43,6 +44,8 @@ class ResolvedPair(Strict):
     draft: ResolvedArtifact | None
     measurement: Measurement | None = Field(
         default=None, description="the latest record of the measurement protocol")
+    staging_records: list[StagingRecord] = Field(
+        default_factory=list, description="recorded cold starts, oldest first")
 
     @property
     def profile(self) -> engines.EngineProfile:
@@ -104,7 +107,8 @@ def _mismatch(spec: Artifact, source: Source) -> list[str]:
 
 def resolve(loaded: LoadedRunbook, lock: Lock, lock_display: str,
             runbook_display: str | None = None,
-            measurement: Measurement | None = None) -> ResolvedPair:
+            measurement: Measurement | None = None,
+            staging_records: list[StagingRecord] | None = None) -> ResolvedPair:
     rb = loaded.runbook
     doc = loaded.document
     display = runbook_display or str(doc.path)
@@ -144,4 +148,4 @@ def resolve(loaded: LoadedRunbook, lock: Lock, lock_display: str,
     return ResolvedPair(name=rb.pair.name, source_file=display, runbook=rb,
                         engine=f"{rb.engine.name.value} {rb.engine.version}",
                         gpu=hardware.display_key(rb.deployment.gpu), target=target, draft=draft,
-                        measurement=measurement)
+                        measurement=measurement, staging_records=staging_records or [])

@@ -1,7 +1,11 @@
 """Cold start of a two-model deployment, and the staging plan that bounds it.
 
     cold start = staging (download both pinned artifacts) + weight load (both, from local
-                 disk) + graph capture + warmup
+                 disk) + graph capture + engine init + warmup
+
+Each step belongs to one phase of the deployment log (staging_log.PHASES): staging,
+engine_start (launch to /health: weight load, graph capture, engine init) and warmup, so
+a recorded start compares with the model phase by phase (staging_calibration.py).
 
 Staging modes:
 - serial: one download after the other, in the plan's order: the sum of both;
@@ -14,7 +18,8 @@ Staging modes:
 - engine-overlap: SGLang's overlapped loading, rejected with any speculative algorithm
   (pre-flight error), so no cold start is computed for it.
 
-Graph capture and warmup are assumptions (the runbook can override them).
+Graph capture, engine init and warmup are assumptions (the runbook can override them;
+`specpair staging calibrate` derives them from recorded starts).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ class StagingStep(Strict):
     name: str
     seconds: float
     detail: str
+    phase: str = Field(description="the deployment-log phase this step is part of")
 
 
 class StagingPlan(Strict):
@@ -79,22 +85,31 @@ def plan(pair: ResolvedPair, mode: str | None = None) -> StagingPlan:
         seconds = download_seconds([sizes[r] for r in order], parallel=parallel,
                                    stream_bps=stream, link_bps=link)
         steps.append(StagingStep(
-            name="stage", seconds=round(seconds, 1),
+            name="stage", phase="staging", seconds=round(seconds, 1),
             detail=("both artifacts at once" if parallel else "in order " + " → ".join(order))
             + f", {stream / 1e9:g} GB/s per stream, {link / 1e9:g} GB/s link"))
-        steps.append(StagingStep(name="load weights", seconds=round(total / disk, 1),
+        steps.append(StagingStep(name="load weights", phase="engine_start",
+                                 seconds=round(total / disk, 1),
                                  detail=f"{total / 1e9:,.1f} GB from local disk at "
                                         f"{disk / 1e9:g} GB/s"))
     else:  # engine-prefetch (engine-overlap is refused with speculation before this)
         seconds = total / min(link, disk)
         steps.append(StagingStep(name="load weights (prefetched from storage)",
-                                 seconds=round(seconds, 1),
+                                 phase="engine_start", seconds=round(seconds, 1),
                                  detail="no pre-staging: assumes both artifacts already sit on "
                                         "shared storage and stream from it while the engine "
                                         "loads"))
-    steps.append(StagingStep(name="capture CUDA graphs", seconds=st.graph_capture_s,
-                             detail="assumption: target and draft graphs"))
-    steps.append(StagingStep(name="warmup request", seconds=st.warmup_s,
+    graphs = rb.deployment.cuda_graphs  # off: the engines run eager and capture nothing
+    steps.append(StagingStep(name="capture CUDA graphs", phase="engine_start",
+                             seconds=st.graph_capture_s if graphs else 0.0,
+                             detail="assumption: target and draft graphs" if graphs else
+                             "none: deployment.cuda_graphs is false"))
+    steps.append(StagingStep(name="engine init", phase="engine_start",
+                             seconds=st.engine_init_s,
+                             detail="assumption: process start, imports, compilation, memory "
+                                    "profiling" + ("" if st.engine_init_s else
+                                                   "; not modelled until set or calibrated")))
+    steps.append(StagingStep(name="warmup request", phase="warmup", seconds=st.warmup_s,
                              detail=f"assumption; fails after {st.warmup.timeout_s:g} s"))
     cold = round(sum(s.seconds for s in steps), 1)
     fits = cold <= st.cold_start_budget_s

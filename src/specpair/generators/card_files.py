@@ -8,9 +8,11 @@ from collections.abc import Callable
 from typing import Any
 
 from specpair.bench.record import Cell, Measurement, percentile
+from specpair.generators.plan_files import measured_markdown, measured_of
 from specpair.render import cell as esc
 from specpair.render import table
 from specpair.resolve import ResolvedPair
+from specpair.staging import plan
 from specpair.writer import dump_json
 
 CAVEAT = ("Measured on the workloads named here only. Acceptance, and so speedup, depends "
@@ -53,28 +55,32 @@ def judge(pair: ResolvedPair, c: Cell) -> dict[str, Any]:
 
 def render_markdown(pair: ResolvedPair, escape: Callable[[object], str] = esc) -> str:
     """card.md's text; `escape` makes runbook and record text inert for where it lands
-    (the site passes its stricter Markdown escaping)."""
+    (the site passes its stricter Markdown escaping). A recorded start adds the measured
+    against modelled cold start."""
+    cold = measured_of(pair, plan(pair))
+    tail = measured_markdown(cold, escape=escape) if cold is not None else ""
     m = pair.measurement
     if m is None:
         return (f"# Pair card: {escape(pair.runbook.pair.title)}\n\nNot measured yet. Run the "
                 "measurement protocol against a baseline and a speculative server started "
                 "from the generated launch scripts:\n\n```sh\nspecpair bench "
                 f"{pair.source_file} --baseline http://HOST:PORT --spec http://HOST:PORT "
-                "--concurrency 1,4,16\n```\n")
-    return markdown(pair, m, [judge(pair, c) for c in m.cells], escape)
+                "--concurrency 1,4,16\n```\n" + tail)
+    return markdown(pair, m, [judge(pair, c) for c in m.cells], escape) + tail
 
 
 def generate(pair: ResolvedPair) -> dict[str, bytes]:
     m = pair.measurement
-    card = render_markdown(pair).encode()
-    if m is None:
-        return {"card.md": card, "card.json": dump_json({"pair": pair.name, "measured": False})}
-    return {"card.json": dump_json({"pair": pair.name, "measured": True,
-                                    "measured_at": m.started_at, "engine": m.protocol.engine,
-                                    "target": m.protocol.target, "draft": m.protocol.draft,
-                                    "results": [judge(pair, c) for c in m.cells],
-                                    "caveat": CAVEAT}),
-            "card.md": card}
+    data: dict[str, Any] = {"pair": pair.name, "measured": False}
+    if m is not None:
+        data = {"pair": pair.name, "measured": True, "measured_at": m.started_at,
+                "engine": m.protocol.engine, "target": m.protocol.target,
+                "draft": m.protocol.draft, "results": [judge(pair, c) for c in m.cells],
+                "caveat": CAVEAT}
+    cold = measured_of(pair, plan(pair))
+    if cold is not None:
+        data["cold_start"] = cold.model_dump(mode="json")
+    return {"card.json": dump_json(data), "card.md": render_markdown(pair).encode()}
 
 
 def _num(x: float | None, suffix: str = "") -> str:

@@ -29,30 +29,20 @@ IMAGES = {"sglang 0.5.23": "lmsysorg/sglang:v0.5.23", "vllm 0.33.0": "vllm/vllm-
 LWS_ENV = {"NODE_RANK": "$(LWS_WORKER_INDEX)", "DIST_INIT_ADDR": "$(LWS_LEADER_ADDRESS):20000",
            "MASTER_ADDR": "$(LWS_LEADER_ADDRESS)"}
 
-# POSTs the warmup request once /health answers; exits non-zero (killing the container
-# start) on timeout or a failed completion. Values arrive as argv: nothing is interpolated.
-WARMUP_PY = (
-    "import json,sys,time,urllib.request as u\n"
-    "port,prompt,n,t=sys.argv[1],sys.argv[2],int(sys.argv[3]),float(sys.argv[4])\n"
-    "base='http://127.0.0.1:'+port\n"
-    "end=time.time()+t\n"
-    "while True:\n"
-    "    try:\n"
-    "        if u.urlopen(base+'/health',timeout=5).status==200: break\n"
-    "    except Exception: pass\n"
-    "    if time.time()>end: sys.exit('warmup: /health did not answer in time')\n"
-    "    time.sleep(2)\n"
-    "body=json.dumps({'model':'default','prompt':prompt,'max_tokens':n,'temperature':0})\n"
-    "r=u.Request(base+'/v1/completions',body.encode(),{'Content-Type':'application/json'})\n"
-    "out=json.load(u.urlopen(r,timeout=t))\n"
-    "sys.exit(0 if out.get('choices') else 'warmup: no completion returned')\n")
-
-
 class _NoAliasDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
     """Repeated label maps are written out, not as &anchors: manifests are read by people."""
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
+
+
+def _str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    """Scripts in a manifest as `|` blocks, line by line, so people can read them."""
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_NoAliasDumper.add_representer(str, _str)
 
 
 def slug(engine: str) -> str:
@@ -125,16 +115,12 @@ def manifest(pair: ResolvedPair, launch: Launch) -> str:
     gpus = dep.parallel.tensor * dep.parallel.pipeline * dep.parallel.data // dep.nodes
     image = IMAGES[launch.engine]
     command = [LWS_ENV[a.name] if isinstance(a, EnvRef) else a for a in launch.argv]
-    stage_args = ["bash", "-euo", "pipefail", "-c",
-                  'for spec in "$@"; do repo="${spec%@*}"; rev="${spec##*@}"; '
-                  'hf download "$repo" --revision "$rev" & done; '
-                  'for job in $(jobs -p); do wait "$job"; done', "stage"]
-    for role in rb.staging.order:
-        art = rb.target if role == "target" else rb.draft
-        if art is not None and art.repo is not None:
-            stage_args.append(f"{art.repo}@{art.revision}")
+    # both log each phase in the deployment-log format (imported here: stage_script
+    # builds on this module)
+    from specpair.generators import stage_script
+
+    stage_args = stage_script.init_container_command(pair, rb.staging.mode)
     budget_s = int(rb.staging.cold_start_budget_s)
-    warm = rb.staging.warmup
     container: dict[str, Any] = {
         "name": "server",
         "image": image,
@@ -150,9 +136,8 @@ def manifest(pair: ResolvedPair, launch: Launch) -> str:
                          "failureThreshold": max(1, math.ceil(budget_s / 10))},
         "readinessProbe": {"httpGet": {"path": launch.health_path, "port": launch.port},
                            "periodSeconds": 10},
-        "lifecycle": {"postStart": {"exec": {"command": [
-            "python3", "-c", WARMUP_PY, str(launch.port), warm.prompt, str(warm.max_tokens),
-            str(int(budget_s))]}}},
+        "lifecycle": {"postStart": {"exec": {
+            "command": stage_script.warmup_hook_command(pair, launch.port)}}},
     }
     pod: dict[str, Any] = {
         "initContainers": [{"name": "stage", "image": image, "command": stage_args,

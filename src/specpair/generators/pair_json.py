@@ -7,6 +7,7 @@ from specpair.writer import dump_json
 
 
 def generate(pair: ResolvedPair) -> dict[str, bytes]:
-    data = pair.model_dump(mode="json", exclude={"measurement"})  # the card has it
+    # the card and staging.json have the measurements
+    data = pair.model_dump(mode="json", exclude={"measurement", "staging_records"})
     data["generated_by"] = "specpair build (do not edit; edit the runbook and rebuild)"
     return {"pair.json": dump_json(data)}

@@ -1,28 +1,40 @@
 """Acceptance and staging outputs: `breakeven.{md,json}`, `staging.{md,json}` and
-`stage-and-launch.sh`, the script that pre-stages both pinned artifacts, verifies them,
-launches, waits for /health and sends the warmup request, failing loudly at any step."""
+`stage-and-launch.sh` (generators/stage_script.py), the script that pre-stages both pinned
+artifacts, verifies them, launches, waits for /health and sends the warmup request, failing
+loudly at any step and logging every phase."""
 
 from __future__ import annotations
 
-import shlex
+from collections.abc import Callable
 
 from specpair.budget import compute
-from specpair.generators.launch_files import cell_text, slug
+from specpair.generators.stage_script import stage_script
 from specpair.latency import LatencyModel, model
 from specpair.render import cell, num, table
 from specpair.resolve import ResolvedPair
 from specpair.staging import StagingPlan, plan
+from specpair.staging_calibration import Comparison, StagingCalibration, calibrate, compare
+from specpair.staging_log import rate
 from specpair.writer import dump_json
 
 
 def generate(pair: ResolvedPair) -> dict[str, bytes]:
     latency = model(pair, compute(pair))
     staging = plan(pair)
+    data = staging.model_dump(mode="json")
+    measured = measured_of(pair, staging)
+    calibration = calibrate(pair)
+    if measured is not None:  # only pairs with recorded starts carry these keys
+        data["measured"] = measured.model_dump(mode="json")
+    if calibration is not None:
+        data["calibration"] = calibration.model_dump(mode="json")
     return {
         "breakeven.json": dump_json(latency.model_dump(mode="json")),
         "breakeven.md": breakeven_markdown(pair, latency).encode(),
-        "staging.json": dump_json(staging.model_dump(mode="json")),
-        "staging.md": staging_markdown(pair, staging).encode(),
+        "staging.json": dump_json(data),
+        "staging.md": (staging_markdown(pair, staging) + (measured_markdown(measured) if
+                       measured else "") + (calibration_markdown(calibration) if calibration
+                                            else "")).encode(),
         "stage-and-launch.sh": stage_script(pair, staging).encode(),
     }
 
@@ -94,93 +106,58 @@ def staging_markdown(pair: ResolvedPair, s: StagingPlan) -> str:
             f"{mode} {sec:,.1f} s" for mode, sec in s.alternatives.items()) + ".\n")
     out.append(f"\nWarmup check: `{cell(s.warmup['prompt'])}`, {s.warmup['max_tokens']} tokens, "
                f"fails after {s.warmup['timeout_s']} s. `stage-and-launch.sh` runs these "
-               "steps and stops at the first failure.\n")
+               "steps, stops at the first failure and logs every phase; `specpair staging "
+               "ingest` records the log and compares it with this plan.\n")
     return "".join(out)
 
 
-STAGE_TEMPLATE = r'''
-fail() { echo "stage-and-launch: $*" >&2; exit 1; }
-command -v hf >/dev/null || fail "the hf command (huggingface_hub) is not installed"
-stage() {  # repo revision → the snapshot folder, verified
-  local dir
-  dir=$(hf download "$1" --revision "$2" --quiet) || fail "download of $1@$2 failed"
-  [ -f "$dir/config.json" ] || fail "$1@$2 has no config.json"
-  compgen -G "$dir/*.safetensors" >/dev/null || fail "$1@$2 has no safetensors weights"
-  echo "staged $1@$2 in $dir"
-}
-check_local() { [ -f "$1/config.json" ] || fail "local checkpoint $1 has no config.json"; }
-'''
-
-WAIT_AND_WARM = r'''
-server=$!
-trap 'kill "$server" 2>/dev/null || true' EXIT
-python3 - "$PORT" "$HEALTH" "$HEALTH_TIMEOUT" \
-  "$WARMUP_PROMPT" "$WARMUP_TOKENS" "$WARMUP_TIMEOUT" <<'PY' || fail "not ready (see $LOG)"
-import json, sys, time, urllib.request as u
-port, health, wait_s, prompt, n, warm_s = sys.argv[1:7]
-base = "http://127.0.0.1:" + port
-end = time.time() + float(wait_s)
-while True:
-    try:
-        if u.urlopen(base + health, timeout=5).status == 200:
-            break
-    except Exception:
-        pass
-    if time.time() > end:
-        sys.exit("no answer on " + health + " within " + wait_s + " s")
-    time.sleep(2)
-body = json.dumps({"model": "default", "prompt": prompt, "max_tokens": int(n),
-                   "temperature": 0}).encode()
-req = u.Request(base + "/v1/completions", body, {"Content-Type": "application/json"})
-out = json.load(u.urlopen(req, timeout=float(warm_s)))
-if not out.get("choices"):
-    sys.exit("warmup returned no completion")
-print("ready: /health answered and the warmup completion returned")
-PY
-trap - EXIT
-wait "$server"
-'''
+def measured_of(pair: ResolvedPair, staging: StagingPlan) -> Comparison | None:
+    """The latest recorded start against this plan, or None."""
+    return compare(pair, staging, pair.staging_records[-1]) if pair.staging_records else None
 
 
-def stage_script(pair: ResolvedPair, s: StagingPlan) -> str:
-    rb = pair.runbook
-    engine = slug(pair.engine)
-    lines = ["#!/usr/bin/env bash",
-             f"# {cell_text(rb.pair.title)}: stage both pinned artifacts, verify, launch, "
-             "wait for /health, warm up.",
-             f"# Generated by specpair from {pair.source_file}; do not edit.",
-             "set -euo pipefail",
-             'HERE=$(cd "$(dirname "$0")" && pwd)',
-             f"PORT={rb.deployment.port}",
-             "HEALTH=/health",
-             f"HEALTH_TIMEOUT={int(rb.staging.cold_start_budget_s)}",
-             f"WARMUP_PROMPT={shlex.quote(rb.staging.warmup.prompt)}",
-             f"WARMUP_TOKENS={rb.staging.warmup.max_tokens}",
-             f"WARMUP_TIMEOUT={rb.staging.warmup.timeout_s:g}",
-             'LOG="${LOG:-server.log}"']
-    lines.append(STAGE_TEMPLATE.strip("\n"))
-    arts = {"target": rb.target, "draft": rb.draft}
-    calls = []
-    for role in s.order:
-        art = arts[role]
-        if art is None:
-            continue
-        if art.repo is not None:
-            calls.append(f"stage {shlex.quote(art.repo)} {shlex.quote(art.revision or 'main')}")
-        elif art.path is not None:
-            calls.append(f"check_local {shlex.quote(art.path)}")
-    if s.mode == "parallel-prestage" and len(calls) > 1:
-        lines.append("# both artifacts at once; any failure stops the script")
-        lines.append("pids=()")
-        for call in calls:
-            lines.append(f"{call} & pids+=($!)")
-        lines.append('for pid in "${pids[@]}"; do wait "$pid" || fail "staging failed"; done')
-    elif s.mode == "engine-prefetch":
-        lines.append("# engine-prefetch: the engine streams shards itself; only local paths "
-                     "are checked")
-        lines += [c for c in calls if c.startswith("check_local")]
-    else:
-        lines += calls
-    lines.append(f'bash "$HERE/launch-{engine}.sh" >"$LOG" 2>&1 &')
-    lines.append(WAIT_AND_WARM.strip("\n"))
-    return "\n".join(lines) + "\n"
+def _s(x: float | None) -> str:
+    return "–" if x is None else f"{x:,.1f}"
+
+
+def measured_markdown(c: Comparison, level: str = "##",
+                      escape: Callable[[object], str] = cell) -> str:
+    """Measured against modelled cold start, per phase (staging.md, the card, the site);
+    `escape` for the record's text (the site passes its stricter Markdown escaping)."""
+    cell = escape
+    rows = [[cell(r.phase.strip()) if not r.phase.startswith(" ") else "↳ " + cell(
+                r.phase.strip()), _s(r.modelled_s), _s(r.measured_s),
+             "–" if r.ratio is None else f"{r.ratio:g}×", cell(r.status),
+             cell(r.note)] for r in c.rows]
+    rows.append(["**total**", f"**{_s(c.modelled_total_s)}**", f"**{_s(c.measured_total_s)}**",
+                 "–" if not c.modelled_total_s else
+                 f"{c.measured_total_s / c.modelled_total_s:.2f}×", cell(c.status),
+                 ("✅ within" if c.fits else "❌ not within") +
+                 f" the budget of {c.budget_s:g} s"])
+    outcome = (f"failed in **{cell(c.failed_phase)}**" if c.status == "failed" else
+               f"longest phase **{cell(c.dominant_phase)}**")
+    return (f"\n{level} Cold start: measured against modelled\n\n"
+            f"Recorded start of {cell(c.started_at)} on {cell(c.host or 'an unnamed host')} "
+            f"(`{cell(c.record)}`): {outcome}. The gate (SP802) judges this measured cold "
+            "start, not the model.\n\n"
+            + table(["phase", "modelled s", "measured s", "measured / modelled", "status",
+                     "note"], rows))
+
+
+def _value(key: str, v: float) -> str:
+    return rate(v) if key.endswith("bytes_per_s") else f"{v:,.2f} s"
+
+
+def calibration_markdown(c: StagingCalibration) -> str:
+    rows = [[f"`{cell(p.key)}`", _value(p.key, p.assumed), _value(p.key, p.value),
+             str(p.points), cell(p.method)] for p in c.parameters]
+    out = ["\n## Calibration from recorded starts\n\n",
+           f"From {len(c.used)} completed start(s)"
+           + (f"; not used: {', '.join(f'`{cell(k)}` ({cell(v)})' for k, v in c.excluded.items())}"
+              if c.excluded else "") + ". With these values the model gives a cold start of "
+           f"{c.calibrated_cold_start_s:,.1f} s. They are suggestions for the runbook's "
+           "`staging:` section (`specpair staging calibrate` prints it); the plan above keeps "
+           "the runbook's assumptions.\n\n",
+           table(["parameter", "runbook", "calibrated", "points", "how"], rows) if rows
+           else "No parameter could be derived from these records.\n"]
+    return "".join(out)

@@ -224,6 +224,10 @@ class Staging(Strict):
         default=60.0, description="assumption: CUDA-graph capture of target and draft")
     warmup_s: Annotated[float, Field(ge=0)] = Field(
         default=5.0, description="assumption: the warmup request's duration")
+    engine_init_s: Annotated[float, Field(ge=0)] = Field(
+        default=0.0, description="assumption: engine start besides weight load and graph "
+                                 "capture (imports, compilation, memory profiling); "
+                                 "`specpair staging calibrate` measures it")
 
 
 class Codesign(Strict):
