@@ -98,6 +98,7 @@ class _PipeGuard:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from specpair.gate import engine_refusals
     from specpair.runbooks import discover, load_runbook
 
     paths = discover(_paths(args))
@@ -107,7 +108,9 @@ def _validate(args: argparse.Namespace) -> int:
     failed = 0
     for path in paths:
         try:
-            load_runbook(path)
+            refusals = engine_refusals(load_runbook(path), str(path))
+            if refusals:  # valid YAML, but an engine would refuse to start it
+                raise SpecpairError(refusals)
         except SpecpairError as exc:
             failed += 1
             print(exc.render(), file=sys.stderr)
