@@ -86,3 +86,23 @@ def test_outside_any_repository_the_error_names_the_folder(tmp_path: Path) -> No
     result = run("check", cwd=tmp_path)
     assert result.returncode == 1
     assert f"{tmp_path.resolve()}/runbooks: no such file or folder" in result.stderr
+
+
+def test_a_what_if_budget_is_labelled_with_its_overrides() -> None:
+    result = run("budget", "runbooks/llama31-8b-eagle3/runbook.jsonnet", "--tp", "2",
+                 "--memory-fraction", "0.5")
+    assert result.returncode == 0, result.stderr
+    head = result.stdout.split("## Baseline")[0]
+    assert head.startswith("# What-if memory budget:")
+    assert "`--tp 2`, `--memory-fraction 0.5`" in head
+    assert "tensor parallel 2" in head and "do not edit" not in head
+    committed = (REPO / "runbooks/llama31-8b-eagle3/generated/budget.md").read_text()
+    assert committed.startswith("# Memory budget:") and "do not edit" in committed
+
+
+def test_negative_headroom_beside_a_fitting_verdict_is_explained() -> None:
+    text = (REPO / "runbooks/llama31-8b-eagle3/generated/budget.md").read_text()
+    assert "| headroom, all running requests at full context | 1.57 GiB | -0.72 GiB |" in text
+    assert "| verdict | fits: 49 full-context sequences | fits: 47 full-context sequences |" \
+        in text
+    assert "negative headroom means they cannot all do so" in text

@@ -177,10 +177,16 @@ def _budget(args: argparse.Namespace) -> int:
             for e in exc.errors(include_url=False)]) from None
     pair = pair.model_copy(update={"runbook": what_if, "gpu": deployment["gpu"]})
     result = compute(pair)
+    overrides = {f"--{flag.replace('_', '-')}": str(getattr(args, flag)) for flag in (
+        "gpu", "tp", "kv_dtype", "draft_kv_dtype", "memory_fraction", "context_length")
+        if getattr(args, flag) is not None}
     if args.json:
-        print(json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True))
+        data = result.model_dump(mode="json")
+        if overrides:  # a what-if never passes for the committed budget.json
+            data["what_if"] = overrides
+        print(json.dumps(data, indent=2, sort_keys=True))
     else:
-        print(markdown(pair, result), end="")
+        print(markdown(pair, result, overrides), end="")
     return EXIT_OK
 
 
