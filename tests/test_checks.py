@@ -100,6 +100,7 @@ BREAKERS: dict[str, Callable[[], tuple[ResolvedPair, dict[str, Any]]]] = {
     "SP802": lambda: (with_runbook(good(), staging={"cold_start_budget_s": 5}), {}),
     "SP901": lambda: (with_runbook(good(), deployment={"kv_cache_dtype": "fp16"}), {}),
     "SP001": lambda: (_waive(good(), "SP303"), {}),
+    "SP105": lambda: (_artifact(good(), "draft", provenance="declared"), {}),
     "SP307": lambda: (_draft(make_pair(dense(36, hidden=5120), dense(1), speculation={
         "method": "EAGLE3", "num_speculative_tokens": 3}), hidden_size=4096), {}),
     "SP402": lambda: (with_runbook(good(), deployment={"context_length": 131072}), {}),

@@ -133,6 +133,57 @@ def _declared(ctx: Context) -> Iterator[tuple[str, str, str]]:
                    "run `specpair lock` against the hub to replace them with resolved facts")
 
 
+def provenance_problems(art: object) -> list[str]:
+    """What makes a lock section's claimed provenance impossible: facts `specpair lock`
+    never writes that way, so the section was written or edited by hand."""
+    provenance = getattr(art, "provenance", "")
+    source = getattr(art, "source")
+    problems = []
+    if provenance.startswith("hub@"):
+        sha = provenance.removeprefix("hub@")
+        if source.repo is None:
+            problems.append("claims hub provenance but names no repo")
+        if source.commit != sha:
+            problems.append(f"claims {provenance} but its source commit is {source.commit}")
+        if source.revision and COMMIT.match(source.revision) and source.revision != sha:
+            problems.append(f"revision {source.revision[:12]} is a commit, yet it claims to "
+                            f"have resolved to {sha[:12]}: a commit resolves to itself")
+        if getattr(art, "unconfirmed", None):
+            problems.append("claims hub provenance but lists unconfirmed facts")
+        for part in ("weights", "tokenizer"):
+            if getattr(getattr(art, part), "provenance", provenance) != provenance:
+                problems.append(f"claims {provenance} but its {part} are "
+                                f"{getattr(art, part).provenance}")
+    elif provenance == "declared":
+        if source.commit is not None and source.commit != source.revision:
+            # a pinned commit is its own commit; a branch's commit only the hub can say
+            problems.append(f"is declared yet names commit {source.commit[:12]} for "
+                            f"revision {source.revision!r}: only a hub resolution can say "
+                            "which commit a revision is")
+        if not getattr(art, "unconfirmed", None):
+            problems.append("is declared but lists no unconfirmed facts: every declared fact "
+                            "is unconfirmed until a resolution reads it")
+    elif provenance == "local" and source.path is None:
+        problems.append("claims local provenance but names no path")
+    return problems
+
+
+@rule("SP105", "lock-provenance", "error", "Lock provenance is consistent",
+      "A hand-written lock that claims hub provenance, or declared facts marked as "
+      "confirmed, passes as resolved: the budget and every check then trust numbers no "
+      "resolution read.")
+def _provenance(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    p = ctx.pair
+    for role in ("target", "draft"):
+        art = getattr(p, role)
+        if art is None:
+            continue
+        for problem in provenance_problems(art):
+            yield (f"{role} lock section {problem}", role,
+                   "write the lock with `specpair lock` (hub or local folder) or "
+                   "`specpair lock --declare`, not by hand")
+
+
 # --------------------------------------------------------------------------- vocabulary
 
 

@@ -190,10 +190,47 @@ def _budget(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _declare(args: argparse.Namespace) -> int:
+    from specpair.declare import declare
+    from specpair.runbooks import LOCK_NAME, discover, load_runbook
+    from specpair.writer import atomic_write, dump_json
+
+    paths = discover(_paths(args))
+    if len(paths) != 1 or args.target_config is None or args.target_bytes is None:
+        raise SpecpairError.single(
+            "--declare", "a declared lock is written for one runbook at a time, from the "
+            "target's config.json and weight bytes",
+            "specpair lock --declare runbooks/<pair>/runbook.yaml --target-config "
+            "PATH/config.json --target-bytes N [--draft-config PATH/config.json "
+            "--draft-bytes N]")
+    loaded = load_runbook(paths[0])
+    lock = declare(loaded, Path(args.target_config), args.target_bytes,
+                   Path(args.draft_config) if args.draft_config else None, args.draft_bytes)
+    atomic_write(loaded.folder / LOCK_NAME, dump_json(lock.model_dump(
+        mode="json", exclude_none=True)))
+    facts = sorted({f"{role}.{u}" for role in ("target", "draft")
+                    if (art := getattr(lock, role)) is not None for u in art.unconfirmed})
+    print(f"{loaded.name}: declared lock written to {loaded.folder / LOCK_NAME}; "
+          f"unconfirmed until `specpair lock` resolves them: {', '.join(facts)}")
+    return EXIT_OK
+
+
+def _bytes(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("a size in bytes must be positive")
+    return value
+
+
 def _lock(args: argparse.Namespace) -> int:
     from specpair.locking import lock_all
     from specpair.runbooks import discover, load_runbook
 
+    if args.declare:
+        return _declare(args)
     paths = discover(_paths(args))
     loaded, failed = [], 0
     for path in paths:
@@ -363,6 +400,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--refresh", action="store_true", help="follow branches that have moved")
     p.add_argument("--offline", action="store_true",
                    help="ask no hub (also HF_HUB_OFFLINE=1); local checkpoints still resolve")
+    p.add_argument("--declare", action="store_true",
+                   help="write a declared lock for one runbook from config.json files and "
+                        "declared sizes, every fact listed as unconfirmed (no hub, no weights)")
+    p.add_argument("--target-config", help="--declare: the target's config.json")
+    p.add_argument("--target-bytes", type=_bytes, help="--declare: the target's weight bytes")
+    p.add_argument("--draft-config", help="--declare: the draft's config.json")
+    p.add_argument("--draft-bytes", type=_bytes, help="--declare: the draft's weight bytes")
     p.set_defaults(func=_lock)
 
     p = sub.add_parser("budget", help="the two-model memory budget of one pair, with what-ifs")
