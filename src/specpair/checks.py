@@ -18,7 +18,7 @@ from specpair.budget.model import Budget
 from specpair.errors import Location, SpecpairError
 from specpair.latency import LatencyModel, model
 from specpair.launch import build_for
-from specpair.resolve import ResolvedPair
+from specpair.resolve import ResolvedArtifact, ResolvedPair
 from specpair.schema.common import Method
 from specpair.staging import StagingPlan, plan
 
@@ -133,11 +133,10 @@ def _declared(ctx: Context) -> Iterator[tuple[str, str, str]]:
                    "run `specpair lock` against the hub to replace them with resolved facts")
 
 
-def provenance_problems(art: object) -> list[str]:
+def provenance_problems(art: ResolvedArtifact) -> list[str]:
     """What makes a lock section's claimed provenance impossible: facts `specpair lock`
     never writes that way, so the section was written or edited by hand."""
-    provenance = getattr(art, "provenance", "")
-    source = getattr(art, "source")
+    provenance, source = art.provenance, art.source
     problems = []
     if provenance.startswith("hub@"):
         sha = provenance.removeprefix("hub@")
@@ -148,19 +147,19 @@ def provenance_problems(art: object) -> list[str]:
         if source.revision and COMMIT.match(source.revision) and source.revision != sha:
             problems.append(f"revision {source.revision[:12]} is a commit, yet it claims to "
                             f"have resolved to {sha[:12]}: a commit resolves to itself")
-        if getattr(art, "unconfirmed", None):
+        if art.unconfirmed:
             problems.append("claims hub provenance but lists unconfirmed facts")
-        for part in ("weights", "tokenizer"):
-            if getattr(getattr(art, part), "provenance", provenance) != provenance:
-                problems.append(f"claims {provenance} but its {part} are "
-                                f"{getattr(art, part).provenance}")
+        for part, claimed in (("weights", art.weights.provenance),
+                              ("tokenizer", art.tokenizer.provenance)):
+            if claimed != provenance:
+                problems.append(f"claims {provenance} but its {part} are {claimed}")
     elif provenance == "declared":
         if source.commit is not None and source.commit != source.revision:
             # a pinned commit is its own commit; a branch's commit only the hub can say
             problems.append(f"is declared yet names commit {source.commit[:12]} for "
                             f"revision {source.revision!r}: only a hub resolution can say "
                             "which commit a revision is")
-        if not getattr(art, "unconfirmed", None):
+        if not art.unconfirmed:
             problems.append("is declared but lists no unconfirmed facts: every declared fact "
                             "is unconfirmed until a resolution reads it")
     elif provenance == "local" and source.path is None:
