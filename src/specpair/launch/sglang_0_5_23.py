@@ -20,6 +20,7 @@ from specpair.schema.runbook import Artifact
 ENGINE = "sglang 0.5.23"
 VERSION = "0.5.23"
 SPEC_DEFAULT_MAX_RUNNING = 48
+LONGER_CONTEXT_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 
 KV_DTYPE = {KVDtype.AUTO: "auto", KVDtype.BF16: "bf16", KVDtype.FP8_E4M3: "fp8_e4m3",
             KVDtype.FP8_E5M2: "fp8_e5m2"}
@@ -152,7 +153,16 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
                  "--dist-init-addr", EnvRef("DIST_INIT_ADDR")]
         node_env = {"NODE_RANK": "rank of this node, 0 to nodes - 1",
                     "DIST_INIT_ADDR": "host:port of node 0, e.g. 10.0.0.1:25000"}
-    return Launch(engine=ENGINE, argv=argv, node_env=node_env, preflight=checks,
+    env: dict[str, str] = {}
+    if speculate and pair.draft is not None and not pair.draft.bundled and \
+            pair.draft.geometry.max_position_embeddings < dep.context_length:
+        # ModelConfig._derive_context_length builds the draft at the target's context
+        # length and raises ("Target model's context_length (…) is greater than the derived
+        # context_length (…)") unless this is set; the target's own limit is the gate's
+        # SP402, so the override only lets the draft run at absolute target positions
+        # (what that costs in acceptance is SP401's warning)
+        env[LONGER_CONTEXT_ENV] = "1"
+    return Launch(engine=ENGINE, argv=argv, node_env=node_env, env=env, preflight=checks,
                   health_path="/health", port=dep.port)
 
 
