@@ -14,6 +14,7 @@ import pytest
 from specpair.checks import Context, failing, run
 from specpair.errors import SpecpairError
 from specpair.geometry import Geometry, from_hf_config
+from specpair.resolve import ResolvedPair
 from specpair.runbooks import load_runbook
 from tests.conftest import FIXTURES, REPO, write
 from tests.pairs import SHA, make_pair
@@ -260,3 +261,46 @@ def test_lock_geometry_errors_point_at_the_lock_schema(repo_copy: Path) -> None:
         result.stderr
     assert "schema/lock.schema.json" in result.stderr
     assert "runbook.schema.json" not in result.stderr
+
+
+# --------------------------------------------------------------------------- engine flags
+
+
+def _vllm_pair(**deployment: object) -> ResolvedPair:
+    return make_pair(dense(32), dense(1), engine="vllm", version="0.33.0",
+                     speculation={"method": "EAGLE3", "num_speculative_tokens": 3},
+                     deployment=deployment)
+
+
+@pytest.mark.parametrize(("kv", "fails"), [("fp16", True), ("bf16", False), ("auto", False)])
+def test_vllm_refuses_a_float_kv_dtype_other_than_the_models(kv: str, fails: bool) -> None:
+    # vLLM 0.33.0 VllmConfig._reject_mismatched_float_kv_cache; the model is bfloat16
+    pair = _vllm_pair(kv_cache_dtype=kv)
+    found = [f for f in run(Context(pair)) if f.rule == "SP901"]
+    assert bool(found) is fails
+    if fails:
+        assert 'kv_cache_dtype="float16" is incompatible with dtype="bfloat16"' in \
+            found[0].message
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+@pytest.mark.parametrize(("method", "fails"), [("bogus", True), ("fp8", False)])
+def test_a_quantization_the_engine_does_not_know_fails(engine: str, method: str,
+                                                       fails: bool) -> None:
+    pair = make_pair(dense(32), dense(1), engine=engine,
+                     version="0.5.23" if engine == "sglang" else "0.33.0",
+                     speculation={"method": "EAGLE3", "num_speculative_tokens": 3})
+    pair = with_runbook(pair, target={"quantization": method})
+    rules = {f.rule: f.message for f in failing(run(Context(pair)))}
+    assert ("SP901" in rules and repr(method) in rules["SP901"]) is fails
+
+
+def test_the_draft_context_override_is_never_set_past_the_targets_positions() -> None:
+    from specpair.launch import build_for
+
+    pair = make_pair(dense(32), dense(1).model_copy(update={"max_position_embeddings": 2048}),
+                     speculation={"method": "EAGLE3", "num_speculative_tokens": 3})
+    inside = with_runbook(pair, deployment={"context_length": 8192})
+    beyond = with_runbook(pair, deployment={"context_length": 65536})  # target: 40960
+    assert build_for(inside).env == {"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"}
+    assert build_for(beyond).env == {}
