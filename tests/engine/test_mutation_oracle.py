@@ -75,6 +75,7 @@ class Variant:
     target_config: dict[str, Any] = field(default_factory=dict)  # merged into config.json
     draft_config: dict[str, Any] = field(default_factory=dict)
     gate_says: str = ""  # a rule id or words the gate's failure must contain, if it fails
+    engine_says: str = ""  # words of the engine's refusal, where an engine refuses
 
 
 def dep(**values: Any) -> dict[str, Any]:
@@ -87,17 +88,21 @@ def spec(**values: Any) -> dict[str, Any]:
 
 VARIANTS = [
     # --- context length against the target's positions
-    Variant("ctx-131072", "qwen3-8b-dflash", dep(context_length=131072), gate_says="SP402"),
-    Variant("ctx-40961", "qwen3-8b-dflash", dep(context_length=40961), gate_says="SP402"),
+    Variant("ctx-131072", "qwen3-8b-dflash", dep(context_length=131072), gate_says="SP402",
+            engine_says="is greater than the derived"),
+    Variant("ctx-40961", "qwen3-8b-dflash", dep(context_length=40961), gate_says="SP402",
+            engine_says="is greater than the derived"),
     Variant("ctx-jsonnet-slip", "qwen3-8b-dflash", dep(context_length=327681),
-            gate_says="SP402"),
+            gate_says="SP402", engine_says="is greater than the derived"),
     Variant("ctx-at-positions", "qwen3-8b-dflash", dep(context_length=40960)),
     Variant("ctx-positions-16k", "qwen3-8b-dflash", target_config={
-        "max_position_embeddings": 16384}, gate_says="SP402"),
-    Variant("ctx-262144", "llama31-8b-eagle3", dep(context_length=262144), gate_says="SP402"),
+        "max_position_embeddings": 16384}, gate_says="SP402",
+        engine_says="is greater than the derived"),
+    Variant("ctx-262144", "llama31-8b-eagle3", dep(context_length=262144), gate_says="SP402",
+            engine_says="is greater than the derived"),
     Variant("ctx-131072-llama", "llama31-8b-eagle3", dep(context_length=131072)),
     Variant("ctx-200000-vllm", "llama-eagle3-vllm", dep(context_length=200000),
-            gate_says="SP402"),
+            gate_says="SP402", engine_says="is greater than the derived max_model_len"),
     Variant("ctx-4096-vllm", "llama-eagle3-vllm", dep(context_length=4096)),
     # --- tensor parallel against heads and KV heads
     Variant("tp-3", "qwen3-8b-dflash", dep(parallel={"tensor": 3}), gate_says="SP501"),
@@ -105,15 +110,17 @@ VARIANTS = [
     Variant("tp-16-on-8-gpus", "qwen3-8b-dflash", dep(parallel={"tensor": 16}),
             gate_says="GPUs"),
     Variant("tp-3-llama", "llama31-8b-eagle3", dep(parallel={"tensor": 3}), gate_says="SP501"),
-    Variant("tp-3-vllm", "llama-eagle3-vllm", dep(parallel={"tensor": 3}), gate_says="SP501"),
-    Variant("tp-6-vllm", "llama-eagle3-vllm", dep(parallel={"tensor": 6}), gate_says="SP501"),
+    Variant("tp-3-vllm", "llama-eagle3-vllm", dep(parallel={"tensor": 3}), gate_says="SP501",
+            engine_says="must be divisible by tensor parallel size (3)"),
+    Variant("tp-6-vllm", "llama-eagle3-vllm", dep(parallel={"tensor": 6}), gate_says="SP501",
+            engine_says="must be divisible by tensor parallel size (6)"),
     Variant("tp-8-vllm", "llama-eagle3-vllm", dep(parallel={"tensor": 8})),
     Variant("kv-heads-6-vllm", "llama-eagle3-vllm", target_config={"num_key_value_heads": 6},
             gate_says="num_key_value_heads"),
     # --- draft TP (vLLM)
     Variant("draft-tp-2-vllm", "llama-eagle3-vllm", dep(parallel={"tensor": 4,
                                                                  "draft_tensor": 2}),
-            gate_says="draft TP"),
+            gate_says="draft TP", engine_says="cannot be other value than 1 or target"),
     Variant("draft-tp-1-vllm", "llama-eagle3-vllm", dep(parallel={"tensor": 4,
                                                                  "draft_tensor": 1})),
     # --- vocabulary
@@ -176,7 +183,8 @@ VARIANTS = [
     Variant("kv-fp8-e5m2", "qwen3-8b-dflash", dep(kv_cache_dtype="fp8_e5m2")),
     Variant("draft-kv-fp8", "qwen3-8b-dflash", dep(draft_kv_cache_dtype="fp8_e4m3")),
     Variant("kv-fp16-vllm", "llama-eagle3-vllm", dep(kv_cache_dtype="fp16"),
-            gate_says="kv_cache_dtype"),
+            gate_says='kv_cache_dtype="float16" is incompatible with dtype="bfloat16"',
+            engine_says='kv_cache_dtype="float16" is incompatible with dtype="bfloat16"'),
     Variant("kv-bf16-vllm", "llama-eagle3-vllm", dep(kv_cache_dtype="bf16")),
     Variant("kv-fp8-vllm", "llama-eagle3-vllm", dep(kv_cache_dtype="fp8_e4m3")),
     Variant("page-64", "qwen3-8b-dflash", dep(page_size=64)),
@@ -186,16 +194,17 @@ VARIANTS = [
     Variant("overlap-loading", "qwen3-8b-dflash", {"staging": {"mode": "engine-overlap"}},
             gate_says="SP801"),
     Variant("pipeline-2-dflash", "qwen3-8b-dflash", dep(parallel={"pipeline": 2}),
-            gate_says="pp_size 1"),
+            gate_says="pp_size 1", engine_says="only supports pp_size == 1"),
     Variant("expert-2-on-tp-1", "qwen3-8b-dflash", dep(parallel={"expert": 2}),
             gate_says="expert"),
     Variant("eager", "qwen3-8b-dflash", dep(cuda_graphs=False)),
     Variant("eager-vllm", "llama-eagle3-vllm", dep(cuda_graphs=False)),
     Variant("quant-fp8", "qwen3-8b-dflash", {"target": {"quantization": "fp8"}}),
     Variant("quant-bogus", "qwen3-8b-dflash", {"target": {"quantization": "bogus"}},
-            gate_says="quantization"),
+            gate_says="--quantization has no 'bogus'",
+            engine_says="argument --quantization: invalid choice: 'bogus'"),
     Variant("quant-bogus-vllm", "llama-eagle3-vllm", {"target": {"quantization": "bogus"}},
-            gate_says="quantization"),
+            gate_says="quantization 'bogus'", engine_says="Unknown quantization method: bogus"),
     Variant("max-running-1", "llama31-8b-eagle3", dep(max_running_requests=1)),
 ]
 
@@ -362,3 +371,17 @@ def test_the_gate_fails_for_the_reason_the_variant_is_about(outcomes: list[Outco
         if o.variant.gate_says:
             assert o.gate_failed and o.variant.gate_says in o.gate_text, (
                 o.variant.name, o.gate_text)
+
+
+def test_each_refusal_is_the_engines_and_the_gates_same_reason(
+        outcomes: list[Outcome]) -> None:
+    # every refusal is reviewed: the variant names the engine's words for it, and the
+    # gate's words for the same reason (checked above)
+    for o in outcomes:
+        refusals = [" ".join(v["error"].split()) for v in o.verdicts.values() if not v["ok"]]
+        if refusals:
+            assert o.variant.engine_says and o.variant.gate_says, o.variant.name
+            assert all(o.variant.engine_says in r for r in refusals), (o.variant.name,
+                                                                       refusals)
+        else:
+            assert not o.variant.engine_says, (o.variant.name, "the engine accepts it now")
