@@ -106,3 +106,14 @@ def test_negative_headroom_beside_a_fitting_verdict_is_explained() -> None:
     assert "| verdict | fits: 49 full-context sequences | fits: 47 full-context sequences |" \
         in text
     assert "negative headroom means they cannot all do so" in text
+
+
+def test_budget_what_if_values_are_checked_by_the_parser() -> None:
+    rb = "runbooks/llama31-8b-eagle3/runbook.jsonnet"
+    for option, value, says in (("--gpu", "H100-80G", "unknown GPU 'H100-80G'; choose from"),
+                                ("--tp", "0", "0 is not positive"),
+                                ("--memory-fraction", "1.5", "not between 0 and 1"),
+                                ("--context-length", "8k", "'8k' is not a whole number")):
+        result = run("budget", rb, option, value)
+        assert result.returncode == 2, (option, result.stderr)
+        assert says in result.stderr and "Traceback" not in result.stderr

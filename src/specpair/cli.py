@@ -62,6 +62,36 @@ def _levels(text: str) -> list[int]:
     return levels
 
 
+def _gpu(text: str) -> str:
+    """--gpu: a key of the GPU catalog; a typo is a usage error."""
+    from specpair import hardware
+
+    if text not in hardware.CATALOG:
+        raise argparse.ArgumentTypeError(
+            f"unknown GPU {text!r}; choose from " + ", ".join(sorted(hardware.CATALOG)))
+    return text
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not positive")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{value:g} is not between 0 and 1 (exclusive)")
+    return value
+
+
 class _PipeGuard:
     """stdout that survives a reader which stops early (`specpair … | head -1`).
 
@@ -147,7 +177,6 @@ def _budget(args: argparse.Namespace) -> int:
 
     from pydantic import ValidationError
 
-    from specpair import hardware
     from specpair.budget import compute
     from specpair.build import load_pairs
     from specpair.generators.budget_files import markdown
@@ -156,10 +185,7 @@ def _budget(args: argparse.Namespace) -> int:
     (pair,) = load_pairs(_root(args), [Path(args.runbook)])
     rb = pair.runbook
     deployment = rb.deployment.model_dump()
-    if args.gpu is not None:
-        if args.gpu not in hardware.CATALOG:
-            raise SpecpairError.single("--gpu", f"unknown GPU {args.gpu!r}",
-                                       "use one of: " + ", ".join(sorted(hardware.CATALOG)))
+    if args.gpu is not None:  # a catalog key: checked by the parser
         deployment["gpu"] = args.gpu
     if args.tp is not None:
         deployment["parallel"]["tensor"] = args.tp
@@ -412,13 +438,13 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("budget", help="the two-model memory budget of one pair, with what-ifs")
     p.add_argument("runbook", help="runbook file")
     p.add_argument("--root", help=ROOT_HELP)
-    p.add_argument("--gpu", help="GPU catalog key, e.g. H100-80GB")
-    p.add_argument("--tp", type=int, help="tensor-parallel size")
+    p.add_argument("--gpu", type=_gpu, help="GPU catalog key, e.g. H100-80GB")
+    p.add_argument("--tp", type=_positive, help="tensor-parallel size")
     kv_choices = ["auto", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2"]
     p.add_argument("--kv-dtype", choices=kv_choices, help="KV dtype of the target pool")
     p.add_argument("--draft-kv-dtype", choices=kv_choices, help="KV dtype of the draft pool")
-    p.add_argument("--memory-fraction", type=float, help="memory fraction (0-1)")
-    p.add_argument("--context-length", type=int, help="serving context length")
+    p.add_argument("--memory-fraction", type=_fraction, help="memory fraction (0-1)")
+    p.add_argument("--context-length", type=_positive, help="serving context length")
     p.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
     p.set_defaults(func=_budget)
 
