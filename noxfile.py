@@ -177,6 +177,8 @@ def _engine_venv(session: nox.Session) -> Path:
     # the sglang parser imports with the CPU torch; only these two of its deps are needed
     session.install("--no-deps", SGLANG)
     session.install("orjson", "ipython")
+    # SGLang's ModelConfig (the mutation oracle) imports its GGUF loader, pure Python
+    session.install("gguf==0.19.0")
     # vllm 0.33.0's Python sources (no compiled parts) for its parser and SpeculativeConfig
     tmp = Path(session.create_tmp())
     sources = tmp / "vllm-0.33.0-sources"

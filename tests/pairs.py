@@ -11,17 +11,18 @@ from specpair.schema.lock import Source, Tokenizer, Weights
 from specpair.schema.runbook import Runbook
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
+HUB = f"hub@{SHA}"  # as `specpair lock` writes a resolved artifact (consistent for SP105)
 
 
 def artifact(role: str, geometry: Geometry, weight_bytes: int = 0,
              bundled: bool = False) -> ResolvedArtifact:
     return ResolvedArtifact(
         role=role, source=Source(repo=f"org/{role}", revision=SHA, commit=SHA),
-        bundled=bundled, provenance="declared", geometry=geometry,
+        bundled=bundled, provenance=HUB, geometry=geometry,
         weights=Weights(params_by_dtype={"BF16": weight_bytes // 2}, weight_bytes=weight_bytes,
-                        provenance="declared"),
+                        provenance=HUB),
         download_bytes=0 if bundled else weight_bytes,
-        tokenizer=Tokenizer(vocab_size=geometry.vocab_size, provenance="declared"),
+        tokenizer=Tokenizer(vocab_size=geometry.vocab_size, provenance=HUB),
         unconfirmed=[], overridden=[], sources={})
 
 

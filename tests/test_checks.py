@@ -57,6 +57,12 @@ def _tokenizer(pair: ResolvedPair, fingerprint: str) -> ResolvedPair:
     return _artifact(pair, "draft", tokenizer=tok)
 
 
+def _waive(pair: ResolvedPair, rule: str) -> ResolvedPair:
+    data = pair.runbook.model_dump(mode="json")
+    data["waivers"] = [{"rule": rule, "reason": "a reason long enough to pass"}]
+    return pair.model_copy(update={"runbook": pair.runbook.model_validate(data)})
+
+
 FP = "sha256:" + "a" * 64
 BREAKERS: dict[str, Callable[[], tuple[ResolvedPair, dict[str, Any]]]] = {
     "SP101": lambda: (with_runbook(good(), target={"revision": "main"}), {}),
@@ -93,6 +99,11 @@ BREAKERS: dict[str, Callable[[], tuple[ResolvedPair, dict[str, Any]]]] = {
     "SP801": lambda: (with_runbook(good(), staging={"mode": "engine-overlap"}), {}),
     "SP802": lambda: (with_runbook(good(), staging={"cold_start_budget_s": 5}), {}),
     "SP901": lambda: (with_runbook(good(), deployment={"kv_cache_dtype": "fp16"}), {}),
+    "SP001": lambda: (_waive(good(), "SP303"), {}),
+    "SP105": lambda: (_artifact(good(), "draft", provenance="declared"), {}),
+    "SP307": lambda: (_draft(make_pair(dense(36, hidden=5120), dense(1), speculation={
+        "method": "EAGLE3", "num_speculative_tokens": 3}), hidden_size=4096), {}),
+    "SP402": lambda: (with_runbook(good(), deployment={"context_length": 131072}), {}),
     "SP902": lambda: (make_pair(dense(36), dense(1, kv_heads=8).model_copy(
         update={"num_nextn_predict_layers": 1}), engine="vllm", version="0.33.0",
         speculation={"method": "MTP", "num_speculative_tokens": 3}), {}),

@@ -51,7 +51,7 @@ def load_pairs(root: Path, paths: list[Path] | None = None) -> list[ResolvedPair
         display = _display(root, path)
         try:
             loaded = load_runbook(path, display)
-            lock, _ = load_lock(loaded.folder)
+            lock, _ = load_lock(loaded.folder, _display(root, loaded.folder / LOCK_NAME))
             pair = resolve(loaded, lock, _display(root, loaded.folder / LOCK_NAME), display,
                            load_latest_measurement(loaded.folder), load_records(loaded.folder))
         except SpecpairError as exc:

@@ -15,10 +15,10 @@ from typing import Literal
 
 from specpair.budget import compute
 from specpair.budget.model import Budget
-from specpair.errors import SpecpairError
+from specpair.errors import Location, SpecpairError
 from specpair.latency import LatencyModel, model
 from specpair.launch import build_for
-from specpair.resolve import ResolvedPair
+from specpair.resolve import ResolvedArtifact, ResolvedPair
 from specpair.schema.common import Method
 from specpair.staging import StagingPlan, plan
 from specpair.staging_calibration import measured_cold_start
@@ -35,6 +35,7 @@ class Finding:
     field: str
     hint: str
     waived: str | None = None  # the waiver's reason
+    where: Location | None = None  # when the finding is about another file (lock.json)
 
 
 @dataclass
@@ -45,6 +46,7 @@ class Context:
     staging: StagingPlan | None = None
     drift: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    fired: set[str] = field(default_factory=set)  # rules with findings, for SP001
 
 
 Check = Callable[[Context], Iterator[tuple[str, str, str]]]  # message, field, hint
@@ -58,16 +60,27 @@ class Rule:
     title: str
     why: str
     check: Check
+    waivable: bool = True
 
 
 RULES: list[Rule] = []
 
 
-def rule(id: str, name: str, severity: Severity, title: str, why: str) -> Callable[[Check], Check]:
+def rule(id: str, name: str, severity: Severity, title: str, why: str,
+         waivable: bool = True) -> Callable[[Check], Check]:
     def register(fn: Check) -> Check:
-        RULES.append(Rule(id, name, severity, title, why, fn))
+        RULES.append(Rule(id, name, severity, title, why, fn, waivable))
         return fn
     return register
+
+
+def unwaivable() -> dict[str, str]:
+    """Rule id → title of the rules whose findings mean the engine will not start."""
+    return {r.id: r.title for r in RULES if not r.waivable}
+
+
+def rule_ids() -> list[str]:
+    return [r.id for r in RULES]
 
 
 def _artifacts(ctx: Context) -> Iterator[tuple[str, object]]:
@@ -121,6 +134,56 @@ def _declared(ctx: Context) -> Iterator[tuple[str, str, str]]:
                    "run `specpair lock` against the hub to replace them with resolved facts")
 
 
+def provenance_problems(art: ResolvedArtifact) -> list[str]:
+    """What makes a lock section's claimed provenance impossible: facts `specpair lock`
+    never writes that way, so the section was written or edited by hand."""
+    provenance, source = art.provenance, art.source
+    problems = []
+    if provenance.startswith("hub@"):
+        sha = provenance.removeprefix("hub@")
+        if source.repo is None:
+            problems.append("claims hub provenance but names no repo")
+        if source.commit != sha:
+            problems.append(f"claims {provenance} but its source commit is {source.commit}")
+        if source.revision and COMMIT.match(source.revision) and source.revision != sha:
+            problems.append(f"revision {source.revision[:12]} is a commit, yet it claims to "
+                            f"have resolved to {sha[:12]}: a commit resolves to itself")
+        if art.unconfirmed:
+            problems.append("claims hub provenance but lists unconfirmed facts")
+        for part, claimed in (("weights", art.weights.provenance),
+                              ("tokenizer", art.tokenizer.provenance)):
+            if claimed != provenance:
+                problems.append(f"claims {provenance} but its {part} are {claimed}")
+    elif provenance == "declared":
+        if source.commit is not None and source.commit != source.revision:
+            # a pinned commit is its own commit; a branch's commit only the hub can say
+            problems.append(f"is declared yet names commit {source.commit[:12]} for "
+                            f"revision {source.revision!r}: only a hub resolution can say "
+                            "which commit a revision is")
+        if not art.unconfirmed:
+            problems.append("is declared but lists no unconfirmed facts: every declared fact "
+                            "is unconfirmed until a resolution reads it")
+    elif provenance == "local" and source.path is None:
+        problems.append("claims local provenance but names no path")
+    return problems
+
+
+@rule("SP105", "lock-provenance", "error", "Lock provenance is consistent",
+      "A hand-written lock that claims hub provenance, or declared facts marked as "
+      "confirmed, passes as resolved: the budget and every check then trust numbers no "
+      "resolution read.")
+def _provenance(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    p = ctx.pair
+    for role in ("target", "draft"):
+        art = getattr(p, role)
+        if art is None:
+            continue
+        for problem in provenance_problems(art):
+            yield (f"{role} lock section {problem}", role,
+                   "write the lock with `specpair lock` (hub or local folder) or "
+                   "`specpair lock --declare`, not by hand")
+
+
 # --------------------------------------------------------------------------- vocabulary
 
 
@@ -142,6 +205,12 @@ def _vocab(ctx: Context) -> Iterator[tuple[str, str, str]]:
         yield (f"reduced draft vocabulary ({d.draft_vocab_size}) on a "
                f"{p.runbook.speculation.method.value} draft", "draft",
                "reduced ('hot') vocabularies with a token map are an EAGLE-3 feature")
+    if d.draft_vocab_size and d.draft_vocab_size > t.vocab_size:
+        yield (f"draft_vocab_size {d.draft_vocab_size} is larger than the target vocabulary "
+               f"({t.vocab_size}): the draft-to-target token map (d2t) would point past the "
+               "target's embedding rows", "draft",
+               f"use a draft whose draft_vocab_size is at most {t.vocab_size} (the draft "
+               "trained for this target)")
 
 
 @rule("SP202", "tokenizer-match", "error", "Target and draft tokenizers are the same",
@@ -170,12 +239,24 @@ def _target_ids(ctx: Context) -> list[int] | None:
 def _layers_exist(ctx: Context) -> Iterator[tuple[str, str, str]]:
     ids = _target_ids(ctx)
     layers = ctx.pair.target.geometry.num_hidden_layers
+    declared = ctx.pair.runbook.codesign.feature_layers
     if ids:
         bad = [i for i in ids if not 0 <= i < layers]
         if bad:
+            # the draft's config names them: point at the draft, unless the runbook
+            # declares the layers too (then at the declaration a reviewer reads)
             yield (f"draft feature layers {bad} do not exist in the target "
-                   f"({layers} layers, ids 0-{layers - 1})", "codesign.feature_layers",
+                   f"({layers} layers, ids 0-{layers - 1})",
+                   "codesign.feature_layers" if declared is not None else "draft",
                    "pair the draft with the target it was trained on")
+    if declared is not None and declared != ids:
+        for i, layer in enumerate(declared):
+            if layer >= layers:
+                yield (f"declared feature layer {layer} does not exist in the target "
+                       f"({layers} layers, ids 0-{layers - 1})",
+                       f"codesign.feature_layers.{i}",
+                       "declare the layers the draft was trained to read (its config's "
+                       "target_layer_ids), all below the target's layer count")
 
 
 @rule("SP302", "feature-layers-match", "error", "Draft feature layers equal the declared ones",
@@ -189,7 +270,8 @@ def _layers_match(ctx: Context) -> Iterator[tuple[str, str, str]]:
                "codesign.feature_layers", "fix the runbook or the draft; do not pair blindly")
     if declared is not None and ids is None and ctx.pair.draft is not None:
         yield ("the runbook declares feature layers but the draft config names none",
-               "codesign.feature_layers", "check the draft's config (target_layer_ids)")
+               "codesign.feature_layers", "check the draft's config (target_layer_ids, or "
+               "eagle_config.eagle_aux_hidden_state_layer_ids)")
 
 
 @rule("SP303", "block-size-match", "error", "The configured block size is the checkpoint's",
@@ -247,6 +329,23 @@ def _verifier(ctx: Context) -> Iterator[tuple[str, str, str]]:
                "pair it with its verifier, or retrain it")
 
 
+@rule("SP307", "eagle-hidden-size", "error", "An EAGLE draft's hidden size is the target's",
+      "EAGLE and EAGLE-3 drafts take the target's hidden states as input (EAGLE-3 "
+      "concatenates three of them into its fc layer, 3 x hidden -> hidden) and share its "
+      "embeddings; neither engine compares the sizes at start-up, so the first forward "
+      "fails on a shape mismatch.")
+def _eagle_hidden(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    p = ctx.pair
+    if p.draft is None or p.draft.bundled or p.runbook.speculation.method not in (
+            Method.EAGLE, Method.EAGLE3):
+        return
+    t, d = p.target.geometry.hidden_size, p.draft.geometry.hidden_size
+    if t != d:
+        yield (f"{p.runbook.speculation.method.value} draft hidden size {d} differs from "
+               f"the target's {t}: the draft cannot read the target's hidden states",
+               "draft", "use the EAGLE draft trained for this target (same hidden size)")
+
+
 # --------------------------------------------------------------------------- context, parallel
 
 
@@ -263,8 +362,32 @@ def _context(ctx: Context) -> Iterator[tuple[str, str, str]]:
                "measure acceptance on long prompts, or serve a shorter context")
 
 
+@rule("SP402", "context-positions", "error",
+      "The context length fits the target's position embeddings",
+      "SGLang 0.5.23 (ModelConfig._derive_context_length) and vLLM 0.33.0 "
+      "(config/model.py _get_and_verify_max_len) raise at start-up when the context "
+      "length exceeds what the target config derives (max_position_embeddings, times a "
+      "RoPE scaling factor where the engine applies one); both only allow it behind an "
+      "environment override (SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, "
+      "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1) that warns of NaNs and out-of-bounds errors.",
+      waivable=False)
+def _positions(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    p = ctx.pair
+    length = p.runbook.deployment.context_length
+    positions = p.target.geometry.max_position_embeddings
+    if length > positions:
+        yield (f"context length {length:,} exceeds the target's max_position_embeddings "
+               f"({positions:,}): {p.engine} refuses to start ('context_length ({length}) "
+               f"is greater than the derived context_length ({positions})')",
+               "deployment.context_length",
+               f"serve at most context_length: {positions}; if the target's rope_scaling "
+               "derives a longer context, declare it as "
+               "geometry.target.max_position_embeddings")
+
+
 @rule("SP501", "tp-heads", "error", "Heads and KV heads of both models fit the TP size",
-      "The engines assert head divisibility at start-up, after the weights are downloaded.")
+      "The engines assert head divisibility at start-up, after the weights are downloaded.",
+      waivable=False)
 def _tp(ctx: Context) -> Iterator[tuple[str, str, str]]:
     from specpair.budget.common import check_tensor_parallel
 
@@ -272,12 +395,13 @@ def _tp(ctx: Context) -> Iterator[tuple[str, str, str]]:
         check_tensor_parallel(ctx.pair, ctx.pair.runbook.deployment.parallel.draft_tensor)
     except SpecpairError as exc:
         for problem in exc.problems:
-            yield problem.message, "deployment.parallel.tensor", problem.hint
+            yield problem.message, problem.location.field or "deployment.parallel.tensor", \
+                problem.hint
 
 
 @rule("SP502", "vllm-draft-tp", "error", "vLLM draft TP is 1 or the target's",
       "vLLM 0.33.0 raises 'cannot be other value than 1 or target model "
-      "tensor_parallel_size' while building its config.")
+      "tensor_parallel_size' while building its config.", waivable=False)
 def _draft_tp(ctx: Context) -> Iterator[tuple[str, str, str]]:
     par = ctx.pair.runbook.deployment.parallel
     if ctx.pair.runbook.engine.name.value == "vllm" and par.draft_tensor not in (
@@ -291,7 +415,7 @@ def _draft_tp(ctx: Context) -> Iterator[tuple[str, str, str]]:
 
 @rule("SP601", "memory-fits", "error", "The two-model budget fits",
       "Draft weights and the draft KV pool come out of the same memory; the engine only "
-      "finds out after both checkpoints load.")
+      "finds out after both checkpoints load.", waivable=False)
 def _fits(ctx: Context) -> Iterator[tuple[str, str, str]]:
     scenario = ctx.budget.speculative if ctx.budget else None
     if scenario is not None and not scenario.fits:
@@ -353,7 +477,7 @@ def _cold(ctx: Context) -> Iterator[tuple[str, str, str]]:
 
 @rule("SP901", "engine-rules", "error", "The launch passes the engine's pre-flight rules",
       "Launch-time rejections (unknown flags or keys, impossible combinations) cost a full "
-      "model load to discover.")
+      "model load to discover.", waivable=False)
 def _engine(ctx: Context) -> Iterator[tuple[str, str, str]]:
     launch = build_for(ctx.pair)
     for p in launch.preflight:
@@ -370,12 +494,24 @@ def _engine_warn(ctx: Context) -> Iterator[tuple[str, str, str]]:
             yield p.message, p.field, p.fix
 
 
+@rule("SP001", "waiver-used", "warning", "Every waiver waives a finding",
+      "A waiver outlives the problem it excused: once the rule stops firing, the waiver "
+      "would silently excuse the next, possibly different, finding of that rule.")
+def _unused_waivers(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    for i, waiver in enumerate(ctx.pair.runbook.waivers):
+        if waiver.rule not in ctx.fired:
+            yield (f"the waiver for {waiver.rule} waives nothing: the rule has no finding "
+                   "on this pair", f"waivers.{i}.rule", "remove the waiver")
+
+
 # --------------------------------------------------------------------------- running
 
 
 def run(ctx: Context) -> list[Finding]:
     rb = ctx.pair.runbook
-    waivers = {w.rule: w.reason for w in rb.waivers}
+    blocking = unwaivable()
+    # validate refuses these waivers; a pair built in memory must not get them either
+    waivers = {w.rule: w.reason for w in rb.waivers if w.rule not in blocking}
     if ctx.budget is None and not ctx.problems:
         try:
             ctx.budget = compute(ctx.pair)
@@ -385,8 +521,10 @@ def run(ctx: Context) -> list[Finding]:
     if ctx.staging is None:
         ctx.staging = plan(ctx.pair)
     findings = []
-    for r in RULES:
+    ctx.fired = set()
+    for r in RULES:  # SP001 is registered last: it reads which rules fired
         for message, field_path, hint in r.check(ctx):
+            ctx.fired.add(r.id)
             findings.append(Finding(r.id, r.severity, message, field_path, hint,
                                     waivers.get(r.id)))
     return findings

@@ -3,27 +3,143 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, TextIO
 
 from specpair import __version__
 from specpair.errors import Location, Problem, SpecpairError
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_STALE = 0, 1, 3
 
+IMPACT_CLASSES = ("any", "target", "draft", "both", "deployment", "engine", "slo", "staging",
+                  "speculation", "codesign", "workloads", "waivers", "metadata", "added",
+                  "removed", "renamed", "invalid", "stale-lock")
+
+
+def find_root(start: Path | None = None) -> Path:
+    """The repository root, found as git finds its top level: the nearest folder from
+    `start` (the working directory) upwards that holds `runbooks/`. Outside any such tree
+    the working directory itself, so errors name the folder the user is in."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "runbooks").is_dir():
+            return folder
+    return here
+
+
+def _root(args: argparse.Namespace) -> Path:
+    return Path(args.root) if getattr(args, "root", None) else find_root()
+
+
+def _paths(args: argparse.Namespace) -> list[Path]:
+    """The paths the user named (relative to where they are), else the root's runbooks/."""
+    return [Path(p) for p in args.paths] if args.paths else [_root(args) / "runbooks"]
+
+
+def _classes(text: str) -> set[str]:
+    """--fail-on: a typo must be a usage error, not a silently ignored class."""
+    given = {c.strip() for c in text.split(",") if c.strip()}
+    unknown = sorted(given - set(IMPACT_CLASSES))
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown class(es) {', '.join(map(repr, unknown))}; choose from "
+            + ", ".join(IMPACT_CLASSES))
+    return given
+
+
+def _levels(text: str) -> list[int]:
+    """--concurrency: positive whole numbers, comma-separated."""
+    try:
+        levels = sorted({int(c) for c in text.split(",") if c.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of whole numbers (e.g. 1,4,16)") from None
+    if not levels or levels[0] < 1:
+        raise argparse.ArgumentTypeError("concurrency levels must be positive, e.g. 1,4,16")
+    return levels
+
+
+def _gpu(text: str) -> str:
+    """--gpu: a key of the GPU catalog; a typo is a usage error."""
+    from specpair import hardware
+
+    if hardware.lookup(text) is None:
+        raise argparse.ArgumentTypeError(f"unknown GPU {text!r}; {hardware.unknown_hint(text)}")
+    return text
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not positive")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{value:g} is not between 0 and 1 (exclusive)")
+    return value
+
+
+class _PipeGuard:
+    """stdout that survives a reader which stops early (`specpair … | head -1`).
+
+    Once the pipe is closed further output is discarded, but the command runs to its end
+    and its exit status is kept: a failing check piped into `head` must still fail."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self.inner = inner
+        self.closed_pipe = False
+
+    def _discard(self) -> None:
+        self.closed_pipe = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self.inner.fileno())  # buffered bytes now flush into nothing
+        os.close(devnull)
+
+    def write(self, text: str) -> int:
+        if not self.closed_pipe:
+            try:
+                return self.inner.write(text)
+            except BrokenPipeError:
+                self._discard()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.closed_pipe:
+            try:
+                self.inner.flush()
+            except BrokenPipeError:
+                self._discard()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
 
 def _validate(args: argparse.Namespace) -> int:
+    from specpair.gate import engine_refusals
     from specpair.runbooks import discover, load_runbook
 
-    paths = discover([Path(p) for p in args.paths])
+    paths = discover(_paths(args))
     if not paths:
         print("no runbooks found", file=sys.stderr)
         return EXIT_PROBLEMS
     failed = 0
     for path in paths:
         try:
-            load_runbook(path)
+            refusals = engine_refusals(load_runbook(path), str(path))
+            if refusals:  # valid YAML, but an engine would refuse to start it
+                raise SpecpairError(refusals)
         except SpecpairError as exc:
             failed += 1
             print(exc.render(), file=sys.stderr)
@@ -35,7 +151,7 @@ def _validate(args: argparse.Namespace) -> int:
 def _build(args: argparse.Namespace) -> int:
     from specpair.build import build
 
-    root = Path(args.root)
+    root = _root(args)
     result = build(root, check_only=args.check)
     stale = result.drift.stale
     if args.check:
@@ -60,19 +176,15 @@ def _budget(args: argparse.Namespace) -> int:
 
     from pydantic import ValidationError
 
-    from specpair import hardware
     from specpair.budget import compute
     from specpair.build import load_pairs
     from specpair.generators.budget_files import markdown
     from specpair.schema.common import KVDtype
 
-    (pair,) = load_pairs(Path(args.root), [Path(args.runbook)])
+    (pair,) = load_pairs(_root(args), [Path(args.runbook)])
     rb = pair.runbook
     deployment = rb.deployment.model_dump()
-    if args.gpu is not None:
-        if hardware.lookup(args.gpu) is None:
-            raise SpecpairError.single("--gpu", f"unknown GPU {args.gpu!r}",
-                                       hardware.unknown_hint(args.gpu))
+    if args.gpu is not None:  # a catalog key: checked by the parser
         deployment["gpu"] = args.gpu
     if args.tp is not None:
         deployment["parallel"]["tensor"] = args.tp
@@ -90,18 +202,61 @@ def _budget(args: argparse.Namespace) -> int:
             for e in exc.errors(include_url=False)]) from None
     pair = pair.model_copy(update={"runbook": what_if, "gpu": deployment["gpu"]})
     result = compute(pair)
+    overrides = {f"--{flag.replace('_', '-')}": str(getattr(args, flag)) for flag in (
+        "gpu", "tp", "kv_dtype", "draft_kv_dtype", "memory_fraction", "context_length")
+        if getattr(args, flag) is not None}
     if args.json:
-        print(json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True))
+        data = result.model_dump(mode="json")
+        if overrides:  # a what-if never passes for the committed budget.json
+            data["what_if"] = overrides
+        print(json.dumps(data, indent=2, sort_keys=True))
     else:
-        print(markdown(pair, result), end="")
+        print(markdown(pair, result, overrides), end="")
     return EXIT_OK
+
+
+def _declare(args: argparse.Namespace) -> int:
+    from specpair.declare import declare
+    from specpair.runbooks import LOCK_NAME, discover, load_runbook
+    from specpair.writer import atomic_write, dump_json
+
+    paths = discover(_paths(args))
+    if len(paths) != 1 or args.target_config is None or args.target_bytes is None:
+        raise SpecpairError.single(
+            "--declare", "a declared lock is written for one runbook at a time, from the "
+            "target's config.json and weight bytes",
+            "specpair lock --declare runbooks/<pair>/runbook.yaml --target-config "
+            "PATH/config.json --target-bytes N [--draft-config PATH/config.json "
+            "--draft-bytes N]")
+    loaded = load_runbook(paths[0])
+    lock = declare(loaded, Path(args.target_config), args.target_bytes,
+                   Path(args.draft_config) if args.draft_config else None, args.draft_bytes)
+    atomic_write(loaded.folder / LOCK_NAME, dump_json(lock.model_dump(
+        mode="json", exclude_none=True)))
+    facts = sorted({f"{role}.{u}" for role in ("target", "draft")
+                    if (art := getattr(lock, role)) is not None for u in art.unconfirmed})
+    print(f"{loaded.name}: declared lock written to {loaded.folder / LOCK_NAME}; "
+          f"unconfirmed until `specpair lock` resolves them: {', '.join(facts)}")
+    return EXIT_OK
+
+
+def _bytes(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("a size in bytes must be positive")
+    return value
 
 
 def _lock(args: argparse.Namespace) -> int:
     from specpair.locking import lock_all
     from specpair.runbooks import discover, load_runbook
 
-    paths = discover([Path(p) for p in args.paths])
+    if args.declare:
+        return _declare(args)
+    paths = discover(_paths(args))
     loaded, failed = [], 0
     for path in paths:
         try:
@@ -127,7 +282,7 @@ def _check(args: argparse.Namespace) -> int:
     from specpair import gate
     from specpair.checks import failing
 
-    reports = gate.check(Path(args.root), [Path(p) for p in args.paths], hub=args.hub)
+    reports = gate.check(_root(args), _paths(args), hub=args.hub)
     rendered = {"text": lambda: gate.text(reports, args.strict), "json": lambda: gate.as_json(
         reports), "sarif": lambda: gate.sarif(reports)}[args.format]()
     if args.output:
@@ -142,14 +297,14 @@ def _check(args: argparse.Namespace) -> int:
 def _impact(args: argparse.Namespace) -> int:
     from specpair import impact
 
-    impacts, problems = impact.impact(Path(args.root), args.base, args.head)
+    impacts, problems = impact.impact(_root(args), args.base, args.head)
     rendered = impact.as_json(impacts, problems) if args.format == "json" else \
         impact.markdown(impacts, problems, args.base, args.head)
     if args.output:
         Path(args.output).write_text(rendered, encoding="utf-8")
     else:
         sys.stdout.write(rendered)
-    fail_on = {c for c in args.fail_on.split(",") if c} if args.fail_on else set()
+    fail_on: set[str] = args.fail_on
     hit = {c for i in impacts for c in i.classes} | ({"invalid"} if problems else set())
     if "any" in fail_on and hit - {"metadata", "waivers"}:
         return EXIT_STALE
@@ -165,12 +320,9 @@ def _bench(args: argparse.Namespace) -> int:
     from specpair.runbooks import GENERATED_DIR, MEASUREMENTS_DIR
     from specpair.writer import atomic_write, dump_json
 
-    root = Path(args.root)
+    root = _root(args)
     (pair,) = load_pairs(root, [Path(args.runbook)])
-    levels = sorted({int(c) for c in args.concurrency.split(",") if c.strip()})
-    if not levels or levels[0] < 1:
-        raise SpecpairError.single("--concurrency", "concurrency levels must be positive",
-                                   "e.g. --concurrency 1,4,16")
+    levels: list[int] = args.concurrency
     measurement = run(pair, args.baseline.rstrip("/"), args.spec.rstrip("/"), levels,
                       args.time_limit)
     folder = Path(args.runbook).resolve().parent
@@ -195,7 +347,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     from specpair.build import load_pairs
     from specpair.calibrate import fit_pair, markdown
 
-    (pair,) = load_pairs(Path(args.root), [Path(args.runbook)])
+    (pair,) = load_pairs(_root(args), [Path(args.runbook)])
     if pair.measurement is None:
         raise SpecpairError.single(args.runbook, "the pair has no bench record",
                                    "run `specpair bench` first (it writes measurements/)")
@@ -214,7 +366,7 @@ def _staging(args: argparse.Namespace) -> int:
     from specpair.build import load_pairs
     from specpair.staging_ingest import calibrate_text, ingest
 
-    (pair,) = load_pairs(Path(args.root), [Path(args.runbook)])
+    (pair,) = load_pairs(_root(args), [Path(args.runbook)])
     if args.action == "ingest":
         print(ingest(pair, Path(args.runbook), Path(args.log),
                      Path(args.engine_log) if args.engine_log else None), end="")
@@ -227,7 +379,7 @@ def _site(args: argparse.Namespace) -> int:
     from specpair import site, writer
     from specpair.build import exclusive, load_pairs
 
-    root = Path(args.root)
+    root = _root(args)
     changes = {}
     if args.changes_base:
         try:
@@ -249,6 +401,11 @@ def _schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+PATHS_HELP = "runbook files or folders (default: the root's runbooks/)"
+ROOT_HELP = ("repository root (holds runbooks/); default: the nearest folder upwards from "
+             "here that holds runbooks/")
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="specpair", description=(
         "Runbook-as-code for speculative decoding: one typed spec per target/draft pair."))
@@ -256,18 +413,18 @@ def parser() -> argparse.ArgumentParser:
     sub = top.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("validate", help="check runbooks against the spec; report all problems")
-    p.add_argument("paths", nargs="*", default=["runbooks"], help="runbook files or folders")
+    p.add_argument("paths", nargs="*", help=PATHS_HELP)
     p.set_defaults(func=_validate)
 
     p = sub.add_parser("build", help="regenerate every output from runbooks and locks")
-    p.add_argument("--root", default=".", help="repository root (holds runbooks/)")
+    p.add_argument("--root", help=ROOT_HELP)
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 3 and list the files a build would change")
     p.set_defaults(func=_build)
 
     p = sub.add_parser("check", help="the pre-deployment gate: pair and co-design rules")
-    p.add_argument("paths", nargs="*", default=["runbooks"], help="runbook files or folders")
-    p.add_argument("--root", default=".", help="repository root (paths in reports)")
+    p.add_argument("paths", nargs="*", help=PATHS_HELP)
+    p.add_argument("--root", help=ROOT_HELP)
     p.add_argument("--format", choices=["text", "json", "sarif"], default="text")
     p.add_argument("--output", help="write the report to this file")
     p.add_argument("--strict", action="store_true", help="unwaived warnings fail too")
@@ -278,23 +435,23 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("impact", help="what a change obliges reviewers to re-check")
     p.add_argument("--base", required=True, help="git revision to compare from")
     p.add_argument("--head", help="git revision to compare to (default: the working tree)")
-    p.add_argument("--root", default=".", help="repository root")
+    p.add_argument("--root", help=ROOT_HELP)
     p.add_argument("--format", choices=["markdown", "json"], default="markdown")
     p.add_argument("--output", help="write the report to this file")
-    p.add_argument("--fail-on", default="invalid",
-                   help="comma-separated classes that exit 3 (default: invalid, which "
-                   "includes stale-lock): any, target, draft, both, deployment, engine, slo, "
-                   "staging, added, removed, renamed, invalid, stale-lock; '' for none")
+    p.add_argument("--fail-on", type=_classes, default={"invalid"},
+                   help="comma-separated classes that exit 3 (default: invalid, which a stale "
+                   "lock is; '' for none): " + ", ".join(IMPACT_CLASSES))
     p.set_defaults(func=_impact)
 
     p = sub.add_parser("bench", help="run the measurement protocol; write a record and card")
     p.add_argument("runbook", help="runbook file")
     p.add_argument("--baseline", required=True, help="URL of the target-only server")
     p.add_argument("--spec", required=True, help="URL of the speculative server")
-    p.add_argument("--concurrency", default="1,4,16", help="comma-separated levels")
+    p.add_argument("--concurrency", type=_levels, default=[1, 4, 16],
+                   help="comma-separated levels (default 1,4,16)")
     p.add_argument("--time-limit", type=float, default=600.0,
                    help="seconds per run (server × workload × concurrency)")
-    p.add_argument("--root", default=".", help="repository root (holds runbooks/)")
+    p.add_argument("--root", help=ROOT_HELP)
     p.set_defaults(func=_bench)
 
     p = sub.add_parser("staging", help="recorded cold starts: ingest a deployment log, "
@@ -306,43 +463,50 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("log", help="the deployment log (its stdout, or `kubectl logs`)")
     q.add_argument("--engine-log", help="the engine's own log ($LOG of the script): splits "
                                         "the engine start into weight load and graph capture")
-    q.add_argument("--root", default=".", help="repository root (holds runbooks/)")
+    q.add_argument("--root", help=ROOT_HELP)
     q.set_defaults(func=_staging)
     q = actions.add_parser("calibrate", help="staging assumptions from the recorded starts, "
                                              "with their provenance")
     q.add_argument("runbook", help="runbook file")
-    q.add_argument("--root", default=".", help="repository root (holds runbooks/)")
+    q.add_argument("--root", help=ROOT_HELP)
     q.set_defaults(func=_staging)
 
     p = sub.add_parser("site", help="generate the MkDocs pages under site/docs/pairs/")
-    p.add_argument("--root", default=".", help="repository root (holds runbooks/ and site/)")
+    p.add_argument("--root", help=ROOT_HELP)
     p.add_argument("--changes-base", help="git revision for each pair's change checklist")
     p.set_defaults(func=_site)
 
     p = sub.add_parser("lock", help="resolve both artifacts into lock.json (no weight download)")
-    p.add_argument("paths", nargs="*", default=["runbooks"], help="runbook files or folders")
+    p.add_argument("paths", nargs="*", help=PATHS_HELP)
     p.add_argument("--refresh", action="store_true", help="follow branches that have moved")
     p.add_argument("--offline", action="store_true",
                    help="ask no hub (also HF_HUB_OFFLINE=1); local checkpoints still resolve")
+    p.add_argument("--declare", action="store_true",
+                   help="write a declared lock for one runbook from config.json files and "
+                        "declared sizes, every fact listed as unconfirmed (no hub, no weights)")
+    p.add_argument("--target-config", help="--declare: the target's config.json")
+    p.add_argument("--target-bytes", type=_bytes, help="--declare: the target's weight bytes")
+    p.add_argument("--draft-config", help="--declare: the draft's config.json")
+    p.add_argument("--draft-bytes", type=_bytes, help="--declare: the draft's weight bytes")
     p.set_defaults(func=_lock)
 
     p = sub.add_parser("calibrate", help="fit the pair's step costs on its bench records")
     p.add_argument("runbook", help="runbook file")
-    p.add_argument("--root", default=".", help="repository root (holds runbooks/)")
+    p.add_argument("--root", help=ROOT_HELP)
     p.add_argument("--concurrency", help="fit only on these levels, e.g. 1,2 (default: all); "
                                          "the others are predicted")
     p.set_defaults(func=_calibrate)
 
     p = sub.add_parser("budget", help="the two-model memory budget of one pair, with what-ifs")
     p.add_argument("runbook", help="runbook file")
-    p.add_argument("--root", default=".", help="repository root (holds runbooks/)")
-    p.add_argument("--gpu", help="GPU catalog key, e.g. H100-80GB")
-    p.add_argument("--tp", type=int, help="tensor-parallel size")
+    p.add_argument("--root", help=ROOT_HELP)
+    p.add_argument("--gpu", type=_gpu, help="GPU catalog key, e.g. H100-80GB")
+    p.add_argument("--tp", type=_positive, help="tensor-parallel size")
     kv_choices = ["auto", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2"]
     p.add_argument("--kv-dtype", choices=kv_choices, help="KV dtype of the target pool")
     p.add_argument("--draft-kv-dtype", choices=kv_choices, help="KV dtype of the draft pool")
-    p.add_argument("--memory-fraction", type=float, help="memory fraction (0-1)")
-    p.add_argument("--context-length", type=int, help="serving context length")
+    p.add_argument("--memory-fraction", type=_fraction, help="memory fraction (0-1)")
+    p.add_argument("--context-length", type=_positive, help="serving context length")
     p.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
     p.set_defaults(func=_budget)
 
@@ -354,16 +518,20 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    out, err = _PipeGuard(sys.stdout), _PipeGuard(sys.stderr)  # also `2>&1 | head`
+    sys.stdout, sys.stderr = out, err
     try:
-        return int(args.func(args))
+        status = int(args.func(args))
     except SpecpairError as exc:
         print(exc.render(), file=sys.stderr)
-        return EXIT_PROBLEMS
+        status = EXIT_PROBLEMS
     except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:  # `specpair … | head`
-        sys.stderr.close()
-        return EXIT_OK
+        status = 130
+    finally:
+        out.flush()
+        err.flush()
+        sys.stdout, sys.stderr = out.inner, err.inner
+    return status
 
 
 if __name__ == "__main__":  # pragma: no cover

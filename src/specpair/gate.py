@@ -9,10 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from specpair import __version__
-from specpair.checks import RULES, Context, Finding, failing, run
-from specpair.errors import Problem, SpecpairError
+from specpair.checks import RULES, Context, Finding, failing, run, unwaivable
+from specpair.errors import Location, Problem, SpecpairError
 from specpair.resolve import resolve
-from specpair.runbooks import LOCK_NAME, discover, load_location, load_lock, load_runbook
+from specpair.runbooks import (
+    LOCK_NAME,
+    LoadedRunbook,
+    discover,
+    load_location,
+    load_lock,
+    load_runbook,
+)
 from specpair.staging_log import load_records
 
 LEVEL = {"error": "error", "warning": "warning", "note": "note"}
@@ -61,13 +68,14 @@ def check(root: Path, paths: list[Path], *, hub: bool = False) -> list[Report]:
             problems.extend(exc.problems)
             continue
         try:
-            lock, _ = load_lock(loaded.folder)
+            lock, _ = load_lock(loaded.folder, _display(root, loaded.folder / LOCK_NAME))
             pair = resolve(loaded, lock, _display(root, loaded.folder / LOCK_NAME), display,
                            staging_records=load_records(loaded.folder))  # for SP802
         except SpecpairError as exc:
+            # keep each problem's own place: a broken lock.json is about lock.json
             reports.append(Report(display, loaded.name, [
-                Finding("SP102", "error", p.message, p.location.field or "target", p.hint)
-                for p in exc.problems]))
+                Finding("SP102", "error", p.message, p.location.field or "target", p.hint,
+                        where=p.location) for p in exc.problems]))
             continue
         ctx = Context(pair)
         if hub:
@@ -81,11 +89,29 @@ def check(root: Path, paths: list[Path], *, hub: bool = False) -> list[Report]:
     return reports
 
 
+def _where(report: Report, f: Finding) -> Location:
+    return f.where if f.where is not None else load_location(report.source_file, f.field)
+
+
+def engine_refusals(loaded: LoadedRunbook, display: str) -> list[Problem]:
+    """What `validate` adds when the pair has a lock: the findings of the rules that mean
+    the engine will not start (TP that does not divide the heads, a context beyond the
+    target's positions, a budget that does not fit), as located problems."""
+    if not (loaded.folder / LOCK_NAME).exists():
+        return []
+    lock_display = str(Path(display).parent / LOCK_NAME)
+    lock, _ = load_lock(loaded.folder, lock_display)
+    pair = resolve(loaded, lock, lock_display, display)
+    blocking = unwaivable()
+    return [Problem(load_location(display, f.field), f"{f.rule}: {f.message}", f.hint)
+            for f in run(Context(pair)) if f.rule in blocking and f.severity == "error"]
+
+
 def text(reports: list[Report], strict: bool = False) -> str:
     lines = []
     for report in reports:
         for f in report.findings:
-            loc = load_location(report.source_file, f.field)
+            loc = _where(report, f)
             where = f"{loc.file}:{loc.line}:{loc.column}" if loc.line else loc.file
             tag = f"waived: {f.waived}" if f.waived else f.severity
             lines.append(f"{where}: {f.rule} [{tag}] {f.message}")
@@ -99,8 +125,8 @@ def text(reports: list[Report], strict: bool = False) -> str:
 
 def as_json(reports: list[Report]) -> str:
     data = [{"runbook": r.source_file, "pair": r.pair,
-             "findings": [asdict(f) | {"line": load_location(r.source_file, f.field).line}
-                          for f in r.findings]} for r in reports]
+             "findings": [asdict(f) | {"line": _where(r, f).line} for f in r.findings]}
+            for r in reports]
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
@@ -112,8 +138,8 @@ def sarif(reports: list[Report]) -> str:
     results = []
     for report in reports:
         for f in report.findings:
-            loc = load_location(report.source_file, f.field)
-            physical: dict[str, Any] = {"artifactLocation": {"uri": report.source_file}}
+            loc = _where(report, f)
+            physical: dict[str, Any] = {"artifactLocation": {"uri": loc.file}}
             if loc.line:
                 physical["region"] = {"startLine": loc.line, "startColumn": loc.column or 1}
             result: dict[str, Any] = {

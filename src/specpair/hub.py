@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from specpair.errors import SpecpairError
-from specpair.geometry import from_hf_config
+from specpair.geometry import Geometry, from_hf_config
 from specpair.schema.lock import ArtifactLock, Source, Tokenizer, Weights
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json",
@@ -144,7 +144,56 @@ class LocalCheckpoint:
                 if f.endswith(".safetensors")}
 
 
+INDEX = "model.safetensors.index.json"
+
+# safetensors dtype names of the config's torch_dtype, for params derived from bytes
+TORCH_TO_SAFETENSORS = {"bfloat16": "BF16", "float16": "F16", "float32": "F32"}
+
+
+def _index_total_size(ckpt: Checkpoint) -> int:
+    """metadata.total_size of the shard index: the tensor bytes of every shard."""
+    where = f"{ckpt.where}/{INDEX}"
+    try:
+        index = json.loads(ckpt.read(INDEX))
+        total = index["metadata"]["total_size"]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
+        raise SpecpairError.single(
+            where, f"{INDEX} has no metadata.total_size",
+            "use the index the checkpoint was published with, or the shards themselves, "
+            "or write a declared lock: `specpair lock --declare`") from None
+    if not isinstance(total, int) or isinstance(total, bool) or total <= 0:
+        raise SpecpairError.single(where, f"metadata.total_size is {total!r}, not a byte count",
+                                   "use the index the checkpoint was published with")
+    return total
+
+
+def _from_index(ckpt: Checkpoint, files: dict[str, int], geometry: Any) -> ArtifactLock:
+    """A checkpoint folder without its shards (air-gapped planning): weight bytes from the
+    shard index; parameters per dtype follow from the config's dtype and are listed as
+    unconfirmed, since only the shards' headers state them."""
+    total = _index_total_size(ckpt)
+    dtype = TORCH_TO_SAFETENSORS.get(geometry.dtype.lower())
+    per = {"BF16": 2, "F16": 2, "F32": 4}
+    params = {dtype: total // per[dtype]} if dtype else {}
+    tok_files = {name: ckpt.read(name) for name in TOKENIZER_FILES if name in files}
+    return ArtifactLock(
+        source=ckpt.source, provenance=ckpt.provenance, geometry=geometry,
+        weights=Weights(params_by_dtype=params, weight_bytes=total, provenance=ckpt.provenance),
+        download_bytes=total + sum(files.values()),
+        tokenizer=Tokenizer(
+            fingerprint=tokenizer_fingerprint(tok_files) if tok_files else None,
+            vocab_size=tokenizer_vocab(tok_files, geometry.vocab_size),
+            files=sorted(tok_files), provenance=ckpt.provenance),
+        unconfirmed=["weights.params_by_dtype"] + ([] if tok_files else ["tokenizer"]),
+        sources={"geometry": "config.json", "weights": f"{INDEX} metadata.total_size; "
+                 f"parameters = bytes / {geometry.dtype} size",
+                 "tokenizer": "tokenizer files" if tok_files else "config.json vocab_size",
+                 "download_bytes": f"{INDEX} total_size + file listing"})
+
+
 def resolve_checkpoint(ckpt: Checkpoint) -> tuple[ArtifactLock, dict[str, dict[str, Any]]]:
+    """Lock facts of one checkpoint; the headers are empty when only the shard index
+    was there (then a bundled draft cannot be separated from the target)."""
     files = ckpt.files()
     if "config.json" not in files:
         raise SpecpairError.single(ckpt.where, "no config.json in the checkpoint",
@@ -152,9 +201,13 @@ def resolve_checkpoint(ckpt: Checkpoint) -> tuple[ArtifactLock, dict[str, dict[s
     geometry = geometry_from_config(ckpt.read("config.json").decode("utf-8", "replace"),
                                     f"{ckpt.where}/config.json")
     if not any(f.endswith(".safetensors") for f in files):
-        raise SpecpairError.single(ckpt.where, "no .safetensors files in the checkpoint",
-                                   "specpair reads weights from safetensors headers only; "
-                                   "convert .bin checkpoints to safetensors")
+        if INDEX in files:
+            return _from_index(ckpt, files, geometry), {}
+        raise SpecpairError.single(
+            ckpt.where, f"no .safetensors files and no {INDEX} in the checkpoint",
+            "specpair reads weight bytes from safetensors headers or the shard index; copy "
+            f"{INDEX} next to config.json, or write a declared lock: `specpair lock "
+            "--declare RUNBOOK --target-config …/config.json --target-bytes N`")
     headers = ckpt.headers()
     params: dict[str, int] = {}
     weight_bytes = 0
@@ -183,23 +236,28 @@ def resolve_checkpoint(ckpt: Checkpoint) -> tuple[ArtifactLock, dict[str, dict[s
 _LAYER = __import__("re").compile(r"(?:^|\.)layers\.(\d+)\.")
 
 
+def bundled_geometry(g: Geometry) -> Geometry:
+    """One target layer per `num_nextn_predict_layers`: the built-in draft's geometry."""
+    layers = g.num_nextn_predict_layers
+    if not layers:
+        raise SpecpairError.single(
+            "lock", "the target config declares no built-in draft layers "
+            "(num_nextn_predict_layers is 0)", "name a separate draft checkpoint")
+    return g.model_copy(update={
+        "num_hidden_layers": layers, "full_attention_layers": layers,
+        "sliding_window_layers": 0, "linear_attention": None,
+        "moe": g.moe.model_copy(update={"moe_layers": layers}) if g.moe else None,
+        "architecture": f"{g.architecture} (built-in MTP layers)"})
+
+
 def bundled_draft(target: ArtifactLock, headers: dict[str, dict[str, Any]]) -> ArtifactLock:
     """The draft that lives inside the target checkpoint (MTP/NEXTN layers).
 
     Its geometry is one target layer per `num_nextn_predict_layers`; its weights are the
     tensors of the layers numbered past the decoder's `num_hidden_layers`.
     """
+    geometry = bundled_geometry(target.geometry)
     g = target.geometry
-    layers = g.num_nextn_predict_layers
-    if not layers:
-        raise SpecpairError.single(
-            "lock", "the target config declares no built-in draft layers "
-            "(num_nextn_predict_layers is 0)", "name a separate draft checkpoint")
-    geometry = g.model_copy(update={
-        "num_hidden_layers": layers, "full_attention_layers": layers,
-        "sliding_window_layers": 0, "linear_attention": None,
-        "moe": g.moe.model_copy(update={"moe_layers": layers}) if g.moe else None,
-        "architecture": f"{g.architecture} (built-in MTP layers)"})
     params: dict[str, int] = {}
     weight_bytes = 0
     for _, header in sorted(headers.items()):

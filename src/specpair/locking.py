@@ -77,6 +77,12 @@ def lock_one(loaded: LoadedRunbook, *, refresh: bool, offline: bool) -> LockOutc
                         raise SpecpairError.single(
                             loaded.document.path, "the bundled draft cannot be resolved "
                             "offline without a previous lock", "run specpair lock online")
+                elif not headers:
+                    raise SpecpairError.single(
+                        loaded.document.path, "the bundled draft's weights are read from "
+                        "the target's safetensors headers; the checkpoint has only its index",
+                        "lock with the shards present, or write a declared lock: "
+                        "`specpair lock --declare`")
                 else:
                     draft = bundled_draft(target, headers)
             else:

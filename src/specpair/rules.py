@@ -71,11 +71,26 @@ def check_runbook(rb: Runbook, folder_name: str | None = None) -> list[Finding]:
     for i, name in enumerate(names):
         if name in names[:i]:
             add(("workloads", i, "name"), f"duplicate workload name {name!r}", "rename one")
+    _check_waivers(rb, add)
+    return found
+
+
+def _check_waivers(rb: Runbook, add: Add) -> None:
+    # the gate's rule catalogue; imported here because the checks import the loader
+    from specpair.checks import rule_ids, unwaivable
+
+    known, blocking = rule_ids(), unwaivable()
     rules = [w.rule for w in rb.waivers]
     for i, rule in enumerate(rules):
         if rule in rules[:i]:
             add(("waivers", i, "rule"), f"rule {rule} is waived twice", "keep one waiver")
-    return found
+        elif rule in blocking:
+            add(("waivers", i, "rule"), f"{rule} ({blocking[rule]}) cannot be waived: its "
+                "finding means the engine will not start or serve",
+                "remove the waiver and fix the runbook")
+        elif rule not in known:
+            add(("waivers", i, "rule"), f"unknown rule {rule}",
+                "waive one of the gate's rules: " + ", ".join(known))
 
 
 def _check_artifact(art: Artifact, loc: PathKey, add: Add, *, bundled: bool) -> None:
@@ -116,7 +131,14 @@ def _check_speculation(rb: Runbook, profile: engines.EngineProfile | None, add: 
         add((*loc, "block_size"), f"block_size applies to DFLASH/DSPARK, not {spec.method.value}",
             "use num_speculative_tokens")
     if spec.topk == 1:
-        if spec.num_speculative_tokens is None:
+        if spec.num_speculative_tokens is None and spec.num_steps is not None:
+            # SGLang's own spelling (--speculative-num-steps/-eagle-topk/-num-draft-tokens)
+            add((*loc, "num_steps"), f"a chain (topk 1) is written as num_speculative_tokens; "
+                f"num_steps {spec.num_steps} is SGLang's spelling of it",
+                f"write num_speculative_tokens: {spec.num_steps} and remove num_steps"
+                + (", num_draft_tokens" if spec.num_draft_tokens is not None else "")
+                + " (specpair derives SGLang's steps = γ, draft tokens = γ + 1)")
+        elif spec.num_speculative_tokens is None:
             add((*loc, "num_speculative_tokens"), f"{spec.method.value} needs "
                 "num_speculative_tokens (γ, draft tokens per step)",
                 "set it explicitly, e.g. 3 for MTP or 4-6 for EAGLE chains")
@@ -138,6 +160,16 @@ def _check_speculation(rb: Runbook, profile: engines.EngineProfile | None, add: 
         elif spec.num_steps is None or spec.num_draft_tokens is None:
             add((*loc, "topk"), "a tree draft (topk > 1) needs num_steps and num_draft_tokens",
                 "set all three: num_steps, topk, num_draft_tokens")
+        else:
+            # SGLang 0.5.23 eagle_utils.organize_draft_results: the verify tree takes the
+            # best num_draft_tokens - 1 of topk + (steps - 1) * topk^2 candidates with
+            # torch.topk, which fails when asked for more than there are
+            most = 1 + spec.topk + (spec.num_steps - 1) * spec.topk ** 2
+            if spec.num_draft_tokens > most:
+                add((*loc, "num_draft_tokens"), f"{spec.num_steps} steps × top-{spec.topk} "
+                    f"draft at most {most - 1} candidate tokens, so the verify tree holds at "
+                    f"most {most} tokens, not {spec.num_draft_tokens}",
+                    f"set num_draft_tokens to at most {most}, or draft more steps")
     if spec.method is not Method.NGRAM and (spec.ngram_min_match or spec.ngram_max_match):
         add((*loc, "ngram_max_match"), "n-gram match sizes apply to NGRAM only", "remove them")
     if (spec.ngram_min_match and spec.ngram_max_match

@@ -7,6 +7,7 @@ cross-field rules) and reported together, each with file:line:column and the fie
 from __future__ import annotations
 
 import difflib
+import json
 import types
 import typing
 from dataclasses import dataclass
@@ -78,20 +79,35 @@ def load_runbook(path: Path, display: str | None = None) -> LoadedRunbook:
     return LoadedRunbook(runbook, document, path.parent)
 
 
-def load_lock(folder: Path) -> tuple[Lock, Document | None]:
+LOCK_SCHEMA = "schema/lock.schema.json"
+
+
+def load_lock(folder: Path, display: str | None = None) -> tuple[Lock, Document | None]:
     path = folder / LOCK_NAME
+    shown = display or str(path)
     if not path.exists():
-        raise SpecpairError.single(path, "the lock file is missing",
-                                   "run `specpair lock` (or write a declared lock by hand)")
+        raise SpecpairError.single(
+            shown, "the lock file is missing",
+            "run `specpair lock` (hub or local `path:` checkpoints), or `specpair lock "
+            "--declare` to write a declared lock from a config.json")
+    text = read_text(path)
     try:  # the fast path: a valid lock needs no source positions
-        return Lock.model_validate_json(read_text(path)), None
+        return Lock.model_validate_json(text), None
     except ValidationError:
         pass  # parse again with positions, to say where the problem is
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:  # a lock is JSON: say so, not "not valid YAML"
+        raise SpecpairError.single(
+            shown, f"{LOCK_NAME} is not valid JSON: {exc.msg}",
+            "fix the JSON at this position, or write the lock again with `specpair lock`",
+            line=exc.lineno, column=exc.colno) from None
     document = load_document(path)
     try:
         return Lock.model_validate(document.data), document
     except ValidationError as exc:
-        raise SpecpairError(validation_problems(exc, document, Lock, str(path))) from None
+        raise SpecpairError(validation_problems(exc, document, Lock, shown,
+                                                schema=LOCK_SCHEMA)) from None
 
 
 def load_location(source_file: str, field: str) -> Location:
@@ -125,18 +141,20 @@ def load_latest_measurement(folder: Path) -> Any:
 
 
 def validation_problems(exc: ValidationError, document: Document, model: type[BaseModel],
-                        display: str) -> list[Problem]:
+                        display: str, schema: str = "schema/runbook.schema.json"
+                        ) -> list[Problem]:
     problems = []
     for error in exc.errors(include_url=False):
         loc: PathKey = tuple(error["loc"])
         kind = error["type"]
-        message, hint = _explain(kind, error, model, loc)
+        message, hint = _explain(kind, error, model, loc, schema)
         line, column = document.locate(loc, key=kind == "extra_forbidden")
         problems.append(Problem(Location(display, line, column, render_path(loc)), message, hint))
     return sorted(problems, key=lambda p: (p.location.line, p.location.column))
 
 
-def _explain(kind: str, error: Any, model: type[BaseModel], loc: PathKey) -> tuple[str, str]:
+def _explain(kind: str, error: Any, model: type[BaseModel], loc: PathKey,
+             schema: str = "schema/runbook.schema.json") -> tuple[str, str]:
     msg = error["msg"]
     if kind == "missing":
         return "required field is missing", f"add `{loc[-1]}:` here"
@@ -145,6 +163,11 @@ def _explain(kind: str, error: Any, model: type[BaseModel], loc: PathKey) -> tup
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         hint = f"did you mean `{close[0]}`?" if close else (
             "allowed keys: " + ", ".join(allowed) if allowed else "remove it")
+        if " " in str(loc[-1]) and error.get("input") is None:
+            # `{rule: SP101, reason: pinned later, see PR}`: in a flow mapping an unquoted
+            # comma ends the value, and the rest becomes a key without a value
+            hint = ("this looks like text after an unquoted comma in a {…} mapping; quote "
+                    "the value it belongs to (e.g. reason: \"…, …\")")
         return f"unknown key {loc[-1]!r}", hint
     given = error.get("input")
     shown = repr(given) if not isinstance(given, (dict, list)) else type(given).__name__
@@ -165,7 +188,9 @@ def _explain(kind: str, error: Any, model: type[BaseModel], loc: PathKey) -> tup
                     "string": "a quoted string", "list": "a list", "dict": "a mapping",
                     "model": "a mapping"}.get(kind.split("_")[0], "a value of the right type")
         return f"{msg}; got {shown}", f"write {expected} here"
-    return f"{msg}; got {shown}", "see the JSON Schema (schema/runbook.schema.json) for the form"
+    if kind == "value_error":  # a model validator's sentence already says what is wrong
+        return str(msg).removeprefix("Value error, "), f"fix the values; the form is in {schema}"
+    return f"{msg}; got {shown}", f"see the JSON Schema ({schema}) for the form"
 
 
 def _pattern_hint(loc: PathKey) -> str:

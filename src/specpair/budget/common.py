@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from specpair.budget.model import Storage
-from specpair.errors import Location, Problem, SpecpairError
+from specpair.errors import Problem, SpecpairError
 from specpair.geometry import Geometry
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import DTYPE_BYTES, KVDtype
@@ -54,24 +54,42 @@ def storage(pair: ResolvedPair) -> Storage:
                         "+10% for the hub cache's temporary files")
 
 
+def _tp_problems(role: str, g: Geometry, ranks: int) -> list[str]:
+    problems = []
+    if g.num_attention_heads % ranks:
+        problems.append(f"{role}: {g.num_attention_heads} attention heads do not split "
+                        f"over {ranks} ranks")
+    if g.attention == "mha":
+        kv = g.num_key_value_heads
+        if (kv >= ranks and kv % ranks) or (kv < ranks and ranks % kv):
+            problems.append(f"{role}: {kv} KV heads neither split over nor replicate "
+                            f"evenly onto {ranks} ranks")
+    return problems
+
+
+def valid_tp_sizes(geometries: list[Geometry], limit: int = 64) -> list[int]:
+    """TP sizes up to `limit` that every model's heads accept."""
+    return [t for t in range(1, limit + 1)
+            if not any(_tp_problems("", g, t) for g in geometries)]
+
+
 def check_tensor_parallel(pair: ResolvedPair, draft_tp: int | None = None) -> None:
     """Head counts must split over the TP ranks (the engines assert it at start-up)."""
+    from specpair.runbooks import load_location  # positions for the build's errors
+
     tp = pair.runbook.deployment.parallel.tensor
-    problems = []
-    models = [("target", pair.target.geometry, tp)]
+    models = [("target", pair.target.geometry, tp, "deployment.parallel.tensor")]
     if pair.draft is not None:
-        models.append(("draft", pair.draft.geometry, draft_tp or tp))
-    for role, g, ranks in models:
-        if g.num_attention_heads % ranks:
-            problems.append(f"{role}: {g.num_attention_heads} attention heads do not split "
-                            f"over {ranks} ranks")
-        if g.attention == "mha":
-            kv = g.num_key_value_heads
-            if (kv >= ranks and kv % ranks) or (kv < ranks and ranks % kv):
-                problems.append(f"{role}: {kv} KV heads neither split over nor replicate "
-                                f"evenly onto {ranks} ranks")
+        models.append(("draft", pair.draft.geometry, draft_tp or tp,
+                       "deployment.parallel.draft_tensor" if draft_tp
+                       else "deployment.parallel.tensor"))
+    problems = []
+    for role, g, ranks, field in models:
+        for message in _tp_problems(role, g, ranks):
+            sizes = valid_tp_sizes([g])
+            kv = f", {g.num_key_value_heads} KV heads" if g.attention == "mha" else ""
+            hint = (f"use a tensor-parallel size the {role}'s {g.num_attention_heads} "
+                    f"attention heads{kv} accept: " + ", ".join(map(str, sizes)))
+            problems.append(Problem(load_location(pair.source_file, field), message, hint))
     if problems:
-        raise SpecpairError([Problem(Location(pair.source_file, 0, 0, "deployment.parallel.tensor"),
-                                     message, "use a tensor-parallel size that divides the "
-                                     "head counts (e.g. 1, 2, 4, 8 for 32 heads)")
-                             for message in problems])
+        raise SpecpairError(problems)

@@ -20,6 +20,16 @@ from specpair.schema.runbook import Artifact
 ENGINE = "sglang 0.5.23"
 VERSION = "0.5.23"
 SPEC_DEFAULT_MAX_RUNNING = 48
+LONGER_CONTEXT_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
+
+# sglang/srt/arg_groups/choices.py QUANTIZATION_CHOICES (the --quantization and
+# --speculative-draft-model-quantization choices); anything else is a parser error
+QUANTIZATION = ("awq", "fp8", "mxfp8", "gptq", "gptq_marlin", "awq_marlin", "bitsandbytes",
+                "gguf", "modelopt", "modelopt_fp8", "modelopt_fp4", "nvfp4_online",
+                "modelopt_mixed", "petit_nvfp4", "w8a8_int8", "w8a8_fp8", "moe_wna16",
+                "w4afp8", "mxfp4", "auto-round", "auto-round-int8", "compressed-tensors",
+                "modelslim", "mxfp_w4a8", "quark", "quark_int4fp8_moe", "quark_mxfp4",
+                "mlx_q4", "mlx_q8", "unquant", "humming")
 
 KV_DTYPE = {KVDtype.AUTO: "auto", KVDtype.BF16: "bf16", KVDtype.FP8_E4M3: "fp8_e4m3",
             KVDtype.FP8_E5M2: "fp8_e5m2"}
@@ -48,6 +58,11 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
     argv += ["--dtype", DTYPE[rb.target.dtype.value]]
     if rb.target.trust_remote_code or (rb.draft is not None and rb.draft.trust_remote_code):
         argv.append("--trust-remote-code")
+    for role, art in (("target", rb.target), ("draft", rb.draft)):
+        if art is not None and art.quantization:
+            need(art.quantization in QUANTIZATION, f"{role}.quantization",
+                 f"--quantization has no {art.quantization!r} (the parser refuses it)",
+                 "use one of: " + ", ".join(QUANTIZATION))
     if rb.target.quantization:
         argv += ["--quantization", rb.target.quantization]
 
@@ -152,7 +167,18 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
                  "--dist-init-addr", EnvRef("DIST_INIT_ADDR")]
         node_env = {"NODE_RANK": "rank of this node, 0 to nodes - 1",
                     "DIST_INIT_ADDR": "host:port of node 0, e.g. 10.0.0.1:25000"}
-    return Launch(engine=ENGINE, argv=argv, node_env=node_env, preflight=checks,
+    env: dict[str, str] = {}
+    if speculate and pair.draft is not None and not pair.draft.bundled and \
+            pair.draft.geometry.max_position_embeddings < dep.context_length <= \
+            pair.target.geometry.max_position_embeddings:
+        # ModelConfig._derive_context_length builds the draft at the target's context
+        # length and raises ("Target model's context_length (…) is greater than the derived
+        # context_length (…)") unless this is set; the target's own limit is the gate's
+        # SP402 (and the variable is not set past it), so the override only lets the
+        # draft run at absolute target positions
+        # (what that costs in acceptance is SP401's warning)
+        env[LONGER_CONTEXT_ENV] = "1"
+    return Launch(engine=ENGINE, argv=argv, node_env=node_env, env=env, preflight=checks,
                   health_path="/health", port=dep.port)
 
 

@@ -24,6 +24,13 @@ SPEC_CONFIG_KEYS = frozenset({
     "method", "model", "num_speculative_tokens", "revision", "draft_tensor_parallel_size",
     "kv_cache_dtype", "quantization", "prompt_lookup_max", "prompt_lookup_min",
     "max_model_len"})
+# vllm/model_executor/layers/quantization/__init__.py QuantizationMethods (0.33.0)
+QUANTIZATION = ("awq", "auto_awq", "fp8", "fbgemm_fp8", "fp_quant", "modelopt", "modelopt_fp4",
+                "modelopt_mxfp8", "modelopt_mixed", "auto_gptq", "gptq", "gptq_marlin",
+                "awq_marlin", "humming", "compressed-tensors", "experts_int8", "quark",
+                "moe_wna16", "torchao", "inc", "mxfp4", "gpt_oss_mxfp4", "deepseek_v4_fp8",
+                "online", "fp8_per_tensor", "fp8_per_block", "fp8_per_channel",
+                "int8_per_channel_weight_only", "nvfp4_per_token", "mxfp8")
 KV_DTYPE = {KVDtype.AUTO: "auto", KVDtype.BF16: "bfloat16", KVDtype.FP16: "float16",
             KVDtype.FP8_E4M3: "fp8_e4m3", KVDtype.FP8_E5M2: "fp8_e5m2"}
 DTYPE = {"auto": "auto", "bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
@@ -81,6 +88,18 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
     argv += ["--dtype", DTYPE[target.dtype.value]]
     if target.trust_remote_code or (rb.draft is not None and rb.draft.trust_remote_code):
         argv.append("--trust-remote-code")
+    for role, art in (("target", target), ("draft", rb.draft)):
+        if art is not None and art.quantization:
+            need(art.quantization in QUANTIZATION, f"{role}.quantization",
+                 f"quantization {art.quantization!r} is not one of vLLM's methods "
+                 "(ModelConfig refuses it)", "use one of: " + ", ".join(QUANTIZATION))
+    # VllmConfig._reject_mismatched_float_kv_cache: an explicit float16/bfloat16 KV dtype
+    # must be the model's dtype (the served dtype, as resolve() puts it in the geometry)
+    kv_float = {KVDtype.BF16: "bfloat16", KVDtype.FP16: "float16"}.get(dep.kv_cache_dtype)
+    model_dtype = pair.target.geometry.dtype
+    need(kv_float is None or kv_float == model_dtype, "deployment.kv_cache_dtype",
+         f'kv_cache_dtype="{kv_float}" is incompatible with dtype="{model_dtype}"',
+         "use kv_cache_dtype: auto (or the model's dtype)")
     if target.quantization:
         argv += ["--quantization", target.quantization]
     argv += ["--tensor-parallel-size", str(par.tensor), "--pipeline-parallel-size",

@@ -1,0 +1,192 @@
+"""Run an engine's own start-up validation on launch argv lists; print verdicts as JSON.
+
+Run inside the engines session (see conftest.startup):
+
+    python tests/engine/engine_startup.py sglang < cases.json
+    PYTHONPATH=<vllm 0.33.0 sources> python tests/engine/engine_startup.py vllm < cases.json
+
+Input: a JSON list of {"argv": [...], "env": {...}} (argv starting with `sglang serve` or
+`vllm serve`, model paths pointing at folders that hold the real config.json, no
+weights). Output: a JSON list of {"ok": bool, "stage": str, "error": str}.
+
+What runs is the engine's code, from argument parsing to the configuration it builds
+before loading weights:
+
+- vLLM 0.33.0: its CLI parser, `EngineArgs.from_cli_args(...).create_engine_config()`
+  (ModelConfig, CacheConfig, ParallelConfig, SpeculativeConfig, VllmConfig checks).
+  The folders hold no tokenizer, so `skip_tokenizer_init` is set; vLLM picks its CPU
+  platform on this machine.
+- SGLang 0.5.23: `prepare_server_args` (its parser), `ServerArgs.resolve_once()` (the
+  resolution pipeline: speculative, memory, parallel hooks), `check_server_args()`, then
+  `ModelConfig.from_server_args` for the target and, as the draft worker does
+  (draft_worker_common.py), for the draft at the target's context length.
+
+Stubs, all for what a CPU-only machine lacks, nothing that decides a verdict:
+- GPU_RUNTIME_STUB: SGLang's `get_device()` answers "cuda" and
+  `get_device_memory_capacity()` the runbook GPU's memory (H100 80GB: 81,559 MiB), where
+  the real functions raise "No accelerator" on this machine.
+- TORCHVISION_IMPORT_STUB: `sglang.srt.configs` imports multimodal preprocessing
+  (torchvision) at import time; the engines session has no torchvision (its CUDA build
+  crashes beside the CPU torch), so an import-only stand-in answers those imports. Text
+  models never call it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.abc
+import importlib.machinery
+import io
+import json
+import os
+import sys
+import types
+from collections.abc import Iterator
+from typing import Any
+
+H100_MIB = 81559.0
+
+
+@contextlib.contextmanager
+def environment(env: dict[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _reason(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".strip()[:2000]
+
+
+# --------------------------------------------------------------------------- vLLM
+
+
+def vllm(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.entrypoints.common.cli_args import make_arg_parser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    parser = make_arg_parser(FlexibleArgumentParser())
+    results = []
+    for case in cases:
+        argv = case["argv"]
+        assert argv[:2] == ["vllm", "serve"], argv[:2]
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            try:
+                ns = parser.parse_args(["--model", argv[2], *argv[3:]])
+            except SystemExit:
+                lines = err.getvalue().strip().splitlines()
+                results.append({"ok": False, "stage": "parser",
+                                "error": lines[-1] if lines else "exit"})
+                continue
+        ns.skip_tokenizer_init = True  # the folders hold config.json only
+        try:
+            with environment(case.get("env", {})):
+                EngineArgs.from_cli_args(ns).create_engine_config()
+            results.append({"ok": True, "stage": "config", "error": ""})
+        except Exception as exc:  # the engine's verdict, whatever it raises
+            results.append({"ok": False, "stage": "config", "error": _reason(exc)})
+    return results
+
+
+# --------------------------------------------------------------------------- SGLang
+
+
+class _Anything(type):
+    """TORCHVISION_IMPORT_STUB: any attribute of a stand-in module is a stand-in class."""
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Anything(name, (), {})
+
+
+class _StandInModule(types.ModuleType):
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Anything(name, (), {})
+
+
+class _TorchvisionStandIn(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name: str, path: Any = None, target: Any = None
+                  ) -> importlib.machinery.ModuleSpec | None:
+        if name == "torchvision" or name.startswith("torchvision."):
+            return importlib.machinery.ModuleSpec(name, self, is_package=True)
+        return None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        module = _StandInModule(spec.name)
+        module.__path__ = []
+        module.__version__ = "0.0"  # transformers parses it; no real torchvision is this old
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        pass
+
+
+def _gpu_runtime_stub() -> None:
+    """GPU_RUNTIME_STUB: the device and its memory, as an H100 80GB node reports them."""
+    import sglang.srt.arg_groups.kv_shard_hook as kv_shard_hook
+    import sglang.srt.arg_groups.memory_hook as memory_hook
+    import sglang.srt.arg_groups.serving_hook as serving_hook
+    import sglang.srt.utils.common as common
+
+    for module in (common, serving_hook):
+        if hasattr(module, "get_device"):
+            module.get_device = lambda *args, **kwargs: "cuda"  # type: ignore[attr-defined]
+    for module in (common, kv_shard_hook, memory_hook):
+        module.get_device_memory_capacity = (  # type: ignore[attr-defined]
+            lambda device=None: H100_MIB)
+
+
+def sglang(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    sys.meta_path.insert(0, _TorchvisionStandIn())
+    from sglang.srt.configs.model_config import ModelConfig
+    from sglang.srt.server_args import prepare_server_args
+
+    _gpu_runtime_stub()
+    results = []
+    for case in cases:
+        argv = case["argv"]
+        assert argv[:2] == ["sglang", "serve"], argv[:2]
+        stage = "parser"
+        err = io.StringIO()
+        try:
+            with environment(case.get("env", {})):
+                with contextlib.redirect_stderr(err):
+                    server_args = prepare_server_args(argv[2:])
+                stage = "resolve"
+                server_args.resolve_once()
+                stage = "check"
+                server_args.check_server_args()
+                stage = "target ModelConfig"
+                target = ModelConfig.from_server_args(server_args)
+                draft_path = server_args.speculative_draft_model_path
+                if draft_path and draft_path != server_args.model_path:
+                    stage = "draft ModelConfig"
+                    ModelConfig.from_server_args(
+                        server_args, model_path=draft_path, is_draft_model=True,
+                        context_length=target.context_len)
+            results.append({"ok": True, "stage": stage, "error": ""})
+        except SystemExit:
+            lines = err.getvalue().strip().splitlines()
+            results.append({"ok": False, "stage": stage, "error": lines[-1] if lines
+                            else "exit"})
+        except Exception as exc:  # the engine's verdict, whatever it raises
+            results.append({"ok": False, "stage": stage, "error": _reason(exc)})
+    return results
+
+
+if __name__ == "__main__":
+    engine = sys.argv[1]
+    verdicts = {"sglang": sglang, "vllm": vllm}[engine](json.load(sys.stdin))
+    print(json.dumps(verdicts))

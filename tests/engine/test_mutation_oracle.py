@@ -1,0 +1,387 @@
+"""The engines as the oracle for the gate (nox -s engines).
+
+Mutated variants of the example runbooks are put through the gate (validate, lock,
+check) and through each engine's own start-up validation (tests/engine/engine_startup.py:
+vLLM 0.33.0's create_engine_config, SGLang 0.5.23's ServerArgs resolution and
+ModelConfig), both reading the same real config.json files in checkpoint folders
+without weights. Every variant an engine refuses must fail the gate: 0 false passes.
+The examples themselves must pass both.
+
+The example pairs whose published configs are in tests/fixtures/configs/ are used as
+they are; the vLLM example (Llama-3.3-70B, whose config is not there) is varied on the
+Llama-3.1-8B-Instruct target and SpecForge's Llama-3 EAGLE-3 draft config, same method,
+engine and parallel layout.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from specpair.checks import failing
+from specpair.errors import SpecpairError
+from specpair.gate import check
+from specpair.hub import LocalCheckpoint, resolve_checkpoint
+from specpair.launch import EnvRef, build_for
+from specpair.load import load_document
+from specpair.resolve import resolve
+from specpair.runbooks import LoadedRunbook, load_lock
+from specpair.schema.lock import Lock
+from specpair.schema.runbook import Runbook
+from tests.engine.conftest import HERE, REPO
+
+CONFIGS = REPO / "tests" / "fixtures" / "configs"
+Edit = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Base:
+    example: str
+    target: str
+    draft: str
+    target_bytes: int  # declared sizes: the budget needs some, the engines none
+    draft_bytes: int
+
+
+BASES = {
+    "qwen3-8b-dflash": Base("runbooks/qwen3-8b-dflash/runbook.jsonnet", "Qwen__Qwen3-8B",
+                            "sgl-project__SpecForge-qwen3-8b-dflash", 16_400_000_000,
+                            2_100_000_000),
+    "llama31-8b-eagle3": Base("runbooks/llama31-8b-eagle3/runbook.jsonnet",
+                              "meta-llama__Llama-3.1-8B-Instruct",
+                              "sgl-project__SpecForge-llama3-8B-eagle3", 16_100_000_000,
+                              800_000_000),
+    "llama-eagle3-vllm": Base("runbooks/llama33-70b-eagle3-vllm/runbook.yaml",
+                              "meta-llama__Llama-3.1-8B-Instruct",
+                              "sgl-project__SpecForge-llama3-8B-eagle3", 16_100_000_000,
+                              800_000_000),
+}
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    base: str
+    runbook: dict[str, Any] = field(default_factory=dict)  # deep-merged into the runbook
+    target_config: dict[str, Any] = field(default_factory=dict)  # merged into config.json
+    draft_config: dict[str, Any] = field(default_factory=dict)
+    gate_says: str = ""  # a rule id or words the gate's failure must contain, if it fails
+    engine_says: str = ""  # words of the engine's refusal, where an engine refuses
+
+
+def dep(**values: Any) -> dict[str, Any]:
+    return {"deployment": values}
+
+
+def spec(**values: Any) -> dict[str, Any]:
+    return {"speculation": values}
+
+
+VARIANTS = [
+    # --- context length against the target's positions
+    Variant("ctx-131072", "qwen3-8b-dflash", dep(context_length=131072), gate_says="SP402",
+            engine_says="is greater than the derived"),
+    Variant("ctx-40961", "qwen3-8b-dflash", dep(context_length=40961), gate_says="SP402",
+            engine_says="is greater than the derived"),
+    Variant("ctx-jsonnet-slip", "qwen3-8b-dflash", dep(context_length=327681),
+            gate_says="SP402", engine_says="is greater than the derived"),
+    Variant("ctx-at-positions", "qwen3-8b-dflash", dep(context_length=40960)),
+    Variant("ctx-positions-16k", "qwen3-8b-dflash", target_config={
+        "max_position_embeddings": 16384}, gate_says="SP402",
+        engine_says="is greater than the derived"),
+    Variant("ctx-262144", "llama31-8b-eagle3", dep(context_length=262144), gate_says="SP402",
+            engine_says="is greater than the derived"),
+    Variant("ctx-131072-llama", "llama31-8b-eagle3", dep(context_length=131072)),
+    Variant("ctx-200000-vllm", "llama-eagle3-vllm", dep(context_length=200000),
+            gate_says="SP402", engine_says="is greater than the derived max_model_len"),
+    Variant("ctx-4096-vllm", "llama-eagle3-vllm", dep(context_length=4096)),
+    # --- tensor parallel against heads and KV heads
+    Variant("tp-3", "qwen3-8b-dflash", dep(parallel={"tensor": 3}), gate_says="SP501"),
+    Variant("tp-2", "qwen3-8b-dflash", dep(parallel={"tensor": 2})),
+    Variant("tp-16-on-8-gpus", "qwen3-8b-dflash", dep(parallel={"tensor": 16}),
+            gate_says="GPUs"),
+    Variant("tp-3-llama", "llama31-8b-eagle3", dep(parallel={"tensor": 3}), gate_says="SP501"),
+    Variant("tp-3-vllm", "llama-eagle3-vllm", dep(parallel={"tensor": 3}), gate_says="SP501",
+            engine_says="must be divisible by tensor parallel size (3)"),
+    Variant("tp-6-vllm", "llama-eagle3-vllm", dep(parallel={"tensor": 6}), gate_says="SP501",
+            engine_says="must be divisible by tensor parallel size (6)"),
+    Variant("tp-8-vllm", "llama-eagle3-vllm", dep(parallel={"tensor": 8})),
+    Variant("kv-heads-6-vllm", "llama-eagle3-vllm", target_config={"num_key_value_heads": 6},
+            gate_says="num_key_value_heads"),
+    # --- draft TP (vLLM)
+    Variant("draft-tp-2-vllm", "llama-eagle3-vllm", dep(parallel={"tensor": 4,
+                                                                 "draft_tensor": 2}),
+            gate_says="draft TP", engine_says="cannot be other value than 1 or target"),
+    Variant("draft-tp-1-vllm", "llama-eagle3-vllm", dep(parallel={"tensor": 4,
+                                                                 "draft_tensor": 1})),
+    # --- vocabulary
+    Variant("draft-vocab-128000", "qwen3-8b-dflash", draft_config={"vocab_size": 128000},
+            gate_says="SP201"),
+    Variant("draft-vocab-128000-eagle3", "llama31-8b-eagle3",
+            draft_config={"vocab_size": 128000}, gate_says="SP201"),
+    Variant("draft-vocab-size-200000", "llama31-8b-eagle3",
+            draft_config={"draft_vocab_size": 200000}, gate_says="SP201"),
+    Variant("draft-vocab-128000-vllm", "llama-eagle3-vllm",
+            draft_config={"vocab_size": 128000}, gate_says="SP201"),
+    Variant("mask-token-outside", "qwen3-8b-dflash",
+            draft_config={"dflash_config": {"mask_token_id": 200000,
+                                            "target_layer_ids": [1, 9, 17, 25, 33]}},
+            gate_says="SP305"),
+    # --- co-design: layers, hidden size, block size
+    Variant("feature-layer-40", "qwen3-8b-dflash",
+            draft_config={"dflash_config": {"mask_token_id": 151669,
+                                            "target_layer_ids": [1, 9, 17, 25, 40]}},
+            gate_says="SP301"),
+    Variant("declared-layers-beyond", "qwen3-8b-dflash",
+            {"codesign": {"feature_layers": [1, 9, 17, 25, 40]}}, gate_says="SP30"),
+    Variant("draft-hidden-5120", "qwen3-8b-dflash", draft_config={"hidden_size": 5120},
+            gate_says="SP304"),
+    Variant("eagle3-hidden-5120", "llama31-8b-eagle3", draft_config={"hidden_size": 5120},
+            gate_says="SP307"),
+    Variant("eagle3-hidden-5120-vllm", "llama-eagle3-vllm",
+            draft_config={"hidden_size": 5120}, gate_says="SP307"),
+    Variant("block-8-vs-16", "qwen3-8b-dflash", {"speculation": {"block_size": 8},
+                                                 "codesign": {"block_size": 8}},
+            gate_says="SP303"),
+    # --- tree shapes and spellings
+    Variant("tree-64-of-2x2", "llama31-8b-eagle3", spec(num_steps=2, topk=2,
+                                                        num_draft_tokens=64),
+            gate_says="num_draft_tokens"),
+    Variant("tree-7-of-2x2", "llama31-8b-eagle3", spec(num_steps=2, topk=2,
+                                                       num_draft_tokens=7)),
+    Variant("tree-1x8", "llama31-8b-eagle3", spec(num_steps=1, topk=8, num_draft_tokens=9)),
+    Variant("sglang-spelling", "llama31-8b-eagle3", spec(num_steps=3, topk=1,
+                                                         num_draft_tokens=4),
+            gate_says="num_speculative_tokens"),
+    Variant("chain-gamma-3", "llama31-8b-eagle3", spec(num_steps=None, topk=1,
+                                                       num_draft_tokens=None,
+                                                       num_speculative_tokens=3)),
+    Variant("topk-2-on-dflash", "qwen3-8b-dflash", spec(topk=2), gate_says="topk"),
+    Variant("tree-on-vllm", "llama-eagle3-vllm", spec(num_speculative_tokens=None,
+                                                      num_steps=3, topk=2,
+                                                      num_draft_tokens=6),
+            gate_says="topk"),
+    Variant("gamma-10-vllm", "llama-eagle3-vllm", spec(num_speculative_tokens=10)),
+    # --- memory
+    Variant("mem-0.05", "qwen3-8b-dflash", dep(memory_fraction=0.05), gate_says="SP601"),
+    Variant("mem-0.1-llama", "llama31-8b-eagle3", dep(memory_fraction=0.1),
+            gate_says="SP601"),
+    Variant("mem-0.05-vllm", "llama-eagle3-vllm", dep(memory_fraction=0.05),
+            gate_says="SP601"),
+    Variant("mem-0.95", "qwen3-8b-dflash", dep(memory_fraction=0.95)),
+    # --- KV dtypes and pages
+    Variant("kv-fp16", "qwen3-8b-dflash", dep(kv_cache_dtype="fp16"), gate_says="SP901"),
+    Variant("kv-fp8-e5m2", "qwen3-8b-dflash", dep(kv_cache_dtype="fp8_e5m2")),
+    Variant("draft-kv-fp8", "qwen3-8b-dflash", dep(draft_kv_cache_dtype="fp8_e4m3")),
+    Variant("kv-fp16-vllm", "llama-eagle3-vllm", dep(kv_cache_dtype="fp16"),
+            gate_says='kv_cache_dtype="float16" is incompatible with dtype="bfloat16"',
+            engine_says='kv_cache_dtype="float16" is incompatible with dtype="bfloat16"'),
+    Variant("kv-bf16-vllm", "llama-eagle3-vllm", dep(kv_cache_dtype="bf16")),
+    Variant("kv-fp8-vllm", "llama-eagle3-vllm", dep(kv_cache_dtype="fp8_e4m3")),
+    Variant("page-64", "qwen3-8b-dflash", dep(page_size=64)),
+    Variant("page-16-tree", "llama31-8b-eagle3", dep(page_size=16)),
+    Variant("page-16-vllm", "llama-eagle3-vllm", dep(page_size=16)),
+    # --- engine flags and combinations
+    Variant("overlap-loading", "qwen3-8b-dflash", {"staging": {"mode": "engine-overlap"}},
+            gate_says="SP801"),
+    Variant("pipeline-2-dflash", "qwen3-8b-dflash", dep(parallel={"pipeline": 2}),
+            gate_says="pp_size 1", engine_says="only supports pp_size == 1"),
+    Variant("expert-2-on-tp-1", "qwen3-8b-dflash", dep(parallel={"expert": 2}),
+            gate_says="expert"),
+    Variant("eager", "qwen3-8b-dflash", dep(cuda_graphs=False)),
+    Variant("eager-vllm", "llama-eagle3-vllm", dep(cuda_graphs=False)),
+    Variant("quant-fp8", "qwen3-8b-dflash", {"target": {"quantization": "fp8"}}),
+    Variant("quant-bogus", "qwen3-8b-dflash", {"target": {"quantization": "bogus"}},
+            gate_says="--quantization has no 'bogus'",
+            engine_says="argument --quantization: invalid choice: 'bogus'"),
+    Variant("quant-bogus-vllm", "llama-eagle3-vllm", {"target": {"quantization": "bogus"}},
+            gate_says="quantization 'bogus'", engine_says="Unknown quantization method: bogus"),
+    Variant("max-running-1", "llama31-8b-eagle3", dep(max_running_requests=1)),
+]
+
+
+def merge(into: dict[str, Any], update: dict[str, Any]) -> None:
+    for key, value in update.items():
+        if value is None:
+            into.pop(key, None)
+        elif isinstance(value, dict) and isinstance(into.get(key), dict):
+            merge(into[key], value)
+        else:
+            into[key] = copy.deepcopy(value)
+
+
+def checkpoint(folder: Path, config_name: str, edit: dict[str, Any], size: int) -> Path:
+    """A folder as `specpair lock` and the engines read it: the real config.json (edited
+    by the variant) and a shard index whose total_size gives the weight bytes."""
+    folder.mkdir(parents=True)
+    config = json.loads((CONFIGS / config_name / "config.json").read_text())
+    merge(config, edit)
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+    (folder / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {"total_size": size}, "weight_map": {}}))
+    return folder
+
+
+@dataclass
+class Outcome:
+    variant: Variant
+    gate_failed: bool
+    gate_text: str
+    cases: dict[str, dict[str, Any]] = field(default_factory=dict)  # engine → argv/env
+    verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def runbook_data(base: Base, target: Path, draft: Path, update: dict[str, Any]
+                 ) -> dict[str, Any]:
+    data: dict[str, Any] = load_document(REPO / base.example, REPO / "runbooks").data
+    data["pair"]["name"] = "oracle"
+    data["target"] = {k: v for k, v in data["target"].items()
+                      if k not in ("repo", "revision")} | {"path": str(target)}
+    data["draft"] = {k: v for k, v in data["draft"].items()
+                     if k not in ("repo", "revision")} | {"path": str(draft)}
+    # hub pinning and declared facts do not apply to local folders
+    data["waivers"] = [w for w in data.get("waivers", [])
+                       if w["rule"] not in ("SP101", "SP104")]
+    merge(data, update)
+    return data
+
+
+def evaluate(variant: Variant, root: Path) -> Outcome:
+    base = BASES[variant.base]
+    target = checkpoint(root / "ckpt" / "target", base.target, variant.target_config,
+                        base.target_bytes)
+    draft = checkpoint(root / "ckpt" / "draft", base.draft, variant.draft_config,
+                       base.draft_bytes)
+    data = runbook_data(base, target, draft, variant.runbook)
+    folder = root / "runbooks" / "oracle"
+    folder.mkdir(parents=True)
+    path = folder / "runbook.yaml"
+    path.write_text(json.dumps(data, indent=2))  # JSON is YAML
+    texts: list[str] = []
+    try:  # the lock, as `specpair lock` writes it from these folders
+        t, _ = resolve_checkpoint(LocalCheckpoint(target, str(target)))
+        d, _ = resolve_checkpoint(LocalCheckpoint(draft, str(draft)))
+        (folder / "lock.json").write_text(json.dumps(Lock(pair="oracle", target=t, draft=d)
+                                                     .model_dump(mode="json")))
+    except SpecpairError as exc:
+        texts += [f"lock: {p.message}" for p in exc.problems]
+    try:
+        reports = check(root, [path])
+        for report in reports:
+            texts += [f"{f.rule}: {f.message}" for f in failing(report.findings)]
+    except SpecpairError as exc:  # validate problems
+        texts += [f"validate: {p.message} ({p.hint})" for p in exc.problems]
+    outcome = Outcome(variant, bool(texts), "\n".join(texts))
+    # the launch specpair would generate, built without the gate (which may refuse it)
+    try:
+        runbook = Runbook.model_validate(data)
+        lock, _ = load_lock(folder)
+        pair = resolve(LoadedRunbook(runbook, load_document(path), folder), lock,
+                       str(folder / "lock.json"))
+    except (SpecpairError, ValueError):
+        return outcome  # no launch without a lock: nothing to give an engine
+    for engine in ("sglang 0.5.23", "vllm 0.33.0"):
+        if engine != pair.engine:
+            continue
+        try:
+            launch = build_for(pair, engine)
+        except (SpecpairError, AssertionError, KeyError):
+            continue  # specpair cannot even write this launch (validate says why)
+        argv = [a.name if isinstance(a, EnvRef) else a for a in launch.argv]
+        if "--served-model-name" not in argv and engine.startswith("sglang"):
+            argv += ["--served-model-name", "oracle"]  # the resolution pipeline needs one
+        outcome.cases[engine] = {"argv": argv, "env": launch.env}
+    return outcome
+
+
+def startup(engine: str, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    env = dict(os.environ)
+    if engine == "vllm":
+        env["PYTHONPATH"] = os.environ["SPECPAIR_VLLM_SOURCES"]
+    result = subprocess.run([sys.executable, str(HERE / "engine_startup.py"), engine],
+                            input=json.dumps(cases), capture_output=True, text=True, env=env,
+                            check=False, timeout=1800)
+    assert result.returncode == 0, result.stderr[-4000:]
+    verdicts: list[dict[str, Any]] = json.loads(result.stdout.strip().splitlines()[-1])
+    return verdicts
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> list[Outcome]:
+    examples = [Variant(f"example:{name}", name) for name in BASES]
+    found = [evaluate(v, tmp_path_factory.mktemp(v.name.replace(":", "-")))
+             for v in examples + VARIANTS]
+    for engine in ("sglang 0.5.23", "vllm 0.33.0"):
+        todo = [o for o in found if engine in o.cases]
+        verdicts = startup(engine.split()[0], [o.cases[engine] for o in todo])
+        for outcome, verdict in zip(todo, verdicts, strict=True):
+            outcome.verdicts[engine] = verdict
+    table = [f"{'variant':28} {'engine':14} {'engine says':60} gate"]
+    for o in found:
+        for engine, v in o.verdicts.items():
+            error = " ".join(v["error"].split())
+            said = "accepts" if v["ok"] else f"{v['stage']}: {error[:52]}"
+            table.append(f"{o.variant.name:28} {engine:14} {said:60} "
+                         f"{'FAILS' if o.gate_failed else 'passes'}")
+    print("\n".join(table))
+    for o in found:  # the engines' reasons beside the gate's, for every refusal
+        for engine, v in o.verdicts.items():
+            if not v["ok"]:
+                print(f"\n{o.variant.name} ({engine}): {' '.join(v['error'].split())[:400]}"
+                      f"\n  gate: {o.gate_text[:400]}")
+    return found
+
+
+def test_the_corpus_has_at_least_40_variants_seen_by_an_engine(
+        outcomes: list[Outcome]) -> None:
+    seen = [o for o in outcomes if not o.variant.name.startswith("example:") and o.verdicts]
+    assert len(seen) >= 40, len(seen)
+    # a variant without a launch is one specpair refuses before writing it
+    assert all(o.gate_failed for o in outcomes if not o.verdicts)
+
+
+def test_the_examples_pass_the_gate_and_the_engines(outcomes: list[Outcome]) -> None:
+    for o in outcomes:
+        if o.variant.name.startswith("example:"):
+            assert not o.gate_failed, (o.variant.name, o.gate_text)
+            assert all(v["ok"] for v in o.verdicts.values()), (o.variant.name, o.verdicts)
+
+
+def test_no_variant_an_engine_refuses_passes_the_gate(outcomes: list[Outcome]) -> None:
+    rejected = [o for o in outcomes if any(not v["ok"] for v in o.verdicts.values())]
+    false_passes = [(o.variant.name, o.verdicts) for o in rejected if not o.gate_failed]
+    caught = [o for o in rejected if o.gate_failed]
+    print(f"\n{len(outcomes) - len(BASES)} variants; {len(rejected)} refused by an engine; "
+          f"{len(caught)} of those fail the gate; false passes: {len(false_passes)}")
+    assert rejected, "the corpus must contain variants the engines refuse"
+    assert false_passes == []
+
+
+def test_the_gate_fails_for_the_reason_the_variant_is_about(outcomes: list[Outcome]) -> None:
+    for o in outcomes:
+        if o.variant.gate_says:
+            assert o.gate_failed and o.variant.gate_says in o.gate_text, (
+                o.variant.name, o.gate_text)
+
+
+def test_each_refusal_is_the_engines_and_the_gates_same_reason(
+        outcomes: list[Outcome]) -> None:
+    # every refusal is reviewed: the variant names the engine's words for it, and the
+    # gate's words for the same reason (checked above)
+    for o in outcomes:
+        refusals = [" ".join(v["error"].split()) for v in o.verdicts.values() if not v["ok"]]
+        if refusals:
+            assert o.variant.engine_says and o.variant.gate_says, o.variant.name
+            assert all(o.variant.engine_says in r for r in refusals), (o.variant.name,
+                                                                       refusals)
+        else:
+            assert not o.variant.engine_says, (o.variant.name, "the engine accepts it now")
