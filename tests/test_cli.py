@@ -101,16 +101,21 @@ def test_a_what_if_budget_is_labelled_with_its_overrides() -> None:
 
 
 def test_negative_headroom_beside_a_fitting_verdict_is_explained() -> None:
-    text = (REPO / "runbooks/llama31-8b-eagle3/generated/budget.md").read_text()
-    assert "| headroom, all running requests at full context | 1.57 GiB | -0.72 GiB |" in text
-    assert "| verdict | fits: 49 full-context sequences | fits: 47 full-context sequences |" \
-        in text
-    assert "negative headroom means they cannot all do so" in text
+    explained = 0
+    for budget in sorted(REPO.glob("runbooks/*/generated/budget.md")):
+        text = budget.read_text()
+        (headroom,) = [line for line in text.splitlines()
+                       if line.startswith("| headroom, all running requests at full context |")]
+        (verdict,) = [line for line in text.splitlines() if line.startswith("| verdict |")]
+        if " -" in headroom and "| fits" in verdict:
+            assert "negative headroom means they cannot all do so" in text, budget
+            explained += 1
+    assert explained, "no example shows a negative headroom beside a fitting verdict"
 
 
 def test_budget_what_if_values_are_checked_by_the_parser() -> None:
     rb = "runbooks/llama31-8b-eagle3/runbook.jsonnet"
-    for option, value, says in (("--gpu", "H100-80G", "unknown GPU 'H100-80G'; choose from"),
+    for option, value, says in (("--gpu", "H100-80G", "unknown GPU 'H100-80G'; did you mean H100-80GB"),
                                 ("--tp", "0", "0 is not positive"),
                                 ("--memory-fraction", "1.5", "not between 0 and 1"),
                                 ("--context-length", "8k", "'8k' is not a whole number")):

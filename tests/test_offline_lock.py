@@ -26,7 +26,7 @@ engine: {{name: sglang, version: 0.5.23}}
 target: {{{target}, dtype: bfloat16}}
 draft: {{{draft}}}
 speculation: {{method: DFLASH, block_size: 16}}
-deployment: {{gpu: H100-80GB, context_length: 32768}}
+deployment: {{gpu: H100-80GB, context_length: 32768, max_running_requests: 16}}
 acceptance: {{slo: {{min_length: 3.0}}}}
 """
 
