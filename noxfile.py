@@ -143,9 +143,10 @@ def _engine_venv(session: nox.Session) -> Path:
     shim.mkdir(exist_ok=True)
     (shim / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0+cpu\n")
     (shim / "RECORD").write_text("")
-    # the sglang parser imports with the CPU torch; only these two of its deps are needed
+    # the sglang parser imports with the CPU torch; only these few of its deps are needed
+    # (gguf: its quantization registry, imported by ModelConfig for the KV-pool oracle)
     session.install("--no-deps", SGLANG)
-    session.install("orjson", "ipython")
+    session.install("orjson", "ipython", "gguf")
     # vllm 0.33.0's Python sources (no compiled parts) for its parser and SpeculativeConfig
     tmp = Path(session.create_tmp())
     sources = tmp / "vllm-0.33.0-sources"

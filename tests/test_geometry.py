@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -79,3 +80,21 @@ def test_deepseek_v3_experts_explain_its_37b_active_parameters() -> None:
     shared = 671e9 - moe.routed_params
     active = shared + moe.active_experts * moe.expert_params * moe.moe_layers
     assert active == pytest.approx(37e9, rel=0.02)
+
+
+def test_unknown_layer_kind_is_refused_by_key() -> None:
+    from specpair.geometry import NotModelled
+
+    config = json.loads((FIXTURES / "configs" / "Qwen__Qwen3-8B" / "config.json").read_text())
+    config["layer_types"] = ["full_attention"] * 35 + ["chunked_attention"]
+    with pytest.raises(NotModelled, match="not modelled: layer_types"):
+        from_hf_config(config)
+
+
+def test_unmodelled_key_is_refused_when_locking(tmp_path: Path) -> None:
+    from specpair.errors import SpecpairError
+    from specpair.hub import geometry_from_config
+
+    text = (FIXTURES / "configs" / "nvidia__Nemotron-H-56B-Base-8K" / "config.json").read_text()
+    with pytest.raises(SpecpairError, match="not modelled: hybrid_override_pattern"):
+        geometry_from_config(text, str(tmp_path / "config.json"))

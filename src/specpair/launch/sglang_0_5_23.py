@@ -96,6 +96,8 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
              "--page-size", str(dep.page_size or 1),
              "--max-running-requests", str(dep.max_running_requests or SPEC_DEFAULT_MAX_RUNNING)]
     # the baseline keeps the speculative server's limit so both serve the same load
+    if not dep.hybrid_kv_pools:
+        argv.append("--disable-hybrid-swa-memory")
 
     mode = rb.staging.mode
     if mode == "engine-overlap":
