@@ -1,9 +1,11 @@
 """SGLang 0.5.23's own KV pool sizing for a list of launch commands (run by the oracle test).
 
-Reads a JSON list of cases on stdin, each `{"argv": [...], "available_bytes": N}` (the
-argv of a `sglang serve` command, without the program name), and prints one JSON list of
-results: the pool configurator the engine picks, its bytes per token, and the pool sizes
-its `calculate_pool_sizes` returns for that KV budget.
+Reads a JSON list of cases on stdin, each `{"argv": [...], "rest_gib": x}` (the argv of
+a `sglang serve` command without the program name, and the budget left for the pools
+after weights and the static slack, in GiB as the engine holds it), and prints one JSON
+list of results: the linear-attention state slots a hybrid takes first
+(`_handle_max_mamba_cache`), the pool configurator the engine picks, its bytes per token,
+and the pool sizes its `calculate_pool_sizes` returns for the bytes left.
 
 Everything that decides the numbers is the engine's own code: `prepare_server_args`
 parses the argv; the parsed record is published as the runtime context
@@ -61,7 +63,7 @@ def _register_cuda_quantization() -> None:
 NO_LOADED_MODEL = None
 
 
-def size(argv: list[str], available_bytes: int) -> dict[str, Any]:
+def size(argv: list[str], rest_gib: float) -> dict[str, Any]:
     import torch
     from sglang.srt.configs.model_config import ModelConfig
     from sglang.srt.mem_cache import kv_cache_dtype
@@ -76,7 +78,13 @@ def size(argv: list[str], available_bytes: int) -> dict[str, Any]:
         AttentionArch,
         create_memory_pool_configurator,
     )
-    from sglang.srt.runtime_context import get_context, get_model, get_parallel, get_spec
+    from sglang.srt.runtime_context import (
+        get_context,
+        get_model,
+        get_parallel,
+        get_schedule,
+        get_spec,
+    )
     from sglang.srt.server_args import prepare_server_args
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
@@ -109,6 +117,11 @@ def size(argv: list[str], available_bytes: int) -> dict[str, Any]:
         use_mla_backend=model_config.attention_arch == AttentionArch.MLA,
         layer_info=layer_info, forward_stream=None, req_to_token_pool=None,
         token_to_kv_pool_allocator=None, memory_pool_config=None)
+    state_slots = None
+    if kvc.mambaish_config is not None:
+        rest_gib = kvc._handle_max_mamba_cache(rest_gib)
+        state_slots = get_schedule().max_mamba_cache_size
+    available_bytes = int(rest_gib * (1 << 30))
     configurator = create_memory_pool_configurator(kvc)
     config = configurator.calculate_pool_sizes(available_bytes, page_size)
     return {
@@ -117,6 +130,8 @@ def size(argv: list[str], available_bytes: int) -> dict[str, Any]:
         "cell": getattr(configurator, "_cell_size", None),
         "kv_dtype_bytes": torch._utils._element_size(kv_dtype),
         "attn_tp_size": get_parallel().attn_tp_size,
+        "available_bytes": available_bytes,
+        "state_slots": state_slots,
         "max_total_num_tokens": config.max_total_num_tokens,
         "full_max_total_num_tokens": config.full_max_total_num_tokens,
         "swa_max_total_num_tokens": config.swa_max_total_num_tokens,
@@ -135,7 +150,7 @@ def main() -> None:
     results = []
     for case in json.loads(sys.stdin.read()):
         try:
-            results.append(size(case["argv"], int(case["available_bytes"])))
+            results.append(size(case["argv"], float(case["rest_gib"])))
         except Exception as error:  # reported per case to the test
             results.append({"ok": False, "error": f"{type(error).__name__}: {error}",
                             "trace": traceback.format_exc(limit=6)[-2000:]})

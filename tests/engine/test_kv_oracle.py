@@ -35,8 +35,9 @@ from tests.engine.corpus import (
 )
 
 # one KV budget per rank for every case: an odd number of bytes, so that no division
-# comes out even by accident
+# comes out even by accident (SGLang holds it as GiB, `rest`, before the state pool)
 KV_BUDGET = 61 * (1 << 30) + 123_457
+REST_GIB = KV_BUDGET / (1 << 30)
 
 
 def run_engine(script: str, cases: list[dict[str, Any]], env: dict[str, str] | None = None
@@ -59,20 +60,31 @@ def sglang_cases() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
     cases = []
     for corpus in PAIRS:
         for tp in TENSOR_PARALLEL:
-            for kv in KV_DTYPES:
-                pair = make_pair(corpus, "sglang", "0.5.23", tp, kv)
-                if pair is None:
-                    continue
+            for kv, hybrid in [(kv, hybrid) for kv in KV_DTYPES for hybrid in (True, False)]:
+                pair = make_pair(corpus, "sglang", "0.5.23", tp, kv,
+                                 {"hybrid_kv_pools": hybrid})
+                if pair is None or (not hybrid and not pair.target.geometry
+                                    .sliding_window_layers):
+                    continue  # the switch only matters with sliding layers
                 cells = sglang_budget.pool_cells(pair)
                 cell = cells.cell_target + cells.cell_draft
-                tokens, swa_tokens = sglang_budget.pool_tokens(KV_BUDGET, cell, cells.swa, 1)
-                ours = {"cell": cell + (cells.swa.ratio * cells.swa.cell if cells.swa else 0),
+                rest, slots = REST_GIB, None
+                if pair.target.geometry.linear_attention is not None:
+                    rest, plan = sglang_budget.state_plan(
+                        pair.runbook, pair.target.geometry, tp, REST_GIB, True,
+                        sglang_budget.verify_width(pair.runbook.speculation),
+                        sglang_budget.SPEC_DEFAULT_MAX_RUNNING_REQUESTS)
+                    slots = plan.slots
+                available = int(rest * (1 << 30))
+                tokens, swa_tokens = sglang_budget.pool_tokens(available, cell, cells.swa, 1)
+                ours = {"state_slots": slots, "available_bytes": available,
+                        "cell": cell + (cells.swa.ratio * cells.swa.cell if cells.swa else 0),
                         "max_total_num_tokens": tokens, "swa_max_total_num_tokens": swa_tokens,
                         "configurator": "HybridSWAPoolConfigurator" if cells.swa
                         else "DefaultPoolConfigurator"}
                 argv = argv_for_engine(sglang_launch.build(pair).argv)
-                cases.append((f"{corpus.name} tp{tp} {kv}", ours,
-                              {"argv": argv, "available_bytes": KV_BUDGET}))
+                cases.append((f"{corpus.name} tp{tp} {kv}" + ("" if hybrid else " no-hybrid"),
+                              ours, {"argv": argv, "rest_gib": REST_GIB}))
     return cases
 
 

@@ -33,7 +33,7 @@ from specpair.budget.common import (
 )
 from specpair.budget.model import Assumption, Budget, GiB, Line, MiB, Scenario
 from specpair.errors import SpecpairError
-from specpair.geometry import Geometry
+from specpair.geometry import Geometry, LinearAttention
 from specpair.hardware import GPU
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import KVDtype, Method
@@ -44,7 +44,9 @@ SPEC_DEFAULT_MAX_RUNNING_REQUESTS = 48
 DEFAULT_OTHER_ALLOCATIONS = int(0.6 * GiB)
 DEFAULT_MAMBA_FULL_MEMORY_RATIO = 0.9
 # BailingMoeV3 is in both _MAMBA_RADIX_CACHE_ARCHS and _MAMBA_EXTRA_BUFFER_ARCHS
-EXTRA_BUFFER_ARCHS = frozenset({"BailingMoeV3ForCausalLM"})
+EXTRA_BUFFER_ARCHS = frozenset({"BailingMoeV3ForCausalLM", "Qwen3NextForCausalLM",
+                                "Qwen3_5ForConditionalGeneration",
+                                "Qwen3_5MoeForConditionalGeneration"})
 # configs/model_config.py::is_hybrid_swa_model, the architectures whose layers come from
 # `layer_types` with one head geometry (SWA_SINK_ARCHS and the Gemma 4 family): they get
 # HybridSWAPoolConfigurator unless --disable-hybrid-swa-memory. Other sliding-window
@@ -211,11 +213,13 @@ def _state_sizes(g: Geometry, attn_tp: int, ssm_bytes: int, ring_len: int | None
                  ) -> tuple[int, int]:
     la = g.linear_attention
     assert la is not None
+    if la.kind == "gdn":
+        return _gdn_state_size(la, attn_tp, ssm_bytes, ring_len), 0
     if la.kind != "kda":
         raise SpecpairError.single(
-            "runbook", f"the {la.kind} state pool is not modelled for {ENGINE}",
-            "only KDA hybrids (Ling-3) are modelled; budget this pair by measurement",
-            field_path="target")
+            "runbook", f"not modelled: the {la.kind} state pool for {ENGINE}",
+            "only KDA and Gated DeltaNet hybrids are modelled; budget this pair by "
+            "measurement", field_path="target")
     h_rank, d = la.num_heads // attn_tp, la.head_dim
     conv = (la.conv_kernel - 1) * (3 * la.num_heads * d // attn_tp) * 2  # bf16 conv windows
     ssm = h_rank * d * d * ssm_bytes
@@ -226,6 +230,30 @@ def _state_sizes(g: Geometry, attn_tp: int, ssm_bytes: int, ring_len: int | None
         ring = (4 * h_rank * ring_len * d * 2 + h_rank * ring_len * d * 4
                 + h_rank * ring_len * 4) * la.layers
     return state, ring
+
+
+def _gdn_state_size(la: LinearAttention, attn_tp: int, ssm_bytes: int,
+                    ring_len: int | None) -> int:
+    """Gated DeltaNet (Qwen3-Next): `Qwen3NextConfig.mamba2_cache_params` →
+    `Mamba2StateShape.create`: conv windows over q, k and v (bf16), an SSM state of
+    value heads × value head size × key head size per layer, both split over attn-TP."""
+    key_heads = la.num_key_heads or la.num_heads
+    key_dim = la.key_head_dim or la.head_dim
+    if ring_len:
+        raise SpecpairError.single(
+            "runbook", f"not modelled: the Gated DeltaNet ReplaySSM scratch on {ENGINE}",
+            "set deployment.linear_state.replay_spec: false",
+            field_path="deployment.linear_state.replay_spec")
+    if key_heads % attn_tp or la.num_heads % attn_tp:
+        raise SpecpairError.single(
+            "runbook", f"not modelled: {key_heads} key / {la.num_heads} value heads that do "
+            f"not split over attn-TP {attn_tp} (the engine pads the groups)",
+            "use a tensor-parallel size that divides both head counts",
+            field_path="deployment.parallel.tensor")
+    conv_dim = la.num_heads * la.head_dim + 2 * key_heads * key_dim
+    conv = conv_dim // attn_tp * (la.conv_kernel - 1) * 2
+    ssm = la.num_heads // attn_tp * la.head_dim * key_dim * ssm_bytes
+    return (conv + ssm) * la.layers
 
 
 def state_plan(rb: Runbook, g: Geometry, attn_tp: int, rest_gib: float, speculative: bool,

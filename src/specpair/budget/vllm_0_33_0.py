@@ -183,6 +183,12 @@ def _scenario(name: str, available: int, plan: BlockPlan, block: int, context: i
     verdict = (f"fits: {sequences} full-context sequences" if fits else
                "does not fit: one request at the context length needs more KV than is left "
                "('To serve at least one request with the model's max seq len …')")
+    if len(plan.groups) > 1 and cell_t_block + cell_d_block:
+        # the groups alias one block pool: a block costs the largest group's bytes, shared
+        # between target and draft in proportion to their layers' pages
+        whole = cell_t_block + cell_d_block
+        cell_t_block = bytes_per_block * cell_t_block // whole
+        cell_d_block = bytes_per_block - cell_t_block
     cell_t, cell_d = cell_t_block // block, cell_d_block // block
     requests = min(max_seqs, tokens)
     return Scenario(

@@ -10,7 +10,12 @@ limit (48 under speculation).
 from __future__ import annotations
 
 from specpair.budget.common import kv_layers
-from specpair.budget.sglang_0_5_23 import default_mem_fraction, verify_width
+from specpair.budget.sglang_0_5_23 import (
+    DEFAULT_MAMBA_FULL_MEMORY_RATIO,
+    EXTRA_BUFFER_ARCHS,
+    default_mem_fraction,
+    verify_width,
+)
 from specpair.engines.sglang_0_5_23 import PROFILE
 from specpair.launch import EnvRef, Launch, Preflights
 from specpair.resolve import ResolvedPair
@@ -125,12 +130,17 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
                  "use topk 1")
         if ls.ssm_dtype:
             argv += ["--mamba-ssm-dtype", ls.ssm_dtype]
-        if ls.full_memory_ratio is not None:
-            argv += ["--mamba-full-memory-ratio", f"{ls.full_memory_ratio:g}"]
+        # the state share and the radix strategy as the budget assumes them, explicitly
+        ratio = ls.full_memory_ratio or DEFAULT_MAMBA_FULL_MEMORY_RATIO
+        argv += ["--mamba-full-memory-ratio", f"{ratio:g}"]
         if ls.max_cache_size is not None:
             argv += ["--max-mamba-cache-size", str(ls.max_cache_size)]
-        if ls.radix_cache_strategy != "auto":
-            argv += ["--mamba-radix-cache-strategy", ls.radix_cache_strategy]
+        strategy = ls.radix_cache_strategy
+        if strategy == "auto" and not ls.disable_radix_cache \
+                and target.architecture in EXTRA_BUFFER_ARCHS:
+            strategy = "extra_buffer"  # what `auto` resolves to with the overlap scheduler
+        if strategy != "auto":
+            argv += ["--mamba-radix-cache-strategy", strategy]
         if ls.disable_radix_cache:
             argv.append("--disable-radix-cache")
     if spec.method.is_block_drafter:
