@@ -169,3 +169,19 @@ def test_unmodelled_layouts_are_refused_by_key(folder: str, key: str) -> None:
         geometry(folder)
     assert raised.value.key == key
     assert str(raised.value).startswith(f"not modelled: {key}")
+
+
+def test_hybrid_switch_flags_parse_in_both_engines() -> None:
+    from specpair.launch import vllm_0_33_0 as vllm_launch
+    from tests.engine.conftest import parse
+
+    corpus = next(p for p in PAIRS if p.name == "gpt-oss-20b-ngram")
+    for engine, version, build, flag in (
+            ("sglang", "0.5.23", sglang_launch.build, "--disable-hybrid-swa-memory"),
+            ("vllm", "0.33.0", vllm_launch.build, "--disable-hybrid-kv-cache-manager")):
+        pair = make_pair(corpus, engine, version, 2, "auto", {"hybrid_kv_pools": False})
+        assert pair is not None
+        argv = [str(a) for a in build(pair).argv]
+        assert flag in argv
+        (verdict,) = parse(engine, [argv])
+        assert verdict["ok"], verdict["error"]
