@@ -98,3 +98,29 @@ def test_unmodelled_key_is_refused_when_locking(tmp_path: Path) -> None:
     text = (FIXTURES / "configs" / "nvidia__Nemotron-H-56B-Base-8K" / "config.json").read_text()
     with pytest.raises(SpecpairError, match="not modelled: hybrid_override_pattern"):
         geometry_from_config(text, str(tmp_path / "config.json"))
+
+
+@pytest.mark.parametrize(("change", "key"), [
+    ({"linear_attn_config": {"kda_layers": [1, 2, 3]}}, "linear_attn_config"),
+    ({"mamba_d_state": 128}, "mamba_d_state"),
+    ({"model_type": "gemma2", "sliding_window": 4096}, "sliding_window"),
+])
+def test_layout_keys_that_are_not_modelled_are_named(change: dict[str, object],
+                                                     key: str) -> None:
+    from specpair.geometry import NotModelled
+
+    config = json.loads((FIXTURES / "configs" / "Qwen__Qwen3-8B" / "config.json").read_text())
+    with pytest.raises(NotModelled, match=f"not modelled: {key}"):
+        from_hf_config({**config, **change})
+
+
+def test_a_window_on_every_layer_is_refused() -> None:
+    # Mixtral's config keeps sliding_window null; Mistral-7B-v0.1 shipped 4096 (every layer)
+    from specpair.geometry import NotModelled
+
+    folder = FIXTURES / "configs" / "mistralai__Mixtral-8x7B-v0.1"
+    config = json.loads((folder / "config.json").read_text())
+    assert config["sliding_window"] is None and from_hf_config(config).sliding_window is None
+    with pytest.raises(NotModelled, match="not modelled: sliding_window"):
+        from_hf_config({**config, "sliding_window": 4096})
+

@@ -33,6 +33,9 @@ class LinearAttention(Strict):
         default=None, description="GDN: linear_num_key_heads (unset: num_heads)")
     key_head_dim: PositiveInt | None = Field(
         default=None, description="GDN: linear_key_head_dim (unset: head_dim)")
+    ssm_dtype: Literal["float32", "bfloat16", "float16"] | None = Field(
+        default=None, description="GDN: the config's mamba_ssm_dtype (the engine's SSM "
+                                  "state dtype unless --mamba-ssm-dtype overrides it)")
 
 
 class MixtureOfExperts(Strict):
@@ -157,7 +160,18 @@ UNMODELLED_LAYOUT_KEYS = {
     "attn_type_list": "lightning/softmax attention mix (MiniMax-01)",
     "swa_num_key_value_heads": "sliding layers with their own head geometry",
     "compress_ratios": "compressed-attention pools (DeepSeek-V4)",
+    "linear_attn_config": "KDA/full layer lists of Kimi-Linear",
+    "attn_layer_period": "Jamba-style attention/Mamba interleave",
+    "attn_layer_indices": "attention layers among Mamba layers",
+    "layers_block_type": "per-layer block types (Mamba/attention hybrids)",
+    "full_attn_idxs": "LFM2 convolution/attention layer split",
+    "block_types": "per-layer block types",
 }
+
+# Model types whose sliding layers interleave with full ones by a rule of the model code
+# when the config has no layer_types (Gemma 2/3, Cohere 2): read as dense they would be
+# budgeted wrong on vLLM, whose hybrid manager gives them a window-sized cache.
+_INTERLEAVED_SLIDING_TYPES = ("gemma2", "gemma3", "gemma3_text", "cohere2")
 
 # Checkpoints that ship one built-in MTP layer without `num_nextn_predict_layers` in their
 # config: SGLang 0.5.23's ModelConfig (draft mode) sets it to 1 for these architectures
@@ -180,6 +194,12 @@ def _layer_layout(base: dict[str, Any], layers: int, heads: int, head_dim: int
     for key, why in UNMODELLED_LAYOUT_KEYS.items():
         if base.get(key) not in (None, [], 0):
             raise NotModelled(key, why)
+    if base.get("model_type") != "bailing_hybrid":
+        # mamba_ssm_dtype only sets the dtype of a state read from the linear_* keys
+        state_keys = sorted(k for k in base if k.startswith(("mamba_", "ssm_"))
+                            and k != "mamba_ssm_dtype" and base[k] not in (None, [], 0, False))
+        if state_keys:
+            raise NotModelled(state_keys[0], "a Mamba/SSM state layout")
     kinds: list[str]
     layer_types = base.get("layer_types")
     interval = base.get("full_attention_interval")
@@ -206,6 +226,8 @@ def _layer_layout(base: dict[str, Any], layers: int, heads: int, head_dim: int
         window = base.get("sliding_window")
         if not isinstance(window, int) or window <= 0:
             raise ValueError("sliding_attention layers need a positive sliding_window")
+    elif base.get("sliding_window") and base.get("model_type") in _INTERLEAVED_SLIDING_TYPES:
+        raise NotModelled("sliding_window", "interleaved sliding layers without layer_types")
     elif base.get("sliding_window") and base.get("use_sliding_window", True) is not False \
             and base.get("model_type") in ("mistral", "mixtral", "qwen2", "qwen3", "qwen2_moe",
                                            "qwen3_moe", "starcoder2", "phi3"):
@@ -232,7 +254,8 @@ def _layer_layout(base: dict[str, Any], layers: int, heads: int, head_dim: int
             head_dim=base["linear_value_head_dim"],
             conv_kernel=base["linear_conv_kernel_dim"],
             num_key_heads=base["linear_num_key_heads"],
-            key_head_dim=base["linear_key_head_dim"])
+            key_head_dim=base["linear_key_head_dim"],
+            ssm_dtype=base.get("mamba_ssm_dtype"))
     return full, sliding, window, linear
 
 

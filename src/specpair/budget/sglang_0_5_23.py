@@ -261,7 +261,11 @@ def state_plan(rb: Runbook, g: Geometry, attn_tp: int, rest_gib: float, speculat
     """`KVCacheConfigurator._handle_max_mamba_cache`: returns rest after the state pool."""
     ls = rb.deployment.linear_state
     replay = speculative and ls.replay_spec
-    ssm_dtype = ls.ssm_dtype or "float32"
+    # --mamba-ssm-dtype, else (GDN: Qwen3NextConfig passes itself to mamba2_state_dtype)
+    # the config's mamba_ssm_dtype, else float32; Bailing ignores the config key
+    la = g.linear_attention
+    ssm_dtype = ls.ssm_dtype or (la.ssm_dtype if la is not None and la.kind == "gdn"
+                                 else None) or "float32"
     ssm_bytes = {"float32": 4, "bfloat16": 2, "float16": 2}[ssm_dtype]
     state, ring = _state_sizes(g, attn_tp, ssm_bytes, ls.replay_cache_len if replay else None)
     if ls.disable_radix_cache:
