@@ -35,6 +35,8 @@ class CorpusPair:
     target: str
     draft: str | None
     speculation: dict[str, Any]
+    engines: tuple[str, ...] = ("sglang", "vllm")
+    """engines that can load the pair; specpair must refuse it for the others"""
 
 
 PAIRS = [
@@ -42,6 +44,8 @@ PAIRS = [
                "sgl-project__SpecForge-llama3-8B-eagle3", EAGLE3),
     CorpusPair("llama31-8b-eagle3-reference", "meta-llama__Llama-3.1-8B-Instruct",
                "SafeAILab__EAGLE-traineagle3", EAGLE3),
+    CorpusPair("llama31-8b-eagle3-speculators", "meta-llama__Llama-3.1-8B-Instruct",
+               "nm-testing__EAGLE3-LLaMA3.1-Instruct-8B-converted", EAGLE3, ("vllm",)),
     CorpusPair("llama31-70b-eagle3", "meta-llama__Meta-Llama-3.1-70B",
                "sgl-project__SpecForge-llama3-70B-ealge3", EAGLE3),
     CorpusPair("qwen3-8b-eagle3", "Qwen__Qwen3-8B", "sgl-project__SpecForge-qwen3-8b-eagle3",

@@ -66,6 +66,9 @@ def sglang_cases() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
                 if pair is None or (not hybrid and not pair.target.geometry
                                     .sliding_window_layers):
                     continue  # the switch only matters with sliding layers
+                if "sglang" not in corpus.engines:
+                    assert sglang_launch.build(pair).errors, corpus.name
+                    continue
                 cells = sglang_budget.pool_cells(pair)
                 cell = cells.cell_target + cells.cell_draft
                 rest, slots = REST_GIB, None

@@ -59,10 +59,13 @@ def plan(case: dict[str, Any]) -> dict[str, Any]:
         return ModelConfig(model=path, max_model_len=case["max_model_len"],
                            trust_remote_code=False, skip_tokenizer_init=True)
 
+    target = model_config(case["target"])
+
     def layer_specs(mc: ModelConfig, tp: int, prefix: str, layers: int,
                     kinds: list[str] | None) -> dict[str, KVCacheSpec]:
         parallel = ParallelConfig(tensor_parallel_size=tp)
-        dtype = kv_cache_dtype_str_to_dtype(case["kv_cache_dtype"], mc)
+        # Attention resolves the KV dtype against vllm_config.model_config: the target's
+        dtype = kv_cache_dtype_str_to_dtype(case["kv_cache_dtype"], target)
         block = case["block_size"]
         specs: dict[str, KVCacheSpec] = {}
         for i in range(layers):
@@ -83,7 +86,6 @@ def plan(case: dict[str, Any]) -> dict[str, Any]:
                 specs[name] = FullAttentionSpec(**common)
         return specs
 
-    target = model_config(case["target"])
     text = target.hf_text_config
     layer_kinds = getattr(text, "layer_types", None)  # LAYER_KINDS
     if target.architecture == "GptOssForCausalLM":

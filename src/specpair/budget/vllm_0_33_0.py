@@ -224,7 +224,9 @@ def kv_plan(pair: ResolvedPair, speculative: bool = True) -> tuple[BlockPlan, in
     d_specs: list[LayerSpec] = []
     if speculative and spec.method is not Method.NGRAM and draft is not None:
         d_kv: KVDtype | None = dep.draft_kv_cache_dtype or dep.kv_cache_dtype
-        d_specs = layer_specs(draft, draft_tp, block, kv_bytes(d_kv, draft))
+        # `auto` is resolved against vllm_config.model_config, the TARGET's: a draft
+        # checkpoint saved in float32 still keeps its KV in the target's dtype
+        d_specs = layer_specs(draft, draft_tp, block, kv_bytes(d_kv, target))
     plan = block_plan(t_specs + d_specs, dep.hybrid_kv_pools)
     return plan, block, sum(s.page for s in t_specs), sum(s.page for s in d_specs)
 

@@ -143,6 +143,12 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
             argv += ["--mamba-radix-cache-strategy", strategy]
         if ls.disable_radix_cache:
             argv.append("--disable-radix-cache")
+    if pair.draft is not None and pair.draft.geometry.verifier is not None:
+        # a speculators-format draft (speculators_config) has no model_type: ModelConfig
+        # loads the draft through transformers' AutoConfig, which needs one
+        need(False, "draft", "the draft is in speculators format, which SGLang cannot load "
+             "('Unrecognized model … Should have a `model_type` key')",
+             "use the draft's SGLang/EAGLE checkpoint, or serve this pair with vLLM")
     if spec.method.is_block_drafter:
         need(par.pipeline == 1, "deployment.parallel.pipeline",
              f"{spec.method.value} needs pp_size 1 (DSPARK allows PP only on a PD prefill "
