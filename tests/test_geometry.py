@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -79,3 +80,47 @@ def test_deepseek_v3_experts_explain_its_37b_active_parameters() -> None:
     shared = 671e9 - moe.routed_params
     active = shared + moe.active_experts * moe.expert_params * moe.moe_layers
     assert active == pytest.approx(37e9, rel=0.02)
+
+
+def test_unknown_layer_kind_is_refused_by_key() -> None:
+    from specpair.geometry import NotModelled
+
+    config = json.loads((FIXTURES / "configs" / "Qwen__Qwen3-8B" / "config.json").read_text())
+    config["layer_types"] = ["full_attention"] * 35 + ["chunked_attention"]
+    with pytest.raises(NotModelled, match="not modelled: layer_types"):
+        from_hf_config(config)
+
+
+def test_unmodelled_key_is_refused_when_locking(tmp_path: Path) -> None:
+    from specpair.errors import SpecpairError
+    from specpair.hub import geometry_from_config
+
+    text = (FIXTURES / "configs" / "nvidia__Nemotron-H-56B-Base-8K" / "config.json").read_text()
+    with pytest.raises(SpecpairError, match="not modelled: hybrid_override_pattern"):
+        geometry_from_config(text, str(tmp_path / "config.json"))
+
+
+@pytest.mark.parametrize(("change", "key"), [
+    ({"linear_attn_config": {"kda_layers": [1, 2, 3]}}, "linear_attn_config"),
+    ({"mamba_d_state": 128}, "mamba_d_state"),
+    ({"model_type": "gemma2", "sliding_window": 4096}, "sliding_window"),
+])
+def test_layout_keys_that_are_not_modelled_are_named(change: dict[str, object],
+                                                     key: str) -> None:
+    from specpair.geometry import NotModelled
+
+    config = json.loads((FIXTURES / "configs" / "Qwen__Qwen3-8B" / "config.json").read_text())
+    with pytest.raises(NotModelled, match=f"not modelled: {key}"):
+        from_hf_config({**config, **change})
+
+
+def test_a_window_on_every_layer_is_refused() -> None:
+    # Mixtral's config keeps sliding_window null; Mistral-7B-v0.1 shipped 4096 (every layer)
+    from specpair.geometry import NotModelled
+
+    folder = FIXTURES / "configs" / "mistralai__Mixtral-8x7B-v0.1"
+    config = json.loads((folder / "config.json").read_text())
+    assert config["sliding_window"] is None and from_hf_config(config).sliding_window is None
+    with pytest.raises(NotModelled, match="not modelled: sliding_window"):
+        from_hf_config({**config, "sliding_window": 4096})
+

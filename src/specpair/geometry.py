@@ -17,13 +17,25 @@ from specpair.schema.common import NonNegativeInt, PositiveInt, Strict
 
 
 class LinearAttention(Strict):
-    """Linear-attention (recurrent) layers: a fixed-size state per request, no per-token KV."""
+    """Linear-attention (recurrent) layers: a fixed-size state per request, no per-token KV.
+
+    KDA (Kimi/Ling) uses one head count and head size for q, k and v; Gated DeltaNet
+    (Qwen3-Next) has its own `linear_*` key/value head counts and sizes, read into the
+    optional key fields (value heads are `num_heads`, value head size `head_dim`).
+    """
 
     kind: Literal["kda", "mamba2", "gdn"]
     layers: PositiveInt
     num_heads: PositiveInt
     head_dim: PositiveInt
     conv_kernel: PositiveInt = Field(description="short-convolution kernel size (K_conv)")
+    num_key_heads: PositiveInt | None = Field(
+        default=None, description="GDN: linear_num_key_heads (unset: num_heads)")
+    key_head_dim: PositiveInt | None = Field(
+        default=None, description="GDN: linear_key_head_dim (unset: head_dim)")
+    ssm_dtype: Literal["float32", "bfloat16", "float16"] | None = Field(
+        default=None, description="GDN: the config's mamba_ssm_dtype (the engine's SSM "
+                                  "state dtype unless --mamba-ssm-dtype overrides it)")
 
 
 class MixtureOfExperts(Strict):
@@ -127,6 +139,126 @@ class GeometryOverride(Strict):
 _MLA_KEYS = ("kv_lora_rank", "qk_rope_head_dim")
 
 
+class NotModelled(ValueError):
+    """A config key that changes the attention or state layout in a way specpair does not
+    model: refusing beats budgeting the model as if it were dense."""
+
+    def __init__(self, key: str, why: str) -> None:
+        super().__init__(f"not modelled: {key} ({why})")
+        self.key = key
+
+
+# Keys whose presence changes what a layer keeps per token or per request, and which no
+# code path below reads. Each one is refused by name instead of being ignored.
+UNMODELLED_LAYOUT_KEYS = {
+    "hybrid_override_pattern": "Mamba2 hybrid layer pattern (Nemotron-H)",
+    "hybrid_layer_pattern": "per-layer sliding/full pattern with its own SWA head geometry "
+                            "(MiMo-V2)",
+    "index_topk": "DSA sparse-attention indexer cache (DeepSeek-V3.2, GLM-5)",
+    "attention_chunk_size": "chunked local attention (Llama 4)",
+    "sliding_window_pattern": "Gemma-style sliding pattern without layer_types",
+    "attn_type_list": "lightning/softmax attention mix (MiniMax-01)",
+    "swa_num_key_value_heads": "sliding layers with their own head geometry",
+    "compress_ratios": "compressed-attention pools (DeepSeek-V4)",
+    "linear_attn_config": "KDA/full layer lists of Kimi-Linear",
+    "attn_layer_period": "Jamba-style attention/Mamba interleave",
+    "attn_layer_indices": "attention layers among Mamba layers",
+    "layers_block_type": "per-layer block types (Mamba/attention hybrids)",
+    "full_attn_idxs": "LFM2 convolution/attention layer split",
+    "block_types": "per-layer block types",
+}
+
+# Model types whose sliding layers interleave with full ones by a rule of the model code
+# when the config has no layer_types (Gemma 2/3, Cohere 2): read as dense they would be
+# budgeted wrong on vLLM, whose hybrid manager gives them a window-sized cache.
+_INTERLEAVED_SLIDING_TYPES = ("gemma2", "gemma3", "gemma3_text", "cohere2")
+
+# Checkpoints that ship one built-in MTP layer without `num_nextn_predict_layers` in their
+# config: SGLang 0.5.23's ModelConfig (draft mode) sets it to 1 for these architectures
+# (configs/model_config.py, the Qwen3-Next and Qwen3.5 MTP rewrites).
+BUILT_IN_MTP_LAYERS = {
+    "Qwen3NextForCausalLM": 1,
+    "Qwen3_5ForConditionalGeneration": 1,
+    "Qwen3_5MoeForConditionalGeneration": 1,
+}
+
+_LAYER_KINDS = {"full_attention": "full", "attention": "full", "sliding_attention": "sliding",
+                "linear_attention": "linear"}
+
+
+def _layer_layout(base: dict[str, Any], layers: int, heads: int, head_dim: int
+                  ) -> tuple[int, int, int | None, LinearAttention | None]:
+    """(full, sliding, window, linear) layers, from whichever layout style the config uses:
+    `layer_types`, `full_attention_interval` (every N-th layer is attention, the rest Gated
+    DeltaNet) or Bailing's `layer_group_size`; a plain config is all full attention."""
+    for key, why in UNMODELLED_LAYOUT_KEYS.items():
+        if base.get(key) not in (None, [], 0):
+            raise NotModelled(key, why)
+    if base.get("model_type") != "bailing_hybrid":
+        # mamba_ssm_dtype only sets the dtype of a state read from the linear_* keys
+        state_keys = sorted(k for k in base if k.startswith(("mamba_", "ssm_"))
+                            and k != "mamba_ssm_dtype" and base[k] not in (None, [], 0, False))
+        if state_keys:
+            raise NotModelled(state_keys[0], "a Mamba/SSM state layout")
+    kinds: list[str]
+    layer_types = base.get("layer_types")
+    interval = base.get("full_attention_interval")
+    group = base.get("layer_group_size")
+    if isinstance(layer_types, list) and layer_types:
+        unknown = sorted({str(t) for t in layer_types if t not in _LAYER_KINDS})
+        if unknown:
+            raise NotModelled("layer_types", f"layer kinds {', '.join(unknown)}")
+        if len(layer_types) < layers:
+            raise ValueError(f"layer_types lists {len(layer_types)} layers, "
+                             f"num_hidden_layers is {layers}")
+        kinds = [_LAYER_KINDS[t] for t in layer_types[:layers]]
+    elif isinstance(interval, int) and interval > 0:
+        # Qwen3NextConfig.layers_block_type: attention where (i + 1) % interval == 0
+        kinds = ["full" if (i + 1) % interval == 0 else "linear" for i in range(layers)]
+    elif base.get("model_type") == "bailing_hybrid" and isinstance(group, int) and group > 0:
+        # BailingHybridConfig.layers_block_type: full attention where (l+1) % group == 0
+        kinds = ["full" if (i + 1) % group == 0 else "linear" for i in range(layers)]
+    else:
+        kinds = ["full"] * layers
+    full, sliding = kinds.count("full"), kinds.count("sliding")
+    window = None
+    if sliding:
+        window = base.get("sliding_window")
+        if not isinstance(window, int) or window <= 0:
+            raise ValueError("sliding_attention layers need a positive sliding_window")
+    elif base.get("sliding_window") and base.get("model_type") in _INTERLEAVED_SLIDING_TYPES:
+        raise NotModelled("sliding_window", "interleaved sliding layers without layer_types")
+    elif base.get("sliding_window") and base.get("use_sliding_window", True) is not False \
+            and base.get("model_type") in ("mistral", "mixtral", "qwen2", "qwen3", "qwen2_moe",
+                                           "qwen3_moe", "starcoder2", "phi3"):
+        # a window on every layer (Mistral-style): the engines keep a sliding cache for
+        # all layers, which specpair does not model
+        raise NotModelled("sliding_window", "a sliding window on every layer")
+    linear_count = kinds.count("linear")
+    linear = None
+    if linear_count and base.get("model_type") == "bailing_hybrid":
+        kind = "kda" if base.get("short_conv_kernel_size") is not None else "mamba2"
+        linear = LinearAttention(kind=kind, layers=linear_count, num_heads=heads,
+                                 head_dim=head_dim,
+                                 conv_kernel=int(base.get("short_conv_kernel_size") or 4))
+    elif linear_count:
+        # Gated DeltaNet: the state is sized from the linear_* keys, never the attention heads
+        needed = ("linear_num_value_heads", "linear_num_key_heads", "linear_key_head_dim",
+                  "linear_value_head_dim", "linear_conv_kernel_dim")
+        missing = [k for k in needed if not isinstance(base.get(k), int)]
+        if missing:
+            raise NotModelled("layer_types", "linear_attention layers without "
+                              + ", ".join(missing))
+        linear = LinearAttention(
+            kind="gdn", layers=linear_count, num_heads=base["linear_num_value_heads"],
+            head_dim=base["linear_value_head_dim"],
+            conv_kernel=base["linear_conv_kernel_dim"],
+            num_key_heads=base["linear_num_key_heads"],
+            key_head_dim=base["linear_key_head_dim"],
+            ssm_dtype=base.get("mamba_ssm_dtype"))
+    return full, sliding, window, linear
+
+
 def _first(config: dict[str, Any], *keys: str) -> Any:
     for key in keys:
         if config.get(key) is not None:
@@ -158,27 +290,7 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
         config.get("dflash_config"), dict) else {}
     speculators = config.get("speculators_config") or {}
 
-    linear: LinearAttention | None = None
-    full_layers, sliding_layers, window = layers, 0, None
-    layer_types = base.get("layer_types")
-    if isinstance(layer_types, list) and layer_types:
-        sliding_layers = sum(1 for t in layer_types if t == "sliding_attention")
-        full_layers = sum(1 for t in layer_types if t == "full_attention")
-        window = base.get("sliding_window") if sliding_layers else None
-        linear_count = len(layer_types) - full_layers - sliding_layers
-        if linear_count:
-            linear = LinearAttention(kind="gdn", layers=linear_count, num_heads=heads,
-                                     head_dim=head_dim,
-                                     conv_kernel=int(base.get("linear_conv_kernel_dim") or 4))
-    group = base.get("layer_group_size")
-    if base.get("model_type") == "bailing_hybrid" and isinstance(group, int) and group > 0:
-        # BailingHybridConfig.layers_block_type: full attention where (l+1) % group == 0
-        full_layers = sum(1 for i in range(layers) if (i + 1) % group == 0)
-        kind = "kda" if base.get("short_conv_kernel_size") is not None else "mamba2"
-        linear = LinearAttention(kind=kind, layers=layers - full_layers, num_heads=heads,
-                                 head_dim=head_dim,
-                                 conv_kernel=int(base.get("short_conv_kernel_size") or 4))
-        sliding_layers = 0
+    full_layers, sliding_layers, window, linear = _layer_layout(base, layers, heads, head_dim)
 
     is_mla = all(base.get(k) is not None for k in _MLA_KEYS)
     moe = None
@@ -229,7 +341,8 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
         v_head_dim=int(base.get("v_head_dim") or head_dim),
         kv_lora_rank=int(base["kv_lora_rank"]) if is_mla else None,
         qk_rope_head_dim=int(base["qk_rope_head_dim"]) if is_mla else None,
-        num_nextn_predict_layers=int(base.get("num_nextn_predict_layers") or 0),
+        num_nextn_predict_layers=int(base.get("num_nextn_predict_layers")
+                                     or BUILT_IN_MTP_LAYERS.get(architecture, 0)),
         target_layer_ids=[int(i) for i in target_ids] if target_ids else None,
         num_target_layers=int(num_target) if num_target else None,
         block_size=int(block_size) if block_size else None,

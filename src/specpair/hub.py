@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from specpair.errors import SpecpairError
-from specpair.geometry import Geometry, from_hf_config
+from specpair.geometry import Geometry, NotModelled, from_hf_config
 from specpair.schema.lock import ArtifactLock, Source, Tokenizer, Weights
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json",
@@ -42,6 +42,11 @@ def geometry_from_config(text: str, where: str) -> Any:
                                    "the checkpoint's config.json is corrupt")
     try:
         return from_hf_config(config)
+    except NotModelled as exc:
+        raise SpecpairError.single(
+            where, f"config.json: {exc}", f"specpair cannot budget this layout; the key "
+            f"{exc.key!r} changes what the engine keeps per token or per request",
+            field_path=exc.key) from None
     except (KeyError, TypeError, ValueError) as exc:
         detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
         if isinstance(exc, ValidationError):

@@ -18,6 +18,8 @@ exec sglang serve \
   --page-size 1 \
   --max-running-requests 48 \
   --startup-weight-load-mode serial \
+  --mamba-full-memory-ratio 0.9 \
+  --mamba-radix-cache-strategy extra_buffer \
   --host 0.0.0.0 \
   --port 30000 \
   --enable-metrics

@@ -24,6 +24,8 @@ exec sglang serve \
   --startup-weight-load-mode serial \
   --enable-linear-replayssm-spec \
   --linear-replayssm-cache-len 32 \
+  --mamba-full-memory-ratio 0.9 \
+  --mamba-radix-cache-strategy extra_buffer \
   --host 0.0.0.0 \
   --port 30000 \
   --enable-metrics

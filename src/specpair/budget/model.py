@@ -39,6 +39,10 @@ class Scenario(Strict):
     state_pool_bytes: int = 0
     state_slots: int | None = None
     max_total_tokens: int
+    cell_swa: int = Field(default=0, description="sliding-layer KV bytes per SWA-pool token "
+                                                 "(hybrid-SWA pools only)")
+    swa_tokens: int | None = Field(default=None, description="tokens of the SWA pool, when "
+                                                             "the engine splits one off")
     max_running_requests: int
     sequences_at_context: int = Field(description="full-context sequences the pool holds")
     target_kv_bytes: int

@@ -33,7 +33,7 @@ from specpair.budget.common import (
 )
 from specpair.budget.model import Assumption, Budget, GiB, Line, MiB, Scenario
 from specpair.errors import SpecpairError
-from specpair.geometry import Geometry
+from specpair.geometry import Geometry, LinearAttention
 from specpair.hardware import GPU
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import KVDtype, Method
@@ -44,7 +44,17 @@ SPEC_DEFAULT_MAX_RUNNING_REQUESTS = 48
 DEFAULT_OTHER_ALLOCATIONS = int(0.6 * GiB)
 DEFAULT_MAMBA_FULL_MEMORY_RATIO = 0.9
 # BailingMoeV3 is in both _MAMBA_RADIX_CACHE_ARCHS and _MAMBA_EXTRA_BUFFER_ARCHS
-EXTRA_BUFFER_ARCHS = frozenset({"BailingMoeV3ForCausalLM"})
+EXTRA_BUFFER_ARCHS = frozenset({"BailingMoeV3ForCausalLM", "Qwen3NextForCausalLM",
+                                "Qwen3_5ForConditionalGeneration",
+                                "Qwen3_5MoeForConditionalGeneration"})
+# configs/model_config.py::is_hybrid_swa_model, the architectures whose layers come from
+# `layer_types` with one head geometry (SWA_SINK_ARCHS and the Gemma 4 family): they get
+# HybridSWAPoolConfigurator unless --disable-hybrid-swa-memory. Other sliding-window
+# models (Gemma 3, ...) go through DefaultPoolConfigurator, every layer at full length.
+HYBRID_SWA_ARCHS = frozenset({
+    "GptOssForCausalLM", "GraniteSWAForCausalLM", "GraniteMoeSWAForCausalLM",
+    "IQuestQ1ForCausalLM", "Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"})
+DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8  # --swa-full-tokens-ratio
 
 
 # --------------------------------------------------------------------------- flags
@@ -122,8 +132,24 @@ def default_mem_fraction(gpu_mem_mib: int, tp: int, pp: int, user_max_running: i
 # --------------------------------------------------------------------------- cells
 
 
-def target_cell(g: Geometry, attn_tp: int, pp: int, dtype_bytes: int) -> tuple[int, str]:
-    layers = math.ceil(kv_layers(g) / pp)
+def uses_hybrid_swa_pools(g: Geometry, enabled: bool) -> bool:
+    """Whether the engine splits this target's KV into a full and a SWA pool."""
+    return enabled and g.architecture in HYBRID_SWA_ARCHS and g.sliding_window_layers > 0
+
+
+def per_layer_cell(g: Geometry, attn_tp: int, dtype_bytes: int) -> int:
+    """Bytes one token takes in one attention layer on one rank."""
+    if g.attention == "mla":
+        return g.mla_latent_dim * dtype_bytes
+    return kv_heads_per_rank(g.num_key_value_heads, attn_tp) * (g.head_dim + g.v_head_dim) \
+        * dtype_bytes
+
+
+def target_cell(g: Geometry, attn_tp: int, pp: int, dtype_bytes: int,
+                hybrid_swa: bool = False) -> tuple[int, str]:
+    """Target bytes per token of the (full) pool; with hybrid-SWA pools only the full
+    layers (the sliding ones are `swa_cell`)."""
+    layers = math.ceil((g.full_attention_layers if hybrid_swa else kv_layers(g)) / pp)
     if g.attention == "mla":
         cell = g.mla_latent_dim * layers * dtype_bytes
         return cell, (f"MLA: (kv_lora_rank {g.kv_lora_rank} + qk_rope_head_dim "
@@ -151,6 +177,25 @@ def eagle_draft_layers(draft: Geometry) -> int:
     return draft.num_nextn_predict_layers or kv_layers(draft)
 
 
+@dataclass(frozen=True)
+class SwaSplit:
+    """HybridSWAPoolConfigurator: sliding layers cost `ratio` of their bytes per full token
+    (the SWA pool holds int(full tokens · ratio) tokens)."""
+
+    ratio: float
+    cell: int
+    rule: str
+
+
+def swa_split(g: Geometry, attn_tp: int, dtype_bytes: int, ratio: float,
+              draft_swa_layers: int = 0) -> SwaSplit:
+    per_layer = per_layer_cell(g, attn_tp, dtype_bytes)
+    layers = g.sliding_window_layers + draft_swa_layers
+    return SwaSplit(ratio, per_layer * layers, (
+        f"{per_layer} B per sliding layer · {layers} sliding layers, counted at "
+        f"--swa-full-tokens-ratio {ratio}; pool_configurator.py::HybridSWAPoolConfigurator"))
+
+
 # --------------------------------------------------------------------------- hybrid state
 
 
@@ -168,11 +213,13 @@ def _state_sizes(g: Geometry, attn_tp: int, ssm_bytes: int, ring_len: int | None
                  ) -> tuple[int, int]:
     la = g.linear_attention
     assert la is not None
+    if la.kind == "gdn":
+        return _gdn_state_size(la, attn_tp, ssm_bytes, ring_len), 0
     if la.kind != "kda":
         raise SpecpairError.single(
-            "runbook", f"the {la.kind} state pool is not modelled for {ENGINE}",
-            "only KDA hybrids (Ling-3) are modelled; budget this pair by measurement",
-            field_path="target")
+            "runbook", f"not modelled: the {la.kind} state pool for {ENGINE}",
+            "only KDA and Gated DeltaNet hybrids are modelled; budget this pair by "
+            "measurement", field_path="target")
     h_rank, d = la.num_heads // attn_tp, la.head_dim
     conv = (la.conv_kernel - 1) * (3 * la.num_heads * d // attn_tp) * 2  # bf16 conv windows
     ssm = h_rank * d * d * ssm_bytes
@@ -185,12 +232,40 @@ def _state_sizes(g: Geometry, attn_tp: int, ssm_bytes: int, ring_len: int | None
     return state, ring
 
 
+def _gdn_state_size(la: LinearAttention, attn_tp: int, ssm_bytes: int,
+                    ring_len: int | None) -> int:
+    """Gated DeltaNet (Qwen3-Next): `Qwen3NextConfig.mamba2_cache_params` →
+    `Mamba2StateShape.create`: conv windows over q, k and v (bf16), an SSM state of
+    value heads × value head size × key head size per layer, both split over attn-TP."""
+    key_heads = la.num_key_heads or la.num_heads
+    key_dim = la.key_head_dim or la.head_dim
+    if ring_len:
+        raise SpecpairError.single(
+            "runbook", f"not modelled: the Gated DeltaNet ReplaySSM scratch on {ENGINE}",
+            "set deployment.linear_state.replay_spec: false",
+            field_path="deployment.linear_state.replay_spec")
+    if key_heads % attn_tp or la.num_heads % attn_tp:
+        raise SpecpairError.single(
+            "runbook", f"not modelled: {key_heads} key / {la.num_heads} value heads that do "
+            f"not split over attn-TP {attn_tp} (the engine pads the groups)",
+            "use a tensor-parallel size that divides both head counts",
+            field_path="deployment.parallel.tensor")
+    conv_dim = la.num_heads * la.head_dim + 2 * key_heads * key_dim
+    conv = conv_dim // attn_tp * (la.conv_kernel - 1) * 2
+    ssm = la.num_heads // attn_tp * la.head_dim * key_dim * ssm_bytes
+    return (conv + ssm) * la.layers
+
+
 def state_plan(rb: Runbook, g: Geometry, attn_tp: int, rest_gib: float, speculative: bool,
                verify: int, max_running: int) -> tuple[float, StatePlan]:
     """`KVCacheConfigurator._handle_max_mamba_cache`: returns rest after the state pool."""
     ls = rb.deployment.linear_state
     replay = speculative and ls.replay_spec
-    ssm_dtype = ls.ssm_dtype or "float32"
+    # --mamba-ssm-dtype, else (GDN: Qwen3NextConfig passes itself to mamba2_state_dtype)
+    # the config's mamba_ssm_dtype, else float32; Bailing ignores the config key
+    la = g.linear_attention
+    ssm_dtype = ls.ssm_dtype or (la.ssm_dtype if la is not None and la.kind == "gdn"
+                                 else None) or "float32"
     ssm_bytes = {"float32": 4, "bfloat16": 2, "float16": 2}[ssm_dtype]
     state, ring = _state_sizes(g, attn_tp, ssm_bytes, ls.replay_cache_len if replay else None)
     if ls.disable_radix_cache:
@@ -254,6 +329,103 @@ def state_plan(rb: Runbook, g: Geometry, attn_tp: int, rest_gib: float, speculat
     return rest, StatePlan(per_slot, slots, pool, intermediate, ratio, lines)
 
 
+@dataclass(frozen=True)
+class PoolCells:
+    """What the engine's pool configurator charges per token, before any byte is counted."""
+
+    cell_target: int
+    target_rule: str
+    target_layers: int
+    cell_draft: int
+    draft_rule: str | None
+    swa: SwaSplit | None
+    baseline_swa: SwaSplit | None
+    fallback_draft: int | None
+    note: str | None
+
+
+def pool_cells(pair: ResolvedPair) -> PoolCells:
+    """The configurator the engine picks for this pair (DefaultPoolConfigurator or
+    HybridSWAPoolConfigurator) and its bytes per token: target, draft, sliding layers."""
+    dep = pair.runbook.deployment
+    spec = pair.runbook.speculation
+    tp, pp = dep.parallel.tensor, dep.parallel.pipeline
+    attn_tp = tp  # attention DP is not used by specpair runbooks
+    target, draft = pair.target.geometry, pair.draft.geometry if pair.draft else None
+    t_bytes_kv = kv_bytes(dep.kv_cache_dtype, target)
+    hybrid = uses_hybrid_swa_pools(target, dep.hybrid_kv_pools)
+    if hybrid and pp > 1:
+        raise SpecpairError.single(
+            "runbook", f"hybrid-SWA pools under pipeline parallelism are not modelled for "
+            f"{ENGINE}", "set deployment.parallel.pipeline to 1, or "
+            "deployment.hybrid_kv_pools: false (--disable-hybrid-swa-memory)",
+            field_path="deployment.parallel.pipeline")
+    cell_t, cell_t_rule = target_cell(target, attn_tp, pp, t_bytes_kv, hybrid)
+    swa = swa_split(target, attn_tp, t_bytes_kv, DEFAULT_SWA_FULL_TOKENS_RATIO) \
+        if hybrid else None
+    baseline_swa = swa
+    layers_t = math.ceil((target.full_attention_layers if hybrid else kv_layers(target)) / pp)
+    note = None
+    fb_cell: int | None = None
+    if spec.method is Method.NGRAM or draft is None:
+        return PoolCells(cell_t, cell_t_rule, layers_t, 0, None, swa, baseline_swa, None, None)
+    draft_kv: KVDtype | None = dep.draft_kv_cache_dtype or dep.kv_cache_dtype
+    d_bytes = kv_bytes(draft_kv, draft)
+    exact, exact_rule = exact_draft_cell(draft, attn_tp, d_bytes)
+    if spec.method.is_block_drafter and hybrid:
+        # HybridSWAPoolConfigurator adds the resolved draft cell, or nothing at all
+        cell_d = exact
+        rule = (f"{spec.method.value}: the draft's own geometry, {exact_rule}; "
+                "HybridSWAPoolConfigurator adds it to the full-pool cell (0 if the "
+                "engine cannot resolve the draft)")
+        note = ("If the engine cannot resolve the draft config, the hybrid-SWA "
+                "configurator reserves nothing for the draft pool.")
+    elif hybrid:
+        # EAGLE family: draft layers at the TARGET's per-layer full (or SWA) cell
+        d_layers = eagle_draft_layers(draft)
+        d_swa = draft.sliding_window_layers if uses_hybrid_swa_pools(draft, True) else 0
+        per_layer = per_layer_cell(target, attn_tp, t_bytes_kv)
+        cell_d = per_layer * (d_layers - d_swa)
+        swa = swa_split(target, attn_tp, t_bytes_kv, DEFAULT_SWA_FULL_TOKENS_RATIO, d_swa)
+        rule = (f"{spec.method.value}: {d_layers - d_swa} draft layers at the target's "
+                f"full-layer cell {per_layer} B; HybridSWAPoolConfigurator")
+    elif spec.method.is_block_drafter:
+        cell_d = exact
+        rule = (f"{spec.method.value}: the draft's own geometry, {exact_rule}; draft KV "
+                f"dtype {(draft_kv or KVDtype.AUTO).value}; "
+                "draft_kv_budget.resolve_dflash_draft_cell_size")
+        fb_cell = math.ceil(cell_t * (layers_t + kv_layers(draft)) / layers_t) - cell_t
+        if fb_cell < exact:
+            note = (f"If the engine cannot resolve the draft ('falling back to layer-count "
+                    f"scaling' in its log) it budgets {fb_cell} B/token for a draft that "
+                    f"allocates {exact}: the pool is under-reserved by "
+                    f"{exact - fb_cell} B per token, taken from the slack.")
+    else:
+        d_layers = eagle_draft_layers(draft)
+        cell_d = int(cell_t * d_layers / layers_t)
+        rule = (f"{spec.method.value}: layer scaling of the target cell, "
+                f"int(cell_t · {d_layers} / {layers_t}); "
+                "pool_configurator.py (EAGLE family)")
+        if exact != cell_d:
+            note = (f"The draft runner allocates its own geometry ({exact_rule} = {exact} "
+                    f"B/token) but the budget scales the target cell ({cell_d} B/token): "
+                    f"the difference of {exact - cell_d} B per token comes out of the "
+                    "slack [inferred from the 0.5.23 pool code].")
+    return PoolCells(cell_t, cell_t_rule, layers_t, cell_d, rule, swa, baseline_swa, fb_cell,
+                     note)
+
+
+def pool_tokens(available: int, cell: int, swa: SwaSplit | None, page_size: int
+                ) -> tuple[int, int | None]:
+    """`calculate_pool_sizes`: (full-pool tokens, SWA-pool tokens or None)."""
+    if swa is not None:
+        # the hybrid configurator's cell is a float: int(available // cell), page-aligned
+        tokens = int(available // (cell + swa.ratio * swa.cell)) // page_size * page_size
+        return tokens, int(tokens * swa.ratio) // page_size * page_size
+    tokens = available // cell if cell else 0
+    return tokens // page_size * page_size, None
+
+
 # --------------------------------------------------------------------------- budget
 
 
@@ -273,7 +445,8 @@ class Inputs:
 
 def size_pool(name: str, inputs: Inputs, cell_t: int, cell_d: int, rb: Runbook | None = None,
               target: Geometry | None = None, attn_tp: int = 1, speculative: bool = False,
-              verify: int = 1, extra_lines: list[Line] | None = None) -> Scenario:
+              verify: int = 1, extra_lines: list[Line] | None = None,
+              swa: SwaSplit | None = None) -> Scenario:
     p_gib = inputs.free_before_load / GiB
     f = inputs.mem_fraction
     used = inputs.target_weights + inputs.draft_weights + inputs.other_allocations
@@ -300,8 +473,7 @@ def size_pool(name: str, inputs: Inputs, cell_t: int, cell_d: int, rb: Runbook |
         lines += plan.lines
     cell = cell_t + cell_d
     available = int(rest * (1 << 30)) if rest > 0 else 0
-    tokens = available // cell if cell else 0
-    tokens = tokens // inputs.page_size * inputs.page_size
+    tokens, swa_tokens = pool_tokens(available, cell, swa, inputs.page_size)
     if max_running is not None:
         requests = min(max(1, max_running), tokens // 2)
         req_rule = f"min(max_running_requests {max_running}, tokens // 2)"
@@ -317,8 +489,19 @@ def size_pool(name: str, inputs: Inputs, cell_t: int, cell_d: int, rb: Runbook |
              rule="int(rest · 2^30)" + (" after the state pool" if plan else "")),
         Line(key="cell", label="bytes per token (target + draft)", value=cell, unit="B",
              rule="both pools hold the same token count (shared slot index space)"),
+    ]
+    if swa is not None:
+        lines += [
+            Line(key="cell_swa", label="sliding-layer bytes per SWA token", value=swa.cell,
+                 unit="B", rule=swa.rule),
+            Line(key="swa_tokens", label="SWA pool tokens", value=swa_tokens or 0,
+                 unit="tokens", rule=f"int(full tokens · {swa.ratio}), page-aligned"),
+        ]
+    lines += [
         Line(key="max_total_tokens", label="token capacity", value=tokens, unit="tokens",
-             rule=f"available // cell, aligned down to page size {inputs.page_size}"),
+             rule=(f"int(available // (cell + {swa.ratio} · cell_swa))" if swa is not None
+                   else "available // cell") + f", aligned down to page size "
+                                               f"{inputs.page_size}"),
         Line(key="max_running_requests", label="max running requests", value=requests,
              unit="requests", rule=f"{req_rule}; kv_cache_configurator.py::resolve_max_num_reqs"),
     ]
@@ -337,6 +520,7 @@ def size_pool(name: str, inputs: Inputs, cell_t: int, cell_d: int, rb: Runbook |
         name=name, cell_target=cell_t, cell_draft=cell_d, kv_budget_bytes=available,
         state_pool_bytes=plan.pool_bytes if plan else 0,
         state_slots=plan.slots if plan else None, max_total_tokens=tokens,
+        cell_swa=swa.cell if swa is not None else 0, swa_tokens=swa_tokens,
         max_running_requests=requests,
         sequences_at_context=tokens // inputs.context_length,
         target_kv_bytes=tokens * cell_t, draft_kv_bytes=tokens * cell_d,
@@ -391,64 +575,42 @@ def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
                   "whole on every rank"),
     ]
 
-    t_bytes_kv = kv_bytes(dep.kv_cache_dtype, target)
-    cell_t, cell_t_rule = target_cell(target, attn_tp, pp, t_bytes_kv)
+    cells = pool_cells(pair)
+    cell_t, swa = cells.cell_target, cells.swa
     page = dep.page_size or 1
     base_inputs = Inputs(p_bytes, wt, 0, other, f, page, dep.context_length,
                          dep.max_running_requests)
     cell_line = Line(key="cell_target", label="target KV bytes per token", value=cell_t,
-                     unit="B", rule=f"{cell_t_rule}; kv dtype {dep.kv_cache_dtype.value}; "
+                     unit="B", rule=f"{cells.target_rule}; kv dtype "
+                                    f"{dep.kv_cache_dtype.value}; "
                                     "pool_configurator.py::_compute_cell_size")
     baseline = size_pool("target alone", base_inputs, cell_t, 0, rb, target, attn_tp,
-                         False, 1, frac_lines + [cell_line])
+                         False, 1, frac_lines + [cell_line], cells.baseline_swa)
 
     spec_inputs = Inputs(p_bytes, wt, wd, other, f, page, dep.context_length,
                          dep.max_running_requests)
     verify = verify_width(spec)
-    scenario = fallback = None
-    note = None
-    if spec.method is Method.NGRAM or draft is None:
-        scenario = size_pool("with NGRAM (no draft KV)", spec_inputs, cell_t, 0, rb, target,
-                             attn_tp, True, verify, frac_lines + [cell_line])
-    else:
-        draft_kv: KVDtype | None = dep.draft_kv_cache_dtype or dep.kv_cache_dtype
-        d_bytes = kv_bytes(draft_kv, draft)
-        exact, exact_rule = exact_draft_cell(draft, attn_tp, d_bytes)
-        layers_t = math.ceil(kv_layers(target) / pp)
-        if spec.method.is_block_drafter:
-            cell_d = exact
-            rule = (f"{spec.method.value}: the draft's own geometry, {exact_rule}; draft KV "
-                    f"dtype {(draft_kv or KVDtype.AUTO).value}; "
-                    "draft_kv_budget.resolve_dflash_draft_cell_size")
-            fb_cell = math.ceil(cell_t * (layers_t + kv_layers(draft)) / layers_t) - cell_t
-            fallback = size_pool(
-                "fallback: draft cell unresolved", spec_inputs, cell_t, fb_cell, rb, target,
-                attn_tp, True, verify, frac_lines + [cell_line, Line(
-                    key="cell_draft", label="draft KV bytes per token (fallback)", value=fb_cell,
-                    unit="B", rule=f"ceil(cell_t · ({layers_t} + {kv_layers(draft)}) / "
-                                   f"{layers_t}) − cell_t: layer-count scaling when the engine "
-                                   "cannot read the draft config")])
-            if fb_cell < exact:
-                note = (f"If the engine cannot resolve the draft ('falling back to layer-count "
-                        f"scaling' in its log) it budgets {fb_cell} B/token for a draft that "
-                        f"allocates {exact}: the pool is under-reserved by "
-                        f"{exact - fb_cell} B per token, taken from the slack.")
-        else:
-            d_layers = eagle_draft_layers(draft)
-            cell_d = int(cell_t * d_layers / layers_t)
-            rule = (f"{spec.method.value}: layer scaling of the target cell, "
-                    f"int(cell_t · {d_layers} / {layers_t}); "
-                    "pool_configurator.py (EAGLE family)")
-            if exact != cell_d:
-                note = (f"The draft runner allocates its own geometry ({exact_rule} = {exact} "
-                        f"B/token) but the budget scales the target cell ({cell_d} B/token): "
-                        f"the difference of {exact - cell_d} B per token comes out of the "
-                        "slack [inferred from the 0.5.23 pool code].")
-        scenario = size_pool(
-            f"with the {spec.method.value} draft", spec_inputs, cell_t, cell_d, rb, target,
+    fallback = None
+    if cells.fallback_draft is not None:
+        layers_t, fb_cell = cells.target_layers, cells.fallback_draft
+        assert draft is not None
+        fallback = size_pool(
+            "fallback: draft cell unresolved", spec_inputs, cell_t, fb_cell, rb, target,
             attn_tp, True, verify, frac_lines + [cell_line, Line(
-                key="cell_draft", label="draft KV bytes per token", value=cell_d, unit="B",
-                rule=rule)])
+                key="cell_draft", label="draft KV bytes per token (fallback)", value=fb_cell,
+                unit="B", rule=f"ceil(cell_t · ({layers_t} + {kv_layers(draft)}) / "
+                               f"{layers_t}) − cell_t: layer-count scaling when the engine "
+                               "cannot read the draft config")])
+    note = cells.note
+    if cells.draft_rule is None:
+        scenario = size_pool("with NGRAM (no draft KV)", spec_inputs, cell_t, 0, rb, target,
+                             attn_tp, True, verify, frac_lines + [cell_line], swa)
+    else:
+        scenario = size_pool(
+            f"with the {spec.method.value} draft", spec_inputs, cell_t, cells.cell_draft, rb,
+            target, attn_tp, True, verify, frac_lines + [cell_line, Line(
+                key="cell_draft", label="draft KV bytes per token",
+                value=cells.cell_draft, unit="B", rule=cells.draft_rule)], swa)
     lost = pct(baseline.max_total_tokens - scenario.max_total_tokens,
                baseline.max_total_tokens)
     share = pct(scenario.cell_draft, scenario.cell_total)

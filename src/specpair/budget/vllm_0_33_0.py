@@ -11,6 +11,8 @@ layer's page. With `--kv-cache-memory-bytes` the KV budget is that number.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Literal
 
 from specpair.budget.common import (
     kv_bytes,
@@ -53,29 +55,140 @@ def default_max_num_seqs(gpu: GPU) -> int:
     return 256
 
 
-def _scenario(name: str, available: int, bytes_per_block: int, block: int, context: int,
-              max_seqs: int, cell_t_block: int, cell_d_block: int, lines: list[Line]
-              ) -> Scenario:
+def default_max_num_batched_tokens(gpu: GPU) -> int:
+    """`EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`, `vllm serve`."""
+    mem_gib = gpu.memory_bytes / GiB
+    if mem_gib >= 160:
+        return 16384
+    if mem_gib >= 70 and not gpu.key.startswith("A100"):
+        return 8192
+    return 2048
+
+
+# Async scheduling keeps two batches in flight (VllmConfig.max_concurrent_batches, PP 1)
+IN_FLIGHT_BATCHES = 2
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """One attention layer's KV cache spec, as `Attention.get_kv_cache_spec` builds it."""
+
+    kind: Literal["full", "sliding"]
+    page: int
+    window: int | None
+    shape: tuple[int, int, int, int]
+    """(KV heads per rank, head size, v head size, dtype bytes): equal shapes, equal spec"""
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """`kv_cache_planning.get_kv_cache_groups` + `get_kv_cache_config_from_groups`."""
+
+    groups: list[tuple[str, int, int, int | None]]
+    """(kind, layers, page bytes, window) per KV cache group"""
+    bytes_per_block: int
+    rule: str
+
+    def blocks_per_request(self, context: int, block: int, in_flight: int) -> int:
+        """`get_max_concurrency_for_kv_cache_config`: blocks one request at `context`
+        takes across groups (full: cdiv(L, block); sliding: cdiv(min(window − 1 +
+        in-flight tokens, L), block) + 1)."""
+        total = 0
+        for kind, _, _, window in self.groups:
+            if kind == "sliding" and window is not None:
+                total += math.ceil(min(window - 1 + in_flight, context) / block) + 1
+            else:
+                total += math.ceil(context / block)
+        return total
+
+
+def layer_specs(g: Geometry, tp: int, block: int, dtype_bytes: int) -> list[LayerSpec]:
+    page, _ = page_bytes(g, tp, block, dtype_bytes)
+    if g.attention == "mla":
+        shape = (1, g.mla_latent_dim, 0, dtype_bytes)
+    else:
+        shape = (kv_heads_per_rank(g.num_key_value_heads, tp), g.head_dim, g.v_head_dim,
+                 dtype_bytes)
+    return [LayerSpec("full", page, None, shape)] * g.full_attention_layers + \
+        [LayerSpec("sliding", page, g.sliding_window, shape)] * g.sliding_window_layers
+
+
+def block_plan(specs: list[LayerSpec], hybrid_manager: bool) -> BlockPlan:
+    """How vLLM 0.33.0 groups the layers (target and draft) and sizes one block."""
+    if not hybrid_manager:
+        # unify_hybrid_kv_cache_specs: sliding layers are promoted to full attention
+        specs = [LayerSpec("full", s.page, None, s.shape) for s in specs]
+    kinds = {(s.kind, s.window) for s in specs}
+    if len(kinds) == 1:
+        kind, window = next(iter(kinds))
+        return BlockPlan([(kind, len(specs), sum(s.page for s in specs), window)],
+                         sum(s.page for s in specs),
+                         "one KV cache group: Σ over target and draft layers of the page")
+    if len({s.page for s in specs}) > 1:
+        raise SpecpairError.single(
+            "runbook", f"not modelled: {ENGINE} hybrid KV cache groups whose layers have "
+            "different page sizes (block-packed layout)",
+            "set deployment.hybrid_kv_pools: false (--disable-hybrid-kv-cache-manager)",
+            field_path="deployment.hybrid_kv_pools")
+    # _get_kv_cache_groups_uniform_page_size: one bucket per distinct spec, in layer order
+    buckets: dict[tuple[str, int | None, tuple[int, int, int, int]], int] = {}
+    for s in specs:
+        key = (s.kind, s.window, s.shape)
+        buckets[key] = buckets.get(key, 0) + 1
+    sizes = list(buckets.values())
+    group_size = min(sizes)
+    if max(sizes) < min(sizes) * 1.5:
+        group_size = max(sizes)  # pad the smaller type instead of splitting the larger
+    page = specs[0].page
+    groups: list[tuple[str, int, int, int | None]] = []
+    for (bucket_kind, bucket_window, _), count in buckets.items():
+        num_groups = math.ceil(count / group_size)
+        for i in range(num_groups):
+            groups.append((bucket_kind, len(range(i, count, num_groups)), page, bucket_window))
+    widest = max(n for _, n, _, _ in groups)
+    return BlockPlan(groups, widest * page,
+                     f"hybrid KV cache manager: {len(groups)} groups of at most {group_size} "
+                     f"layers share one block pool; bytes per block = the largest group's "
+                     f"({widest} layers · {page} B), not the sum")
+
+
+def _scenario(name: str, available: int, plan: BlockPlan, block: int, context: int,
+              max_seqs: int, in_flight: int, cell_t_block: int, cell_d_block: int,
+              lines: list[Line]) -> Scenario:
+    bytes_per_block = plan.bytes_per_block
     blocks = available // bytes_per_block if available > 0 else 0
-    tokens = blocks * block
-    per_request = math.ceil(context / block)
+    per_request = plan.blocks_per_request(context, block, in_flight)
+    concurrency = blocks / per_request
+    tokens = int(concurrency * context)
     sequences = blocks // per_request
+    sliding = any(kind == "sliding" for kind, _, _, _ in plan.groups)
     lines = [*lines,
-             Line(key="bytes_per_block", label="bytes per block (all layers)",
-                  value=bytes_per_block, unit="B",
-                  rule="Σ over target and draft layers of the layer's page; "
-                       "kv_cache_planning.py"),
+             Line(key="bytes_per_block", label="bytes per block", value=bytes_per_block,
+                  unit="B", rule=f"{plan.rule}; kv_cache_planning.py"),
              Line(key="num_blocks", label="KV blocks", value=blocks, unit="blocks",
                   rule="available KV bytes // bytes per block"),
+             Line(key="blocks_per_request", label="blocks one full-context request takes",
+                  value=per_request, unit="blocks",
+                  rule=f"Σ over {len(plan.groups)} groups: full cdiv({context}, {block})"
+                       + (f"; sliding cdiv(min(window − 1 + {in_flight} in-flight tokens, "
+                          f"{context}), {block}) + 1 (in flight: {IN_FLIGHT_BATCHES} batches "
+                          "of max_num_batched_tokens, async scheduling)" if sliding else "")),
              Line(key="max_total_tokens", label="token capacity ('GPU KV cache size')",
-                  value=tokens, unit="tokens", rule=f"blocks · block size {block}"),
+                  value=tokens, unit="tokens",
+                  rule=f"int(blocks / {per_request} · {context}); "
+                       "kv_cache_utils.py::get_kv_cache_capacity"),
              Line(key="max_concurrency", label="full-context requests ('Maximum concurrency')",
-                  value=sequences, unit="requests",
-                  rule=f"blocks // ceil({context} / {block})")]
+                  value=sequences, unit="requests", rule=f"blocks // {per_request}")]
     fits = available > 0 and sequences >= 1
     verdict = (f"fits: {sequences} full-context sequences" if fits else
                "does not fit: one request at the context length needs more KV than is left "
                "('To serve at least one request with the model's max seq len …')")
+    if len(plan.groups) > 1 and cell_t_block + cell_d_block:
+        # the groups alias one block pool: a block costs the largest group's bytes, shared
+        # between target and draft in proportion to their layers' pages
+        whole = cell_t_block + cell_d_block
+        cell_t_block = bytes_per_block * cell_t_block // whole
+        cell_d_block = bytes_per_block - cell_t_block
     cell_t, cell_d = cell_t_block // block, cell_d_block // block
     requests = min(max_seqs, tokens)
     return Scenario(
@@ -86,20 +199,47 @@ def _scenario(name: str, available: int, bytes_per_block: int, block: int, conte
         fits=fits, verdict=verdict, lines=lines)
 
 
+def kv_plan(pair: ResolvedPair, speculative: bool = True) -> tuple[BlockPlan, int, int, int]:
+    """(block plan, block size, target bytes per block, draft bytes per block)."""
+    dep = pair.runbook.deployment
+    spec = pair.runbook.speculation
+    target = pair.target.geometry
+    draft = pair.draft.geometry if pair.draft else None
+    if target.linear_attention is not None:
+        raise SpecpairError.single(
+            "runbook", f"not modelled: the {ENGINE} budget for linear-attention hybrids "
+            f"({target.linear_attention.kind} state layers)",
+            "budget this pair by measurement or serve it with SGLang", field_path="target")
+    tp, pp = dep.parallel.tensor, dep.parallel.pipeline
+    draft_tp = dep.parallel.draft_tensor or tp
+    block = dep.page_size or DEFAULT_BLOCK_SIZE
+    t_specs = layer_specs(target, tp, block, kv_bytes(dep.kv_cache_dtype, target))
+    if pp > 1:
+        if target.sliding_window_layers:
+            raise SpecpairError.single(
+                "runbook", f"not modelled: sliding-window layers under pipeline parallelism "
+                f"on {ENGINE}", "set deployment.parallel.pipeline to 1",
+                field_path="deployment.parallel.pipeline")
+        t_specs = t_specs[:math.ceil(len(t_specs) / pp)]
+    d_specs: list[LayerSpec] = []
+    if speculative and spec.method is not Method.NGRAM and draft is not None:
+        d_kv: KVDtype | None = dep.draft_kv_cache_dtype or dep.kv_cache_dtype
+        # `auto` is resolved against vllm_config.model_config, the TARGET's: a draft
+        # checkpoint saved in float32 still keeps its KV in the target's dtype
+        d_specs = layer_specs(draft, draft_tp, block, kv_bytes(d_kv, target))
+    plan = block_plan(t_specs + d_specs, dep.hybrid_kv_pools)
+    return plan, block, sum(s.page for s in t_specs), sum(s.page for s in d_specs)
+
+
 def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
     rb = pair.runbook
     dep = rb.deployment
     spec = rb.speculation
     target = pair.target.geometry
     draft = pair.draft.geometry if pair.draft else None
-    if target.linear_attention is not None:
-        raise SpecpairError.single(
-            "runbook", f"the {ENGINE} budget for linear-attention hybrids is not modelled",
-            "budget this pair by measurement or serve it with SGLang", field_path="target")
     tp, pp = dep.parallel.tensor, dep.parallel.pipeline
     draft_tp = dep.parallel.draft_tensor or tp
     util = dep.memory_fraction or DEFAULT_GPU_MEMORY_UTILIZATION
-    block = dep.page_size or DEFAULT_BLOCK_SIZE
     a = dep.assumptions
     non_torch = a.other_allocations_bytes if a.other_allocations_bytes is not None \
         else DEFAULT_NON_TORCH
@@ -123,7 +263,6 @@ def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
     ]
     wt = weights_per_rank(pair.target_own_weight_bytes,
                           pair.target.weights.replicated_bytes, tp * pp)
-    uses_draft_kv = spec.method is not Method.NGRAM and pair.draft is not None
     wd = weights_per_rank(pair.draft.weights.weight_bytes, pair.draft.weights.replicated_bytes,
                           draft_tp) if pair.draft else 0
     weights = [
@@ -133,10 +272,8 @@ def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
              rule=f"draft sharded over draft_tensor_parallel_size = {draft_tp}"),
     ]
     requested = math.ceil(gpu.memory_bytes * util)
-    t_kv = kv_bytes(dep.kv_cache_dtype, target)
-    page_t, page_t_rule = page_bytes(target, tp, block, t_kv)
-    layers_t = math.ceil(kv_layers(target) / pp)
     max_seqs = dep.max_running_requests or default_max_num_seqs(gpu)
+    in_flight = IN_FLIGHT_BATCHES * default_max_num_batched_tokens(gpu)
 
     def available(draft_weights: int) -> tuple[int, list[Line]]:
         if dep.kv_cache_memory_bytes is not None:
@@ -153,28 +290,24 @@ def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
                  rule="requested − weights (target + draft) − non-torch − activation peak − "
                       "CUDA graphs; gpu_worker.py::determine_available_memory")]
 
+    base_plan, block, t_block, _ = kv_plan(pair, speculative=False)
     base_avail, base_lines = available(0)
-    t_line = Line(key="page_target", label="target page per layer per block", value=page_t,
-                  unit="B", rule=f"{page_t_rule}; {layers_t} layers")
-    baseline = _scenario("target alone", base_avail, page_t * layers_t, block,
-                         dep.context_length, max_seqs, page_t * layers_t, 0,
-                         [*base_lines, t_line])
+    t_line = Line(key="page_target", label="target bytes per block, all its layers",
+                  value=t_block, unit="B",
+                  rule=f"Σ over {kv_layers(target)} target layers of the layer's page "
+                       f"(block size {block})")
+    baseline = _scenario("target alone", base_avail, base_plan, block, dep.context_length,
+                         max_seqs, in_flight, t_block, 0, [*base_lines, t_line])
     spec_avail, spec_lines = available(wd)
-    cell_d_block = 0
+    plan, _, _, d_block = kv_plan(pair)
     d_lines: list[Line] = []
-    if uses_draft_kv and draft is not None:
-        d_kv: KVDtype | None = dep.draft_kv_cache_dtype or dep.kv_cache_dtype
-        # `auto` is the draft's model dtype, and the engine builds the draft's ModelConfig
-        # with dtype=target_model_config.dtype (config/speculative.py): the target's dtype,
-        # whatever the draft's config.json says
-        page_d, page_d_rule = page_bytes(draft, draft_tp, block, kv_bytes(d_kv, target))
-        cell_d_block = page_d * kv_layers(draft)
-        d_lines = [Line(key="page_draft", label="draft page per layer per block", value=page_d,
-                        unit="B", rule=f"{page_d_rule}; {kv_layers(draft)} draft layers in the "
-                                       "same block pool; auto KV dtype = the target's dtype")]
-    scenario = _scenario(f"with the {spec.method.value} draft", spec_avail,
-                         page_t * layers_t + cell_d_block, block, dep.context_length, max_seqs,
-                         page_t * layers_t, cell_d_block, [*spec_lines, t_line, *d_lines])
+    if d_block and draft is not None:
+        d_lines = [Line(key="page_draft", label="draft bytes per block, all its layers",
+                        value=d_block, unit="B",
+                        rule=f"{kv_layers(draft)} draft layers in the same block pool")]
+    scenario = _scenario(f"with the {spec.method.value} draft", spec_avail, plan, block,
+                         dep.context_length, max_seqs, in_flight, t_block, d_block,
+                         [*spec_lines, t_line, *d_lines])
     return Budget(
         engine=ENGINE, gpu=gpu.key, assumptions=assumptions, weights=weights,
         baseline=baseline, speculative=scenario,

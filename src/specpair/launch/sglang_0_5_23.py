@@ -10,7 +10,12 @@ limit (48 under speculation).
 from __future__ import annotations
 
 from specpair.budget.common import kv_layers
-from specpair.budget.sglang_0_5_23 import default_mem_fraction, verify_width
+from specpair.budget.sglang_0_5_23 import (
+    DEFAULT_MAMBA_FULL_MEMORY_RATIO,
+    EXTRA_BUFFER_ARCHS,
+    default_mem_fraction,
+    verify_width,
+)
 from specpair.engines.sglang_0_5_23 import PROFILE
 from specpair.launch import EnvRef, Launch, Preflights
 from specpair.resolve import ResolvedPair
@@ -111,6 +116,8 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
              "--page-size", str(dep.page_size or 1),
              "--max-running-requests", str(dep.max_running_requests or SPEC_DEFAULT_MAX_RUNNING)]
     # the baseline keeps the speculative server's limit so both serve the same load
+    if not dep.hybrid_kv_pools:
+        argv.append("--disable-hybrid-swa-memory")
 
     mode = rb.staging.mode
     if mode == "engine-overlap":
@@ -138,14 +145,25 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
                  "use topk 1")
         if ls.ssm_dtype:
             argv += ["--mamba-ssm-dtype", ls.ssm_dtype]
-        if ls.full_memory_ratio is not None:
-            argv += ["--mamba-full-memory-ratio", f"{ls.full_memory_ratio:g}"]
+        # the state share and the radix strategy as the budget assumes them, explicitly
+        ratio = ls.full_memory_ratio or DEFAULT_MAMBA_FULL_MEMORY_RATIO
+        argv += ["--mamba-full-memory-ratio", f"{ratio:g}"]
         if ls.max_cache_size is not None:
             argv += ["--max-mamba-cache-size", str(ls.max_cache_size)]
-        if ls.radix_cache_strategy != "auto":
-            argv += ["--mamba-radix-cache-strategy", ls.radix_cache_strategy]
+        strategy = ls.radix_cache_strategy
+        if strategy == "auto" and not ls.disable_radix_cache \
+                and target.architecture in EXTRA_BUFFER_ARCHS:
+            strategy = "extra_buffer"  # what `auto` resolves to with the overlap scheduler
+        if strategy != "auto":
+            argv += ["--mamba-radix-cache-strategy", strategy]
         if ls.disable_radix_cache:
             argv.append("--disable-radix-cache")
+    if pair.draft is not None and pair.draft.geometry.verifier is not None:
+        # a speculators-format draft (speculators_config) has no model_type: ModelConfig
+        # loads the draft through transformers' AutoConfig, which needs one
+        need(False, "draft", "the draft is in speculators format, which SGLang cannot load "
+             "('Unrecognized model … Should have a `model_type` key')",
+             "use the draft's SGLang/EAGLE checkpoint, or serve this pair with vLLM")
     if spec.method.is_block_drafter:
         need(par.pipeline == 1, "deployment.parallel.pipeline",
              f"{spec.method.value} needs pp_size 1 (DSPARK allows PP only on a PD prefill "

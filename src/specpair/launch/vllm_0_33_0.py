@@ -120,6 +120,8 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
                                    or default_max_num_seqs(pair.gpu_spec))]
     if not dep.cuda_graphs:
         argv.append("--enforce-eager")
+    if not dep.hybrid_kv_pools:
+        argv.append("--disable-hybrid-kv-cache-manager")
     if speculate:
         argv += ["--speculative-config", json.dumps(speculative_config(pair), sort_keys=True,
                                                     separators=(",", ":")),

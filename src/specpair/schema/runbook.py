@@ -165,6 +165,10 @@ class Deployment(Strict):
     kv_cache_memory_bytes: PositiveInt | None = Field(
         default=None, description="vLLM --kv-cache-memory-bytes: fixed KV budget per rank")
     linear_state: LinearState = LinearState()
+    hybrid_kv_pools: bool = Field(
+        default=True, description="false switches the engine's hybrid KV manager off "
+        "(SGLang --disable-hybrid-swa-memory, vLLM --disable-hybrid-kv-cache-manager): "
+        "sliding-window layers then keep a full-length cache, and the budget follows")
     host: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9.:\[\]-]{1,255}$")] = "0.0.0.0"
     port: Annotated[int, Field(ge=1, le=65535)] = 30000
     assumptions: Assumptions = Assumptions()

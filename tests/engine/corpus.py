@@ -1,0 +1,148 @@
+"""The oracle corpus: real config.json files (tests/fixtures/configs, sources in SOURCES.md)
+paired the way people serve them with speculation, and the cases run on each pair.
+
+A pair names its target folder, its draft (a folder, `BUNDLED` for built-in MTP/NEXTN
+layers, or None for a draft-free method) and the speculation block of its runbook.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from specpair.budget.common import check_tensor_parallel
+from specpair.errors import SpecpairError
+from specpair.geometry import Geometry, from_hf_config
+from specpair.resolve import ResolvedPair
+from specpair.schema.runbook import Runbook
+from tests.pairs import SHA, artifact
+
+CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "configs"
+BUNDLED = "bundled"
+
+EAGLE3 = {"method": "EAGLE3", "num_speculative_tokens": 3}
+MTP = {"method": "MTP", "num_speculative_tokens": 3}
+NGRAM = {"method": "NGRAM", "num_speculative_tokens": 3}
+DFLASH = {"method": "DFLASH", "block_size": 16}
+DSPARK = {"method": "DSPARK", "block_size": 7}
+
+
+@dataclass(frozen=True)
+class CorpusPair:
+    name: str
+    target: str
+    draft: str | None
+    speculation: dict[str, Any]
+    engines: tuple[str, ...] = ("sglang", "vllm")
+    """engines that can load the pair; specpair must refuse it for the others"""
+
+
+PAIRS = [
+    CorpusPair("llama31-8b-eagle3-specforge", "meta-llama__Llama-3.1-8B-Instruct",
+               "sgl-project__SpecForge-llama3-8B-eagle3", EAGLE3),
+    CorpusPair("llama31-8b-eagle3-reference", "meta-llama__Llama-3.1-8B-Instruct",
+               "SafeAILab__EAGLE-traineagle3", EAGLE3),
+    CorpusPair("llama31-8b-eagle3-speculators", "meta-llama__Llama-3.1-8B-Instruct",
+               "nm-testing__EAGLE3-LLaMA3.1-Instruct-8B-converted", EAGLE3, ("vllm",)),
+    CorpusPair("llama31-70b-eagle3", "meta-llama__Meta-Llama-3.1-70B",
+               "sgl-project__SpecForge-llama3-70B-ealge3", EAGLE3),
+    CorpusPair("qwen3-8b-eagle3", "Qwen__Qwen3-8B", "sgl-project__SpecForge-qwen3-8b-eagle3",
+               EAGLE3),
+    CorpusPair("qwen3-8b-dflash", "Qwen__Qwen3-8B", "sgl-project__SpecForge-qwen3-8b-dflash",
+               DFLASH),
+    CorpusPair("qwen3-8b-dspark", "Qwen__Qwen3-8B", "sgl-project__SpecForge-qwen3-8b-dspark",
+               DSPARK),
+    CorpusPair("qwen3-32b-ngram", "Qwen__Qwen3-32B", None, NGRAM),
+    CorpusPair("qwen3-0-6b-ngram", "Qwen__Qwen3-0.6B", None, NGRAM),
+    CorpusPair("qwen3-30b-a3b-ngram", "Qwen__Qwen3-30B-A3B", None, NGRAM),
+    CorpusPair("qwen3-235b-a22b-ngram", "Qwen__Qwen3-235B-A22B", None, NGRAM),
+    CorpusPair("qwen2-5-7b-ngram", "Qwen__Qwen2.5-7B", None, NGRAM),
+    CorpusPair("qwen2-5-72b-ngram", "Qwen__Qwen2.5-72B", None, NGRAM),
+    CorpusPair("mixtral-8x7b-ngram", "mistralai__Mixtral-8x7B-v0.1", None, NGRAM),
+    CorpusPair("mixtral-8x22b-ngram", "mistralai__Mixtral-8x22B-v0.1", None, NGRAM),
+    CorpusPair("deepseek-v3-mtp", "deepseek-ai__DeepSeek-V3", BUNDLED, MTP),
+    CorpusPair("deepseek-r1-mtp", "deepseek-ai__DeepSeek-R1", BUNDLED, MTP),
+    CorpusPair("kimi-k2-ngram", "moonshotai__Kimi-K2-Instruct", None, NGRAM),
+    CorpusPair("glm-4-7-flash-ngram", "zai-org__GLM-4.7-Flash", None, NGRAM),
+    CorpusPair("glm-4-7-ngram", "zai-org__GLM-4.7-FP8", None, NGRAM),
+    CorpusPair("minimax-m2-5-ngram", "MiniMaxAI__MiniMax-M2.5", None, NGRAM),
+    CorpusPair("gpt-oss-20b-ngram", "openai__gpt-oss-20b", None, NGRAM),
+    CorpusPair("gpt-oss-120b-ngram", "openai__gpt-oss-120b", None, NGRAM),
+    CorpusPair("qwen3-next-mtp", "Qwen__Qwen3-Next-80B-A3B-Thinking", BUNDLED, MTP),
+    CorpusPair("qwen3-next-ngram", "Qwen__Qwen3-Next-80B-A3B-Thinking", None, NGRAM),
+    CorpusPair("qwen3-5-27b-mtp", "Qwen__Qwen3.5-27B", BUNDLED, MTP),
+]
+
+# configs whose layout specpair refuses, with the key the refusal must name
+REFUSED = {
+    "XiaomiMiMo__MiMo-V2-Flash": "hybrid_layer_pattern",
+    "nvidia__Nemotron-H-56B-Base-8K": "hybrid_override_pattern",
+    "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": "hybrid_override_pattern",
+}
+
+TENSOR_PARALLEL = (1, 2, 4, 8)
+KV_DTYPES = ("auto", "fp8_e4m3")
+
+
+def config(folder: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((CONFIGS / folder / "config.json").read_text())
+    return loaded
+
+
+def geometry(folder: str) -> Geometry:
+    return from_hf_config(config(folder))
+
+
+def bundled_geometry(target: Geometry) -> Geometry:
+    """The built-in draft as `specpair lock` resolves it (hub.bundled_draft)."""
+    layers = target.num_nextn_predict_layers
+    return target.model_copy(update={
+        "num_hidden_layers": layers, "full_attention_layers": layers,
+        "sliding_window_layers": 0, "sliding_window": None, "linear_attention": None,
+        "moe": None})
+
+
+def make_pair(corpus: CorpusPair, engine: str, version: str, tp: int, kv: str,
+              deployment: dict[str, Any] | None = None) -> ResolvedPair | None:
+    """The pair as a runbook over the local config folders; None when its head counts do
+    not split over `tp` ranks (the engines refuse such a launch)."""
+    target = geometry(corpus.target)
+    draft: Geometry | None
+    data: dict[str, Any] = {
+        "pair": {"name": corpus.name, "title": corpus.name, "owner": "tests"},
+        "engine": {"name": engine, "version": version},
+        "target": {"path": str(CONFIGS / corpus.target)},
+        "speculation": corpus.speculation,
+        "deployment": {"gpu": "H200-141GB", "context_length": 2048, "memory_fraction": 0.9,
+                       "parallel": {"tensor": tp}, "kv_cache_dtype": kv,
+                       **(deployment or {})},
+        "acceptance": {"slo": {"min_length": 1.5}},
+    }
+    if corpus.draft is None:
+        draft = None
+        data["staging"] = {"order": ["target"]}
+    elif corpus.draft == BUNDLED:
+        draft = bundled_geometry(target)
+        data["draft"] = {"bundled": True}
+        data["staging"] = {"order": ["target"]}
+    else:
+        draft = geometry(corpus.draft)
+        data["draft"] = {"path": str(CONFIGS / corpus.draft)}
+    rb = Runbook.model_validate(data)
+    pair = ResolvedPair(
+        name=corpus.name, source_file=f"runbooks/{corpus.name}/runbook.yaml", runbook=rb,
+        engine=f"{engine} {version}", gpu=rb.deployment.gpu,
+        target=artifact("target", target, 1 << 30),
+        draft=artifact("draft", draft, 1 << 28, bundled=corpus.draft == BUNDLED)
+        if draft is not None else None)
+    try:
+        check_tensor_parallel(pair)
+    except SpecpairError:
+        return None
+    return pair
+
+
+__all__ = ["BUNDLED", "CONFIGS", "KV_DTYPES", "PAIRS", "REFUSED", "SHA", "TENSOR_PARALLEL",
+           "CorpusPair", "make_pair"]

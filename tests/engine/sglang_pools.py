@@ -1,0 +1,161 @@
+"""SGLang 0.5.23's own KV pool sizing for a list of launch commands (run by the oracle test).
+
+Reads a JSON list of cases on stdin, each `{"argv": [...], "rest_gib": x}` (the argv of
+a `sglang serve` command without the program name, and the budget left for the pools
+after weights and the static slack, in GiB as the engine holds it), and prints one JSON
+list of results: the linear-attention state slots a hybrid takes first
+(`_handle_max_mamba_cache`), the pool configurator the engine picks, its bytes per token,
+and the pool sizes its `calculate_pool_sizes` returns for the bytes left.
+
+Everything that decides the numbers is the engine's own code: `prepare_server_args`
+parses the argv; the parsed record is published as the runtime context
+(`RuntimeContext.set_server_args`), which gives the TP widths, the SWA ratio and the
+speculative flags; `ModelConfig` reads the config.json; `configure_kv_cache_dtype`,
+`resolve_spec_aux_hidden_state_config` and `resolve_layer_indices` are the model runner's
+own steps; `KVCacheConfigurator` and `create_memory_pool_configurator` size the pools.
+
+Stand-ins, because no GPU runs here:
+- `NO_LOADED_MODEL`: the runner passes its loaded `nn.Module`; none is loaded here. The
+  pool code reads only optional attributes from it (a PP slice, a quantized-KV config);
+  without them the engine uses the config's layer count and the model dtype.
+- The CUDA quantization registry: on a GPU host `mxfp4` is registered (gpt-oss ships
+  mxfp4 weights); this CPU host does not register it, so the test adds the engine's own
+  `Mxfp4Config` under that name. Weight quantization does not enter KV sizing.
+- torchvision is absent from the engine venv (its CUDA build crashes next to the CPU
+  torch); SGLang's multimodal config modules import it at module level, so an empty
+  placeholder module is installed. No text-model code path uses it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+import types
+from typing import Any
+
+
+def _install_torchvision_placeholder() -> None:
+    # transformers must decide "torchvision unavailable" before the placeholder exists
+    from transformers.utils import import_utils
+
+    import_utils.is_torchvision_available()
+
+    class _Placeholder(types.ModuleType):
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("__"):
+                raise AttributeError(name)
+            return _Placeholder(f"{self.__name__}.{name}")
+
+    for name in ("torchvision", "torchvision.transforms", "torchvision.transforms.functional",
+                 "torchvision.io", "torchvision.ops"):
+        sys.modules.setdefault(name, _Placeholder(name))
+
+
+def _register_cuda_quantization() -> None:
+    from sglang.srt.layers import quantization
+    from sglang.srt.layers.quantization.mxfp4 import Mxfp4Config
+
+    quantization.QUANTIZATION_METHODS.setdefault("mxfp4", Mxfp4Config)
+    quantization.BASE_QUANTIZATION_METHODS.setdefault("mxfp4", Mxfp4Config)
+
+
+NO_LOADED_MODEL = None
+
+
+def size(argv: list[str], rest_gib: float) -> dict[str, Any]:
+    import torch
+    from sglang.srt.configs.model_config import ModelConfig
+    from sglang.srt.mem_cache import kv_cache_dtype
+    from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator
+    from sglang.srt.model_executor.model_runner_components.layer_setup import (
+        resolve_layer_indices,
+    )
+    from sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state import (
+        resolve_spec_aux_hidden_state_config,
+    )
+    from sglang.srt.model_executor.pool_configurator import (
+        AttentionArch,
+        create_memory_pool_configurator,
+    )
+    from sglang.srt.runtime_context import (
+        get_context,
+        get_model,
+        get_parallel,
+        get_schedule,
+        get_spec,
+    )
+    from sglang.srt.server_args import prepare_server_args
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    server_args = prepare_server_args(argv)
+    get_context().set_server_args(server_args)
+    model_config = ModelConfig.from_server_args(server_args)
+    algorithm = SpeculativeAlgorithm.from_string(get_spec().speculative_algorithm)
+    _, kv_dtype = kv_cache_dtype.configure_kv_cache_dtype(
+        server_args_kv_cache_dtype=get_model().kv_cache_dtype, model=NO_LOADED_MODEL,
+        model_dtype=model_config.dtype, is_draft_worker=False,
+        is_dflash=algorithm.is_dflash_family(),
+        speculative_draft_attention_backend=get_spec().speculative_draft_attention_backend,
+        speculative_draft_kv_cache_dtype=get_spec().speculative_draft_kv_cache_dtype)
+    spec_aux = resolve_spec_aux_hidden_state_config(
+        server_args=server_args, model_config=model_config, spec_algorithm=algorithm,
+        is_draft_worker=False)
+    layer_info = resolve_layer_indices(model=NO_LOADED_MODEL, model_config=model_config,
+                                       is_draft_worker=False)
+    page_size = int(server_args.page_size or 1)
+    kvc = KVCacheConfigurator(
+        device="cuda", gpu_id=0, attn_dp_size=1, pp_size=1, pp_group=None,
+        model=NO_LOADED_MODEL, model_config=model_config, server_args=server_args,
+        kv_cache_dtype=kv_dtype, kv_cache_dtype_str=get_model().kv_cache_dtype,
+        model_dtype=model_config.dtype, page_size=page_size,
+        sliding_window_size=model_config.sliding_window_size
+        if model_config.is_hybrid_swa else None,
+        spec_algorithm=algorithm, is_draft_worker=False, post_capture_kv_active=False,
+        spec_aux_config=spec_aux, is_hybrid_swa=model_config.is_hybrid_swa,
+        is_hybrid_swa_compress=model_config.is_hybrid_swa_compress,
+        use_mla_backend=model_config.attention_arch == AttentionArch.MLA,
+        layer_info=layer_info, forward_stream=None, req_to_token_pool=None,
+        token_to_kv_pool_allocator=None, memory_pool_config=None)
+    state_slots = None
+    if kvc.mambaish_config is not None:
+        rest_gib = kvc._handle_max_mamba_cache(rest_gib)
+        state_slots = get_schedule().max_mamba_cache_size
+    available_bytes = int(rest_gib * (1 << 30))
+    configurator = create_memory_pool_configurator(kvc)
+    config = configurator.calculate_pool_sizes(available_bytes, page_size)
+    return {
+        "ok": True,
+        "configurator": type(configurator).__name__,
+        "cell": getattr(configurator, "_cell_size", None),
+        "kv_dtype_bytes": torch._utils._element_size(kv_dtype),
+        "attn_tp_size": get_parallel().attn_tp_size,
+        "available_bytes": available_bytes,
+        "state_slots": state_slots,
+        "max_total_num_tokens": config.max_total_num_tokens,
+        "full_max_total_num_tokens": config.full_max_total_num_tokens,
+        "swa_max_total_num_tokens": config.swa_max_total_num_tokens,
+        "eagle_draft_num_layers": spec_aux.eagle_draft_num_layers,
+        "dflash_draft_cell": kvc.dflash_draft_cell_size_per_token,
+        "full_attention_layers": len(layer_info.full_attention_layer_ids or [])
+        if layer_info.full_attention_layer_ids is not None else None,
+        "swa_attention_layers": len(layer_info.swa_attention_layer_ids or [])
+        if layer_info.swa_attention_layer_ids is not None else None,
+    }
+
+
+def main() -> None:
+    _install_torchvision_placeholder()
+    _register_cuda_quantization()
+    results = []
+    for case in json.loads(sys.stdin.read()):
+        try:
+            results.append(size(case["argv"], float(case["rest_gib"])))
+        except Exception as error:  # reported per case to the test
+            results.append({"ok": False, "error": f"{type(error).__name__}: {error}",
+                            "trace": traceback.format_exc(limit=6)[-2000:]})
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

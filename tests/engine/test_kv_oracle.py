@@ -1,0 +1,190 @@
+"""specpair's KV pools against the engines' own sizing code, over the config corpus.
+
+For every corpus pair × TP size × KV dtype, the command specpair generates is handed to
+the engine's own code on the CPU (tests/engine/sglang_pools.py) with one KV budget, and
+specpair's per-token cells, pool split and token capacity must equal what the engine
+computes. Expected values come only from the engines; nothing here re-derives them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from specpair.budget import sglang_0_5_23 as sglang_budget
+from specpair.budget import vllm_0_33_0 as vllm_budget
+from specpair.errors import SpecpairError
+from specpair.geometry import NotModelled
+from specpair.launch import EnvRef
+from specpair.launch import sglang_0_5_23 as sglang_launch
+from tests.engine.conftest import HERE
+from tests.engine.corpus import (
+    BUNDLED,
+    CONFIGS,
+    KV_DTYPES,
+    PAIRS,
+    REFUSED,
+    TENSOR_PARALLEL,
+    geometry,
+    make_pair,
+)
+
+# one KV budget per rank for every case: an odd number of bytes, so that no division
+# comes out even by accident (SGLang holds it as GiB, `rest`, before the state pool)
+KV_BUDGET = 61 * (1 << 30) + 123_457
+REST_GIB = KV_BUDGET / (1 << 30)
+
+
+def run_engine(script: str, cases: list[dict[str, Any]], env: dict[str, str] | None = None
+               ) -> list[dict[str, Any]]:
+    result = subprocess.run([sys.executable, str(HERE / script)], input=json.dumps(cases),
+                            capture_output=True, text=True, check=False, timeout=3000,
+                            env={**os.environ, **(env or {})})
+    assert result.returncode == 0, result.stderr[-4000:]
+    found: list[dict[str, Any]] = json.loads(result.stdout.strip().splitlines()[-1])
+    assert len(found) == len(cases)
+    return found
+
+
+def argv_for_engine(argv: list[str | EnvRef]) -> list[str]:
+    assert all(isinstance(a, str) for a in argv), argv
+    return [str(a) for a in argv[2:]]  # drop `sglang serve` / `vllm serve`
+
+
+def sglang_cases() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    cases = []
+    for corpus in PAIRS:
+        for tp in TENSOR_PARALLEL:
+            for kv, hybrid in [(kv, hybrid) for kv in KV_DTYPES for hybrid in (True, False)]:
+                pair = make_pair(corpus, "sglang", "0.5.23", tp, kv,
+                                 {"hybrid_kv_pools": hybrid})
+                if pair is None or (not hybrid and not pair.target.geometry
+                                    .sliding_window_layers):
+                    continue  # the switch only matters with sliding layers
+                if "sglang" not in corpus.engines:
+                    assert sglang_launch.build(pair).errors, corpus.name
+                    continue
+                cells = sglang_budget.pool_cells(pair)
+                cell = cells.cell_target + cells.cell_draft
+                rest, slots = REST_GIB, None
+                if pair.target.geometry.linear_attention is not None:
+                    rest, plan = sglang_budget.state_plan(
+                        pair.runbook, pair.target.geometry, tp, REST_GIB, True,
+                        sglang_budget.verify_width(pair.runbook.speculation),
+                        sglang_budget.SPEC_DEFAULT_MAX_RUNNING_REQUESTS)
+                    slots = plan.slots
+                available = int(rest * (1 << 30))
+                tokens, swa_tokens = sglang_budget.pool_tokens(available, cell, cells.swa, 1)
+                ours = {"state_slots": slots, "available_bytes": available,
+                        "cell": cell + (cells.swa.ratio * cells.swa.cell if cells.swa else 0),
+                        "max_total_num_tokens": tokens, "swa_max_total_num_tokens": swa_tokens,
+                        "configurator": "HybridSWAPoolConfigurator" if cells.swa
+                        else "DefaultPoolConfigurator"}
+                argv = argv_for_engine(sglang_launch.build(pair).argv)
+                cases.append((f"{corpus.name} tp{tp} {kv}" + ("" if hybrid else " no-hybrid"),
+                              ours, {"argv": argv, "rest_gib": REST_GIB}))
+    return cases
+
+
+def test_sglang_pools_equal_the_engines() -> None:
+    cases = sglang_cases()
+    assert len(cases) >= 100, len(cases)
+    engine = run_engine("sglang_pools.py", [c for _, _, c in cases])
+    mismatches = []
+    for (name, ours, _), theirs in zip(cases, engine, strict=True):
+        if not theirs["ok"]:
+            mismatches.append((name, theirs["error"]))
+            continue
+        got = {k: theirs[k] for k in ours}
+        if got != ours:
+            mismatches.append((name, {"specpair": ours, "engine": got}))
+    print(f"sglang 0.5.23: {len(cases) - len(mismatches)}/{len(cases)} cases exact")
+    assert not mismatches, json.dumps(mismatches, indent=1)[:20000]
+
+
+def vllm_cases() -> tuple[list[tuple[str, dict[str, Any], dict[str, Any]]], list[str]]:
+    cases, refused = [], []
+    for corpus in PAIRS:
+        for tp in TENSOR_PARALLEL:
+            for kv in KV_DTYPES:
+                for hybrid in (True, False):
+                    pair = make_pair(corpus, "vllm", "0.33.0", tp, kv,
+                                     {"hybrid_kv_pools": hybrid})
+                    if pair is None or (not hybrid and not pair.target.geometry
+                                        .sliding_window_layers):
+                        continue  # the switch only matters with sliding layers
+                    name = f"{corpus.name} tp{tp} {kv}" + ("" if hybrid else " no-hybrid")
+                    try:
+                        plan, block, _, _ = vllm_budget.kv_plan(pair)
+                    except SpecpairError as refusal:
+                        assert "not modelled" in str(refusal), refusal
+                        refused.append(name)
+                        continue
+                    dep = pair.runbook.deployment
+                    in_flight = vllm_budget.IN_FLIGHT_BATCHES * \
+                        vllm_budget.default_max_num_batched_tokens(pair.gpu_spec)
+                    blocks = KV_BUDGET // plan.bytes_per_block
+                    per_request = plan.blocks_per_request(dep.context_length, block, in_flight)
+                    ours = {"groups": [n for _, n, _, _ in plan.groups], "num_blocks": blocks,
+                            "bytes_per_block": plan.bytes_per_block,
+                            "capacity_tokens": int(blocks / per_request * dep.context_length),
+                            "max_concurrency": blocks / per_request}
+                    draft = corpus.draft if corpus.draft in (None, BUNDLED) \
+                        else str(CONFIGS / corpus.draft)
+                    if corpus.speculation["method"] == "NGRAM":
+                        draft = None
+                    cases.append((name, ours, {
+                        "target": str(CONFIGS / corpus.target), "draft": draft, "tp": tp,
+                        "draft_tp": dep.parallel.draft_tensor or tp, "block_size": block,
+                        "kv_cache_dtype": "fp8_e4m3" if kv == "fp8_e4m3" else "auto",
+                        "max_model_len": dep.context_length, "available_bytes": KV_BUDGET,
+                        "disable_hybrid_kv_cache_manager": not hybrid,
+                        "max_in_flight_tokens": in_flight}))
+    return cases, refused
+
+
+def test_vllm_block_pool_equals_the_engines() -> None:
+    cases, refused = vllm_cases()
+    assert len(cases) >= 100, len(cases)
+    engine = run_engine("vllm_kv_plan.py", [c for _, _, c in cases],
+                        {"PYTHONPATH": os.environ["SPECPAIR_VLLM_SOURCES"]})
+    mismatches = []
+    for (name, ours, _), theirs in zip(cases, engine, strict=True):
+        if not theirs["ok"]:
+            mismatches.append((name, theirs["error"]))
+            continue
+        got = {k: theirs[k] for k in ours}
+        if got != ours:
+            mismatches.append((name, {"specpair": ours, "engine": got}))
+    print(f"vllm 0.33.0: {len(cases) - len(mismatches)}/{len(cases)} cases exact; "
+          f"{len(refused)} refused as not modelled: {sorted({r.split()[0] for r in refused})}")
+    assert not mismatches, json.dumps(mismatches, indent=1)[:20000]
+
+
+@pytest.mark.parametrize(("folder", "key"), sorted(REFUSED.items()))
+def test_unmodelled_layouts_are_refused_by_key(folder: str, key: str) -> None:
+    with pytest.raises(NotModelled) as raised:
+        geometry(folder)
+    assert raised.value.key == key
+    assert str(raised.value).startswith(f"not modelled: {key}")
+
+
+def test_hybrid_switch_flags_parse_in_both_engines() -> None:
+    from specpair.launch import vllm_0_33_0 as vllm_launch
+    from tests.engine.conftest import parse
+
+    corpus = next(p for p in PAIRS if p.name == "gpt-oss-20b-ngram")
+    for engine, version, build, flag in (
+            ("sglang", "0.5.23", sglang_launch.build, "--disable-hybrid-swa-memory"),
+            ("vllm", "0.33.0", vllm_launch.build, "--disable-hybrid-kv-cache-manager")):
+        pair = make_pair(corpus, engine, version, 2, "auto", {"hybrid_kv_pools": False})
+        assert pair is not None
+        argv = [str(a) for a in build(pair).argv]
+        assert flag in argv
+        (verdict,) = parse(engine, [argv])
+        assert verdict["ok"], verdict["error"]
