@@ -189,3 +189,10 @@ def test_cli_markdown_json_and_fail_on(repo: Path) -> None:
     assert cli("--fail-on", "any").returncode == 3
     bad = cli("--base", "no-such-rev")
     assert bad.returncode == 1 and "git rev-parse" in bad.stderr
+
+
+def test_threshold_changes_ask_to_apply_the_regenerated_alerts(repo: Path) -> None:
+    commit(repo, lambda r: edit(r, LING, "min_length: 4.0", "min_length: 4.5"))
+    (item,) = impact(repo, "HEAD~1", "HEAD")[0]
+    (line,) = [c for c in item.checklist if c.startswith("Alert thresholds changed")]
+    assert "SLO min τ 4.0 → 4.5" in line and "prometheus-rules.yaml" in line
