@@ -218,6 +218,31 @@ def scenarios(pair: ResolvedPair, rules: dict[str, dict[str, Any]]) -> list[dict
             "alert_rule_test": [expect(rules, "SpecpairEngineStartupOverBudget",
                                        [where(name, "a")], at="5m")],
         })
+    if m.process_start and m.requests_done:
+        # the process starts at 10m; a serves its first request 5 minutes after the budget,
+        # b after 2 minutes, c is a restart whose earlier process had served requests
+        wait = budget_min + 4
+        end = 10 + wait + 1 + 3
+        rest = end - 10 - wait
+        tests.append({
+            "interval": "1m",
+            "input_series": [
+                series(m.process_start, "a", f"_x10 600+0x{end - 10}", name),
+                series(m.requests_done, "a", f"_x10 0+0x{wait} 1+1x{rest - 1}", name),
+                series(m.process_start, "b", f"_x10 600+0x{end - 10}", name),
+                series(m.requests_done, "b", f"_x10 0+0x1 1+1x{end - 12}", name),
+                series(m.process_start, "c", f"0+0x9 600+0x{end - 10}", name),
+                series(m.requests_done, "c", f"0 1+1x8 0+0x{wait} 1+1x{rest - 1}", name)],
+            "alert_rule_test": [expect(rules, "SpecpairFirstRequestOverColdStartBudget",
+                                       [where(name, "a"), where(name, "c")], at=f"{end}m")],
+            "promql_expr_test": [{
+                "expr": "specpair:time_to_first_request_seconds", "eval_time": f"{end}m",
+                "exp_samples": [
+                    {"labels": "{" + f'__name__="specpair:time_to_first_request_seconds",'
+                     f'{PAIR_LABEL}="{name}",instance="{i}"' + "}", "value": v}
+                    for i, v in (("a", (wait + 1) * 60), ("b", 120),
+                                 ("c", (wait + 1) * 60))]}],
+        })
     return tests
 
 

@@ -103,6 +103,18 @@ def break_even_expr(pair: str, curve: list[tuple[int, float]]) -> str:
     return "\nor\n".join(parts)
 
 
+def first_request_expr(metrics: EngineMetrics, pair: str) -> str:
+    """Seconds from the serving process's start to its first finished request, sampled per
+    minute over 6 hours. `@ end()` pins the start to the current process, so requests
+    served by an earlier process (before a restart) do not count."""
+    s = selector(pair)
+    start = f"max by ({BY}) ({metrics.process_start}{s})"
+    current = f"max by ({BY}) ({metrics.process_start}{s} @ end())"
+    served = f"timestamp(sum by ({BY}) ({metrics.requests_done}{s}) > 0)"
+    return (f"min_over_time(({served} >= on({BY}) {current})[6h:1m])\n"
+            f"- on({BY}) {start}")
+
+
 def _seconds(value: float) -> str:
     return f"{max(1, round(value))}s"
 
@@ -138,6 +150,9 @@ def groups(pair: ResolvedPair) -> list[dict[str, Any]]:
         metric, extra = metrics.startup_seconds
         records.append({"record": "specpair:engine_startup_seconds",
                         "expr": f"max by ({BY}) ({metric}{selector(name, extra)})"})
+    if metrics.process_start and metrics.requests_done:
+        records.append({"record": "specpair:time_to_first_request_seconds",
+                        "expr": first_request_expr(metrics, name)})
 
     q = t.percentile / 100
     scope_note = ("per 5-minute window" if t.scope == "per_batch" else
@@ -186,6 +201,14 @@ def groups(pair: ResolvedPair) -> list[dict[str, Any]]:
             f"{name}: engine start-up longer than the cold-start budget",
             f"The engine's own start-up took longer than the whole cold-start budget of "
             f"{t.cold_start_budget_s:g} s (planned cold start {t.cold_start_plan_s:g} s)."))
+    if metrics.process_start and metrics.requests_done:
+        alerts.append(_alert(
+            "SpecpairFirstRequestOverColdStartBudget",
+            f"specpair:time_to_first_request_seconds{s} > {t.cold_start_budget_s:g}", "0s",
+            "warning", f"{name}: first request after a start later than the cold-start budget",
+            f"The first request finished more than {t.cold_start_budget_s:g} s (the cold-start "
+            f"budget; planned {t.cold_start_plan_s:g} s) after the serving process started; "
+            "staging before the process starts is not included."))
     return [{"name": f"specpair-{name}-records", "rules": records},
             {"name": f"specpair-{name}-alerts", "rules": alerts}]
 

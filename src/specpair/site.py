@@ -181,6 +181,9 @@ def _alerts_section(pair: ResolvedPair, files: dict[str, bytes]) -> str:
     if metrics.startup_seconds:
         rows.append(["SpecpairEngineStartupOverBudget",
                      f"engine start-up &gt; {t.cold_start_budget_s:g} s"])
+    if metrics.process_start and metrics.requests_done:
+        rows.append(["SpecpairFirstRequestOverColdStartBudget",
+                     f"first request &gt; {t.cold_start_budget_s:g} s after the process start"])
     links = " · ".join(f"[{name}]({pair.name}/{name})" for name in sorted(generated))
     return ("\n## Alerts and dashboard\n\n"
             + _table(["alert", "fires when"], rows)

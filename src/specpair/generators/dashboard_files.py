@@ -116,9 +116,13 @@ def staging_panels(pair: str, t: Thresholds, m: EngineMetrics) -> list[PanelBuil
     if m.startup_seconds:
         queries.append(_query("C", _series("specpair:engine_startup_seconds", pair),
                               "engine start-up {{instance}}"))
+    if m.process_start and m.requests_done:
+        queries.append(_query("D", _series("specpair:time_to_first_request_seconds", pair),
+                              "first request after the process start {{instance}}"))
     cold = _timeseries(6, "Cold start against its budget", (
-        "The budget and plan (staging.md) beside the engine's own start-up where it exports "
-        "it; the alert SpecpairNotReadyWithinColdStartBudget fires when a target stays down "
+        "The budget and plan (staging.md) beside the engine's own start-up, or the time from "
+        "the serving process's start to its first request, where the engine exports them; "
+        "the alert SpecpairNotReadyWithinColdStartBudget fires when a target stays down "
         "for the whole budget."), "s", queries, width=16)
     up = stat.Panel().id(7).title("Engine up").datasource(DATASOURCE).height(8).span(8) \
         .with_target(_query("A", f"up{selector(pair, TARGETS)}", "{{instance}}"))

@@ -29,6 +29,10 @@ class EngineMetrics:
     target_kv_gib: str | None
     startup_seconds: tuple[str, str] | None
     """(metric, extra label matchers) of the engine's own start-up duration."""
+    process_start: str | None
+    """Unix time the serving process started (prometheus_client's process collector)."""
+    requests_done: str | None
+    """Counter of finished requests: its first increase after a start is the first request."""
     tau_definition: str
     per_request: str
     """Where per-request acceptance lives, and why no rule can read it."""
@@ -40,7 +44,8 @@ class EngineMetrics:
         found = [self.generated_tokens, self.verify_steps, self.accepted,
                  self.running_requests, self.kv_usage_fraction, self.kv_capacity_tokens,
                  self.target_weights_gib, self.target_kv_gib,
-                 self.startup_seconds[0] if self.startup_seconds else None]
+                 self.startup_seconds[0] if self.startup_seconds else None,
+                 self.process_start, self.requests_done]
         return sorted({n for n in found if n})
 
 

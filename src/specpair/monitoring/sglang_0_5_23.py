@@ -19,6 +19,9 @@ METRICS = EngineMetrics(
     target_weights_gib="sglang:weight_memory_usage_gb",
     target_kv_gib="sglang:kv_cache_memory_usage_gb",
     startup_seconds=("sglang:startup_time_seconds", 'phase="tokenizer_e2e"'),
+    # metrics come from prometheus_client's multiprocess registry: no process collector
+    process_start=None,
+    requests_done=None,
     tau_definition=("τ = rate(sglang:generation_tokens_total) / "
                     "rate(sglang:spec_verify_calls_total): completion tokens per verify "
                     "forward, bonus token included, as SGLang's spec_accept_length "

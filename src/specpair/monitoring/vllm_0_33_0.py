@@ -18,6 +18,11 @@ METRICS = EngineMetrics(
     target_weights_gib=None,
     target_kv_gib=None,
     startup_seconds=None,
+    # one API server uses prometheus_client's default registry, process collector included
+    # (vllm/v1/metrics/prometheus.py get_prometheus_registry); several use the
+    # multiprocess registry, which has no process metrics
+    process_start="process_start_time_seconds",
+    requests_done="vllm:request_success_total",
     tau_definition=("τ = 1 + rate(vllm:spec_decode_num_accepted_tokens_total) / "
                     "rate(vllm:spec_decode_num_drafts_total): accepted draft tokens per "
                     "(request, verify step) plus the bonus token, as SpecDecodingProm's "
@@ -28,6 +33,7 @@ METRICS = EngineMetrics(
                  "`specpair bench` reads"),
     not_exported=("the KV token capacity as a number (only as a label of "
                   "vllm:cache_config_info)", "weight and KV pool bytes",
-                  "the engine's start-up duration"),
+                  "the engine's start-up duration (the time to the first request after a "
+                  "start is measured from the API process's start instead)"),
     source="vllm 0.33.0: vllm/v1/spec_decode/metrics.py, vllm/v1/metrics/loggers.py",
 )
