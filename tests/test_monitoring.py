@@ -286,3 +286,16 @@ def test_a_runbook_change_shows_in_the_rules() -> None:
         update={"acceptance": acceptance})})
     after = monitoring_files.generate(changed)[monitoring_files.RULES].decode()
     assert "< 3.25" in after and "< 3.25" not in before
+
+
+def test_a_multi_node_pair_scrapes_only_the_leader() -> None:
+    """LeaderWorkerSet labels each pod with its worker index; the leader is "0" and the
+    only pod serving HTTP, so workers must not be scraped (they would read as down)."""
+    pair = PAIRS["llama31-8b-eagle3"]
+    deployment = pair.runbook.deployment.model_copy(update={"nodes": 2})
+    two = pair.model_copy(update={"runbook": pair.runbook.model_copy(
+        update={"deployment": deployment})})
+    match = monitoring_files.pod_monitor(two)["spec"]["selector"]["matchLabels"]
+    assert match["leaderworkerset.sigs.k8s.io/worker-index"] == "0"
+    single = monitoring_files.pod_monitor(pair)["spec"]["selector"]["matchLabels"]
+    assert "leaderworkerset.sigs.k8s.io/worker-index" not in single
