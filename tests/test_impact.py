@@ -191,6 +191,38 @@ def test_cli_markdown_json_and_fail_on(repo: Path) -> None:
     assert bad.returncode == 1 and "git rev-parse" in bad.stderr
 
 
+def test_a_stale_lock_is_reported_as_stale_not_as_a_removed_pair(repo: Path) -> None:
+    """The draft's revision moves in the runbook but the lock is not refreshed."""
+    commit(repo, lambda root: edit(root, LING, "revision: main               # commit not "
+                                   "retrievable", f"revision: {NEW}               # commit "
+                                   "not retrievable"))
+    result = subprocess.run([sys.executable, "-m", "specpair", "impact", "--base", "HEAD~1",
+                             "--head", "HEAD", "--format", "json"], cwd=repo,
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 3, result.stdout + result.stderr
+    (pair,) = json.loads(result.stdout)["pairs"]
+    assert pair["name"] == "ling-3-flash-dspark"
+    assert pair["classes"] == ["draft", "invalid", "stale-lock"]
+    assert pair["checklist"] == [
+        f"Lock is stale (draft revision: runbook '{NEW}', lock 'main'): run "
+        "`specpair lock --refresh runbooks/ling-3-flash-dspark`, commit the new lock.json "
+        "and rebuild (`nox -s build`); until then this checklist covers the runbook only, "
+        "not budgets or artifacts"]
+    assert pair["changes"] == [f'draft.revision: "main" → "{NEW}"']
+    text = subprocess.run([sys.executable, "-m", "specpair", "impact", "--base", "HEAD~1",
+                           "--head", "HEAD"], cwd=repo, capture_output=True, text=True,
+                          check=False)
+    assert text.returncode == 3
+    assert "Pair removed" not in text.stdout
+    assert "- [ ] Lock is stale (draft revision" in text.stdout
+    assert "**Invalid runbooks at head**" in text.stdout
+    # opting out of the default still reports it, with exit 0
+    quiet = subprocess.run([sys.executable, "-m", "specpair", "impact", "--base", "HEAD~1",
+                            "--head", "HEAD", "--fail-on", ""], cwd=repo,
+                           capture_output=True, text=True, check=False)
+    assert quiet.returncode == 0 and "Lock is stale" in quiet.stdout
+
+
 def test_threshold_changes_ask_to_apply_the_regenerated_alerts(repo: Path) -> None:
     commit(repo, lambda r: edit(r, LING, "min_length: 4.0", "min_length: 4.5"))
     (item,) = impact(repo, "HEAD~1", "HEAD")[0]

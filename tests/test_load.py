@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -146,3 +148,23 @@ def test_jsonnet_memory_bomb_is_stopped(tmp_path: Path) -> None:
         load_document(path, root)
     message = info.value.problems[0].message
     assert "MiB" in message or "killed" in message or "did not finish" in message, message
+
+
+def test_jsonnet_memory_bomb_aborts_quietly(tmp_path: Path) -> None:
+    """The evaluator's expected abort in its child prints no crash report, even with
+    faulthandler writing to its own copy of stderr (as pytest sets it up)."""
+    root = tmp_path / "runbooks"
+    path = write(root / "p" / "runbook.jsonnet",
+                 "local s = std.repeat('x', 1 << 28); { a: std.length(s + s + s + s + s + s) }")
+    script = ("import faulthandler, os, sys\n"
+              "faulthandler.enable(file=os.fdopen(os.dup(2), 'w'))\n"
+              "from pathlib import Path; from specpair.load import load_document\n"
+              "from specpair.errors import SpecpairError\n"
+              "try:\n    load_document(Path(sys.argv[1]), Path(sys.argv[2]))\n"
+              "except SpecpairError as error:\n    print(error.problems[0].message)\n")
+    result = subprocess.run([sys.executable, "-c", script, str(path), str(root)],
+                            capture_output=True, text=True, check=False, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "Jsonnet evaluation" in result.stdout, result.stdout
+    assert "Fatal Python error" not in result.stderr, result.stderr
+    assert result.stderr == "", result.stderr

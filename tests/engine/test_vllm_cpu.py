@@ -4,18 +4,9 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.request
 from pathlib import Path
 
 from tests.engine.conftest import Server
-
-
-def post(url: str, body: dict[str, object]) -> dict[str, object]:
-    request = urllib.request.Request(url, json.dumps(body).encode(),
-                                     {"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=120) as response:
-        data: dict[str, object] = json.load(response)
-        return data
 
 
 def counter(metrics: str, name: str) -> float:
@@ -35,16 +26,16 @@ def engine_kv_tokens(log: str) -> int:
 def test_generated_command_serves_and_speculates(servers: dict[str, Server],
                                                  tiny_repo: Path) -> None:
     spec = servers["spec"]
-    out = post(spec.url + "/v1/completions", {"model": str(_model(tiny_repo)),
-               "prompt": "the quick brown fox", "max_tokens": 32, "temperature": 0})
+    out = json.loads(spec.request("/v1/completions", {
+        "model": str(_model(tiny_repo)), "prompt": "the quick brown fox", "max_tokens": 32,
+        "temperature": 0}))
     assert out["choices"]
-    with urllib.request.urlopen(spec.url + "/metrics", timeout=30) as response:
-        metrics = response.read().decode()
+    metrics = spec.request("/metrics", timeout=30).decode()
     drafts = counter(metrics, "vllm:spec_decode_num_drafts_total")
     accepted = counter(metrics, "vllm:spec_decode_num_accepted_tokens_total")
     assert drafts > 0 and accepted > 0, metrics[-2000:]
-    with urllib.request.urlopen(servers["baseline"].url + "/metrics", timeout=30) as response:
-        assert "vllm:spec_decode_num_drafts_total" not in response.read().decode()
+    baseline_metrics = servers["baseline"].request("/metrics", timeout=30).decode()
+    assert "vllm:spec_decode_num_drafts_total" not in baseline_metrics
 
 
 def test_kv_token_capacity_equals_the_budget(servers: dict[str, Server],

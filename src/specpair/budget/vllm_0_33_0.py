@@ -164,11 +164,14 @@ def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
     d_lines: list[Line] = []
     if uses_draft_kv and draft is not None:
         d_kv: KVDtype | None = dep.draft_kv_cache_dtype or dep.kv_cache_dtype
-        page_d, page_d_rule = page_bytes(draft, draft_tp, block, kv_bytes(d_kv, draft))
+        # `auto` is the draft's model dtype, and the engine builds the draft's ModelConfig
+        # with dtype=target_model_config.dtype (config/speculative.py): the target's dtype,
+        # whatever the draft's config.json says
+        page_d, page_d_rule = page_bytes(draft, draft_tp, block, kv_bytes(d_kv, target))
         cell_d_block = page_d * kv_layers(draft)
         d_lines = [Line(key="page_draft", label="draft page per layer per block", value=page_d,
                         unit="B", rule=f"{page_d_rule}; {kv_layers(draft)} draft layers in the "
-                                       "same block pool")]
+                                       "same block pool; auto KV dtype = the target's dtype")]
     scenario = _scenario(f"with the {spec.method.value} draft", spec_avail,
                          page_t * layers_t + cell_d_block, block, dep.context_length, max_seqs,
                          page_t * layers_t, cell_d_block, [*spec_lines, t_line, *d_lines])
