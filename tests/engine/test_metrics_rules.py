@@ -4,7 +4,9 @@ Uses the speculative server of the session (the one test_vllm_cpu.py starts from
 generated launch script): its /metrics is scraped around a completion; every vLLM metric
 name the rules use must be exposed, and Prometheus's own rule engine (promtool), fed the
 two real scrapes, must compute the same acceptance length from the recording rule as the
-bench does from the same counters.
+bench does from the same counters. Replayed, the speculative server's counters raise no
+fallback alert, and the baseline server's (the pair without its draft) raise the
+missing-series alert.
 """
 
 from __future__ import annotations
@@ -40,9 +42,11 @@ def exposed_names(text: str) -> set[str]:
     return {m.group(1) for m in _SERIES.finditer(text)}
 
 
-def input_series(before: str, after: str, names: list[str]) -> list[dict[str, str]]:
-    """promtool input: each scraped series of `names`, before then after, 5 minutes apart,
-    with the label the generated PodMonitor adds."""
+def input_series(before: str, after: str, names: list[str], instance: str = "spec",
+                 repeat: int = 1) -> list[dict[str, str]]:
+    """promtool input: each scraped series of `names` with the label the generated
+    PodMonitor adds, before then after (one interval apart); with `repeat` > 1 the
+    observed increase is replayed that many intervals (the same traffic, again and again)."""
     def values(text: str) -> dict[tuple[str, str], float]:
         return {(m.group(1), m.group(2) or "{}"): float(m.group(3))
                 for m in _SERIES.finditer(text) if m.group(1) in names}
@@ -51,9 +55,25 @@ def input_series(before: str, after: str, names: list[str]) -> list[dict[str, st
     for (name, labels), value in sorted(new.items()):
         inner = labels[1:-1]
         extra = f'{inner},' if inner else ""
-        out.append({"series": f'{name}{{{extra}specpair_pair="{PAIR}",instance="spec"}}',
-                    "values": f"{old.get((name, labels), 0.0)!r} {value!r}"})
+        start = old.get((name, labels), 0.0)
+        out.append({"series": f'{name}{{{extra}specpair_pair="{PAIR}",instance="{instance}"}}',
+                    "values": f"{start!r}+{value - start!r}x{repeat}"})
     return out
+
+
+def fallback_cases(rules_file: Path, instance: str, fires: bool) -> list[dict[str, object]]:
+    """Both fallback alerts after 30 minutes of replayed traffic: the missing-series alert
+    fires on `instance` when `fires`, the stopped-counter alert never (its counter either
+    grows or does not exist)."""
+    alerts = {r["alert"]: r for g in rule_groups(rules_file.read_text()) for r in g["rules"]
+              if "alert" in r}
+    missing = alerts["SpecpairSpeculativeSeriesMissing"]
+    expected = [{"exp_labels": {"specpair_pair": PAIR, "instance": instance,
+                                **missing["labels"]},
+                 "exp_annotations": missing["annotations"]}] if fires else []
+    return [{"eval_time": "30m", "alertname": "SpecpairSpeculativeSeriesMissing",
+             "exp_alerts": expected},
+            {"eval_time": "30m", "alertname": "SpecpairSpeculationStopped", "exp_alerts": []}]
 
 
 def test_rules_use_exposed_metrics_and_match_the_bench(spec_server: Server, tiny_repo: Path,
@@ -97,6 +117,35 @@ def test_rules_use_exposed_metrics_and_match_the_bench(spec_server: Server, tiny
                                     + yaml.safe_dump(tests) + rule["expr"])
     print(f"rules use {len(used)} exposed names {used}; acceptance {bench!r} from "
           f"{counters.verify_steps:g} drafts, {counters.accepted:g} accepted; promtool agrees")
+
+    # the same traffic replayed for 30 minutes: no fallback alert on a speculating server
+    counters_only = [n for n in used if n.endswith("_total")]
+    replay = [{"interval": "1m",
+               "input_series": input_series(before, after, counters_only, repeat=40),
+               "alert_rule_test": fallback_cases(rules_file, "spec", fires=False)}]
+    result = run_unit_tests(rules_file, replay, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_fallback_alert_fires_on_the_real_baseline(servers: dict[str, Server],
+                                                       tiny_repo: Path, tmp_path: Path) -> None:
+    """The baseline server is the pair without its draft, exactly what a silent fallback
+    looks like: its real counters, replayed, must fire SpecpairSpeculativeSeriesMissing."""
+    base = servers["baseline"]
+    rules_file = tiny_repo / "runbooks" / PAIR / "generated" / "prometheus-rules.yaml"
+    exprs = "\n".join(r["expr"] for g in rule_groups(rules_file.read_text()) for r in g["rules"])
+    counters_only = sorted(n for n in set(_NAME.findall(exprs)) if n.endswith("_total"))
+    args = json.loads((rules_file.parent / "args.json").read_text())
+    before = scrape(base)
+    complete(base, str(args["engines"]["vllm 0.33.0"]["argv"][2]))
+    after = scrape(base)
+    replay = input_series(before, after, counters_only, instance="baseline", repeat=40)
+    assert any(s["series"].startswith(vllm_0_33_0.METRICS.generated_tokens) for s in replay)
+    assert not any(s["series"].startswith(vllm_0_33_0.METRICS.verify_steps) for s in replay)
+    result = run_unit_tests(rules_file, [{
+        "interval": "1m", "input_series": replay,
+        "alert_rule_test": fallback_cases(rules_file, "baseline", fires=True)}], tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def _declared(source: str, name: str) -> bool:
