@@ -88,6 +88,17 @@ def _ensure_chromium(session: nox.Session) -> None:
                 env={"DEBIAN_FRONTEND": "noninteractive"})
 
 
+def _ensure_promtool(session: nox.Session) -> None:
+    """Prometheus's promtool (Debian's `prometheus`) for the rule tests (installed when root)."""
+    if shutil.which("promtool"):
+        return
+    if os.geteuid() != 0:
+        session.error("install Debian's prometheus package (promtool) for the rule tests")
+    session.run("apt-get", "update", "-q", external=True)
+    session.run("apt-get", "install", "-y", "-q", "--no-install-recommends", "prometheus",
+                external=True, env={"DEBIAN_FRONTEND": "noninteractive"})
+
+
 @nox.session(python=PYTHON)
 def serve(session: nox.Session) -> None:
     """Browse the site while editing: regenerate the pages, then `mkdocs serve` on
@@ -123,6 +134,7 @@ def check(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Run the test suite (no network: hub, git and browser tests use local servers)."""
     _install(session, "test")
+    _ensure_promtool(session)
     session.run("pytest", "--ignore=tests/engine", "--ignore=tests/browser", *session.posargs,
                 env={"SPECPAIR_SARIF_SCHEMA": str(_sarif_schema(session))})
 
@@ -200,6 +212,7 @@ def engines(session: nox.Session) -> None:
     from the generated commands, its KV capacity against the budget; the KV oracle (the
     engines' own pool sizing over the config corpus, tests/engine/test_kv_oracle.py)."""
     sources = _engine_venv(session)
+    _ensure_promtool(session)
     session.run("pytest", "tests/engine", "--ignore=tests/engine/test_bench.py",
                 *session.posargs, env={"SPECPAIR_VLLM_SOURCES": str(sources)})
 

@@ -221,3 +221,10 @@ def test_a_stale_lock_is_reported_as_stale_not_as_a_removed_pair(repo: Path) -> 
                             "--head", "HEAD", "--fail-on", ""], cwd=repo,
                            capture_output=True, text=True, check=False)
     assert quiet.returncode == 0 and "Lock is stale" in quiet.stdout
+
+
+def test_threshold_changes_ask_to_apply_the_regenerated_alerts(repo: Path) -> None:
+    commit(repo, lambda r: edit(r, LING, "min_length: 4.0", "min_length: 4.5"))
+    (item,) = impact(repo, "HEAD~1", "HEAD")[0]
+    (line,) = [c for c in item.checklist if c.startswith("Alert thresholds changed")]
+    assert "SLO min τ 4.0 → 4.5" in line and "prometheus-rules.yaml" in line

@@ -164,7 +164,10 @@ def _numbers(pair: ResolvedPair) -> dict[str, Any]:
         latency = model(pair, budget)
         return {"cell_draft": scenario.cell_draft, "tokens": scenario.max_total_tokens,
                 "lost": budget.capacity_lost_pct, "fits": scenario.fits,
-                "tau": latency.at_concurrency.break_even, "cold": plan(pair).cold_start_s}
+                "tau": latency.at_concurrency.break_even, "cold": plan(pair).cold_start_s,
+                # the alert rules' other thresholds (specpair.alerts)
+                "slo": pair.runbook.acceptance.slo.min_length,
+                "cold_budget": pair.runbook.staging.cold_start_budget_s}
     except SpecpairError as exc:
         return {"error": exc.problems[0].message}
 
@@ -219,6 +222,12 @@ def checklist(classes: set[str], base: ResolvedPair, head: ResolvedPair) -> list
         items.append("Co-design hooks changed: re-check co-design (`specpair check`)")
     if "workloads" in classes:
         items.append("Workloads changed: re-run the measurement protocol")
+    if any(b.get(key) != h[key] for key in ("slo", "tau", "cold_budget")):
+        items.append("Alert thresholds changed: apply the regenerated prometheus-rules.yaml "
+                     "and monitoring.k8s.yaml, re-import dashboard.grafana.json (SLO min τ "
+                     f"{_arrow(b.get('slo'), h['slo'])}, break-even τ* "
+                     f"{_arrow(b.get('tau'), h['tau'])}, cold-start budget "
+                     f"{_arrow(b.get('cold_budget'), h['cold_budget'], ' s')})")
     return items
 
 

@@ -19,7 +19,7 @@ from specpair import charts
 from specpair.budget import compute
 from specpair.checks import Context, failing, run
 from specpair.errors import SpecpairError
-from specpair.generators import card_files, launch_files
+from specpair.generators import card_files, dashboard_files, launch_files, monitoring_files
 from specpair.latency import model
 from specpair.render import gib, num
 from specpair.resolve import ResolvedPair
@@ -135,6 +135,7 @@ def pair_page(pair: ResolvedPair, changes: str | None) -> tuple[str, dict[str, b
     lines.append(f"![Break-even acceptance against concurrency]({pair.name}/break-even.svg)\n\n")
     verdict_kind = "success" if latency.slo_ok else "failure"
     lines.append(f'!!! {verdict_kind} "SLO against break-even"\n    {text(latency.slo_verdict)}\n')
+    lines.append(_alerts_section(pair, charts_out))
     lines.append("\n## Staging plan\n\n")
     lines.append(_table(["step", "seconds", "detail"], [
         [text(s.name), f"{s.seconds:g}", text(s.detail)] for s in staging.steps]
@@ -170,6 +171,39 @@ def pair_page(pair: ResolvedPair, changes: str | None) -> tuple[str, dict[str, b
                "slo": latency.slo, "break_even": latency.at_concurrency.break_even,
                "draft_share": budget.draft_share_of_kv_pct, "failing": len(failures)}
     return "".join(lines), charts_out, summary
+
+
+def _alerts_section(pair: ResolvedPair, files: dict[str, bytes]) -> str:
+    """The alert thresholds and links to the rules, manifest and dashboard (copied beside
+    the page so the links resolve on the site)."""
+    from specpair.alerts import thresholds
+    from specpair.monitoring import for_engine
+
+    generated = {**monitoring_files.generate(pair), **dashboard_files.generate(pair)}
+    files.update(generated)
+    t = thresholds(pair)
+    metrics = for_engine(pair.engine, pair.source_file)
+    rows = [
+        ["SpecpairAcceptanceBelowSLO", f"p{t.percentile} of the 5-minute τ over 1 h "
+         f"&lt; {t.slo_min:g} (SLO {text(t.scope)}, basis {text(t.basis)})"],
+        ["SpecpairBelowBreakEven", f"30-minute τ &lt; τ* at the running concurrency "
+         f"({t.break_even:.2f} at concurrency {t.concurrency})"],
+        ["SpecpairSpeculationStopped", "tokens generated while the verify counter stands still"],
+        ["SpecpairSpeculativeSeriesMissing", "tokens generated without speculative series"],
+        ["SpecpairNotReadyWithinColdStartBudget",
+         f"no answer for the cold-start budget, {t.cold_start_budget_s:g} s (planned "
+         f"{t.cold_start_plan_s:g} s)"]]
+    if metrics.startup_seconds:
+        rows.append(["SpecpairEngineStartupOverBudget",
+                     f"engine start-up &gt; {t.cold_start_budget_s:g} s"])
+    if metrics.process_start and metrics.requests_done:
+        rows.append(["SpecpairFirstRequestOverColdStartBudget",
+                     f"first request &gt; {t.cold_start_budget_s:g} s after the process start"])
+    links = " · ".join(f"[{name}]({pair.name}/{name})" for name in sorted(generated))
+    return ("\n## Alerts and dashboard\n\n"
+            + _table(["alert", "fires when"], rows)
+            + f"\n{text(metrics.per_request)}; the SLO alert watches 5-minute windows.\n\n"
+            f"Files: {links} (also in `generated/`).\n")
 
 
 def _indent(block: str) -> str:

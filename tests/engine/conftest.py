@@ -163,8 +163,24 @@ def tiny_repo(tiny_models: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
 
 
 @pytest.fixture(scope="session")
-def servers(tiny_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
-        dict[str, Server]]:
+def spec_server(tiny_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The generated speculative server alone (tests that need only it start one engine)."""
+    generated = tiny_repo / "runbooks" / "tiny-vllm" / "generated"
+    logs = tmp_path_factory.mktemp("spec-logs")
+    args = json.loads((generated / "args.json").read_text())
+    port = args["engines"]["vllm 0.33.0"]["port"]
+    server = Server(f"http://127.0.0.1:{port}", logs / "spec.log",
+                    start(generated / "launch-vllm.sh", logs / "spec.log"))
+    try:
+        wait_healthy(server)
+        yield server
+    finally:
+        stop(server.process)
+
+
+@pytest.fixture(scope="session")
+def servers(tiny_repo: Path, spec_server: Server,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Server]]:
     """The generated speculative server and a baseline next to it, both really running."""
     generated = tiny_repo / "runbooks" / "tiny-vllm" / "generated"
     logs = tmp_path_factory.mktemp("logs")
@@ -175,16 +191,10 @@ def servers(tiny_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     baseline = generated / "launch-vllm-baseline.sh"
     moved = logs / "baseline.sh"
     moved.write_text(baseline.read_text().replace(f"--port {spec_port}", f"--port {base_port}"))
-    found = {
-        "spec": Server(f"http://127.0.0.1:{spec_port}", logs / "spec.log",
-                       start(generated / "launch-vllm.sh", logs / "spec.log")),
-        "baseline": Server(f"http://127.0.0.1:{base_port}", logs / "baseline.log",
-                           start(moved, logs / "baseline.log")),
-    }
+    base = Server(f"http://127.0.0.1:{base_port}", logs / "baseline.log",
+                  start(moved, logs / "baseline.log"))
     try:
-        for server in found.values():
-            wait_healthy(server)
-        yield found
+        wait_healthy(base)
+        yield {"spec": spec_server, "baseline": base}
     finally:
-        for server in found.values():
-            stop(server.process)
+        stop(base.process)

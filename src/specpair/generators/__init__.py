@@ -12,7 +12,9 @@ from pathlib import Path
 from specpair.generators import (
     budget_files,
     card_files,
+    dashboard_files,
     launch_files,
+    monitoring_files,
     pair_json,
     plan_files,
     schema_files,
@@ -24,5 +26,6 @@ TreeGenerator = Callable[[list[ResolvedPair]], dict[Path, bytes]]
 
 PAIR_GENERATORS: list[PairGenerator] = [pair_json.generate, budget_files.generate,
                                        launch_files.generate, plan_files.generate,
-                                       card_files.generate]
+                                       card_files.generate, monitoring_files.generate,
+                                       dashboard_files.generate]
 TREE_GENERATORS: list[TreeGenerator] = [schema_files.generate]

@@ -1,0 +1,223 @@
+"""The acceptance SLO in production: Prometheus recording and alerting rules of a pair.
+
+Thresholds come from the runbook (SLO, cold-start budget), the budget (pool bytes) and the
+break-even model (τ* by concurrency), so a runbook change changes the rules. Every series
+is selected by the `specpair_pair` label that the generated PodMonitor sets (a plain
+Prometheus scrape config must set it too) and aggregated per scrape target (`instance`).
+
+Rules, for each engine as it defines the acceptance length τ (bonus token included):
+- `specpair:acceptance_length:rate<w>`: τ over several windows, from the engine's counters;
+- SLO alert: the runbook's percentile of the 5-minute τ over the last hour below the
+  SLO's minimum. Neither engine exports per-request acceptance as a metric, so a
+  per-request SLO is watched through these 5-minute windows and the output says so;
+- break-even alert: τ over 30 minutes below τ* at the running concurrency (τ* of the
+  break-even curve, the larger of the two curve points around the measured concurrency);
+- fallback alerts: tokens generated while the verify counter stands still, or while the
+  speculative series is missing;
+- KV bytes in use per pool (the engine's usage share times each budgeted pool) and the
+  engine's own pool, weights and start-up numbers where it exports them; an alert when
+  the target does not answer within the cold-start budget.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any
+
+from specpair.budget import compute
+from specpair.latency import model
+from specpair.monitoring import EngineMetrics, for_engine
+from specpair.resolve import ResolvedPair
+from specpair.staging import plan
+
+PAIR_LABEL = "specpair_pair"
+BY = f"{PAIR_LABEL}, instance"
+WINDOWS = ("5m", "30m", "1h", "6h")
+SLO_WINDOW = "5m"          # the τ windows whose percentile the SLO alert watches
+SLO_LOOKBACK = "1h"        # how far back that percentile looks
+BREAK_EVEN_WINDOW = "30m"
+FALLBACK_WINDOW = "10m"
+GIB = 2 ** 30
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    slo_min: float
+    scope: str
+    percentile: int
+    basis: str
+    break_even: float
+    concurrency: int
+    curve: list[tuple[int, float]]
+    cold_start_budget_s: float
+    cold_start_plan_s: float
+    target_weight_bytes: int
+    draft_weight_bytes: int
+    target_kv_bytes: int
+    draft_kv_bytes: int
+    max_total_tokens: int
+
+
+def thresholds(pair: ResolvedPair) -> Thresholds:
+    rb = pair.runbook
+    budget = compute(pair)
+    latency = model(pair, budget)
+    staging = plan(pair)
+    scenario = budget.speculative or budget.baseline
+    weights = {w.key: w.value for w in budget.weights}
+    slo = rb.acceptance.slo
+    return Thresholds(
+        slo_min=slo.min_length, scope=slo.scope, percentile=slo.percentile, basis=slo.basis,
+        break_even=latency.at_concurrency.break_even, concurrency=latency.concurrency,
+        curve=[(p.concurrency, p.break_even) for p in latency.curve],
+        cold_start_budget_s=rb.staging.cold_start_budget_s,
+        cold_start_plan_s=staging.cold_start_s,
+        target_weight_bytes=int(weights.get("target_weights", 0)),
+        draft_weight_bytes=int(weights.get("draft_weights", 0)),
+        target_kv_bytes=scenario.target_kv_bytes, draft_kv_bytes=scenario.draft_kv_bytes,
+        max_total_tokens=scenario.max_total_tokens)
+
+
+def selector(pair: str, extra: str = "") -> str:
+    return "{" + f'{PAIR_LABEL}="{pair}"' + (f", {extra}" if extra else "") + "}"
+
+
+def acceptance_expr(metrics: EngineMetrics, pair: str, window: str) -> str:
+    """τ over `window` per scrape target; no sample where nothing was verified."""
+    s = selector(pair)
+    steps = f"(sum by ({BY}) (rate({metrics.verify_steps}{s}[{window}])) > 0)"
+    if metrics.accepted is not None:
+        return f"1 + sum by ({BY}) (rate({metrics.accepted}{s}[{window}])) / {steps}"
+    return f"sum by ({BY}) (rate({metrics.generated_tokens}{s}[{window}])) / {steps}"
+
+
+def break_even_expr(pair: str, curve: list[tuple[int, float]]) -> str:
+    """τ* at the measured running concurrency, as a step function of the break-even curve:
+    between two curve points the larger τ* (the stricter threshold)."""
+    running = f"specpair:running_requests:avg5m{selector(pair)}"
+    parts = [f"({running} <= {curve[0][0]}) * 0 + {curve[0][1]:g}"]
+    for (low, tau_low), (high, tau_high) in pairwise(curve):
+        parts.append(f"(({running} > {low}) <= {high}) * 0 + {max(tau_low, tau_high):g}")
+    parts.append(f"({running} > {curve[-1][0]}) * 0 + {curve[-1][1]:g}")
+    return "\nor\n".join(parts)
+
+
+def first_request_expr(metrics: EngineMetrics, pair: str) -> str:
+    """Seconds from the serving process's start to its first finished request, sampled per
+    minute over 6 hours. `@ end()` pins the start to the current process, so requests
+    served by an earlier process (before a restart) do not count."""
+    s = selector(pair)
+    start = f"max by ({BY}) ({metrics.process_start}{s})"
+    current = f"max by ({BY}) ({metrics.process_start}{s} @ end())"
+    served = f"timestamp(sum by ({BY}) ({metrics.requests_done}{s}) > 0)"
+    return (f"min_over_time(({served} >= on({BY}) {current})[6h:1m])\n"
+            f"- on({BY}) {start}")
+
+
+def _seconds(value: float) -> str:
+    return f"{max(1, round(value))}s"
+
+
+def groups(pair: ResolvedPair) -> list[dict[str, Any]]:
+    """The pair's rule groups, as Prometheus's rule-file `groups:` list."""
+    metrics = for_engine(pair.engine, pair.source_file)
+    t = thresholds(pair)
+    name = pair.name
+    s = selector(name)
+    records: list[dict[str, Any]] = [
+        {"record": f"specpair:acceptance_length:rate{w}", "expr": acceptance_expr(metrics, name, w)}
+        for w in WINDOWS]
+    records.append({"record": "specpair:running_requests:avg5m",
+                    "expr": f"sum by ({BY}) (avg_over_time({metrics.running_requests}{s}[5m]))"})
+    records.append({"record": "specpair:break_even_tau", "expr": break_even_expr(name, t.curve)})
+    for pool, size in (("target", t.target_kv_bytes), ("draft", t.draft_kv_bytes)):
+        records.append({"record": "specpair:kv_used_bytes",
+                        "expr": f"avg by ({BY}) ({metrics.kv_usage_fraction}{s}) * {size}",
+                        "labels": {"pool": pool}})
+    if metrics.kv_capacity_tokens:
+        records.append({"record": "specpair:engine_kv_capacity_tokens",
+                        "expr": f"max by ({BY}) ({metrics.kv_capacity_tokens}{s})"})
+    if metrics.target_kv_gib:
+        records.append({"record": "specpair:engine_kv_bytes",
+                        "expr": f"max by ({BY}) ({metrics.target_kv_gib}{s}) * {GIB}",
+                        "labels": {"pool": "target"}})
+    if metrics.target_weights_gib:
+        records.append({"record": "specpair:engine_weight_bytes",
+                        "expr": f"max by ({BY}) ({metrics.target_weights_gib}{s}) * {GIB}",
+                        "labels": {"model": "target"}})
+    if metrics.startup_seconds:
+        metric, extra = metrics.startup_seconds
+        records.append({"record": "specpair:engine_startup_seconds",
+                        "expr": f"max by ({BY}) ({metric}{selector(name, extra)})"})
+    if metrics.process_start and metrics.requests_done:
+        records.append({"record": "specpair:time_to_first_request_seconds",
+                        "expr": first_request_expr(metrics, name)})
+
+    q = t.percentile / 100
+    scope_note = ("per 5-minute window" if t.scope == "per_batch" else
+                  "per 5-minute window, standing in for the per-request SLO: "
+                  + metrics.per_request)
+    tokens = f"sum by ({BY}) (rate({metrics.generated_tokens}{s}[{FALLBACK_WINDOW}])) > 0"
+    alerts: list[dict[str, Any]] = [
+        _alert("SpecpairAcceptanceBelowSLO",
+               f"quantile_over_time({q:g}, specpair:acceptance_length:rate{SLO_WINDOW}{s}"
+               f"[{SLO_LOOKBACK}]) < {t.slo_min:g}", "10m", "warning",
+               f"{name}: acceptance below the SLO",
+               f"p{t.percentile} of the {SLO_WINDOW} acceptance length over {SLO_LOOKBACK} "
+               f"is below the SLO's minimum τ {t.slo_min:g} ({t.scope}, basis {t.basis}); "
+               f"measured {scope_note}."),
+        _alert("SpecpairBelowBreakEven",
+               f"specpair:acceptance_length:rate{BREAK_EVEN_WINDOW}{s} < on({BY}) "
+               f"specpair:break_even_tau{s}", "15m", "critical",
+               f"{name}: speculation slower than the target alone",
+               f"The {BREAK_EVEN_WINDOW} acceptance length is below break-even τ* at the "
+               f"running concurrency (τ* {t.break_even:.2f} at the runbook's concurrency "
+               f"{t.concurrency}): the draft costs more than it saves; turn speculation off "
+               "or retrain the draft."),
+        _alert("SpecpairSpeculationStopped",
+               f"({tokens}) and on({BY}) (sum by ({BY}) "
+               f"(rate({metrics.verify_steps}{s}[{FALLBACK_WINDOW}])) == 0)",
+               FALLBACK_WINDOW, "critical",
+               f"{name}: tokens generated without speculation",
+               f"{metrics.generated_tokens} grows while {metrics.verify_steps} stands still: "
+               "the server no longer drafts (a fallback)."),
+        _alert("SpecpairSpeculativeSeriesMissing",
+               f"({tokens}) unless on({BY}) (count by ({BY}) ({metrics.verify_steps}{s}))",
+               FALLBACK_WINDOW, "critical",
+               f"{name}: no speculative-decoding series",
+               f"Tokens are generated but {metrics.verify_steps} does not exist: the server "
+               "runs without its draft; check its launch command and log."),
+        _alert("SpecpairNotReadyWithinColdStartBudget",
+               f"up{s} == 0", _seconds(t.cold_start_budget_s), "warning",
+               f"{name}: not serving within the cold-start budget",
+               f"The engine's /metrics has not answered for the cold-start budget of "
+               f"{t.cold_start_budget_s:g} s (planned cold start {t.cold_start_plan_s:g} s)."),
+    ]
+    if metrics.startup_seconds:
+        alerts.append(_alert(
+            "SpecpairEngineStartupOverBudget",
+            f"specpair:engine_startup_seconds{s} > {t.cold_start_budget_s:g}", "0s", "warning",
+            f"{name}: engine start-up longer than the cold-start budget",
+            f"The engine's own start-up took longer than the whole cold-start budget of "
+            f"{t.cold_start_budget_s:g} s (planned cold start {t.cold_start_plan_s:g} s)."))
+    if metrics.process_start and metrics.requests_done:
+        alerts.append(_alert(
+            "SpecpairFirstRequestOverColdStartBudget",
+            f"specpair:time_to_first_request_seconds{s} > {t.cold_start_budget_s:g}", "0s",
+            "warning", f"{name}: first request after a start later than the cold-start budget",
+            f"The first request finished more than {t.cold_start_budget_s:g} s (the cold-start "
+            f"budget; planned {t.cold_start_plan_s:g} s) after the serving process started; "
+            "staging before the process starts is not included."))
+    return [{"name": f"specpair-{name}-records", "rules": records},
+            {"name": f"specpair-{name}-alerts", "rules": alerts}]
+
+
+def _alert(name: str, expr: str, for_: str, severity: str, summary: str,
+           description: str) -> dict[str, Any]:
+    rule: dict[str, Any] = {"alert": name, "expr": expr}
+    if for_ != "0s":
+        rule["for"] = for_
+    rule["labels"] = {"severity": severity}
+    rule["annotations"] = {"summary": summary, "description": description}
+    return rule

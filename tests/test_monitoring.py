@@ -1,0 +1,301 @@
+"""The generated Prometheus rules, checked and evaluated by Prometheus's own promtool.
+
+For every example pair: `promtool check rules` on the rule file and on the PrometheusRule's
+groups, then `promtool test rules` with synthetic engine series built from the runbook's
+thresholds, so that each alert fires in one case and stays quiet in another. The series
+follow each engine's counter semantics (vLLM: drafts and accepted tokens; SGLang: verify
+calls and generated tokens); which alert should fire follows from how far the synthetic
+acceptance sits from the SLO and break-even, never from numbers the rules computed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from specpair.alerts import PAIR_LABEL, thresholds
+from specpair.build import load_pairs
+from specpair.generators import monitoring_files
+from specpair.monitoring import EngineMetrics, for_engine
+from specpair.resolve import ResolvedPair
+from tests.conftest import REPO
+from tests.promtool import check_rules, rule_groups, run_unit_tests
+
+PAIRS = {p.name: p for p in load_pairs(REPO)}
+MINUTES = 120
+EVAL = "100m"
+ALERTS = ("SpecpairAcceptanceBelowSLO", "SpecpairBelowBreakEven", "SpecpairSpeculationStopped",
+          "SpecpairSpeculativeSeriesMissing", "SpecpairNotReadyWithinColdStartBudget")
+
+
+def series(name: str, instance: str, values: str, pair: str, **labels: str) -> dict[str, str]:
+    extra = "".join(f',{k}="{v}"' for k, v in sorted(labels.items()))
+    return {"series": f'{name}{{{PAIR_LABEL}="{pair}",instance="{instance}"{extra}}}',
+            "values": values}
+
+
+def ramp(per_minute: float, minutes: int = MINUTES, start: float = 0) -> str:
+    return f"{float(start)!r}+{float(per_minute)!r}x{minutes}"
+
+
+def engine_counters(m: EngineMetrics, pair: str, instance: str, tau: float | None,
+                    tokens_per_minute: float = 600) -> list[dict[str, str]]:
+    """Counters of a server emitting `tokens_per_minute` at acceptance length `tau`
+    (None: speculating no more, the verify counters stand still)."""
+    out = [series(m.generated_tokens, instance, ramp(tokens_per_minute), pair)]
+    steps = tokens_per_minute / tau if tau else 0.0
+    start = 0 if tau else 1000
+    out.append(series(m.verify_steps, instance, ramp(steps, start=start), pair))
+    if m.accepted is not None:
+        # vLLM: τ = 1 + accepted / drafts, so accepted = steps · (τ − 1)
+        out.append(series(m.accepted, instance, ramp(steps * (tau - 1) if tau else 0,
+                                                     start=start), pair))
+    return out
+
+
+def gauges(m: EngineMetrics, pair: str, instance: str, running: float) -> list[dict[str, str]]:
+    return [series(m.running_requests, instance, f"{running:g}+0x{MINUTES}", pair),
+            series(m.kv_usage_fraction, instance, f"0.5+0x{MINUTES}", pair),
+            series("up", instance, f"1+0x{MINUTES}", pair, job="engine")]
+
+
+def alert_rules(groups: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {r["alert"]: r for g in groups for r in g["rules"] if "alert" in r}
+
+
+def expect(rules: dict[str, dict[str, Any]], alert: str, firing: list[dict[str, str]],
+           at: str = EVAL) -> dict[str, Any]:
+    rule = rules[alert]
+    return {"eval_time": at, "alertname": alert, "exp_alerts": [
+        {"exp_labels": {**labels, **rule["labels"]}, "exp_annotations": rule["annotations"]}
+        for labels in firing]}
+
+
+def where(pair: str, instance: str, **labels: str) -> dict[str, str]:
+    return {PAIR_LABEL: pair, "instance": instance, **labels}
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("rules")
+    paths = {}
+    for name, pair in PAIRS.items():
+        files = monitoring_files.generate(pair)
+        rules = folder / f"{name}.rules.yaml"
+        rules.write_bytes(files[monitoring_files.RULES])
+        manifest = files[monitoring_files.MANIFEST].decode()
+        assert rule_groups(manifest) == rule_groups(rules.read_text())
+        from_manifest = folder / f"{name}.manifest-groups.yaml"
+        from_manifest.write_text(yaml.safe_dump({"groups": rule_groups(manifest)}))
+        paths[name] = rules
+        paths[f"{name}:manifest"] = from_manifest
+    return paths
+
+
+def test_promtool_accepts_every_generated_rule_file(generated: dict[str, Path]) -> None:
+    assert {n for n in generated if ":" not in n} == set(PAIRS)
+    for path in generated.values():
+        out = check_rules(path)
+        assert "SUCCESS" in out
+
+
+def test_the_podmonitor_labels_every_series_with_the_pair() -> None:
+    for name, pair in PAIRS.items():
+        docs = list(yaml.safe_load_all(monitoring_files.generate(pair)[
+            monitoring_files.MANIFEST]))
+        (monitor,) = [d for d in docs if d["kind"] == "PodMonitor"]
+        (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+        assert endpoint["relabelings"] == [{"action": "replace", "targetLabel": PAIR_LABEL,
+                                            "replacement": name}]
+        # the Deployment's pods carry the labels the monitor selects
+        deployment = yaml.safe_load((REPO / "runbooks" / name / "generated" /
+                                     "deployment.k8s.yaml").read_text())
+        spec = deployment["spec"]
+        template = spec.get("template") or spec["leaderWorkerTemplate"]["leaderTemplate"]
+        pod_labels = template["metadata"]["labels"]
+        selected = {k: v for k, v in monitor["spec"]["selector"]["matchLabels"].items()
+                    if not k.startswith("leaderworkerset.")}
+        assert selected.items() <= pod_labels.items()
+        ports = [p["name"] for c in template["spec"]["containers"] for p in c.get("ports", [])]
+        assert endpoint["port"] in ports
+
+
+def scenarios(pair: ResolvedPair, rules: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    m = for_engine(pair.engine)
+    t = thresholds(pair)
+    name = pair.name
+    top = max(tau for _, tau in t.curve)
+    good = max(t.slo_min, top) + 1.0           # above the SLO and every break-even τ*
+    low = max(1.0, t.slo_min - 0.3)            # below the SLO
+    tests: list[dict[str, Any]] = []
+
+    # healthy: nothing fires; the recorded τ is the synthetic one
+    tests.append({
+        "interval": "1m",
+        "input_series": [*engine_counters(m, name, "a", good),
+                         *gauges(m, name, "a", t.concurrency)],
+        "alert_rule_test": [expect(rules, alert, []) for alert in ALERTS],
+        "promql_expr_test": [
+            {"expr": f"abs(specpair:acceptance_length:rate{w} - {good:g}) < bool 1e-9",
+             "eval_time": EVAL, "exp_samples": [{"labels": "{" + f'{PAIR_LABEL}="{name}",'
+                                                 'instance="a"}', "value": 1}]}
+            for w in ("5m", "30m", "1h")]
+        + [{"expr": f'specpair:kv_used_bytes{{pool="{pool}"}}', "eval_time": EVAL,
+            "exp_samples": [{"labels": "{" + f'__name__="specpair:kv_used_bytes",'
+                             f'{PAIR_LABEL}="{name}",instance="a",pool="{pool}"' + "}",
+                             "value": size / 2}]}
+           for pool, size in (("target", t.target_kv_bytes), ("draft", t.draft_kv_bytes))],
+    })
+    # below the SLO: the SLO alert fires
+    tests.append({
+        "interval": "1m",
+        "input_series": [*engine_counters(m, name, "a", low),
+                         *gauges(m, name, "a", t.concurrency)],
+        "alert_rule_test": [expect(rules, "SpecpairAcceptanceBelowSLO", [where(name, "a")])],
+    })
+    # no draft token accepted at all (τ = 1): slower than the target alone, at any load
+    tests.append({
+        "interval": "1m",
+        "input_series": [*engine_counters(m, name, "a", 1.0),
+                         *gauges(m, name, "a", t.concurrency)],
+        "alert_rule_test": [expect(rules, "SpecpairBelowBreakEven", [where(name, "a")])],
+    })
+    # τ between the break-even at the lowest and the highest load of the curve: the
+    # alert follows the running concurrency of each server
+    (c_low, tau_low), (c_high, tau_high) = t.curve[0], t.curve[-1]
+    if abs(tau_low - tau_high) > 0.01:
+        mid = (tau_low + tau_high) / 2
+        slow = "a" if tau_low > tau_high else "b"
+        tests.append({
+            "interval": "1m",
+            "input_series": [*engine_counters(m, name, "a", mid), *gauges(m, name, "a", c_low),
+                             *engine_counters(m, name, "b", mid),
+                             *gauges(m, name, "b", c_high * 2)],
+            "alert_rule_test": [expect(rules, "SpecpairBelowBreakEven", [where(name, slow)])],
+        })
+    # fallback: tokens flow, the verify counter stands still
+    tests.append({
+        "interval": "1m",
+        "input_series": [*engine_counters(m, name, "a", None),
+                         *engine_counters(m, name, "b", good),
+                         *gauges(m, name, "a", 4), *gauges(m, name, "b", 4)],
+        "alert_rule_test": [expect(rules, "SpecpairSpeculationStopped", [where(name, "a")]),
+                            expect(rules, "SpecpairSpeculativeSeriesMissing", [])],
+    })
+    # fallback: no speculative series at all on server a
+    tests.append({
+        "interval": "1m",
+        "input_series": [series(m.generated_tokens, "a", ramp(600), name),
+                         *engine_counters(m, name, "b", good),
+                         *gauges(m, name, "a", 4), *gauges(m, name, "b", 4)],
+        "alert_rule_test": [expect(rules, "SpecpairSpeculativeSeriesMissing", [where(name, "a")]),
+                            expect(rules, "SpecpairSpeculationStopped", [])],
+    })
+    # cold start: a never answers within the budget, b answers 3 minutes before it ends
+    budget_min = int(t.cold_start_budget_s // 60)
+    late = budget_min + 3
+    tests.append({
+        "interval": "1m",
+        "input_series": [
+            series("up", "a", f"0+0x{late + 2}", name, job="engine"),
+            series("up", "b", f"0+0x{budget_min - 3} 1+0x{6}", name, job="engine")],
+        "alert_rule_test": [expect(rules, "SpecpairNotReadyWithinColdStartBudget",
+                                   [where(name, "a", job="engine")], at=f"{late}m")],
+    })
+    if m.startup_seconds:
+        metric, extra = m.startup_seconds
+        key, value = extra.split("=")
+        tests.append({
+            "interval": "1m",
+            "input_series": [
+                series(metric, "a", f"{t.cold_start_budget_s * 2:g}+0x10", name,
+                       **{key: value.strip('"')}),
+                series(metric, "b", f"{t.cold_start_budget_s / 2:g}+0x10", name,
+                       **{key: value.strip('"')})],
+            "alert_rule_test": [expect(rules, "SpecpairEngineStartupOverBudget",
+                                       [where(name, "a")], at="5m")],
+        })
+    if m.process_start and m.requests_done:
+        # the process starts at 10m; a serves its first request 5 minutes after the budget,
+        # b after 2 minutes, c is a restart whose earlier process had served requests
+        wait = budget_min + 4
+        end = 10 + wait + 1 + 3
+        rest = end - 10 - wait
+        tests.append({
+            "interval": "1m",
+            "input_series": [
+                series(m.process_start, "a", f"_x10 600+0x{end - 10}", name),
+                series(m.requests_done, "a", f"_x10 0+0x{wait} 1+1x{rest - 1}", name),
+                series(m.process_start, "b", f"_x10 600+0x{end - 10}", name),
+                series(m.requests_done, "b", f"_x10 0+0x1 1+1x{end - 12}", name),
+                series(m.process_start, "c", f"0+0x9 600+0x{end - 10}", name),
+                series(m.requests_done, "c", f"0 1+1x8 0+0x{wait} 1+1x{rest - 1}", name)],
+            "alert_rule_test": [expect(rules, "SpecpairFirstRequestOverColdStartBudget",
+                                       [where(name, "a"), where(name, "c")], at=f"{end}m")],
+            "promql_expr_test": [{
+                "expr": "specpair:time_to_first_request_seconds", "eval_time": f"{end}m",
+                "exp_samples": [
+                    {"labels": "{" + f'__name__="specpair:time_to_first_request_seconds",'
+                     f'{PAIR_LABEL}="{name}",instance="{i}"' + "}", "value": v}
+                    for i, v in (("a", (wait + 1) * 60), ("b", 120),
+                                 ("c", (wait + 1) * 60))]}],
+        })
+    return tests
+
+
+@pytest.mark.parametrize("name", sorted(PAIRS))
+def test_each_alert_fires_and_stays_quiet(name: str, generated: dict[str, Path],
+                                          tmp_path: Path) -> None:
+    pair = PAIRS[name]
+    rules = alert_rules(rule_groups(generated[name].read_text()))
+    assert set(ALERTS) <= set(rules)
+    tests = scenarios(pair, rules)
+    covered = {case["alertname"] for test in tests for case in test["alert_rule_test"]}
+    assert covered == set(rules), "every alert of the file has a case"
+    result = run_unit_tests(generated[name], tests, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
+def test_a_failing_expectation_fails_promtool(generated: dict[str, Path], tmp_path: Path) -> None:
+    """The harness can fail: claim the SLO alert fires on a healthy server."""
+    name = "llama31-8b-eagle3"
+    pair = PAIRS[name]
+    rules = alert_rules(rule_groups(generated[name].read_text()))
+    t = thresholds(pair)
+    m = for_engine(pair.engine)
+    wrong = [{"interval": "1m",
+              "input_series": [*engine_counters(m, name, "a", t.slo_min + 1),
+                               *gauges(m, name, "a", t.concurrency)],
+              "alert_rule_test": [expect(rules, "SpecpairAcceptanceBelowSLO",
+                                         [where(name, "a")])]}]
+    result = run_unit_tests(generated[name], wrong, tmp_path)
+    assert result.returncode != 0
+    assert "SpecpairAcceptanceBelowSLO" in result.stdout + result.stderr
+
+
+def test_a_runbook_change_shows_in_the_rules() -> None:
+    pair = PAIRS["llama31-8b-eagle3"]
+    before = monitoring_files.generate(pair)[monitoring_files.RULES].decode()
+    slo = pair.runbook.acceptance.slo.model_copy(update={"min_length": 3.25})
+    acceptance = pair.runbook.acceptance.model_copy(update={"slo": slo})
+    changed = pair.model_copy(update={"runbook": pair.runbook.model_copy(
+        update={"acceptance": acceptance})})
+    after = monitoring_files.generate(changed)[monitoring_files.RULES].decode()
+    assert "< 3.25" in after and "< 3.25" not in before
+
+
+def test_a_multi_node_pair_scrapes_only_the_leader() -> None:
+    """LeaderWorkerSet labels each pod with its worker index; the leader is "0" and the
+    only pod serving HTTP, so workers must not be scraped (they would read as down)."""
+    pair = PAIRS["llama31-8b-eagle3"]
+    deployment = pair.runbook.deployment.model_copy(update={"nodes": 2})
+    two = pair.model_copy(update={"runbook": pair.runbook.model_copy(
+        update={"deployment": deployment})})
+    match = monitoring_files.pod_monitor(two)["spec"]["selector"]["matchLabels"]
+    assert match["leaderworkerset.sigs.k8s.io/worker-index"] == "0"
+    single = monitoring_files.pod_monitor(pair)["spec"]["selector"]["matchLabels"]
+    assert "leaderworkerset.sigs.k8s.io/worker-index" not in single
