@@ -315,8 +315,7 @@ def _bench(args: argparse.Namespace) -> int:
     import datetime as dt
 
     from specpair.bench.runner import run
-    from specpair.build import load_pairs
-    from specpair.generators import card_files
+    from specpair.build import _display, load_pairs, render
     from specpair.runbooks import GENERATED_DIR, MEASUREMENTS_DIR
     from specpair.writer import atomic_write, dump_json
 
@@ -329,14 +328,15 @@ def _bench(args: argparse.Namespace) -> int:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     record = folder / MEASUREMENTS_DIR / f"{stamp}.json"
     atomic_write(record, dump_json(measurement.model_dump(mode="json")))
-    measured = pair.model_copy(update={"measurement": measurement})
-    from specpair.generators import plan_files
-
-    # break-even is fitted on the pair's latest record, so it changes with the card
-    calibrated = {name: content for name, content in plan_files.generate(measured).items()
-                  if name.startswith("breakeven.")}
-    for name, content in {**card_files.generate(measured), **calibrated}.items():
-        atomic_write(folder / GENERATED_DIR / name, content)
+    # the card, break-even (fitted on the latest record) and what follows from it (alert
+    # thresholds, dashboards) all change: regenerate every output of this pair, so that
+    # `build --check` stays clean after a bench run
+    (measured,) = load_pairs(root, [Path(args.runbook)])
+    outputs = render(root, [measured])
+    generated = Path(_display(root, folder)) / GENERATED_DIR
+    for rel, content in outputs.files.items():
+        if rel.parent == generated:
+            atomic_write(root / rel, content)
     print(f"measurement written to {record}")
     print((folder / GENERATED_DIR / "card.md").read_text())
     return EXIT_OK
