@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from tests.conftest import REPO, write
@@ -82,10 +83,15 @@ def test_commands_work_from_inside_a_pair_folder(repo_copy: Path) -> None:
     assert "runbooks/qwen3-8b-dflash/runbook.jsonnet" in checked.stdout
 
 
-def test_outside_any_repository_the_error_names_the_folder(tmp_path: Path) -> None:
-    result = run("check", cwd=tmp_path)
+def test_outside_any_repository_the_error_names_the_folder() -> None:
+    # not pytest's tmp_path: nox points TMPDIR inside the checkout (.nox/<session>/tmp),
+    # and from there the repository's own runbooks/ is rightly found
+    with tempfile.TemporaryDirectory(dir="/tmp") as folder:
+        outside = Path(folder).resolve()
+        assert not any((p / "runbooks").is_dir() for p in (outside, *outside.parents))
+        result = run("check", cwd=outside)
     assert result.returncode == 1
-    assert f"{tmp_path.resolve()}/runbooks: no such file or folder" in result.stderr
+    assert f"{outside}/runbooks: no such file or folder" in result.stderr
 
 
 def test_a_what_if_budget_is_labelled_with_its_overrides() -> None:
