@@ -62,7 +62,11 @@ def vllm(argvs: list[list[str]]) -> list[dict[str, Any]]:
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = make_arg_parser(FlexibleArgumentParser())
+    from pydantic import TypeAdapter, ValidationError
+
     fields = {f.name for f in dataclasses.fields(SpeculativeConfig)}
+    annotations = {name: info.annotation for name, info in
+                   SpeculativeConfig.__pydantic_fields__.items()}
     results = []
     for argv in argvs:
         assert argv[:2] == ["vllm", "serve"], argv[:2]
@@ -73,6 +77,13 @@ def vllm(argvs: list[list[str]]) -> list[dict[str, Any]]:
             unknown = sorted(set(ns.speculative_config) - fields)
             if unknown:
                 result.update(ok=False, error=f"unknown speculative-config keys {unknown}")
+            # each value against the engine's own annotation of its field
+            for key, value in sorted(ns.speculative_config.items()):
+                if key in annotations:
+                    try:
+                        TypeAdapter(annotations[key]).validate_python(value, strict=True)
+                    except ValidationError as exc:
+                        result.update(ok=False, error=f"{key}: {exc.errors()[0]['msg']}")
             result["speculative_config"] = ns.speculative_config
         results.append(result)
     return results
