@@ -8,12 +8,15 @@ parser and SpeculativeConfig field types are checked in tests/engine/test_parser
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from specpair.checks import Context, run
 from specpair.launch import build_for
 from specpair.resolve import ResolvedPair
+from specpair.schema.lock import Fallback, VocabMapping
 from tests.pairs import make_pair
 from tests.test_budget_properties import dense
 from tests.test_launch import with_runbook
@@ -124,3 +127,83 @@ def test_sglang_has_no_such_mode(key: str, value: object) -> None:
     assert "sglang 0.5.23: has no " + key in found[f"speculation.{key}"]
     # the same runbook on vLLM: only the mode's own restrictions apply
     assert f"speculation.{key}" not in preflight(pair, "vllm 0.33.0")
+
+
+# --------------------------------------------------------------------------- gate rules
+
+
+def mapping(**update: Any) -> VocabMapping:
+    base = VocabMapping(target_vocab=151936, draft_vocab=32000, intersection=24000,
+                        target_markers=["\u0120"], draft_markers=["\u2581"],
+                        target_fallback=Fallback(kind="eos", token_id=151643),
+                        draft_fallback=Fallback(kind="unk", token_id=0),
+                        special_mapped={"target eos </s>": True}, provenance="declared")
+    return base.model_copy(update=update)
+
+
+def mapped(pair: ResolvedPair, m: VocabMapping | None) -> ResolvedPair:
+    return pair.model_copy(update={"vocab_mapping": m})
+
+
+def by_path(pair: ResolvedPair) -> ResolvedPair:
+    """Both checkpoints served from staged paths: the engine reads exactly those files."""
+    return with_runbook(pair, target={"repo": None, "revision": None, "path": "/models/t"},
+                        draft={"repo": None, "revision": None, "path": "/models/d"})
+
+
+def rules(pair: ResolvedPair) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for f in run(Context(pair)):
+        found.setdefault(f.rule, []).append(f.message)
+    return found
+
+
+GATE: dict[str, tuple[Callable[[], ResolvedPair], Callable[[], ResolvedPair], str]] = {
+    # rule: (failing fixture, passing fixture, words of the finding)
+    "SP203 no intersection in the lock": (
+        lambda: mapped(hetero(), None), lambda: mapped(hetero(), mapping()),
+        "the lock has no vocabulary intersection"),
+    "SP203 no unk and no eos": (
+        lambda: mapped(hetero(), mapping(target_fallback=None)),
+        lambda: mapped(hetero(), mapping()), "refuses to start"),
+    "SP203 empty intersection": (
+        lambda: mapped(hetero(), mapping(intersection=0)), lambda: mapped(hetero(), mapping()),
+        "share no token"),
+    "SP204 below the engine's warning": (
+        lambda: mapped(hetero(), mapping(intersection=99)),
+        lambda: mapped(hetero(), mapping(intersection=100, target_vocab=150, draft_vocab=120)),
+        "very small vocabulary intersection (99 tokens"),
+    "SP204 low coverage of the target": (
+        lambda: mapped(hetero(), mapping(intersection=30000)),
+        lambda: mapped(hetero(), mapping(intersection=80000, draft_vocab=100000)),
+        "only 30000 of the target's 151936 tokens (19.7%)"),
+    "SP204 eos has no draft counterpart": (
+        lambda: mapped(hetero(), mapping(special_mapped={"target eos </s>": False})),
+        lambda: mapped(hetero(), mapping()), "never proposes the end of a sequence"),
+    "SP206 hub tokenizers read at the default branch": (
+        lambda: mapped(hetero(), mapping()), lambda: mapped(by_path(hetero()), mapping()),
+        "from the default branch"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GATE))
+def test_each_gate_rule_fails_and_passes(name: str) -> None:
+    failing_pair, passing_pair, words = GATE[name]
+    rule_id = name.split()[0]
+    assert any(words in m for m in rules(failing_pair()).get(rule_id, [])), \
+        rules(failing_pair())
+    assert not any(words in m for m in rules(passing_pair()).get(rule_id, []))
+
+
+def test_the_mode_replaces_the_shared_vocabulary_rules() -> None:
+    # unequal sizes and different tokenizers are the point of the mode, not a finding
+    found = rules(mapped(hetero(), mapping()))
+    assert "SP201" not in found and "SP202" not in found
+    plain = with_runbook(hetero(), speculation={"heterogeneous_vocab": False})
+    assert "vocab sizes differ: target 151936, draft 32000" in rules(plain)["SP201"]
+
+
+def test_the_note_states_the_engines_log_line() -> None:
+    (note,) = rules(mapped(hetero(), mapping()))["SP205"]
+    assert note == ("VocabMapping: target_vocab=151936, draft_vocab=32000, "
+                    "intersection=24000 (75.0% of draft, 15.8% of target)")

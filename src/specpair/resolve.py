@@ -15,7 +15,7 @@ from specpair.errors import Problem, SpecpairError
 from specpair.geometry import Geometry, GeometryOverride
 from specpair.runbooks import LoadedRunbook
 from specpair.schema.common import Strict
-from specpair.schema.lock import ArtifactLock, Lock, Source, Tokenizer, Weights
+from specpair.schema.lock import ArtifactLock, Lock, Source, Tokenizer, VocabMapping, Weights
 from specpair.schema.runbook import Artifact, Runbook
 
 
@@ -43,6 +43,8 @@ class ResolvedPair(Strict):
     draft: ResolvedArtifact | None
     measurement: Measurement | None = Field(
         default=None, description="the latest record of the measurement protocol")
+    vocab_mapping: VocabMapping | None = Field(
+        default=None, description="the lock's vocabulary intersection (heterogeneous mode)")
 
     @property
     def profile(self) -> engines.EngineProfile:
@@ -144,4 +146,4 @@ def resolve(loaded: LoadedRunbook, lock: Lock, lock_display: str,
     return ResolvedPair(name=rb.pair.name, source_file=display, runbook=rb,
                         engine=f"{rb.engine.name.value} {rb.engine.version}",
                         gpu=hardware.display_key(rb.deployment.gpu), target=target, draft=draft,
-                        measurement=measurement)
+                        measurement=measurement, vocab_mapping=lock.vocab_mapping)
