@@ -16,8 +16,8 @@ import pytest
 from specpair.checks import RULES, Context, failing, run
 from specpair.geometry import Geometry
 from specpair.resolve import ResolvedPair
-from tests.conftest import REPO, write
 from specpair.schema.lock import VocabMapping
+from tests.conftest import REPO, write
 from tests.pairs import SHA, make_pair
 from tests.test_budget_properties import dense
 from tests.test_heterogeneous_vocab import hetero, mapping

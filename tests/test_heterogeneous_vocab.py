@@ -207,3 +207,13 @@ def test_the_note_states_the_engines_log_line() -> None:
     (note,) = rules(mapped(hetero(), mapping()))["SP205"]
     assert note == ("VocabMapping: target_vocab=151936, draft_vocab=32000, "
                     "intersection=24000 (75.0% of draft, 15.8% of target)")
+
+
+def test_the_site_page_shows_the_intersection() -> None:
+    from specpair.site import vocabulary_section
+
+    page = vocabulary_section(mapping(intersection_max=24010))
+    assert "| intersection | 24,000-24,010 tokens: 75.0% of the draft's, 15.8% of the " \
+           "target's |" in page
+    assert "| unmapped draft proposals become | eos_token_id 151643 |" in page
+    assert "refuses to start" in vocabulary_section(mapping(target_fallback=None))

@@ -118,6 +118,11 @@ def _declared(ctx: Context) -> Iterator[tuple[str, str, str]]:
             yield (f"{role} lock facts are declared and unconfirmed: "
                    + ", ".join(art.unconfirmed), role,
                    "run `specpair lock` against the hub to replace them with resolved facts")
+    mapping = ctx.pair.vocab_mapping
+    if mapping is not None and mapping.unconfirmed:
+        yield ("vocabulary intersection facts are declared and unconfirmed: "
+               + ", ".join(mapping.unconfirmed), "speculation.heterogeneous_vocab",
+               "run `specpair lock` with both tokenizers at hand to compute them")
 
 
 # --------------------------------------------------------------------------- vocabulary
@@ -237,8 +242,9 @@ def _mapping_revision(ctx: Context) -> Iterator[tuple[str, str, str]]:
     if not _heterogeneous(ctx):
         return
     for role, art in _artifacts(ctx):
-        if getattr(art, "repo", None) is not None:
-            yield (f"{role} {getattr(art, 'repo')}: the engine reads its tokenizer for the "
+        repo = getattr(art, "repo", None)
+        if repo is not None:
+            yield (f"{role} {repo}: the engine reads its tokenizer for the "
                    "vocabulary mapping from the default branch", f"{role}.repo",
                    "stage both checkpoints and serve them by path, or confirm the default "
                    "branch holds the locked tokenizer files")

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from specpair.errors import SpecpairError
+from specpair.schema.lock import Fallback, VocabMapping
 
 BPE_MARKER = "\u0120"  # 'Ġ'
 SENTENCEPIECE_MARKER = "\u2581"  # '▁'
@@ -147,7 +148,7 @@ def detect_markers(tok: Any) -> tuple[tuple[str, ...], bool]:
             if isinstance(text, str) and len(text) > 1 and text.endswith("a") and \
                     text[0] not in (" ", "\t"):
                 return (text[:-1],), True
-    except Exception:  # noqa: BLE001 - the engine swallows any probe failure the same way
+    except Exception:
         pass
     return FALLBACK_MARKERS, False
 
@@ -192,9 +193,8 @@ def intersect(target: TokenizerFacts, draft: TokenizerFacts, target_vocab: int,
                         target_markers=target.markers, draft_markers=draft.markers)
 
 
-def to_lock(found: Intersection, provenance: str) -> Any:
+def to_lock(found: Intersection, provenance: str) -> VocabMapping:
     """The lock section of an intersection."""
-    from specpair.schema.lock import Fallback, VocabMapping
 
     def fallback(fb: tuple[Literal["unk", "eos"], int] | None) -> Fallback | None:
         return None if fb is None else Fallback(kind=fb[0], token_id=fb[1])

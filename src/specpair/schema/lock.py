@@ -85,8 +85,9 @@ class VocabMapping(Strict):
     draft_vocab: PositiveInt = Field(description="draft config vocab_size")
     intersection: NonNegativeInt = Field(description="draft ids the draft may propose")
     intersection_max: NonNegativeInt | None = Field(
-        default=None, description="set when tokens that normalise alike make the engine's "
-                                  "count depend on its dictionary order: the upper end")
+        default=None, description="upper end when the count is only known as a range (tokens "
+                                  "that normalise alike make the engine's count depend on its "
+                                  "dictionary order, or a declared range from published shares)")
     target_markers: list[str] = Field(default_factory=list,
                                       description="word-start markers, probed on ' a'")
     draft_markers: list[str] = Field(default_factory=list)
@@ -97,6 +98,10 @@ class VocabMapping(Strict):
     special_mapped: dict[str, bool] = Field(
         default_factory=dict, description="target special token → has a draft counterpart")
     provenance: Provenance
+    unconfirmed: list[str] = Field(
+        default_factory=list, description="declared facts that no retrieved source confirms")
+    sources: dict[str, str] = Field(default_factory=dict,
+                                    description="fact → where it was read or derived")
 
     @property
     def pct_of_draft(self) -> float:
