@@ -17,8 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.conftest import Server, free_port, start, stop, wait_healthy
+from specpair.build import load_pairs
+from specpair.launch import build_for
+from tests.engine.conftest import Server, free_port, parse, start, stop, wait_healthy
 from tests.engine.test_vllm_cpu import counter
+from tests.test_heterogeneous_vocab import PASSING, RESTRICTIONS
+from tests.test_launch import with_runbook
 
 RUNBOOK = """\
 # float32: see tests/engine/conftest.py (bf16 takes AMX kernels that SIGILL on this CPU)
@@ -79,6 +83,42 @@ def test_engine_vocab_mapping_equals_the_lock(het_repo: Path, tiny_models: Path)
     assert engine.draft_unk_token_id == locked["draft_fallback"]["token_id"]  # type: ignore[index]
     # the draft's config pads rows past its tokenizer: the bound is the config's
     assert locked["draft_vocab"] > len(draft)
+
+
+# Restrictions a one-CPU engine can judge; the draft-TP one needs two ranks.
+ENGINE_JUDGED = sorted(name for name in RESTRICTIONS if "TP" not in name)
+
+
+def test_vllm_0_33_0_config_agrees_with_every_restriction(het_repo: Path) -> None:
+    """Each restriction's failing and passing runbook, through specpair's pre-flight and
+    through vLLM 0.33.0's own config construction (SpeculativeConfig and VllmConfig
+    validation) on the generated argv: specpair refuses exactly what the engine refuses."""
+    (pair,) = load_pairs(het_repo)
+    cases = []
+    for name in ENGINE_JUDGED:
+        field, change, words = RESTRICTIONS[name]
+        cases.append((name, "fails", with_runbook(pair, **change), words))
+        cases.append((name, "passes", with_runbook(pair, **PASSING[name]), ""))
+    cases.append(("the mode itself", "passes", pair, ""))
+    argvs = [[a if isinstance(a, str) else "0" for a in build_for(p).argv]
+             for _, _, p, _ in cases]
+    verdicts = parse("vllm-config", argvs)
+    for (name, expect, case, words), verdict in zip(cases, verdicts, strict=True):
+        assert verdict["version"] == "0.33.0"
+        refused = bool(build_for(case).errors)
+        assert refused == (expect == "fails"), (name, build_for(case).errors)
+        if expect == "fails":
+            assert not verdict["ok"], (name, "the engine accepted what specpair refuses")
+            assert "use_heterogeneous_vocab" in str(verdict["error"]), (name, verdict)
+        else:
+            assert verdict["ok"], (name, verdict["error"])
+    # without the mode the same pair is refused for its vocabularies
+    plain = with_runbook(pair, speculation={"heterogeneous_vocab": False,
+                                            "draft_sample_method": None})
+    (verdict,) = parse("vllm-config", [[a if isinstance(a, str) else "0"
+                                         for a in build_for(plain).argv]])
+    assert "Target and draft model should have the same vocabulary size" in str(
+        verdict["error"])
 
 
 @pytest.fixture(scope="module")
