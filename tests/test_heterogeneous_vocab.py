@@ -142,7 +142,10 @@ def mapping(**update: Any) -> VocabMapping:
 
 
 def mapped(pair: ResolvedPair, m: VocabMapping | None) -> ResolvedPair:
-    return pair.model_copy(update={"vocab_mapping": m})
+    assert pair.draft is not None
+    tokenizer = pair.draft.tokenizer.model_copy(update={"fingerprint": "sha256:" + "d" * 64})
+    draft = pair.draft.model_copy(update={"tokenizer": tokenizer})
+    return pair.model_copy(update={"vocab_mapping": m, "draft": draft})
 
 
 def by_path(pair: ResolvedPair) -> ResolvedPair:
@@ -169,6 +172,10 @@ GATE: dict[str, tuple[Callable[[], ResolvedPair], Callable[[], ResolvedPair], st
     "SP203 empty intersection": (
         lambda: mapped(hetero(), mapping(intersection=0)), lambda: mapped(hetero(), mapping()),
         "share no token"),
+    "SP203 computed from other tokenizer files": (
+        lambda: mapped(hetero(), mapping(draft_tokenizer="sha256:" + "c" * 64)),
+        lambda: mapped(hetero(), mapping(draft_tokenizer="sha256:" + "d" * 64)),
+        "computed from other draft tokenizer files"),
     "SP204 below the engine's warning": (
         lambda: mapped(hetero(), mapping(intersection=99)),
         lambda: mapped(hetero(), mapping(intersection=100, target_vocab=150, draft_vocab=120)),

@@ -157,7 +157,52 @@ def test_lock_pins_both_tokenizers_and_the_intersection(tmp_path: Path) -> None:
         assert lock[role]["tokenizer"]["fingerprint"].startswith("sha256:")
         assert lock[role]["tokenizer"]["files"] == ["tokenizer.json", "tokenizer_config.json"]
     assert lock["target"]["tokenizer"]["fingerprint"] != lock["draft"]["tokenizer"]["fingerprint"]
+    assert mapping["target_tokenizer"] == lock["target"]["tokenizer"]["fingerprint"]
+    assert mapping["draft_tokenizer"] == lock["draft"]["tokenizer"]["fingerprint"]
     check = subprocess.run([sys.executable, "-m", "specpair", "check", "runbooks"],
                            cwd=tmp_path, capture_output=True, text=True, check=False)
     assert "SP201" not in check.stdout and "SP202" not in check.stdout, check.stdout
     assert f"intersection={expected.size} " in check.stdout
+
+
+HUB_RUNBOOK = """\
+pair: {name: het, title: Different tokenizers, owner: tests}
+engine: {name: vllm, version: 0.33.0}
+target: {repo: org/target, revision: main}
+draft: {repo: org/draft, revision: main}
+speculation: {method: STANDALONE, num_speculative_tokens: 3, heterogeneous_vocab: true}
+deployment: {gpu: H100-80GB, context_length: 2048}
+acceptance: {slo: {min_length: 1.5}}
+"""
+
+
+def test_lock_from_the_hub_computes_the_same_intersection(tmp_path: Path) -> None:
+    from tests.hubserver import HubServer
+    from tests.test_hub import lock, publish
+
+    target_files = tokenizer_files(byte_level_bpe(), BPE_SPECIAL)
+    draft_files = tokenizer_files(metaspace_bpe(), METASPACE_SPECIAL)
+    t_facts, d_facts = load_tokenizer(target_files, "t"), load_tokenizer(draft_files, "d")
+    for name, files in (("target", target_files), ("draft", draft_files)):
+        write_checkpoint(tmp_path / name, llama_config(vocab=len(load_tokenizer(files, name)
+                                                                 .vocab),
+                                                       hidden=64, intermediate=128, layers=1))
+        write_tokenizer(tmp_path / name, files)
+    root = tmp_path / "repo"
+    write(root / "runbooks" / "het" / "runbook.yaml", HUB_RUNBOOK)
+    with HubServer() as hub:
+        publish(hub, "org/target", tmp_path / "target")
+        commit = publish(hub, "org/draft", tmp_path / "draft")
+        result = lock(root, hub, "runbooks")
+        assert result.returncode == 0, result.stderr
+        mapping = json.loads((root / "runbooks" / "het" / "lock.json").read_text())[
+            "vocab_mapping"]
+        assert mapping["intersection"] == intersect(t_facts, d_facts, len(t_facts.vocab),
+                                                    len(d_facts.vocab)).size
+        assert mapping["provenance"] == f"hub@{commit}"
+        asked = len(hub.requests)
+        # offline: the locked intersection stays, nothing is asked
+        assert lock(root, hub, "runbooks", "--offline").returncode == 0
+        assert len(hub.requests) == asked
+    again = json.loads((root / "runbooks" / "het" / "lock.json").read_text())["vocab_mapping"]
+    assert again == mapping

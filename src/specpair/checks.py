@@ -187,6 +187,13 @@ def _intersection(ctx: Context) -> Iterator[tuple[str, str, str]]:
                "speculation.heterogeneous_vocab",
                "run `specpair lock` with both checkpoints' tokenizer files at hand")
         return
+    for role, locked in (("target", m.target_tokenizer), ("draft", m.draft_tokenizer)):
+        art = getattr(ctx.pair, role)
+        current = art.tokenizer.fingerprint if art is not None else None
+        if locked and current and locked != current:
+            yield (f"the intersection was computed from other {role} tokenizer files "
+                   f"({locked[7:19]}, now {current[7:19]})", role,
+                   "run `specpair lock` to compute it from the locked tokenizers")
     for role, fallback in (("target", m.target_fallback), ("draft", m.draft_fallback)):
         if fallback is None:
             yield (f"the {role} tokenizer has neither unk_token_id nor eos_token_id: vLLM's "

@@ -116,7 +116,9 @@ def _vocab_mapping(target_art: Artifact, draft_art: Artifact, target: ArtifactLo
         facts.append(load_tokenizer(files, checkpoint.where))
     found = intersect(facts[0], facts[1], target.geometry.vocab_size, draft.geometry.vocab_size)
     hub = [a.provenance for a in (draft, target) if a.provenance.startswith("hub@")]
-    return to_lock(found, hub[0] if hub else "local")
+    return to_lock(found, hub[0] if hub else "local").model_copy(update={
+        "target_tokenizer": target.tokenizer.fingerprint,
+        "draft_tokenizer": draft.tokenizer.fingerprint})
 
 
 def _resolve(art: Artifact, locked: ArtifactLock | None, offline: bool, refresh: bool,

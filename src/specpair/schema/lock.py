@@ -97,6 +97,11 @@ class VocabMapping(Strict):
     draft_fallback: Fallback | None = None
     special_mapped: dict[str, bool] = Field(
         default_factory=dict, description="target special token → has a draft counterpart")
+    target_tokenizer: str | None = Field(
+        default=None, description="fingerprint of the target tokenizer files it was computed "
+                                  "from (as in target.tokenizer)")
+    draft_tokenizer: str | None = Field(default=None,
+                                        description="fingerprint of the draft's tokenizer files")
     provenance: Provenance
     unconfirmed: list[str] = Field(
         default_factory=list, description="declared facts that no retrieved source confirms")
