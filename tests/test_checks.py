@@ -63,6 +63,15 @@ def _hetero(m: VocabMapping | None) -> ResolvedPair:
     return hetero().model_copy(update={"vocab_mapping": m})
 
 
+def _hetero_same_tokenizer() -> ResolvedPair:
+    pair = _hetero(mapping())
+    assert pair.draft is not None
+    tokenizer = pair.draft.tokenizer.model_copy(update={"fingerprint": "sha256:" + "e" * 64})
+    return pair.model_copy(update={
+        "target": pair.target.model_copy(update={"tokenizer": tokenizer}),
+        "draft": pair.draft.model_copy(update={"tokenizer": tokenizer})})
+
+
 FP = "sha256:" + "a" * 64
 BREAKERS: dict[str, Callable[[], tuple[ResolvedPair, dict[str, Any]]]] = {
     "SP101": lambda: (with_runbook(good(), target={"revision": "main"}), {}),
@@ -77,6 +86,7 @@ BREAKERS: dict[str, Callable[[], tuple[ResolvedPair, dict[str, Any]]]] = {
     "SP204": lambda: (_hetero(mapping(intersection=99)), {}),
     "SP205": lambda: (_hetero(mapping()), {}),
     "SP206": lambda: (_hetero(mapping()), {}),
+    "SP207": lambda: (_hetero_same_tokenizer(), {}),
     "SP301": lambda: (_draft(good(), target_layer_ids=[1, 9, 17, 25, 40]), {}),
     "SP302": lambda: (with_runbook(good(), codesign={"feature_layers": [2, 10, 18, 26, 34]}),
                       {}),

@@ -154,6 +154,18 @@ def by_path(pair: ResolvedPair) -> ResolvedPair:
                         draft={"repo": None, "revision": None, "path": "/models/d"})
 
 
+def _same_tokenizers(pair: ResolvedPair) -> ResolvedPair:
+    assert pair.draft is not None
+    target = pair.target.model_copy(update={"tokenizer": pair.draft.tokenizer})
+    return pair.model_copy(update={"target": target})
+
+
+def _target_tokenizer(pair: ResolvedPair, fingerprint: str) -> ResolvedPair:
+    tokenizer = pair.target.tokenizer.model_copy(update={"fingerprint": fingerprint})
+    return pair.model_copy(update={"target": pair.target.model_copy(
+        update={"tokenizer": tokenizer})})
+
+
 def rules(pair: ResolvedPair) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for f in run(Context(pair)):
@@ -187,6 +199,10 @@ GATE: dict[str, tuple[Callable[[], ResolvedPair], Callable[[], ResolvedPair], st
     "SP204 eos has no draft counterpart": (
         lambda: mapped(hetero(), mapping(special_mapped={"target eos </s>": False})),
         lambda: mapped(hetero(), mapping()), "never proposes the end of a sequence"),
+    "SP207 the mode on one tokenizer": (
+        lambda: _same_tokenizers(mapped(hetero(), mapping())),
+        lambda: _target_tokenizer(mapped(hetero(), mapping()), "sha256:" + "f" * 64),
+        "the heterogeneous mode is not needed"),
     "SP206 hub tokenizers read at the default branch": (
         lambda: mapped(hetero(), mapping()), lambda: mapped(by_path(hetero()), mapping()),
         "from the default branch"),

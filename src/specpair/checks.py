@@ -145,9 +145,9 @@ def _vocab(ctx: Context) -> Iterator[tuple[str, str, str]]:
     t, d = p.target.geometry, p.draft.geometry
     if t.vocab_size != d.vocab_size:
         yield (f"vocab sizes differ: target {t.vocab_size}, draft {d.vocab_size}",
-               "draft", "use a draft trained on the target's tokenizer; vLLM's "
-               "use_heterogeneous_vocab (draft_model, greedy drafting, V1 runner) is the only "
-               "engine mode that accepts it")
+               "draft", "use a draft trained on the target's tokenizer, or, on vLLM with "
+               "method STANDALONE, set speculation.heterogeneous_vocab: true (greedy "
+               "drafting on the tokens both vocabularies share)")
     if d.draft_vocab_size and d.draft_vocab_size < t.vocab_size and p.runbook.speculation.method \
             is not Method.EAGLE3:
         yield (f"reduced draft vocabulary ({d.draft_vocab_size}) on a "
@@ -165,7 +165,8 @@ def _tokenizer(ctx: Context) -> Iterator[tuple[str, str, str]]:
     t, d = p.target.tokenizer.fingerprint, p.draft.tokenizer.fingerprint
     if t and d and t != d:
         yield (f"tokenizer fingerprints differ ({t[7:19]} vs {d[7:19]})", "draft",
-               "drafts must share the target's tokenizer files")
+               "drafts must share the target's tokenizer files, or, on vLLM with method "
+               "STANDALONE, set speculation.heterogeneous_vocab: true")
 
 
 COVERAGE_WARN_PCT = 50.0
@@ -238,6 +239,20 @@ def _mapping_note(ctx: Context) -> Iterator[tuple[str, str, str]]:
         yield (f"VocabMapping: target_vocab={m.target_vocab}, draft_vocab={m.draft_vocab}, "
                f"intersection={size} ({m.pct_of_draft}% of draft, {m.pct_of_target}% of "
                "target)", "speculation.heterogeneous_vocab", "")
+
+
+@rule("SP207", "vocab-mode-needed", "warning",
+      "The heterogeneous mode is used only for different tokenizers",
+      "The mode is not free: vLLM 0.33.0 falls back to the V1 model runner for it and masks "
+      "and remaps every draft step; a draft with the target's own tokenizer needs none of it.")
+def _mode_needed(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    p = ctx.pair
+    if not _heterogeneous(ctx) or p.draft is None:
+        return
+    t, d = p.target.tokenizer.fingerprint, p.draft.tokenizer.fingerprint
+    if t and d and t == d:
+        yield ("target and draft share their tokenizer files: the heterogeneous mode is not "
+               "needed", "speculation.heterogeneous_vocab", "remove heterogeneous_vocab")
 
 
 @rule("SP206", "vocab-tokenizer-revision", "warning",
