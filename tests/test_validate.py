@@ -32,7 +32,7 @@ def run_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
 def test_examples_are_valid() -> None:
     result = run_cli("validate", "runbooks")
     assert result.returncode == 0, result.stderr
-    assert "5 of 5 runbook(s) valid" in result.stdout
+    assert "6 of 6 runbook(s) valid" in result.stdout
 
 
 def test_three_independent_errors_are_all_reported(tmp_path: Path) -> None:

@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from specpair.geometry import Geometry, LinearAttention, MixtureOfExperts, from_hf_config
-from specpair.schema.lock import ArtifactLock, Lock, Source, Tokenizer, Weights
+from specpair.schema.lock import (
+    ArtifactLock,
+    Fallback,
+    Lock,
+    Source,
+    Tokenizer,
+    VocabMapping,
+    Weights,
+)
 from specpair.writer import atomic_write, dump_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -199,8 +207,63 @@ def deepseek_mtp() -> Lock:
                                 "active share DERIVED as the target's 37/671"}))
 
 
+QWEN25_CARD = ("Qwen2.5-0.5B-Instruct model card (24 layers, 14 Q / 2 KV heads, tied "
+               "embeddings, 32,768 context, 0.49B parameters)")
+QWEN25_CONFIG = ("a public copy of Qwen/Qwen2.5-0.5B-Instruct's config.json in a GitHub README "
+                 "(DongfuJiang's chunking fork, only architectures/model_type changed): hidden "
+                 "896, intermediate 4864, vocab_size 151936, eos_token_id 151645")
+SGLANG_TLI = ("sgl-project/sglang PR #22883 (TLI for SGLang, by an author of the TLI paper): "
+              "Llama-3.1-8B-Instruct + Qwen2.5-0.5B-Instruct, vocab intersection 85.43% of "
+              "target, 72.24% of draft")
+
+
+def llama31_qwen25_tli() -> Lock:
+    """A published cross-tokenizer pair (SGLang PR #22883's benchmark) on vLLM's
+    heterogeneous-vocabulary mode. The tokenizers could not be read offline, so the
+    intersection is declared from the published shares, as the range they admit."""
+    tg = from_hf_config(config("meta-llama__Llama-3.1-8B-Instruct"))
+    dg = Geometry(
+        architecture="Qwen2ForCausalLM", model_type="qwen2", dtype="bfloat16", hidden_size=896,
+        vocab_size=151936, max_position_embeddings=32768, num_hidden_layers=24,
+        attention="mha", full_attention_layers=24, num_attention_heads=14,
+        num_key_value_heads=2, head_dim=64, v_head_dim=64)
+    tp = dense_params(tg, 14336)
+    dp = dense_params(dg, 4864, tied=True) + 24 * (896 + 2 * 128)  # + q/k/v biases
+    # 85.43% of 128,256 target tokens and 72.24% of the draft tokenizer's 151,665 entries
+    # (151,643 BPE + 22 added) both hold for 109,562-109,570 shared tokens; against the
+    # draft's 151,936 embedding rows (the engine's denominator) the ranges would not meet,
+    # so the published draft share is over the tokenizer's length.
+    mapping = VocabMapping(
+        target_vocab=tg.vocab_size, draft_vocab=dg.vocab_size, intersection=109_562,
+        intersection_max=109_570, target_markers=["\u0120"], draft_markers=["\u0120"],
+        target_fallback=Fallback(kind="eos", token_id=128009),
+        draft_fallback=Fallback(kind="eos", token_id=151645),
+        special_mapped={"target eos <|eot_id|>": False}, provenance="declared",
+        unconfirmed=["intersection", "target_markers", "draft_markers", "target_fallback",
+                     "draft_fallback", "special_mapped"],
+        sources={"intersection": SGLANG_TLI + "; the range both shares admit (DERIVED)",
+                 "markers": "both are byte-level BPE tokenizers (GPT-2 'Ġ' word starts); "
+                            "not probed: the tokenizer files were not retrieved",
+                 "fallbacks": "neither tokenizer_config declares an unk_token; eos "
+                              "<|eot_id|> (128009, in the target config's eos list) and "
+                              "<|im_end|> (151645, the draft config's eos_token_id)",
+                 "special_mapped": "Qwen2.5's added tokens have no <|eot_id|>"})
+    return Lock(pair="llama31-8b-qwen25-tli-vllm", target=artifact(
+        hub("meta-llama/Llama-3.1-8B-Instruct", "main"), tg, {"BF16": tp}, BF16, tp * 2,
+        unconfirmed=["weights.params_by_dtype", "download_bytes"],
+        sources={"geometry": FIXTURE.format("meta-llama__Llama-3.1-8B-Instruct", "published"),
+                 "weights": "DERIVED from the geometry (commonly quoted 8.03B)"}),
+        draft=artifact(
+            hub("Qwen/Qwen2.5-0.5B-Instruct", "main"), dg, {"BF16": dp}, BF16, dp * 2,
+            unconfirmed=["geometry", "weights.params_by_dtype", "download_bytes"],
+            sources={"geometry": f"{QWEN25_CONFIG}; {QWEN25_CARD}",
+                     "weights": "DERIVED from the geometry (card: 0.49B)"}),
+        vocab_mapping=mapping)
+
+
 def main() -> None:
-    for lock in (ling(), qwen3_dflash(), llama31_eagle3(), llama33_eagle3(), deepseek_mtp()):
+    for lock in (ling(), qwen3_dflash(), llama31_eagle3(), llama33_eagle3(), deepseek_mtp(),
+                 llama31_qwen25_tli()):
         path = ROOT / "runbooks" / lock.pair / "lock.json"
         atomic_write(path, dump_json(lock.model_dump(mode="json", exclude_none=True)))
         print(path.relative_to(ROOT))

@@ -17,10 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from specpair.errors import Problem, SpecpairError
-from specpair.hub import Checkpoint, LocalCheckpoint, bundled_draft, resolve_checkpoint
+from specpair.hub import (
+    TOKENIZER_FILES,
+    Checkpoint,
+    LocalCheckpoint,
+    bundled_draft,
+    resolve_checkpoint,
+)
 from specpair.runbooks import LOCK_NAME, LoadedRunbook, load_lock
-from specpair.schema.lock import ArtifactLock, Lock
+from specpair.schema.lock import ArtifactLock, Lock, VocabMapping
 from specpair.schema.runbook import Artifact
+from specpair.vocab import intersect, load_tokenizer, to_lock
 from specpair.writer import atomic_write, dump_json
 
 MAX_PARALLEL = 4
@@ -88,10 +95,36 @@ def lock_one(loaded: LoadedRunbook, *, refresh: bool, offline: bool) -> LockOutc
             else:
                 draft, _ = _resolve(rb.draft, existing.draft if existing else None,
                                     offline, refresh, outcome, "draft")
-        outcome.lock = Lock(pair=rb.pair.name, target=target, draft=draft)
+        mapping = None
+        if rb.speculation.heterogeneous_vocab and rb.draft is not None and \
+                not rb.draft.bundled and draft is not None:
+            mapping = _vocab_mapping(rb.target, rb.draft, target, draft, existing, offline)
+        outcome.lock = Lock(pair=rb.pair.name, target=target, draft=draft,
+                            vocab_mapping=mapping)
     except SpecpairError as exc:
         outcome.problems = exc.problems
     return outcome
+
+
+def _vocab_mapping(target_art: Artifact, draft_art: Artifact, target: ArtifactLock,
+                   draft: ArtifactLock, existing: Lock | None, offline: bool
+                   ) -> VocabMapping:
+    """Both tokenizers read again (small files) and intersected as vLLM does it."""
+    if offline and (target_art.path is None or draft_art.path is None) and existing and \
+            existing.vocab_mapping and _same_source(target_art, existing.target) and \
+            _same_source(draft_art, existing.draft):
+        return existing.vocab_mapping
+    facts = []
+    for art in (target_art, draft_art):
+        checkpoint = _checkpoint(art, offline)
+        present = checkpoint.files()
+        files = {name: checkpoint.read(name) for name in TOKENIZER_FILES if name in present}
+        facts.append(load_tokenizer(files, checkpoint.where))
+    found = intersect(facts[0], facts[1], target.geometry.vocab_size, draft.geometry.vocab_size)
+    hub = [a.provenance for a in (draft, target) if a.provenance.startswith("hub@")]
+    return to_lock(found, hub[0] if hub else "local").model_copy(update={
+        "target_tokenizer": target.tokenizer.fingerprint,
+        "draft_tokenizer": draft.tokenizer.fingerprint})
 
 
 def _resolve(art: Artifact, locked: ArtifactLock | None, offline: bool, refresh: bool,

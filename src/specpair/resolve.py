@@ -15,7 +15,7 @@ from specpair.errors import Problem, SpecpairError
 from specpair.geometry import Geometry, GeometryOverride
 from specpair.runbooks import LoadedRunbook
 from specpair.schema.common import Strict
-from specpair.schema.lock import ArtifactLock, Lock, Source, Tokenizer, Weights
+from specpair.schema.lock import ArtifactLock, Lock, Source, Tokenizer, VocabMapping, Weights
 from specpair.schema.runbook import Artifact, Runbook
 from specpair.staging_log import StagingRecord
 
@@ -46,6 +46,8 @@ class ResolvedPair(Strict):
         default=None, description="the latest record of the measurement protocol")
     staging_records: list[StagingRecord] = Field(
         default_factory=list, description="recorded cold starts, oldest first")
+    vocab_mapping: VocabMapping | None = Field(
+        default=None, description="the lock's vocabulary intersection (heterogeneous mode)")
 
     @property
     def profile(self) -> engines.EngineProfile:
@@ -148,4 +150,5 @@ def resolve(loaded: LoadedRunbook, lock: Lock, lock_display: str,
     return ResolvedPair(name=rb.pair.name, source_file=display, runbook=rb,
                         engine=f"{rb.engine.name.value} {rb.engine.version}",
                         gpu=hardware.display_key(rb.deployment.gpu), target=target, draft=draft,
-                        measurement=measurement, staging_records=staging_records or [])
+                        measurement=measurement, staging_records=staging_records or [],
+                        vocab_mapping=lock.vocab_mapping)

@@ -23,6 +23,7 @@ from specpair.generators import card_files, dashboard_files, launch_files, monit
 from specpair.latency import model
 from specpair.render import gib, num
 from specpair.resolve import ResolvedPair
+from specpair.schema.lock import Fallback, VocabMapping
 from specpair.staging import plan
 from specpair.writer import Outputs
 
@@ -96,6 +97,8 @@ def pair_page(pair: ResolvedPair, changes: str | None) -> tuple[str, dict[str, b
                                   f"{budget.capacity_lost_pct}% of the token capacity"],
             ["cold start", f"{staging.cold_start_s:g} s of {staging.budget_s:g} s"]]
     lines.append(_table(["", ""], rows))
+    if pair.vocab_mapping is not None:
+        lines.append(vocabulary_section(pair.vocab_mapping))
     lines.append("\n## Launch commands\n\n")
     for engine, data in index["engines"].items():
         label = engine.split()[0]
@@ -204,6 +207,35 @@ def _alerts_section(pair: ResolvedPair, files: dict[str, bytes]) -> str:
             + _table(["alert", "fires when"], rows)
             + f"\n{text(metrics.per_request)}; the SLO alert watches 5-minute windows.\n\n"
             f"Files: {links} (also in `generated/`).\n")
+
+
+def vocabulary_section(m: VocabMapping) -> str:
+    """The heterogeneous-vocabulary mode's intersection, in the engine's own terms."""
+    size = num(m.intersection) + (f"-{num(m.intersection_max)}" if m.intersection_max else "")
+
+    def fallback(fb: Fallback | None) -> str:
+        return "none: the engine refuses to start" if fb is None else \
+            f"{text(fb.kind)}_token_id {fb.token_id}"
+
+    rows = [["target vocabulary (config vocab_size)", num(m.target_vocab)],
+            ["draft vocabulary (config vocab_size)", num(m.draft_vocab)],
+            ["intersection", f"{size} tokens: {m.pct_of_draft}% of the draft's, "
+                             f"{m.pct_of_target}% of the target's"],
+            ["word-start markers", f"target {text(' '.join(m.target_markers))}, "
+                                   f"draft {text(' '.join(m.draft_markers))}"],
+            ["unmapped draft proposals become", fallback(m.target_fallback)],
+            ["unmapped target tokens fed to the draft become", fallback(m.draft_fallback)]]
+    rows += [[text(k), "maps to a draft token" if ok else "no draft counterpart"]
+             for k, ok in sorted(m.special_mapped.items())]
+    out = ["\n## Vocabulary intersection\n\n",
+           "vLLM's heterogeneous-vocabulary mode (Token-Level Intersection): the draft "
+           "proposes only tokens both vocabularies share after word-start normalisation; "
+           "greedy drafting, any request sampling.\n\n", _table(["", ""], rows)]
+    if m.unconfirmed:
+        out.append(f"\nDeclared and unconfirmed: {text(', '.join(m.unconfirmed))}.\n")
+    for fact, where in sorted(m.sources.items()):
+        out.append(f"\n- {text(fact)}: {text(where)}")
+    return "".join(out) + "\n"
 
 
 def _indent(block: str) -> str:

@@ -28,7 +28,7 @@ STARTUP_TIMEOUT_S = 600
 
 def parse(engine: str, argvs: list[list[str]]) -> list[dict[str, object]]:
     env = dict(os.environ)
-    if engine == "vllm":
+    if engine.startswith("vllm"):
         env["PYTHONPATH"] = os.environ["SPECPAIR_VLLM_SOURCES"]
     result = subprocess.run([sys.executable, str(HERE / "parse_argv.py"), engine],
                             input=json.dumps(argvs), capture_output=True, text=True, env=env,

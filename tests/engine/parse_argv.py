@@ -62,7 +62,11 @@ def vllm(argvs: list[list[str]]) -> list[dict[str, Any]]:
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = make_arg_parser(FlexibleArgumentParser())
+    from pydantic import TypeAdapter, ValidationError
+
     fields = {f.name for f in dataclasses.fields(SpeculativeConfig)}
+    annotations = {name: info.annotation for name, info in
+                   SpeculativeConfig.__pydantic_fields__.items()}
     results = []
     for argv in argvs:
         assert argv[:2] == ["vllm", "serve"], argv[:2]
@@ -73,7 +77,38 @@ def vllm(argvs: list[list[str]]) -> list[dict[str, Any]]:
             unknown = sorted(set(ns.speculative_config) - fields)
             if unknown:
                 result.update(ok=False, error=f"unknown speculative-config keys {unknown}")
+            # each value against the engine's own annotation of its field
+            for key, value in sorted(ns.speculative_config.items()):
+                if key in annotations:
+                    try:
+                        TypeAdapter(annotations[key]).validate_python(value, strict=True)
+                    except ValidationError as exc:
+                        result.update(ok=False, error=f"{key}: {exc.errors()[0]['msg']}")
             result["speculative_config"] = ns.speculative_config
+        results.append(result)
+    return results
+
+
+def vllm_config(argvs: list[list[str]]) -> list[dict[str, Any]]:
+    """Parse, then build the engine's whole config as `vllm serve` does
+    (AsyncEngineArgs.from_cli_args(...).create_engine_config()): every SpeculativeConfig
+    and VllmConfig validation runs, no weights load. Checkpoint paths must exist."""
+    import vllm
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.entrypoints.common.cli_args import make_arg_parser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    parser = make_arg_parser(FlexibleArgumentParser())
+    results = []
+    for argv in argvs:
+        ns, error = _parse(parser, ["--model", argv[2], *argv[3:]])
+        result: dict[str, Any] = {"ok": ns is not None, "error": error,
+                                  "version": vllm.__version__}
+        if ns is not None:
+            try:
+                AsyncEngineArgs.from_cli_args(ns).create_engine_config()
+            except Exception as exc:  # the engine's verdict, whatever its type
+                result.update(ok=False, error=f"{type(exc).__name__}: {exc}")
         results.append(result)
     return results
 
@@ -81,5 +116,5 @@ def vllm(argvs: list[list[str]]) -> list[dict[str, Any]]:
 if __name__ == "__main__":
     engine = sys.argv[1]
     argvs = json.load(sys.stdin)
-    verdicts = {"sglang": sglang, "vllm": vllm}[engine](argvs)
+    verdicts = {"sglang": sglang, "vllm": vllm, "vllm-config": vllm_config}[engine](argvs)
     print(json.dumps(verdicts))

@@ -54,3 +54,17 @@ def test_engine_rejects_what_preflight_rejects() -> None:
                                           "num_speculative_tokens": 3,
                                           "draft_revision": "abc"})]])
     assert "draft_revision" in str(vllm["error"])
+
+
+def test_heterogeneous_vocab_config_passes_the_real_parser_and_field_types() -> None:
+    from specpair.launch import build_for
+    from tests.test_heterogeneous_vocab import hetero
+
+    argv = [a if isinstance(a, str) else "0" for a in build_for(hetero()).argv]
+    bad = [a.replace('"greedy"', '"beam"') for a in argv]
+    ok, wrong = parse("vllm", [argv, bad])
+    assert ok["ok"], ok["error"]
+    assert ok["speculative_config"]["use_heterogeneous_vocab"] is True
+    assert ok["speculative_config"]["draft_sample_method"] == "greedy"
+    # the engine's own Literal refuses what it does not know
+    assert not wrong["ok"] and "draft_sample_method" in str(wrong["error"])

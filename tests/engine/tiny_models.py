@@ -57,5 +57,30 @@ def build(out: Path) -> None:
         fast.save_pretrained(folder)
 
 
+def build_heterogeneous_draft(out: Path) -> Path:
+    """A draft with its own SentencePiece-style tokenizer ('▁' word starts, an <unk>),
+    trained on the same words as the target's byte-level BPE ('Ġ'), for vLLM's
+    heterogeneous-vocabulary mode. Its config pads the embedding rows past the tokenizer,
+    as many real checkpoints do, so the engine's vocab bound is exercised too."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    from tests.tokenizers_pair import METASPACE_SPECIAL, metaspace_bpe
+
+    torch.manual_seed(1)
+    fast = PreTrainedTokenizerFast(tokenizer_object=metaspace_bpe(),
+                                   **{f"{k}_token": v for k, v in METASPACE_SPECIAL.items()})
+    rows = (len(fast) + 31) // 32 * 32 + 32
+    config = LlamaConfig(vocab_size=rows, max_position_embeddings=2048,
+                         bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id,
+                         tie_word_embeddings=False, torch_dtype="bfloat16", hidden_size=128,
+                         intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+                         num_key_value_heads=2)
+    folder = out / "het-draft"
+    LlamaForCausalLM(config).to(torch.bfloat16).save_pretrained(folder, safe_serialization=True)
+    fast.save_pretrained(folder)
+    return folder
+
+
 if __name__ == "__main__":
     build(Path(sys.argv[1]))

@@ -71,6 +71,17 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
     if rb.target.quantization:
         argv += ["--quantization", rb.target.quantization]
 
+    # vLLM's speculative-config options; SGLang 0.5.23 has no heterogeneous-vocabulary
+    # mode: STANDALONE refuses unequal vocab sizes and unequal token-to-id maps
+    # (StandaloneWorkerV2._validate_vocab_compatibility, srt/speculative/standalone_worker_v2.py)
+    for key, used in (("heterogeneous_vocab", spec.heterogeneous_vocab),
+                      ("draft_sample_method", spec.draft_sample_method is not None),
+                      ("local_argmax_reduction", spec.local_argmax_reduction)):
+        need(not used, f"speculation.{key}",
+             f"has no {key} option (it is vLLM's speculative-config; SGLang has no "
+             "heterogeneous-vocabulary mode and requires the draft to share the target's "
+             "vocabulary)", f"remove {key}, or serve the pair with vllm 0.33.0")
+
     verify = verify_width(spec)
     if speculate:
         argv += ["--speculative-algorithm", PROFILE.method_names[spec.method]]

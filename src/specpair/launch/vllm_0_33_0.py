@@ -19,11 +19,13 @@ from specpair.schema.common import KVDtype, Method
 ENGINE = "vllm 0.33.0"
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
 DEFAULT_BLOCK_SIZE = 16
+DEFAULT_DRAFT_SAMPLE_METHOD = "greedy"  # SpeculativeConfig.draft_sample_method
 
 SPEC_CONFIG_KEYS = frozenset({
     "method", "model", "num_speculative_tokens", "revision", "draft_tensor_parallel_size",
     "kv_cache_dtype", "quantization", "prompt_lookup_max", "prompt_lookup_min",
-    "max_model_len"})
+    "max_model_len", "use_heterogeneous_vocab", "draft_sample_method",
+    "use_local_argmax_reduction"})
 # vllm/model_executor/layers/quantization/__init__.py QuantizationMethods (0.33.0)
 QUANTIZATION = ("awq", "auto_awq", "fp8", "fbgemm_fp8", "fp_quant", "modelopt", "modelopt_fp4",
                 "modelopt_mxfp8", "modelopt_mixed", "auto_gptq", "gptq", "gptq_marlin",
@@ -68,6 +70,13 @@ def speculative_config(pair: ResolvedPair) -> dict[str, Any]:
     if spec.method is Method.NGRAM:
         config["prompt_lookup_max"] = spec.ngram_max_match or 5
         config["prompt_lookup_min"] = spec.ngram_min_match or spec.ngram_max_match or 5
+    if spec.heterogeneous_vocab:
+        config["use_heterogeneous_vocab"] = True
+    if spec.heterogeneous_vocab or spec.draft_sample_method is not None:
+        # spelled out in this mode: its one sampling limit is visible in the command
+        config["draft_sample_method"] = spec.draft_sample_method or DEFAULT_DRAFT_SAMPLE_METHOD
+    if spec.local_argmax_reduction:
+        config["use_local_argmax_reduction"] = True
     unknown = set(config) - SPEC_CONFIG_KEYS
     assert not unknown, f"speculative-config keys outside {ENGINE}'s fields: {unknown}"
     return config
@@ -148,6 +157,9 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
         need(k <= n, "speculation.num_speculative_tokens",
              f"K = {k} re-runs the same {n} MTP layer(s), which lowers acceptance",
              f"use {n} unless measured otherwise", severity="warning")
+    env = {"VLLM_NO_USAGE_STATS": "1"}
+    if spec.heterogeneous_vocab:
+        env.update(heterogeneous_vocab_preflight(pair, checks))
     node_env: dict[str, str] = {}
     if dep.nodes > 1:
         argv += ["--nnodes", str(dep.nodes), "--node-rank", EnvRef("NODE_RANK"),
@@ -155,4 +167,46 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
         node_env = {"NODE_RANK": "rank of this node, 0 to nodes - 1",
                     "MASTER_ADDR": "address of node 0"}
     return Launch(engine=ENGINE, argv=argv, node_env=node_env, preflight=checks,
-                  env={"VLLM_NO_USAGE_STATS": "1"}, health_path="/health", port=dep.port)
+                  env=env, health_path="/health", port=dep.port)
+
+
+def heterogeneous_vocab_preflight(pair: ResolvedPair, checks: Preflights) -> dict[str, str]:
+    """The restrictions of `use_heterogeneous_vocab` (Token-Level Intersection) in 0.33.0;
+    returns the environment the mode needs.
+
+    Each rule is the engine's: `SpeculativeConfig._verify_args` (vllm/config/speculative.py)
+    raises for the first three while building the config; the mode forces the V1 model
+    runner (`VllmConfig._get_v2_model_runner_unsupported_features`, vllm/config/vllm.py:
+    "heterogeneous-vocabulary draft models"), whose `DraftModelProposer`
+    (vllm/v1/spec_decode/draft_model.py, `_raise_if_draft_tp_mismatch`) needs the draft's
+    TP to equal the target's. Requests' own sampling is not restricted: the draft proposal
+    is an argmax and the rejection sampler treats it as one-hot, which stays lossless at
+    any request temperature (vllm/v1/sample/rejection_sampler.py, no-draft-probs path).
+    """
+    rb = pair.runbook
+    spec = rb.speculation
+    par = rb.deployment.parallel
+    need = checks.need
+    need(spec.method is Method.STANDALONE, "speculation.heterogeneous_vocab",
+         f"use_heterogeneous_vocab only works with method='draft_model' (STANDALONE), not "
+         f"{PROFILE.method_names.get(spec.method, spec.method.value)!r}",
+         "use method: STANDALONE with a draft checkpoint, or remove heterogeneous_vocab")
+    need(spec.draft_sample_method in (None, "greedy"), "speculation.draft_sample_method",
+         "use_heterogeneous_vocab currently only supports greedy draft sampling "
+         f"(draft_sample_method {spec.draft_sample_method!r})",
+         "set draft_sample_method: greedy (request temperature is unaffected)")
+    need(not spec.local_argmax_reduction, "speculation.local_argmax_reduction",
+         "use_heterogeneous_vocab is not compatible with use_local_argmax_reduction: the "
+         "token-level intersection masks the full draft logits",
+         "remove local_argmax_reduction")
+    need(par.draft_tensor in (None, par.tensor), "deployment.parallel.draft_tensor",
+         f"the mode runs on the V1 model runner, whose draft_model proposer needs the draft "
+         f"TP equal to the target's ({par.tensor}), not {par.draft_tensor}",
+         f"set draft_tensor: {par.tensor} or leave it unset")
+    need(rb.draft is not None and not rb.draft.bundled, "draft",
+         "the mode loads the draft's own tokenizer from the draft checkpoint",
+         "name a separate draft checkpoint (repo or path)")
+    # Model Runner V2 has no token mapping: 0.33.0 falls back to V1 with a warning, and
+    # refuses to start if the environment forces VLLM_USE_V2_MODEL_RUNNER=1. Pin the
+    # runner the mode needs, so an inherited environment cannot break the start.
+    return {"VLLM_USE_V2_MODEL_RUNNER": "0"}

@@ -7,7 +7,7 @@ source confirms are listed in `unconfirmed`, so every page that uses them can sa
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 
@@ -71,12 +71,60 @@ class ArtifactLock(Strict):
                                     description="fact → where it was read or derived")
 
 
+class Fallback(Strict):
+    kind: Literal["unk", "eos"] = Field(description="unk_token_id, else eos_token_id")
+    token_id: NonNegativeInt
+
+
+class VocabMapping(Strict):
+    """vLLM's Token-Level Intersection of the two vocabularies (use_heterogeneous_vocab),
+    computed from both tokenizers as the engine computes it (specpair.vocab)."""
+
+    target_vocab: PositiveInt = Field(description="target config vocab_size (the engine's "
+                                                  "bound for target ids)")
+    draft_vocab: PositiveInt = Field(description="draft config vocab_size")
+    intersection: NonNegativeInt = Field(description="draft ids the draft may propose")
+    intersection_max: NonNegativeInt | None = Field(
+        default=None, description="upper end when the count is only known as a range (tokens "
+                                  "that normalise alike make the engine's count depend on its "
+                                  "dictionary order, or a declared range from published shares)")
+    target_markers: list[str] = Field(default_factory=list,
+                                      description="word-start markers, probed on ' a'")
+    draft_markers: list[str] = Field(default_factory=list)
+    target_fallback: Fallback | None = Field(
+        default=None, description="where unmapped draft proposals land; none: the engine "
+                                  "refuses to start")
+    draft_fallback: Fallback | None = None
+    special_mapped: dict[str, bool] = Field(
+        default_factory=dict, description="target special token → has a draft counterpart")
+    target_tokenizer: str | None = Field(
+        default=None, description="fingerprint of the target tokenizer files it was computed "
+                                  "from (as in target.tokenizer)")
+    draft_tokenizer: str | None = Field(default=None,
+                                        description="fingerprint of the draft's tokenizer files")
+    provenance: Provenance
+    unconfirmed: list[str] = Field(
+        default_factory=list, description="declared facts that no retrieved source confirms")
+    sources: dict[str, str] = Field(default_factory=dict,
+                                    description="fact → where it was read or derived")
+
+    @property
+    def pct_of_draft(self) -> float:
+        return round(100.0 * self.intersection / self.draft_vocab, 1)
+
+    @property
+    def pct_of_target(self) -> float:
+        return round(100.0 * self.intersection / self.target_vocab, 1)
+
+
 class Lock(Strict):
     lock_version: PositiveInt = LOCK_VERSION
     pair: str
     target: ArtifactLock
     draft: ArtifactLock | None = Field(
         default=None, description="absent for NGRAM; for a bundled draft, source = target's")
+    vocab_mapping: VocabMapping | None = Field(
+        default=None, description="only for vLLM's heterogeneous-vocabulary mode")
 
     @model_validator(mode="after")
     def _version(self) -> Lock:

@@ -81,6 +81,16 @@ class Speculation(Strict):
         default=None, description="tree verify width; required when topk > 1")
     ngram_min_match: PositiveInt | None = None
     ngram_max_match: PositiveInt | None = None
+    heterogeneous_vocab: bool = Field(
+        default=False, description="vLLM use_heterogeneous_vocab: the draft has its own "
+                                   "tokenizer; the engine drafts on the token-level "
+                                   "intersection of both vocabularies (STANDALONE only)")
+    draft_sample_method: Literal["greedy", "probabilistic"] | None = Field(
+        default=None, description="vLLM draft_sample_method; unset = the engine's default "
+                                  "(greedy). The heterogeneous mode drafts greedily only")
+    local_argmax_reduction: bool = Field(
+        default=False, description="vLLM use_local_argmax_reduction (vocab-parallel argmax "
+                                   "for greedy drafting)")
 
 
 class ParallelSizes(Strict):
