@@ -24,6 +24,15 @@ Stand-ins, because no GPU runs here (each named where it is used):
 - The KV cache layout: the backends vLLM picks on Hopper (FLASH_ATTN, FLASH_ATTN_MLA)
   declare none, so the engine's `get_supported_kv_cache_layouts` gives its default
   preference and `resolve_kv_cache_layout` picks from it.
+- `HOPPER_BACKENDS`: for Gated DeltaNet hybrids the platform aligns the attention block
+  size to the state page (`Platform._align_hybrid_block_size`) after the model is built;
+  finding the attention backends walks the built layers, so `_find_non_ssm_backends`
+  answers FLASH_ATTN, the backend vLLM picks for them on Hopper.
+- `GDN_LAYERS`: each Gated DeltaNet layer is the engine's `QwenGatedDeltaNetAttention`
+  with only the attributes its constructor reads from the config set (building it
+  allocates CUDA weights); its own `get_kv_cache_spec` then builds the state spec. Its
+  prefill checkpoint alignment is the one it takes on Hopper, where the GDN prefill
+  backend resolves to FlashInfer (`_resolve_gdn_prefill_backend`, SM90).
 """
 
 from __future__ import annotations
@@ -60,16 +69,38 @@ def plan(case: dict[str, Any]) -> dict[str, Any]:
                            trust_remote_code=False, skip_tokenizer_init=True)
 
     target = model_config(case["target"])
+    cache_config = CacheConfig(block_size=case["block_size"],
+                               cache_dtype=case["kv_cache_dtype"])
+    # EngineArgs: prefix caching defaults to what the model supports (on for hybrids)
+    cache_config.enable_prefix_caching = target.is_prefix_caching_supported
+    speculative_tokens = case.get("num_speculative_tokens", 0)
+    engine_config = types.SimpleNamespace(  # ENGINE_CONFIG
+        model_config=target, cache_config=cache_config,
+        parallel_config=ParallelConfig(tensor_parallel_size=case["tp"]),
+        attention_config=AttentionConfig(), kv_transfer_config=None,
+        scheduler_config=types.SimpleNamespace(
+            disable_hybrid_kv_cache_manager=case["disable_hybrid_kv_cache_manager"],
+            enable_chunked_prefill=target.is_chunked_prefill_supported),
+        speculative_config=types.SimpleNamespace(num_speculative_tokens=speculative_tokens)
+        if speculative_tokens else None,
+        num_speculative_tokens=speculative_tokens, additional_config={},
+        compilation_config=types.SimpleNamespace(static_forward_context={}),
+        max_in_flight_tokens=case["max_in_flight_tokens"])
 
     def layer_specs(mc: ModelConfig, tp: int, prefix: str, layers: int,
                     kinds: list[str] | None) -> dict[str, KVCacheSpec]:
         parallel = ParallelConfig(tensor_parallel_size=tp)
         # Attention resolves the KV dtype against vllm_config.model_config: the target's
         dtype = kv_cache_dtype_str_to_dtype(case["kv_cache_dtype"], target)
-        block = case["block_size"]
+        block = cache_config.block_size  # the platform may have aligned it (hybrids)
         specs: dict[str, KVCacheSpec] = {}
         for i in range(layers):
             name = f"{prefix}.{i}.attn"
+            if kinds is not None and kinds[i] == "linear_attention":
+                gdn = engine_config.compilation_config.static_forward_context[
+                    f"{prefix}.{i}.linear_attn"]
+                specs[name] = gdn.get_kv_cache_spec(engine_config)
+                continue
             if mc.use_mla:
                 specs[name] = MLAAttentionSpec(
                     block_size=block, num_kv_heads=1, max_tp_shards=1,
@@ -91,26 +122,26 @@ def plan(case: dict[str, Any]) -> dict[str, Any]:
     if target.architecture == "GptOssForCausalLM":
         assert layer_kinds == ["sliding_attention" if i % 2 == 0 else "full_attention"
                                for i in range(text.num_hidden_layers)]
+    if target.is_hybrid:
+        hybrid_setup(target, cache_config, engine_config, layer_kinds, case)
     specs = layer_specs(target, case["tp"], "model.layers", text.num_hidden_layers,
                         layer_kinds)
     draft_layers = 0
     if case.get("draft") == "bundled":
-        draft_layers = int(getattr(text, "num_nextn_predict_layers", 0) or 0)
+        if target.architecture == "Qwen3NextForCausalLM":
+            # qwen3_next_mtp.py: Qwen3NextMTP.num_mtp_layers
+            draft_layers = int(getattr(text, "num_nextn_predict_layers", 1))
+        elif target.architecture.startswith("Qwen3_5"):
+            # qwen3_5_mtp.py: Qwen3_5MTP.num_mtp_layers
+            draft_layers = int(getattr(text, "mtp_num_hidden_layers", 1))
+        else:
+            draft_layers = int(getattr(text, "num_nextn_predict_layers", 0) or 0)
         specs |= layer_specs(target, case["tp"], "mtp.layers", draft_layers, None)
     elif case.get("draft"):
         draft = model_config(case["draft"])
         draft_layers = draft.hf_text_config.num_hidden_layers
         specs |= layer_specs(draft, case["draft_tp"], "draft.layers", draft_layers, None)
 
-    cache_config = CacheConfig(block_size=case["block_size"],
-                               cache_dtype=case["kv_cache_dtype"])
-    engine_config = types.SimpleNamespace(  # ENGINE_CONFIG
-        model_config=target, cache_config=cache_config,
-        parallel_config=ParallelConfig(tensor_parallel_size=case["tp"]),
-        attention_config=AttentionConfig(), kv_transfer_config=None,
-        scheduler_config=types.SimpleNamespace(
-            disable_hybrid_kv_cache_manager=case["disable_hybrid_kv_cache_manager"]),
-        max_in_flight_tokens=case["max_in_flight_tokens"])
     # FLASH_ATTN and FLASH_ATTN_MLA declare no layout of their own: the default preference
     supported = [layout.name for layout in get_supported_kv_cache_layouts(())]
     layout = resolve_kv_cache_layout(engine_config, [supported], specs.values())
@@ -130,7 +161,72 @@ def plan(case: dict[str, Any]) -> dict[str, Any]:
         "dtype_bytes": torch.tensor([], dtype=kv_cache_dtype_str_to_dtype(
             case["kv_cache_dtype"], target)).element_size(),
         "draft_layers": draft_layers,
+        "block_size": cache_config.block_size,
     }
+
+
+def hybrid_setup(target: Any, cache_config: Any, engine_config: Any,
+                 layer_kinds: list[str], case: dict[str, Any]) -> None:
+    """What `VllmConfig` and the platform do for an attention / Gated DeltaNet hybrid
+    before the layers' KV specs are read: the architecture's config hook and
+    `HybridAttentionMambaModelConfig` (prefix caching → mamba cache mode `align`), the
+    built GDN layers, then `Platform.update_block_size_for_backend`'s hybrid alignment."""
+    from vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn import (
+        QwenGatedDeltaNetAttention,
+    )
+    from vllm.model_executor.models.config import (
+        MODELS_CONFIG_MAP,
+        HybridAttentionMambaModelConfig,
+    )
+    from vllm.platforms.interface import Platform
+    from vllm.v1.attention.backends.flash_attn import FlashAttentionBackend
+    from vllm.v1.attention.backends.gdn_attn import FLASHINFER_GDN_CHECKPOINT_ALIGNMENT
+
+    hook = MODELS_CONFIG_MAP.get(target.architecture)
+    if hook is not None:
+        hook.verify_and_update_config(engine_config)
+    HybridAttentionMambaModelConfig.verify_and_update_config(engine_config)
+    text = target.hf_text_config
+    assert layer_kinds is not None and "linear_attention" in layer_kinds, layer_kinds
+    for i, kind in enumerate(layer_kinds):
+        if kind != "linear_attention":
+            continue
+        layer = object.__new__(QwenGatedDeltaNetAttention)  # GDN_LAYERS
+        layer.__dict__.update(
+            tp_size=case["tp"], num_k_heads=text.linear_num_key_heads,
+            num_v_heads=text.linear_num_value_heads, head_k_dim=text.linear_key_head_dim,
+            head_v_dim=text.linear_value_head_dim,
+            conv_kernel_size=text.linear_conv_kernel_dim,
+            num_spec=engine_config.num_speculative_tokens,
+            model_config=target, cache_config=cache_config, vllm_config=engine_config,
+            _checkpoint_alignment=FLASHINFER_GDN_CHECKPOINT_ALIGNMENT
+            if cache_config.mamba_cache_mode == "align" else None)
+        engine_config.compilation_config.static_forward_context[
+            f"model.layers.{i}.linear_attn"] = layer
+
+    class HopperPlatform(Platform):
+        @classmethod
+        def _find_non_ssm_backends(cls, vllm_config: Any) -> Any:  # HOPPER_BACKENDS
+            return [FlashAttentionBackend]
+
+    HopperPlatform._align_hybrid_block_size(engine_config, FlashAttentionBackend)
+
+
+def missing_module(target: str) -> str | None:
+    """The module the target's model file fails to import on, if any: the registry only
+    logs it and ModelConfig reports "failed to be inspected"."""
+    import importlib
+
+    from vllm.model_executor.models import ModelRegistry
+    from vllm.transformers_utils.config import get_config
+
+    for arch in getattr(get_config(target, trust_remote_code=False), "architectures", []):
+        model = ModelRegistry.models.get(arch)
+        try:
+            importlib.import_module(getattr(model, "module_name", "builtins"))
+        except ModuleNotFoundError as error:
+            return error.name
+    return None
 
 
 def main() -> None:
@@ -143,7 +239,8 @@ def main() -> None:
             results.append(plan(case))
         except Exception as error:  # reported per case to the test
             results.append({"ok": False, "error": f"{type(error).__name__}: {error}",
-                            "trace": traceback.format_exc(limit=8)[-3000:]})
+                            "trace": traceback.format_exc(limit=8)[-3000:],
+                            "missing_module": missing_module(case["target"])})
     print(json.dumps(results))
 
 

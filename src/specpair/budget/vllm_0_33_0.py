@@ -6,6 +6,11 @@ activation peak and the CUDA-graph estimate come out of it, and the rest is KV. 
 attention layers are registered next to the target's and share the block pool: one block
 id addresses `block_size` tokens in every layer, so bytes per block are the sum of every
 layer's page. With `--kv-cache-memory-bytes` the KV budget is that number.
+
+Gated DeltaNet hybrids (Qwen3-Next, Qwen3.5) keep a fixed-size state per request in the
+same pool: the platform raises the attention block size until one attention page holds a
+state page and pads the state page to it (`Platform._align_hybrid_block_size`), and each
+state group keeps a fixed number of blocks per request (`MambaSpec`, mode `align`).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from specpair.budget.common import (
     kv_bytes,
     kv_heads_per_rank,
     kv_layers,
+    model_dtype_bytes,
     pct,
     storage,
     weights_per_rank,
@@ -26,6 +32,7 @@ from specpair.budget.model import Assumption, Budget, GiB, Line, Scenario
 from specpair.errors import SpecpairError
 from specpair.geometry import Geometry
 from specpair.hardware import GPU
+from specpair.launch.vllm_0_33_0 import speculative_tokens
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import KVDtype, Method
 
@@ -68,12 +75,26 @@ def default_max_num_batched_tokens(gpu: GPU) -> int:
 # Async scheduling keeps two batches in flight (VllmConfig.max_concurrent_batches, PP 1)
 IN_FLIGHT_BATCHES = 2
 
+# FLASH_ATTN (the attention backend on Hopper) runs kernel blocks of MultipleOf(16)
+# (flash_attn.py, get_supported_kernel_block_sizes)
+ATTENTION_KERNEL_BLOCK = 16
+# Prefix caching is on by default for hybrids (ModelConfig.is_prefix_caching_supported),
+# which puts the state cache in mode `align` (MambaModelConfig.verify_and_update_config);
+# there the GDN layers on Hopper prefill with FlashInfer and checkpoint the state every
+# FLASHINFER_GDN_CHECKPOINT_ALIGNMENT tokens (gdn_attn.py), so blocks are a multiple of it
+GDN_CHECKPOINT_ALIGNMENT = 64
+# Architectures whose config hook makes the config's `mamba_ssm_dtype` the SSM state dtype
+# (models/config.py, Qwen3_5ForConditionalGenerationConfig); elsewhere it follows the model
+SSM_DTYPE_FROM_CONFIG = ("Qwen3_5ForConditionalGeneration", "Qwen3_5ForCausalLM",
+                         "Qwen3_5MoeForConditionalGeneration", "Qwen3_5MoeForCausalLM")
+STATE_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+
 
 @dataclass(frozen=True)
 class LayerSpec:
     """One attention layer's KV cache spec, as `Attention.get_kv_cache_spec` builds it."""
 
-    kind: Literal["full", "sliding"]
+    kind: Literal["full", "sliding", "state"]
     page: int
     window: int | None
     shape: tuple[int, int, int, int]
@@ -88,6 +109,8 @@ class BlockPlan:
     """(kind, layers, page bytes, window) per KV cache group"""
     bytes_per_block: int
     rule: str
+    state_blocks: int = 0
+    """blocks each linear-attention state group keeps per request"""
 
     def blocks_per_request(self, context: int, block: int, in_flight: int) -> int:
         """`get_max_concurrency_for_kv_cache_config`: blocks one request at `context`
@@ -95,7 +118,9 @@ class BlockPlan:
         in-flight tokens, L), block) + 1)."""
         total = 0
         for kind, _, _, window in self.groups:
-            if kind == "sliding" and window is not None:
+            if kind == "state":
+                total += self.state_blocks
+            elif kind == "sliding" and window is not None:
                 total += math.ceil(min(window - 1 + in_flight, context) / block) + 1
             else:
                 total += math.ceil(context / block)
@@ -113,7 +138,66 @@ def layer_specs(g: Geometry, tp: int, block: int, dtype_bytes: int) -> list[Laye
         [LayerSpec("sliding", page, g.sliding_window, shape)] * g.sliding_window_layers
 
 
-def block_plan(specs: list[LayerSpec], hybrid_manager: bool) -> BlockPlan:
+@dataclass(frozen=True)
+class StatePlan:
+    """Gated DeltaNet state in the block pool, after the platform's block alignment."""
+
+    block: int
+    """attention block size, raised so that one attention page holds a state page"""
+    state_bytes: int
+    """one layer's state (conv window + SSM state) per request, before padding"""
+    blocks_per_request: int
+    rule: str
+
+
+def gdn_state_bytes(g: Geometry, tp: int, num_spec: int) -> tuple[int, str]:
+    """`MambaSpec.page_size_bytes` of one GDN layer: the shapes of
+    `MambaStateShapeCalculator.gated_delta_net_state_shape` (conv window over q, k and v,
+    widened by the draft tokens; value heads × value head size × key head size), the
+    dtypes of `gated_delta_net_state_dtype` (conv: the model's; SSM: `auto` follows it)."""
+    la = g.linear_attention
+    assert la is not None
+    key_heads = la.num_key_heads or la.num_heads
+    key_dim = la.key_head_dim or la.head_dim
+    if key_heads % tp or la.num_heads % tp:
+        raise SpecpairError.single(
+            "runbook", f"not modelled: {key_heads} key / {la.num_heads} value heads that do "
+            f"not split over TP {tp}", "use a tensor-parallel size that divides both",
+            field_path="deployment.parallel.tensor")
+    conv_bytes = model_dtype_bytes(g)
+    ssm_dtype = la.ssm_dtype if g.architecture in SSM_DTYPE_FROM_CONFIG else None
+    ssm_bytes = STATE_DTYPE_BYTES[ssm_dtype] if ssm_dtype else conv_bytes
+    conv_dim = key_dim * key_heads * 2 + la.head_dim * la.num_heads
+    conv = conv_dim // tp * (la.conv_kernel - 1 + num_spec) * conv_bytes
+    ssm = la.num_heads // tp * la.head_dim * key_dim * ssm_bytes
+    return conv + ssm, (f"conv {conv_dim // tp} · ({la.conv_kernel} − 1 + {num_spec}) · "
+                        f"{conv_bytes} B + SSM {la.num_heads // tp} · {la.head_dim} · "
+                        f"{key_dim} · {ssm_bytes} B")
+
+
+def state_plan(g: Geometry, tp: int, block: int, dtype_bytes: int, num_spec: int
+               ) -> StatePlan:
+    """`Platform._align_hybrid_block_size` (mode `align`): the block size is the smallest
+    multiple of lcm(max(kernel block, block), checkpoint alignment) whose attention page
+    holds the state page, then the state page is padded to the attention page."""
+    state, shape_rule = gdn_state_bytes(g, tp, num_spec)
+    per_token, _ = page_bytes(g, tp, 1, dtype_bytes)
+    align = math.lcm(max(ATTENTION_KERNEL_BLOCK, block), GDN_CHECKPOINT_ALIGNMENT)
+    aligned = align * math.ceil(state / (align * per_token))
+    aligned = ATTENTION_KERNEL_BLOCK * math.ceil(aligned / ATTENTION_KERNEL_BLOCK)
+    block = max(block, aligned)
+    # MambaSpec.max_memory_usage_bytes (align): 2 states + one per draft token + one
+    # prefill checkpoint (the FlashInfer GDN layer exports checkpoints)
+    per_request = 2 + num_spec + 1
+    return StatePlan(block, state, per_request,
+                     f"GDN state {state} B per layer ({shape_rule}); block size {block} = "
+                     f"{align} · cdiv({state}, {align} · {per_token} B per token), state page "
+                     f"padded to {block * per_token} B; {per_request} blocks per request "
+                     f"(2 + {num_spec} draft tokens + 1 prefill checkpoint)")
+
+
+def block_plan(specs: list[LayerSpec], hybrid_manager: bool,
+               state_blocks: int = 0) -> BlockPlan:
     """How vLLM 0.33.0 groups the layers (target and draft) and sizes one block."""
     if not hybrid_manager:
         # unify_hybrid_kv_cache_specs: sliding layers are promoted to full attention
@@ -149,7 +233,7 @@ def block_plan(specs: list[LayerSpec], hybrid_manager: bool) -> BlockPlan:
     return BlockPlan(groups, widest * page,
                      f"hybrid KV cache manager: {len(groups)} groups of at most {group_size} "
                      f"layers share one block pool; bytes per block = the largest group's "
-                     f"({widest} layers · {page} B), not the sum")
+                     f"({widest} layers · {page} B), not the sum", state_blocks)
 
 
 def _scenario(name: str, available: int, plan: BlockPlan, block: int, context: int,
@@ -170,6 +254,8 @@ def _scenario(name: str, available: int, plan: BlockPlan, block: int, context: i
              Line(key="blocks_per_request", label="blocks one full-context request takes",
                   value=per_request, unit="blocks",
                   rule=f"Σ over {len(plan.groups)} groups: full cdiv({context}, {block})"
+                       + (f"; state {plan.state_blocks} blocks (MambaSpec, mode align)"
+                          if plan.state_blocks else "")
                        + (f"; sliding cdiv(min(window − 1 + {in_flight} in-flight tokens, "
                           f"{context}), {block}) + 1 (in flight: {IN_FLIGHT_BATCHES} batches "
                           "of max_num_batched_tokens, async scheduling)" if sliding else "")),
@@ -199,21 +285,57 @@ def _scenario(name: str, available: int, plan: BlockPlan, block: int, context: i
         fits=fits, verdict=verdict, lines=lines)
 
 
-def kv_plan(pair: ResolvedPair, speculative: bool = True) -> tuple[BlockPlan, int, int, int]:
+def _hybrid_state(pair: ResolvedPair, block: int, speculative: bool
+                  ) -> StatePlan | None:
+    """The GDN state plan of a linear-attention hybrid target, or None for other targets;
+    refuses the hybrids and settings it does not model."""
+    dep = pair.runbook.deployment
+    target = pair.target.geometry
+    la = target.linear_attention
+    if la is None:
+        return None
+    if la.kind != "gdn" or target.attention == "mla" or target.sliding_window_layers:
+        raise SpecpairError.single(
+            "runbook", f"not modelled: the {ENGINE} budget for {la.kind} state layers "
+            f"next to {target.attention} attention", "budget this pair by measurement or "
+            "serve it with SGLang", field_path="target")
+    if dep.parallel.pipeline > 1 or not dep.hybrid_kv_pools:
+        raise SpecpairError.single(
+            "runbook", f"not modelled: linear-attention hybrids on {ENGINE} with pipeline "
+            "parallelism or without the hybrid KV cache manager",
+            "set deployment.parallel.pipeline: 1 and deployment.hybrid_kv_pools: true",
+            field_path="deployment")
+    if dep.linear_state != type(dep.linear_state)():
+        raise SpecpairError.single(
+            "runbook", f"not modelled: deployment.linear_state on {ENGINE} (its settings "
+            "are SGLang's; the vLLM command does not carry them)",
+            "remove deployment.linear_state", field_path="deployment.linear_state")
+    # the speculative config (n-gram too) widens the conv window and the state blocks
+    num_spec = speculative_tokens(pair) if speculative else 0
+    return state_plan(target, dep.parallel.tensor, block,
+                      kv_bytes(dep.kv_cache_dtype, target), num_spec)
+
+
+def kv_plan(pair: ResolvedPair, speculative: bool = True
+            ) -> tuple[BlockPlan, int, int, int]:
     """(block plan, block size, target bytes per block, draft bytes per block)."""
     dep = pair.runbook.deployment
     spec = pair.runbook.speculation
     target = pair.target.geometry
     draft = pair.draft.geometry if pair.draft else None
-    if target.linear_attention is not None:
-        raise SpecpairError.single(
-            "runbook", f"not modelled: the {ENGINE} budget for linear-attention hybrids "
-            f"({target.linear_attention.kind} state layers)",
-            "budget this pair by measurement or serve it with SGLang", field_path="target")
     tp, pp = dep.parallel.tensor, dep.parallel.pipeline
     draft_tp = dep.parallel.draft_tensor or tp
     block = dep.page_size or DEFAULT_BLOCK_SIZE
-    t_specs = layer_specs(target, tp, block, kv_bytes(dep.kv_cache_dtype, target))
+    state = _hybrid_state(pair, block, speculative)
+    s_specs: list[LayerSpec] = []
+    if state is not None and target.linear_attention is not None:
+        block = state.block
+        per_token, _ = page_bytes(target, tp, 1, kv_bytes(dep.kv_cache_dtype, target))
+        # Qwen3-Next / Qwen3.5 put attention on every `full_attention_interval`-th layer,
+        # the last of each run, so layer 0 is linear and its state group comes first
+        s_specs = [LayerSpec("state", block * per_token, None, (0, 0, 0, 0))] * \
+            target.linear_attention.layers
+    t_specs = s_specs + layer_specs(target, tp, block, kv_bytes(dep.kv_cache_dtype, target))
     if pp > 1:
         if target.sliding_window_layers:
             raise SpecpairError.single(
@@ -227,7 +349,11 @@ def kv_plan(pair: ResolvedPair, speculative: bool = True) -> tuple[BlockPlan, in
         # `auto` is resolved against vllm_config.model_config, the TARGET's: a draft
         # checkpoint saved in float32 still keeps its KV in the target's dtype
         d_specs = layer_specs(draft, draft_tp, block, kv_bytes(d_kv, target))
-    plan = block_plan(t_specs + d_specs, dep.hybrid_kv_pools)
+    plan = block_plan(t_specs + d_specs, dep.hybrid_kv_pools,
+                      state.blocks_per_request if state is not None else 0)
+    if state is not None:
+        plan = BlockPlan(plan.groups, plan.bytes_per_block, f"{plan.rule}; {state.rule}",
+                         plan.state_blocks)
     return plan, block, sum(s.page for s in t_specs), sum(s.page for s in d_specs)
 
 
@@ -292,22 +418,29 @@ def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
 
     base_plan, block, t_block, _ = kv_plan(pair, speculative=False)
     base_avail, base_lines = available(0)
+    layers = f"{kv_layers(target)} target layers" + (
+        f" and {target.linear_attention.layers} state layers (padded to the page)"
+        if target.linear_attention is not None else "")
     t_line = Line(key="page_target", label="target bytes per block, all its layers",
                   value=t_block, unit="B",
-                  rule=f"Σ over {kv_layers(target)} target layers of the layer's page "
-                       f"(block size {block})")
+                  rule=f"Σ over {layers} of the layer's page (block size {block})")
     baseline = _scenario("target alone", base_avail, base_plan, block, dep.context_length,
                          max_seqs, in_flight, t_block, 0, [*base_lines, t_line])
     spec_avail, spec_lines = available(wd)
-    plan, _, _, d_block = kv_plan(pair)
+    # a hybrid's block size depends on the draft tokens (the state's conv window grows)
+    plan, spec_block, spec_t_block, d_block = kv_plan(pair)
+    spec_t_line = t_line if spec_block == block else Line(
+        key="page_target", label="target bytes per block, all its layers",
+        value=spec_t_block, unit="B",
+        rule=f"Σ over {layers} of the layer's page (block size {spec_block})")
     d_lines: list[Line] = []
     if d_block and draft is not None:
         d_lines = [Line(key="page_draft", label="draft bytes per block, all its layers",
                         value=d_block, unit="B",
                         rule=f"{kv_layers(draft)} draft layers in the same block pool")]
-    scenario = _scenario(f"with the {spec.method.value} draft", spec_avail, plan, block,
-                         dep.context_length, max_seqs, in_flight, t_block, d_block,
-                         [*spec_lines, t_line, *d_lines])
+    scenario = _scenario(f"with the {spec.method.value} draft", spec_avail, plan, spec_block,
+                         dep.context_length, max_seqs, in_flight, spec_t_block, d_block,
+                         [*spec_lines, spec_t_line, *d_lines])
     return Budget(
         engine=ENGINE, gpu=gpu.key, assumptions=assumptions, weights=weights,
         baseline=baseline, speculative=scenario,

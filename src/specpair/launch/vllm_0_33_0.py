@@ -145,9 +145,10 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
     need(par.draft_tensor in (None, 1, par.tensor), "deployment.parallel.draft_tensor",
          f"draft_tensor_parallel_size must be 1 or the target's {par.tensor}",
          f"use 1 or {par.tensor}")
-    need(pair.target.geometry.linear_attention is None, "target",
-         "specpair does not model vLLM's hybrid (linear-attention) KV layout",
-         "serve this pair with SGLang", severity="warning")
+    linear = pair.target.geometry.linear_attention
+    need(linear is None or linear.kind == "gdn", "target",
+         "specpair does not model vLLM's KV layout for this linear-attention hybrid "
+         "(only Gated DeltaNet)", "serve this pair with SGLang", severity="warning")
     if spec.method is Method.MTP and pair.draft is not None:
         n = pair.draft.geometry.num_nextn_predict_layers or 1
         k = speculative_tokens(pair)
