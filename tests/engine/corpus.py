@@ -82,12 +82,6 @@ REFUSED = {
     "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": "hybrid_override_pattern",
 }
 
-# targets whose architecture vLLM 0.33.0 cannot import in the engines venv, with the
-# missing module: Qwen3.5's model file imports the Qwen3-VL processors, which need
-# torchvision, and the engines session uninstalls torchvision (its CUDA build crashes
-# beside the CPU torch). The oracle asserts that these fail on exactly that module.
-VLLM_CANNOT_IMPORT = {"Qwen__Qwen3.5-27B": "torchvision"}
-
 TENSOR_PARALLEL = (1, 2, 4, 8)
 KV_DTYPES = ("auto", "fp8_e4m3")
 
@@ -151,4 +145,4 @@ def make_pair(corpus: CorpusPair, engine: str, version: str, tp: int, kv: str,
 
 
 __all__ = ["BUNDLED", "CONFIGS", "KV_DTYPES", "PAIRS", "REFUSED", "SHA", "TENSOR_PARALLEL",
-           "VLLM_CANNOT_IMPORT", "CorpusPair", "make_pair"]
+           "CorpusPair", "make_pair"]

@@ -33,10 +33,17 @@ Stand-ins, because no GPU runs here (each named where it is used):
   allocates CUDA weights); its own `get_kv_cache_spec` then builds the state spec. Its
   prefill checkpoint alignment is the one it takes on Hopper, where the GDN prefill
   backend resolves to FlashInfer (`_resolve_gdn_prefill_backend`, SM90).
+- `NO_TORCHVISION`: Qwen3.5's model file imports the Qwen3-VL processors, which import
+  torchvision; the engines session uninstalls it (its CUDA build crashes beside the CPU
+  torch). Without a torchvision, `InertModules` serves torchvision and its submodules as
+  modules of inert names that raise if called (KV planning calls none), so that the
+  model file imports.
 """
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import json
 import sys
 import traceback
@@ -212,6 +219,45 @@ def hybrid_setup(target: Any, cache_config: Any, engine_config: Any,
     HopperPlatform._align_hybrid_block_size(engine_config, FlashAttentionBackend)
 
 
+class Inert:
+    """A name a module imports at import time but KV planning never uses."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Inert:
+        return Inert(f"{self._name}.{attr}")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"{self._name} is an import-only stand-in (NO_TORCHVISION)")
+
+    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
+        return (object,)
+
+
+class InertModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Serves `package` and its submodules as modules of `Inert` names (NO_TORCHVISION)."""
+
+    def __init__(self, package: str) -> None:
+        self.package = package
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None
+                  ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != self.package and not fullname.startswith(self.package + "."):
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        module = types.ModuleType(spec.name)
+        module.__path__ = []
+        module.__version__ = "0.0.0+inert"  # type: ignore[attr-defined]
+        module.__getattr__ = lambda name: Inert(f"{spec.name}.{name}")  # type: ignore
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        pass
+
+
 def missing_module(target: str) -> str | None:
     """The module the target's model file fails to import on, if any: the registry only
     logs it and ModelConfig reports "failed to be inspected"."""
@@ -230,9 +276,18 @@ def missing_module(target: str) -> str | None:
 
 
 def main() -> None:
+    import importlib.util
+
+    import vllm.config
+    import vllm.v1.attention.backends.flash_attn
+    import vllm.v1.core.kv_cache_planning
+    import vllm.v1.core.kv_cache_utils  # noqa: F401
     from vllm.model_executor.models import registry
 
     registry._run_in_subprocess = lambda fn: fn()  # IN_PROCESS_REGISTRY
+    # after the engine's core is imported, so that only the model files see it
+    if importlib.util.find_spec("torchvision") is None:  # NO_TORCHVISION
+        sys.meta_path.append(InertModules("torchvision"))
     results = []
     for case in json.loads(sys.stdin.read()):
         try:
