@@ -131,7 +131,9 @@ def vllm_cases() -> tuple[list[tuple[str, dict[str, Any], dict[str, Any]]], list
                         vllm_budget.default_max_num_batched_tokens(pair.gpu_spec)
                     blocks = KV_BUDGET // plan.bytes_per_block
                     per_request = plan.blocks_per_request(dep.context_length, block, in_flight)
+                    # the block size the engine ends with (hybrids: aligned to the state)
                     ours = {"groups": [n for _, n, _, _ in plan.groups], "num_blocks": blocks,
+                            "block_size": block,
                             "bytes_per_block": plan.bytes_per_block,
                             "capacity_tokens": int(blocks / per_request * dep.context_length),
                             "max_concurrency": blocks / per_request}
@@ -141,7 +143,9 @@ def vllm_cases() -> tuple[list[tuple[str, dict[str, Any], dict[str, Any]]], list
                         draft = None
                     cases.append((name, ours, {
                         "target": str(CONFIGS / corpus.target), "draft": draft, "tp": tp,
-                        "draft_tp": dep.parallel.draft_tensor or tp, "block_size": block,
+                        "draft_tp": dep.parallel.draft_tensor or tp,
+                        # the command's --block-size, not specpair's aligned one
+                        "block_size": dep.page_size or vllm_budget.DEFAULT_BLOCK_SIZE,
                         "kv_cache_dtype": "fp8_e4m3" if kv == "fp8_e4m3" else "auto",
                         "max_model_len": dep.context_length, "available_bytes": KV_BUDGET,
                         "disable_hybrid_kv_cache_manager": not hybrid,
