@@ -15,22 +15,19 @@ import json
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import WebDriverWait
 
 from specpair.errors import SpecpairError
 from specpair.load import load_document
 from specpair.resolve import resolve
 from specpair.runbooks import load_lock, load_runbook
+from tests.browser.conftest import chromium, serve
 from tests.conftest import REPO
 
 # One per context a runbook string can land in: <title> and <head>, element text,
@@ -191,28 +188,13 @@ def planted_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[s
 
 @pytest.fixture(scope="module")
 def server(planted_site: tuple[Path, dict[str, str]]) -> Iterator[str]:
-    class Quiet(SimpleHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    handler = partial(Quiet, directory=str(planted_site[0]))
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with serve(planted_site[0]) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[webdriver.Chrome]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-planted')}"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
-    driver.set_page_load_timeout(30)
+    driver = chromium(tmp_path_factory.mktemp("chromium-planted"))
     yield driver
     driver.quit()
 

@@ -95,11 +95,12 @@ def wait_healthy(server: Server) -> None:
     raise AssertionError(f"no /health within {STARTUP_TIMEOUT_S}s: {server.log_text()[-4000:]}")
 
 
-def stop(process: subprocess.Popen[bytes]) -> None:
+def stop(process: subprocess.Popen[bytes], grace_s: float = 30) -> None:
+    """TERM the process group, KILL it after `grace_s`."""
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGTERM)
         try:
-            process.wait(timeout=30)
+            process.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()

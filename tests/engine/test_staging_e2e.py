@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from specpair.staging_log import EXIT_STATUS
-from tests.engine.conftest import free_port
+from tests.engine.conftest import free_port, stop
 from tests.hubserver import HubServer, files_of
 from tests.hubserver import Repo as HubRepo
 
@@ -130,13 +129,7 @@ def start(repo: Repo, work: Path) -> tuple[int | None, str, Path]:
         except subprocess.TimeoutExpired:
             code = None
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        stop(process, grace_s=60)
     text = "".join(out)
     (work / "deploy.log").write_text(text)
     return code, text, engine_log
