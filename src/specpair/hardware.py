@@ -43,6 +43,8 @@ class GPU:
     a GPU declared inline."""
     fp8_dense_flops: float | None = None
     aliases: tuple[str, ...] = ()
+    common: bool = False
+    """One of the data-center GPUs `specpair plan --gpus common` searches."""
 
 
 def _entry(raw: dict[str, Any]) -> GPU:
@@ -58,7 +60,7 @@ def _entry(raw: dict[str, Any]) -> GPU:
                free_before_load_bytes=int(float(raw["free_before_load_gib"]) * GiB),
                note=note, family=raw["family"],
                fp8_dense_flops=float(fp8) * 1e12 if fp8 is not None else None,
-               aliases=tuple(raw.get("aliases") or ()))
+               aliases=tuple(raw.get("aliases") or ()), common=bool(raw.get("common")))
 
 
 def _load() -> dict[str, GPU]:

@@ -1,0 +1,897 @@
+"""`specpair plan`: the deployment of a pair that serves the most under its SLO and targets.
+
+The search runs the same pipeline a runbook does. Each candidate is a runbook variant
+(GPU type, TP, KV dtype, memory fraction, the draft's depth, or no draft at all) that goes
+through the engine release's budget (`specpair.budget`), the calibrated step model
+(`specpair.stepmodel` with `specpair.calibration`'s parameters) and the whole gate
+(`specpair.checks`, which holds the engines' start-up rules). Nothing is ranked that an
+engine would refuse or the budget cannot hold, and a candidate that fails the gate for
+any other reason is shown with the rule but never recommended.
+
+Operating point, per candidate:
+
+- a concurrency given (`--concurrency`, else the runbook's expected one): evaluated there;
+  a deployment that cannot hold it, or misses a latency target there, drops out;
+- no concurrency: the most concurrent sequences the deployment holds while meeting the
+  latency targets and, for a draft, keeping the SLO 10% above break-even;
+- a request rate (`--rate`): the fewest replicas of the deployment that serve it, each at
+  the lowest concurrency that keeps up (Little's law on the model's own throughput).
+
+Acceptance by depth comes from `specpair.acceptance`: the pair's per-position
+measurements where they exist, else its reference τ, else its SLO; the SLO is carried to
+each depth the same way, so the written runbook states the floor of the shape it runs.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+
+from specpair import calibration, hardware
+from specpair.acceptance import AcceptanceCurve, from_tau, measured_curve
+from specpair.bench.workloads import generate
+from specpair.budget import compute
+from specpair.budget.common import _tp_problems
+from specpair.budget.model import Budget, Scenario
+from specpair.checks import Context, failing, run
+from specpair.errors import Location, Problem, SpecpairError
+from specpair.latency import (
+    CHARS_PER_TOKEN,
+    SLO_MARGIN,
+    capacity,
+    draft_shape,
+    expected_context,
+    setup,
+)
+from specpair.launch import build_for
+from specpair.resolve import ResolvedPair
+from specpair.schema.common import KVDtype, Method, Strict
+from specpair.schema.runbook import Runbook
+from specpair.stepmodel import Forward, Hardware, StepParams, StepTimes, forward_time, step_times
+
+TP_SIZES = (1, 2, 4, 8, 16)
+MAX_DEPTH = 8
+"""Deepest chain or tree searched: the published sweeps stop at 7-8 drafted tokens."""
+MEMORY_FRACTIONS = (0.80, 0.85, 0.90)
+"""Searched besides the engine default and the runbook's own value; above 0.90 the
+engines' activation and graph headroom is the operator's call, not a planner's."""
+KV_DTYPES = (KVDtype.AUTO, KVDtype.FP8_E4M3)
+COMMON = "common"
+Mode = Literal["concurrency", "max", "rate"]
+Changes = dict[tuple[str, ...], Any]
+
+
+class PlanError(Exception):
+    """Bad planner options (the CLI turns it into a usage error)."""
+
+
+@dataclass(frozen=True)
+class Targets:
+    tpot_ms: float | None = None
+    ttft_ms: float | None = None
+    concurrency: int | None = None
+    rate: float | None = None
+
+
+@dataclass(frozen=True)
+class Options:
+    gpus: tuple[str, ...] = ()
+    """Catalog keys; empty: the runbook's GPU."""
+    max_gpus: int | None = None
+    """GPUs one replica may use (TP × PP); default: the runbook's GPUs per node."""
+    targets: Targets = Targets()
+    top: int = 10
+
+
+# ------------------------------------------------------------------ the search space
+
+
+@dataclass(frozen=True)
+class DeploymentChoice:
+    gpu: str
+    tensor: int
+    kv: KVDtype
+    memory_fraction: float | None
+
+    def label(self) -> str:
+        mf = "default" if self.memory_fraction is None else f"{self.memory_fraction:g}"
+        return f"{self.gpu} TP{self.tensor} KV {self.kv.value} mem {mf}"
+
+
+@dataclass(frozen=True)
+class ShapeChoice:
+    label: str
+    depth: int               # 0: no draft
+    changes: tuple[tuple[tuple[str, ...], Any], ...]
+
+    @property
+    def speculative(self) -> bool:
+        return self.depth > 0
+
+
+BASELINE = ShapeChoice("no draft (target alone)", 0, ())
+
+
+def shape_depth(pair: ResolvedPair) -> int:
+    """Depth of the runbook's own shape: the most draft tokens one step can accept."""
+    return draft_shape(pair).max_tokens - 1
+
+
+def shapes(pair: ResolvedPair) -> list[ShapeChoice]:
+    """The draft shapes the pair's method supports (the runbook's own among them)."""
+    spec = pair.runbook.speculation
+    m = spec.method
+    out: list[ShapeChoice] = []
+    if m.is_block_drafter:
+        # SP303: a block drafter runs the block it was trained with; nothing to search
+        assert spec.block_size is not None
+        depth = spec.block_size if m is Method.DSPARK else spec.block_size - 1
+        out.append(ShapeChoice(f"block {spec.block_size}", depth, ()))
+    elif spec.num_steps is not None:
+        for steps in range(1, MAX_DEPTH + 1):
+            ch: list[tuple[tuple[str, ...], Any]] = [(("speculation", "num_steps"), steps)]
+            width = spec.num_draft_tokens
+            if spec.topk == 1:
+                width = steps + 1
+                if spec.num_draft_tokens is not None:
+                    ch.append((("speculation", "num_draft_tokens"), width))
+            out.append(ShapeChoice(f"{steps} steps × top-{spec.topk}, {width} verified",
+                                   steps, tuple(ch)))
+    else:
+        for gamma in range(1, MAX_DEPTH + 1):
+            out.append(ShapeChoice(f"γ = {gamma}", gamma,
+                                   ((("speculation", "num_speculative_tokens"), gamma),)))
+    return out
+
+
+def _parallel_changes(rb: Runbook, tensor: int) -> Changes:
+    par = rb.deployment.parallel
+    ch: Changes = {("deployment", "parallel", "tensor"): tensor}
+    # sizes that follow the target's TP in the runbook keep following it
+    if par.draft_tensor is not None and par.draft_tensor == par.tensor and par.tensor != 1:
+        ch[("deployment", "parallel", "draft_tensor")] = tensor
+    if par.expert != 1 and par.expert == par.tensor:
+        ch[("deployment", "parallel", "expert")] = tensor
+    return ch
+
+
+def deployment_choices(pair: ResolvedPair, opts: Options) -> list[DeploymentChoice]:
+    rb = pair.runbook
+    dep = rb.deployment
+    gpus = list(opts.gpus) or [pair.gpu]
+    max_gpus = opts.max_gpus or dep.gpus_per_node
+    pp = dep.parallel.pipeline
+    tps = [t for t in TP_SIZES if t * pp <= max_gpus and t <= dep.gpus_per_node]
+    if not tps:
+        raise PlanError(f"no TP size fits {max_gpus} GPU(s) with pipeline size {pp}")
+    fractions: list[float | None] = [None, *MEMORY_FRACTIONS]
+    if dep.memory_fraction is not None and dep.memory_fraction not in fractions:
+        fractions.append(dep.memory_fraction)
+    kvs = list(dict.fromkeys([dep.kv_cache_dtype, *KV_DTYPES]))
+    return [DeploymentChoice(g, t, kv, mf) for g in gpus for t in tps for kv in kvs
+            for mf in fractions]
+
+
+def expand_gpus(names: list[str]) -> tuple[str, ...]:
+    """Catalog keys from --gpus (`common`: the catalog's common serving GPUs)."""
+    out: list[str] = []
+    for name in names:
+        if name.strip().casefold() == COMMON:
+            out.extend(g.key for g in hardware.CATALOG.values() if g.common)
+            continue
+        found = hardware.lookup(name)
+        if found is None:
+            raise PlanError(f"unknown GPU {name!r}; {hardware.unknown_hint(name)}")
+        out.append(found.key)
+    return tuple(dict.fromkeys(out))
+
+
+# ------------------------------------------------------------------ runbook variants
+
+
+def _set(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    for key in path[:-1]:
+        data = data.setdefault(key, {})
+    data[path[-1]] = value
+
+
+def _get(rb: Runbook, path: tuple[str, ...]) -> Any:
+    value: Any = rb
+    for key in path:
+        value = getattr(value, key)
+    return value.value if hasattr(value, "value") else value
+
+
+def variant(pair: ResolvedPair, changes: Changes) -> ResolvedPair:
+    """The pair with its runbook changed; resolved facts (geometry, bytes) stay."""
+    data = pair.runbook.model_dump(mode="json")
+    for path, value in changes.items():
+        _set(data, path, value)
+    try:
+        rb = Runbook.model_validate(data)
+    except ValidationError as exc:  # a planner bug, not the user's input
+        raise AssertionError(f"planner built an invalid runbook: {exc}") from None
+    return pair.model_copy(update={"runbook": rb, "measurement": None,
+                                   "gpu": hardware.display_key(rb.deployment.gpu)})
+
+
+def effective_changes(pair: ResolvedPair, changes: Changes) -> dict[str, Any]:
+    """Dotted field → value for the changes that differ from the runbook (for --write)."""
+    out = {}
+    for path, value in sorted(changes.items()):
+        if _get(pair.runbook, path) != value:
+            out[".".join(path)] = value
+    return out
+
+
+# ------------------------------------------------------------------ prediction
+
+
+@dataclass(frozen=True)
+class Operating:
+    concurrency: int
+    per_request: float   # output tokens per second per request
+    throughput: float    # output tokens per second, one replica
+    tpot_s: float
+    ttft_s: float
+    break_even: float | None
+
+
+def _prefill_s(fwd: Forward, prompt: int, hw: Hardware, p: StepParams, fixed: float) -> float:
+    return forward_time(fwd, 1, prompt, prompt // 2, hw, p, fixed)
+
+
+@dataclass
+class Evaluator:
+    """Predictions for one candidate at any concurrency (pure, cheap)."""
+
+    target: Forward
+    draft: Forward | None
+    shape: Any
+    hw: Hardware
+    params: StepParams
+    context: int
+    prompt: int
+    tau: float | None
+    _prefill: float = 0.0
+
+    def __post_init__(self) -> None:
+        p = self.params
+        self._prefill = _prefill_s(self.target, self.prompt, self.hw, p, p.forward_s)
+        if self.draft is not None and self.tau is not None:
+            self._prefill += _prefill_s(self.draft, self.prompt, self.hw, p, p.draft_s)
+
+    def times(self, batch: int) -> StepTimes:
+        return step_times(self.target, self.draft if self.tau is not None else None,
+                          self.shape, batch, self.context, self.hw, self.params)
+
+    def at(self, batch: int) -> Operating:
+        t = self.times(batch)
+        if self.tau is None:
+            step, tokens, even = t.decode, 1.0, None
+        else:
+            step, tokens, even = t.speculative(self.tau), self.tau, t.break_even()
+        per_request = tokens / step
+        # TTFT: the prompt's prefill (target, and the draft's own pass over it) plus the
+        # step it waits for; queueing is not modelled
+        return Operating(batch, per_request, per_request * batch, 1 / per_request,
+                         self._prefill + step, even)
+
+
+def _largest(ok: Callable[[int], bool], hi: int) -> int | None:
+    """Largest c in [1, hi] with ok(c), for ok monotone (true then false)."""
+    if hi < 1 or not ok(1):
+        return None
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _smallest(ok: Callable[[int], bool], hi: int) -> int | None:
+    """Smallest c in [1, hi] with ok(c), for ok monotone (false then true)."""
+    if hi < 1 or not ok(hi):
+        return None
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+# ------------------------------------------------------------------ results
+
+
+class Row(Strict):
+    key: str = Field(description="stable identity of the candidate")
+    gpu: str
+    gpus: int = Field(description="GPUs of all replicas")
+    replicas: int
+    tensor: int
+    kv_cache_dtype: str
+    memory_fraction: float | None = Field(description="None: the engine's default")
+    shape: str
+    depth: int = Field(description="most draft tokens a step can accept; 0: no draft")
+    concurrency: int = Field(description="sequences in flight per replica")
+    capacity: int = Field(description="most sequences one replica holds at the expected "
+                                      "context")
+    tokens_per_s_per_gpu: float
+    tokens_per_s_per_request: float
+    tpot_ms: float
+    ttft_ms: float
+    tau: float | None = Field(description="expected tokens per verify step at this depth")
+    tau_slo: float | None = Field(description="the SLO carried to this depth")
+    break_even: float | None = Field(description="τ* at this concurrency")
+    slo_margin_pct: float | None = Field(description="(SLO τ / τ* − 1) · 100")
+    kv_tokens: int
+    budget_fits: bool
+    budget_verdict: str
+    meets_targets: bool
+    notes: list[str]
+    check_failures: list[str] = Field(description="gate rules that fail (ids and messages)")
+    passes_check: bool
+    changes: dict[str, Any] = Field(description="dotted runbook field → value (--write)")
+    params_source: str
+    validation: str = Field(description="the step model's error on published points of "
+                                        "this GPU family × engine")
+
+
+class FrontPoint(Strict):
+    key: str
+    concurrency: int
+    tokens_per_s_per_gpu: float
+    tokens_per_s_per_request: float
+    speculative: bool
+    label: str
+
+
+class Counts(Strict):
+    candidates: int
+    deployments: int
+    shapes: int
+    refused_by_engine: int
+    over_budget: int
+    beyond_measured_depth: int
+    no_operating_point: int
+    fail_other_rules: int
+    ranked: int
+
+
+class Plan(Strict):
+    pair: str
+    runbook: str
+    engine: str
+    mode: Mode
+    targets: dict[str, float | int | None]
+    gpus: list[str]
+    max_gpus: int
+    acceptance_source: str
+    slo_source: str
+    expected_context: int
+    prompt_tokens: int
+    output_tokens: float
+    rows: list[Row] = Field(description="ranked, best first (only what passes the engine "
+                                        "rules and the budget)")
+    front: list[FrontPoint]
+    best: Row | None
+    best_speculative: Row | None
+    current: Row | None = Field(description="the runbook as written, evaluated the same way")
+    counts: Counts
+    refusals: dict[str, int] = Field(description="engine rule → candidates it refused")
+    seconds: float
+    ms_per_candidate: float
+    assumptions: list[str]
+
+
+# ------------------------------------------------------------------ the planner
+
+
+@cache
+def _validation_rows() -> tuple[tuple[str, str, float], ...]:
+    """(GPU family, engine, |ratio − 1|) of every published point with a known τ."""
+    ev = calibration.evaluate()
+    out = []
+    for r in ev.rows:
+        if r.ratio is None or r.tau_anchored:
+            continue
+        out.append((calibration.family_of(r.gpu), r.engine.split()[0], abs(r.ratio - 1)))
+    return tuple(out)
+
+
+def validation_text(family: str | None, engine: str) -> str:
+    rows = _validation_rows()
+    own = sorted(e for f, eng, e in rows if f == family and eng == engine)
+    if own:
+        return (f"median |error| {100 * own[len(own) // 2]:.1f}% on {len(own)} published "
+                f"{family} × {engine} point(s)")
+    same = sorted(e for _, eng, e in rows if eng == engine)
+    where = f"{family}" if family else "an inline GPU"
+    if same:
+        return (f"no published {engine} points on {where}; {100 * same[len(same) // 2]:.1f}% "
+                f"median |error| on the {len(same)} {engine} points of other families")
+    return f"no published {engine} points: uncalibrated"
+
+
+@dataclass
+class _Stats:
+    refusals: dict[str, int] = field(default_factory=dict)
+    over_budget: int = 0
+    beyond: int = 0
+    no_point: int = 0
+    other: int = 0
+    candidates: int = 0
+
+
+def _mean_prompt_tokens(pair: ResolvedPair) -> int:
+    prompts = [len(r.prompt) for w in pair.runbook.workloads for r in generate(w)]
+    return max(1, round(sum(prompts) / len(prompts) / CHARS_PER_TOKEN))
+
+
+def _mean_output_tokens(pair: ResolvedPair) -> float:
+    ws = pair.runbook.workloads
+    return sum(w.max_tokens for w in ws) / len(ws)
+
+
+def _engine_refusals(findings: list[Any]) -> list[str]:
+    from specpair.checks import unwaivable
+
+    blocking = unwaivable()
+    return [f.rule for f in findings if f.rule in blocking and f.severity == "error"]
+
+
+def _baseline_refusals(pair: ResolvedPair, scenario: Scenario) -> list[tuple[str, str]]:
+    """The engine rules on the target alone: what the baseline server would refuse."""
+    out = []
+    rb = pair.runbook
+    g = pair.target.geometry
+    if rb.deployment.context_length > g.max_position_embeddings:
+        out.append(("SP402", f"context length {rb.deployment.context_length:,} exceeds the "
+                             f"target's {g.max_position_embeddings:,} positions"))
+    for message in _tp_problems("target", g, rb.deployment.parallel.tensor):
+        out.append(("SP501", message))
+    if not scenario.fits:
+        out.append(("SP601", scenario.verdict))
+    for p in build_for(pair, speculate=False).errors:
+        out.append(("SP901", p.message))
+    return out
+
+
+class Planner:
+    def __init__(self, pair: ResolvedPair, opts: Options) -> None:
+        self.pair = pair
+        self.opts = opts
+        rb = pair.runbook
+        self.targets = opts.targets
+        if self.targets.concurrency is not None and self.targets.rate is not None:
+            raise PlanError("give --concurrency or --rate, not both")
+        declared = rb.deployment.concurrency or rb.deployment.max_running_requests
+        if self.targets.rate is not None:
+            self.mode: Mode = "rate"
+            self.concurrency = None
+        elif self.targets.concurrency is not None or declared is not None:
+            self.mode = "concurrency"
+            self.concurrency = self.targets.concurrency or declared
+        else:
+            self.mode = "max"
+            self.concurrency = None
+        self.gpus = list(opts.gpus) or [pair.gpu]
+        self.max_gpus = opts.max_gpus or rb.deployment.gpus_per_node
+        self.context, self.context_source = expected_context(pair)
+        self.prompt = _mean_prompt_tokens(pair)
+        self.output = _mean_output_tokens(pair)
+        self.ref_depth = shape_depth(pair)
+        acc = rb.acceptance
+        self.slo_curve = from_tau(acc.slo.min_length, self.ref_depth, "the SLO")
+        measured = measured_curve(pair.measurement) if pair.measurement is not None \
+            and pair.measurement.protocol.speculation.get("method") == rb.speculation.method.value \
+            else None
+        if measured is not None:
+            self.curve = measured
+        elif acc.reference is not None:
+            self.curve = from_tau(acc.reference.mean_length, self.ref_depth,
+                                  f"the runbook's reference ({acc.reference.source})")
+        else:
+            self.curve = AcceptanceCurve(
+                source="no reference or measurement: the SLO itself (" +
+                self.slo_curve.source + ")", alpha=self.slo_curve.alpha)
+        self.own_params = self._own_params()
+        self.stats = _Stats()
+
+    # -- parameters
+
+    def _own_params(self) -> tuple[str, StepParams, str] | None:
+        """The pair's own fit applies on the GPU its records were measured on."""
+        from specpair.latency import parameters
+
+        if self.pair.measurement is None:
+            return None
+        chosen = parameters(self.pair, compute(self.pair))
+        if chosen.source.startswith("fitted on published") or "borrowed" in chosen.source:
+            return None
+        return self.pair.gpu, chosen.values, chosen.source
+
+    def params_for(self, gpu_key: str) -> tuple[StepParams, str, str]:
+        engine = self.pair.runbook.engine.name.value
+        family = hardware.resolve(gpu_key).family if hardware.lookup(gpu_key) else None
+        if self.own_params is not None and self.own_params[0] == gpu_key:
+            return self.own_params[1], self.own_params[2], "fitted on this pair's records"
+        chosen = calibration.params_for(family, engine)
+        return chosen.params, chosen.provenance, validation_text(family, engine)
+
+    # -- one candidate
+
+    def _changes(self, d: DeploymentChoice, s: ShapeChoice) -> Changes:
+        rb = self.pair.runbook
+        ch: Changes = {("deployment", "gpu"): d.gpu,
+                       ("deployment", "kv_cache_dtype"): d.kv.value}
+        ch.update(_parallel_changes(rb, d.tensor))
+        if d.memory_fraction is not None or rb.deployment.memory_fraction is not None:
+            ch[("deployment", "memory_fraction")] = d.memory_fraction
+        ch.update(dict(s.changes))
+        if s.speculative:
+            tau_slo = self.slo_curve.tau(s.depth)
+            assert tau_slo is not None
+            ch[("acceptance", "slo", "min_length")] = round(tau_slo, 2)
+        return ch
+
+    def _evaluator(self, pair: ResolvedPair, budget: Budget, depth: int,
+                   tau: float | None) -> tuple[Evaluator, str, str]:
+        params, source, validation = self.params_for(pair.gpu)
+        s = setup(pair, budget, params)
+        return (Evaluator(s.target, s.draft, s.shape, s.hw, params, s.context, self.prompt,
+                          tau), source, validation)
+
+    def _meets(self, op: Operating) -> bool:
+        t = self.targets
+        return (t.tpot_ms is None or op.tpot_s * 1e3 <= t.tpot_ms) and \
+            (t.ttft_ms is None or op.ttft_s * 1e3 <= t.ttft_ms)
+
+    def _pays(self, op: Operating, tau_slo: float | None) -> bool:
+        return op.break_even is None or (tau_slo is not None and
+                                         tau_slo >= op.break_even * (1 + SLO_MARGIN))
+
+    def _operate(self, ev: Evaluator, cap: int, gpus: int, tau_slo: float | None
+                 ) -> tuple[Operating, int] | str:
+        """(operating point, replicas), or why there is none."""
+        def good(c: int) -> bool:
+            op = ev.at(c)
+            return self._meets(op) and self._pays(op, tau_slo)
+
+        if self.mode == "concurrency":
+            c = self.concurrency
+            assert c is not None
+            if c > cap:
+                return f"holds {cap} sequences, not {c}"
+            op = ev.at(c)
+            if not self._meets(op):
+                return self._missed(op)
+            if not self._pays(op, tau_slo):
+                return f"the SLO is below break-even + 10% at {c} (τ* {op.break_even:.2f})"
+            return op, 1
+        top = _largest(good, cap)
+        if top is None:
+            op = ev.at(1)
+            if not self._meets(op):
+                return self._missed(op) + " even at concurrency 1"
+            return f"the SLO is below break-even + 10% at every concurrency (τ* at 1: " \
+                   f"{op.break_even:.2f})"
+        if self.mode == "max":
+            return ev.at(top), 1
+        assert self.targets.rate is not None
+        demand = self.targets.rate * self.output
+        best = ev.at(top)
+        replicas = max(1, math.ceil(demand / best.throughput - 1e-9))
+        if replicas * gpus > self.max_gpus:
+            return (f"needs {replicas} replicas of {gpus} GPU(s) for {demand:,.0f} tokens/s; "
+                    f"--max-gpus is {self.max_gpus}")
+        load = demand / replicas
+        c = _smallest(lambda n: ev.at(n).throughput >= load, top)
+        assert c is not None
+        return ev.at(c), replicas
+
+    def _missed(self, op: Operating) -> str:
+        t = self.targets
+        parts = []
+        if t.tpot_ms is not None and op.tpot_s * 1e3 > t.tpot_ms:
+            parts.append(f"TPOT {op.tpot_s * 1e3:.1f} ms > {t.tpot_ms:g}")
+        if t.ttft_ms is not None and op.ttft_s * 1e3 > t.ttft_ms:
+            parts.append(f"TTFT {op.ttft_s * 1e3:.0f} ms > {t.ttft_ms:g}")
+        return "misses " + ", ".join(parts)
+
+    def evaluate(self, d: DeploymentChoice, s: ShapeChoice) -> Row | None:
+        """One candidate, with its operating point and gate verdict; None when an engine
+        would refuse it or the budget cannot hold it (counted in the stats)."""
+        self.stats.candidates += 1
+        changes = self._changes(d, s)
+        screen = variant(self.pair, {**changes, ("deployment", "max_running_requests"): None})
+        try:
+            budget = compute(screen)
+        except SpecpairError:
+            self._refused(["SP501"])
+            return None
+        tau = self.curve.tau(s.depth) if s.speculative else None
+        if s.speculative and tau is None:
+            self.stats.beyond += 1
+            return None
+        scenario = budget.speculative if s.speculative else budget.baseline
+        assert scenario is not None
+        gpus_per_replica = d.tensor * screen.runbook.deployment.parallel.pipeline
+        if not scenario.fits:
+            self.stats.over_budget += 1
+            return None
+        if not s.speculative:
+            refused = _baseline_refusals(screen, scenario)
+            if refused:
+                self._refused([r for r, _ in refused])
+                return None
+        # the plan sets max_running_requests itself: the engine's default cap does not
+        # bound it, the KV pool (and state slots) do
+        cap = _kv_capacity(scenario, self.context)
+        ev, source, validation = self._evaluator(screen, budget, s.depth, tau)
+        tau_slo = self.slo_curve.tau(s.depth) if s.speculative else None
+        notes: list[str] = []
+        for _ in range(3):  # the request pool the chosen concurrency needs takes KV room
+            chosen = self._operate(ev, cap, gpus_per_replica, tau_slo)
+            if isinstance(chosen, str):
+                op, replicas, meets = ev.at(min(self.concurrency or cap, cap)), 1, False
+            else:
+                (op, replicas), meets = chosen, True
+            changes[("deployment", "max_running_requests")] = op.concurrency
+            if self.pair.runbook.deployment.concurrency is not None:
+                changes[("deployment", "concurrency")] = op.concurrency
+            final = variant(self.pair, changes)
+            final_budget = compute(final)
+            maybe = final_budget.speculative if s.speculative else final_budget.baseline
+            assert maybe is not None
+            final_scenario: Scenario = maybe
+            held, _ = capacity(final_scenario, self.context)
+            if held >= op.concurrency or held >= cap:
+                break
+            cap = held
+        if isinstance(chosen, str):
+            notes.append(chosen)
+        scenario = final_scenario
+        findings: list[str] = []
+        if s.speculative:
+            got = run(Context(final))
+            engine_rules = _engine_refusals(got)
+            if engine_rules:
+                self._refused(engine_rules)
+                return None
+            findings = [f"{f.rule}: {f.message}" for f in failing(got)]
+        else:
+            refused_final = _baseline_refusals(final, scenario)
+            if refused_final:
+                self._refused([r for r, _ in refused_final])
+                return None
+        if not meets:
+            self.stats.no_point += 1
+        elif findings:
+            self.stats.other += 1
+        total_gpus = replicas * gpus_per_replica
+        margin = None
+        if tau_slo is not None and op.break_even:
+            margin = round(100 * (tau_slo / op.break_even - 1), 1)
+        return Row(
+            key=f"{d.label()} | {s.label}", gpu=d.gpu, gpus=total_gpus, replicas=replicas,
+            tensor=d.tensor, kv_cache_dtype=d.kv.value, memory_fraction=d.memory_fraction,
+            shape=s.label, depth=s.depth, concurrency=op.concurrency, capacity=cap,
+            tokens_per_s_per_gpu=round(op.throughput * replicas / total_gpus, 1),
+            tokens_per_s_per_request=round(op.per_request, 1),
+            tpot_ms=round(op.tpot_s * 1e3, 2), ttft_ms=round(op.ttft_s * 1e3, 1),
+            tau=None if tau is None else round(tau, 3),
+            tau_slo=None if tau_slo is None else round(tau_slo, 2),
+            break_even=None if op.break_even is None else round(op.break_even, 3),
+            slo_margin_pct=margin, kv_tokens=scenario.max_total_tokens,
+            budget_fits=scenario.fits, budget_verdict=scenario.verdict, meets_targets=meets,
+            notes=notes, check_failures=findings, passes_check=meets and not findings,
+            changes=effective_changes(self.pair, changes if s.speculative else {
+                k: v for k, v in changes.items() if k[0] == "deployment"}),
+            params_source=source, validation=validation)
+
+    def _refused(self, rules: list[str]) -> None:
+        for r in sorted(set(rules)):
+            self.stats.refusals[r] = self.stats.refusals.get(r, 0) + 1
+
+    def candidates(self) -> Iterator[tuple[DeploymentChoice, ShapeChoice]]:
+        for d in deployment_choices(self.pair, self.opts):
+            for s in [BASELINE, *shapes(self.pair)]:
+                yield d, s
+
+    # -- ranking and the front
+
+    def _score(self, r: Row) -> tuple[float, ...]:
+        if self.mode == "rate":
+            return (r.gpus, -r.tokens_per_s_per_request, r.tensor)
+        return (-r.tokens_per_s_per_gpu, -r.tokens_per_s_per_request, r.gpus)
+
+    def front(self, rows: list[Row], evaluators: dict[str, tuple[Evaluator, Row]]
+              ) -> list[FrontPoint]:
+        points: list[FrontPoint] = []
+        for key, (ev, row) in evaluators.items():
+            levels = [row.concurrency]
+            if self.mode == "max":
+                levels = sorted({c for c in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+                                 if c < row.concurrency} | {row.concurrency})
+            for c in levels:
+                op = ev.at(c)
+                points.append(FrontPoint(
+                    key=key, concurrency=c,
+                    tokens_per_s_per_gpu=round(op.throughput * row.replicas / row.gpus, 1),
+                    tokens_per_s_per_request=round(op.per_request, 1),
+                    speculative=row.depth > 0, label=f"{row.key} @ {c}"))
+        front: list[FrontPoint] = []
+        for p in sorted(points, key=lambda p: (-p.tokens_per_s_per_request,
+                                               -p.tokens_per_s_per_gpu, p.label)):
+            if not front or p.tokens_per_s_per_gpu > front[-1].tokens_per_s_per_gpu:
+                front.append(p)
+        return front
+
+
+def _kv_capacity(scenario: Scenario, context: int) -> int:
+    n = scenario.max_total_tokens // max(context, 1)
+    if scenario.state_slots is not None:
+        n = min(n, scenario.state_slots)
+    return max(n, 1)
+
+
+def plan(pair: ResolvedPair, opts: Options | None = None) -> Plan:
+    opts = opts or Options()
+    started = time.perf_counter()
+    planner = Planner(pair, opts)
+    rows: list[Row] = []
+    evaluators: dict[str, tuple[Evaluator, Row]] = {}
+    seen_deployments: set[DeploymentChoice] = set()
+    all_shapes = [BASELINE, *shapes(pair)]
+    for d, s in planner.candidates():
+        seen_deployments.add(d)
+        row = planner.evaluate(d, s)
+        if row is not None:
+            rows.append(row)
+    good = _recommended_first(_dedupe(sorted((r for r in rows if r.passes_check),
+                                             key=planner._score)), planner)
+    rest = _dedupe(sorted((r for r in rows if not r.passes_check), key=planner._score))
+    # the front is drawn from what passes: re-create those candidates' evaluators
+    for r in good:
+        evaluators[r.key] = (_evaluator_of(planner, r), r)
+    front = planner.front(good, evaluators)
+    current = _current(planner)
+    elapsed = time.perf_counter() - started
+    st = planner.stats
+    counts = Counts(candidates=st.candidates, deployments=len(seen_deployments),
+                    shapes=len(all_shapes), refused_by_engine=_refused_total(st),
+                    over_budget=st.over_budget,
+                    beyond_measured_depth=st.beyond, no_operating_point=st.no_point,
+                    fail_other_rules=st.other, ranked=len(good))
+    t = planner.targets
+    best = good[0] if good else None
+    return Plan(
+        pair=pair.name, runbook=pair.source_file, engine=pair.engine, mode=planner.mode,
+        targets={"tpot_ms": t.tpot_ms, "ttft_ms": t.ttft_ms,
+                 "concurrency": planner.concurrency, "rate": t.rate},
+        gpus=planner.gpus, max_gpus=planner.max_gpus,
+        acceptance_source=planner.curve.source, slo_source=planner.slo_curve.source,
+        expected_context=planner.context, prompt_tokens=planner.prompt,
+        output_tokens=planner.output, rows=good + rest, front=front, best=best,
+        best_speculative=next((r for r in good if r.depth > 0), None), current=current,
+        counts=counts, refusals=dict(sorted(st.refusals.items())), seconds=round(elapsed, 3),
+        ms_per_candidate=round(1e3 * elapsed / max(1, st.candidates), 2),
+        assumptions=_assumptions(planner))
+
+
+TIE = 0.02
+"""Candidates within 2% of the best are a tie: the step model's median error on published
+points is about 4%, so a change must buy more than that band to be worth recommending;
+among ties the one that changes the fewest runbook fields wins."""
+
+
+def _change_count(r: Row) -> int:
+    return len(r.changes) + (1 if r.depth == 0 else 0)  # dropping the draft is a change
+
+
+def _dedupe(rows: list[Row]) -> list[Row]:
+    """One row per distinct prediction: settings that change nothing at this operating
+    point (e.g. a memory fraction when the pool is not the limit) collapse into the
+    variant with the fewest changes."""
+    best: dict[tuple[Any, ...], Row] = {}
+    order: list[tuple[Any, ...]] = []
+    for r in rows:
+        k = (r.gpu, r.gpus, r.replicas, r.tensor, r.kv_cache_dtype, r.shape, r.concurrency,
+             r.tokens_per_s_per_gpu, r.tokens_per_s_per_request)
+        if k not in best:
+            order.append(k)
+            best[k] = r
+        elif (_change_count(r), r.key) < (_change_count(best[k]), best[k].key):
+            best[k] = r
+    return [best[k] for k in order]
+
+
+def _recommended_first(rows: list[Row], planner: Planner) -> list[Row]:
+    if not rows:
+        return rows
+    top = rows[0]
+    if planner.mode == "rate":
+        ties = [r for r in rows if r.gpus == top.gpus and r.tokens_per_s_per_request >=
+                top.tokens_per_s_per_request * (1 - TIE)]
+    else:
+        ties = [r for r in rows if r.tokens_per_s_per_gpu >= top.tokens_per_s_per_gpu *
+                (1 - TIE)]
+    pick = min(ties, key=lambda r: (_change_count(r), rows.index(r)))
+    return [pick] + [r for r in rows if r is not pick]
+
+
+def _refused_total(st: _Stats) -> int:
+    return sum(st.refusals.values())
+
+
+def _evaluator_of(planner: Planner, row: Row) -> Evaluator:
+    d = DeploymentChoice(row.gpu, row.tensor, KVDtype(row.kv_cache_dtype), row.memory_fraction)
+    s = next(x for x in [BASELINE, *shapes(planner.pair)] if x.label == row.shape)
+    changes = planner._changes(d, s)
+    changes[("deployment", "max_running_requests")] = row.concurrency
+    pair = variant(planner.pair, changes)
+    tau = planner.curve.tau(s.depth) if s.speculative else None
+    ev, _, _ = planner._evaluator(pair, compute(pair), s.depth, tau)
+    return ev
+
+
+def _current(planner: Planner) -> Row | None:
+    """The runbook as written, through the same evaluation (for comparison)."""
+    rb = planner.pair.runbook
+    dep = rb.deployment
+    d = DeploymentChoice(planner.pair.gpu, dep.parallel.tensor, dep.kv_cache_dtype,
+                         dep.memory_fraction)
+    own = shape_depth(planner.pair)
+    s = next((x for x in shapes(planner.pair) if x.depth == own), None)
+    if s is None:
+        return None
+    saved = planner.stats
+    planner.stats = _Stats()
+    try:
+        return planner.evaluate(d, s)
+    finally:
+        planner.stats = saved
+
+
+def _assumptions(p: Planner) -> list[str]:
+    out = [
+        f"acceptance by depth: {p.curve.source}",
+        f"the SLO carried to each depth: {p.slo_curve.source}",
+        f"expected context {p.context:,} tokens per sequence ({p.context_source}); mean "
+        f"prompt {p.prompt:,} tokens, mean output {p.output:g} tokens (the workloads)",
+        "a KV dtype does not change acceptance (FP8 KV can lower it slightly: measure "
+        "before relying on it)",
+        "TTFT is one prefill of the mean prompt (roofline, the fitted η) plus one step; "
+        "queueing is not modelled and no published TTFT calibrates it",
+        f"memory fractions searched: engine default, "
+        f"{', '.join(f'{m:g}' for m in MEMORY_FRACTIONS)}",
+    ]
+    spec = p.pair.runbook.speculation
+    if spec.num_steps is not None and spec.topk > 1:
+        out.append(f"tree drafts: depth searched with top-{spec.topk} and "
+                   f"{spec.num_draft_tokens} verified tokens kept (no source relates "
+                   "acceptance to a tree's width); the tree is a chain of its depth")
+    if spec.method.is_block_drafter:
+        out.append("a block drafter runs the block it was trained with (SP303): only that "
+                   "block is a candidate")
+    if p.mode == "rate":
+        out.append("a rate is served by identical replicas (data parallel), each at the "
+                   "lowest concurrency that keeps up")
+    return out
+
+
+def plan_problem(runbook: str, message: str, hint: str) -> SpecpairError:
+    return SpecpairError([Problem(Location(runbook, 0, 0, ""), message, hint)])
