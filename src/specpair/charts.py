@@ -118,3 +118,24 @@ def predicted_vs_published(rows: list[tuple[float, float, bool, bool]]) -> bytes
     ax.set_ylabel("predicted speedup (×)")
     ax.legend(frameon=False, fontsize=8, loc="upper left")
     return _svg(fig)
+
+
+def plan_front(points: list[tuple[float, float, bool, bool]], title: str) -> bytes:
+    """Every ranked operating point and the Pareto front: (tokens/s per request, tokens/s
+    per GPU, with a draft, on the front)."""
+    fig, ax = plt.subplots(figsize=(6.0, 3.8))
+    for spec, color, label in ((False, "#4c72b0", "target alone"),
+                               (True, "#dd8452", "with the draft")):
+        chosen = [p for p in points if p[2] is spec]
+        if chosen:
+            ax.scatter([p[0] for p in chosen], [p[1] for p in chosen], s=12, color=color,
+                       alpha=0.45, label=label, zorder=2)
+    front = sorted((p for p in points if p[3]), key=lambda p: p[0])
+    if front:
+        ax.plot([p[0] for p in front], [p[1] for p in front], color="#333333", marker="o",
+                markersize=4, linewidth=1.2, label="Pareto front", zorder=3)
+    ax.set_xlabel("output tokens/s per request")
+    ax.set_ylabel("output tokens/s per GPU")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, frameon=False)
+    return _svg(fig)

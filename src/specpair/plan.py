@@ -25,6 +25,7 @@ each depth the same way, so the written runbook states the floor of the shape it
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -170,8 +171,11 @@ def deployment_choices(pair: ResolvedPair, opts: Options) -> list[DeploymentChoi
     tps = [t for t in TP_SIZES if t * pp <= max_gpus and t <= dep.gpus_per_node]
     if not tps:
         raise PlanError(f"no TP size fits {max_gpus} GPU(s) with pipeline size {pp}")
-    fractions: list[float | None] = [None, *MEMORY_FRACTIONS]
-    if dep.memory_fraction is not None and dep.memory_fraction not in fractions:
+    # a runbook that sets the fraction keeps setting one (an edit never deletes a field)
+    fractions: list[float | None] = [*MEMORY_FRACTIONS]
+    if dep.memory_fraction is None:
+        fractions.insert(0, None)
+    elif dep.memory_fraction not in fractions:
         fractions.append(dep.memory_fraction)
     kvs = list(dict.fromkeys([dep.kv_cache_dtype, *KV_DTYPES]))
     return [DeploymentChoice(g, t, kv, mf) for g in gpus for t in tps for kv in kvs
@@ -345,6 +349,8 @@ class Row(Strict):
     passes_check: bool
     changes: dict[str, Any] = Field(description="dotted runbook field → value (--write)")
     params_source: str
+    validation_pct: float | None = Field(description="median absolute error, %, of the "
+                                                     "step model on published speedups")
     validation: str = Field(description="the step model's error on published points of "
                                         "this GPU family × engine")
 
@@ -375,6 +381,7 @@ class Plan(Strict):
     runbook: str
     engine: str
     mode: Mode
+    concurrency_source: str = Field(description="where a fixed concurrency comes from")
     targets: dict[str, float | int | None]
     gpus: list[str]
     max_gpus: int
@@ -411,18 +418,22 @@ def _validation_rows() -> tuple[tuple[str, str, float], ...]:
     return tuple(out)
 
 
-def validation_text(family: str | None, engine: str) -> str:
+def validation(family: str | None, engine: str) -> tuple[float | None, str]:
+    """The step model's median |predicted / published − 1| on this family × engine's
+    published speedups (else on the engine's other families), and the sentence saying so."""
     rows = _validation_rows()
-    own = sorted(e for f, eng, e in rows if f == family and eng == engine)
+    own = [e for f, eng, e in rows if f == family and eng == engine]
     if own:
-        return (f"median |error| {100 * own[len(own) // 2]:.1f}% on {len(own)} published "
-                f"{family} × {engine} point(s)")
-    same = sorted(e for _, eng, e in rows if eng == engine)
+        pct = round(100 * statistics.median(own), 1)
+        return pct, (f"median absolute error {pct:.1f}% on {len(own)} published {family} × "
+                     f"{engine} speedup(s)")
+    same = [e for _, eng, e in rows if eng == engine]
     where = f"{family}" if family else "an inline GPU"
     if same:
-        return (f"no published {engine} points on {where}; {100 * same[len(same) // 2]:.1f}% "
-                f"median |error| on the {len(same)} {engine} points of other families")
-    return f"no published {engine} points: uncalibrated"
+        pct = round(100 * statistics.median(same), 1)
+        return pct, (f"no published {engine} points on {where}; {pct:.1f}% median absolute "
+                     f"error on the {len(same)} {engine} points of other families")
+    return None, f"no published {engine} points: uncalibrated"
 
 
 @dataclass
@@ -484,9 +495,14 @@ class Planner:
         elif self.targets.concurrency is not None or declared is not None:
             self.mode = "concurrency"
             self.concurrency = self.targets.concurrency or declared
+            self.concurrency_source = "given" if self.targets.concurrency is not None else (
+                "the runbook's deployment.concurrency" if rb.deployment.concurrency else
+                "the runbook's max_running_requests")
         else:
             self.mode = "max"
             self.concurrency = None
+        if self.mode != "concurrency":
+            self.concurrency_source = ""
         self.gpus = list(opts.gpus) or [pair.gpu]
         self.max_gpus = opts.max_gpus or rb.deployment.gpus_per_node
         self.context, self.context_source = expected_context(pair)
@@ -523,13 +539,14 @@ class Planner:
             return None
         return self.pair.gpu, chosen.values, chosen.source
 
-    def params_for(self, gpu_key: str) -> tuple[StepParams, str, str]:
+    def params_for(self, gpu_key: str) -> tuple[StepParams, str, tuple[float | None, str]]:
         engine = self.pair.runbook.engine.name.value
         family = hardware.resolve(gpu_key).family if hardware.lookup(gpu_key) else None
         if self.own_params is not None and self.own_params[0] == gpu_key:
-            return self.own_params[1], self.own_params[2], "fitted on this pair's records"
+            return self.own_params[1], self.own_params[2], (None, "fitted on this pair's "
+                                                            "own bench records")
         chosen = calibration.params_for(family, engine)
-        return chosen.params, chosen.provenance, validation_text(family, engine)
+        return chosen.params, chosen.provenance, validation(family, engine)
 
     # -- one candidate
 
@@ -548,7 +565,7 @@ class Planner:
         return ch
 
     def _evaluator(self, pair: ResolvedPair, budget: Budget, depth: int,
-                   tau: float | None) -> tuple[Evaluator, str, str]:
+                   tau: float | None) -> tuple[Evaluator, str, tuple[float | None, str]]:
         params, source, validation = self.params_for(pair.gpu)
         s = setup(pair, budget, params)
         return (Evaluator(s.target, s.draft, s.shape, s.hw, params, s.context, self.prompt,
@@ -686,7 +703,7 @@ class Planner:
         if tau_slo is not None and op.break_even:
             margin = round(100 * (tau_slo / op.break_even - 1), 1)
         return Row(
-            key=f"{d.label()} | {s.label}", gpu=d.gpu, gpus=total_gpus, replicas=replicas,
+            key=f"{d.label()} · {s.label}", gpu=d.gpu, gpus=total_gpus, replicas=replicas,
             tensor=d.tensor, kv_cache_dtype=d.kv.value, memory_fraction=d.memory_fraction,
             shape=s.label, depth=s.depth, concurrency=op.concurrency, capacity=cap,
             tokens_per_s_per_gpu=round(op.throughput * replicas / total_gpus, 1),
@@ -700,7 +717,7 @@ class Planner:
             notes=notes, check_failures=findings, passes_check=meets and not findings,
             changes=effective_changes(self.pair, changes if s.speculative else {
                 k: v for k, v in changes.items() if k[0] == "deployment"}),
-            params_source=source, validation=validation)
+            params_source=source, validation_pct=validation[0], validation=validation[1])
 
     def _refused(self, rules: list[str]) -> None:
         for r in sorted(set(rules)):
@@ -780,6 +797,7 @@ def plan(pair: ResolvedPair, opts: Options | None = None) -> Plan:
     best = good[0] if good else None
     return Plan(
         pair=pair.name, runbook=pair.source_file, engine=pair.engine, mode=planner.mode,
+        concurrency_source=planner.concurrency_source,
         targets={"tpot_ms": t.tpot_ms, "ttft_ms": t.ttft_ms,
                  "concurrency": planner.concurrency, "rate": t.rate},
         gpus=planner.gpus, max_gpus=planner.max_gpus,

@@ -139,6 +139,7 @@ def pair_page(pair: ResolvedPair, changes: str | None) -> tuple[str, dict[str, b
     verdict_kind = "success" if latency.slo_ok else "failure"
     lines.append(f'!!! {verdict_kind} "SLO against break-even"\n    {text(latency.slo_verdict)}\n')
     lines.append(_alerts_section(pair, charts_out))
+    lines.append(_plan_section(pair, charts_out))
     lines.append("\n## Staging plan\n\n")
     lines.append(_table(["step", "seconds", "detail"], [
         [text(s.name), f"{s.seconds:g}", text(s.detail)] for s in staging.steps]
@@ -174,6 +175,23 @@ def pair_page(pair: ResolvedPair, changes: str | None) -> tuple[str, dict[str, b
                "slo": latency.slo, "break_even": latency.at_concurrency.break_even,
                "draft_share": budget.draft_share_of_kv_pct, "failing": len(failures)}
     return "".join(lines), charts_out, summary
+
+
+def _plan_section(pair: ResolvedPair, files: dict[str, bytes]) -> str:
+    """`specpair plan` with the runbook's own GPU and concurrency: the ranked candidates
+    and the Pareto front as a chart."""
+    from specpair import plan_report
+    from specpair.plan import plan as search
+
+    found = search(pair)
+    points = [(r.tokens_per_s_per_request, r.tokens_per_s_per_gpu, r.depth > 0, False)
+              for r in found.rows if r.passes_check]
+    points += [(f.tokens_per_s_per_request, f.tokens_per_s_per_gpu, f.speculative, True)
+               for f in found.front]
+    files["plan-front.svg"] = charts.plan_front(points, f"{pair.gpu}, {pair.engine}")
+    body = plan_report.markdown(found, top=5, esc=text, site=True)
+    return ("\n## Plan\n\n" + f"![Throughput per GPU against speed per request]"
+            f"({pair.name}/plan-front.svg)\n\n" + body)
 
 
 def _alerts_section(pair: ResolvedPair, files: dict[str, bytes]) -> str:
