@@ -21,7 +21,7 @@ from specpair.latency import setup
 from specpair.stepmodel import step_times
 from tests.conftest import FIXTURES
 
-RECORD_TIME = "2026-11-30T00:13:07Z"
+RECORD_TIME = "2026-11-30T02:55:15Z"
 
 
 @pytest.fixture

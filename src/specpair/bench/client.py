@@ -135,4 +135,6 @@ def summarize(server: str, samples: list[Sample], wall_s: float, truncated: bool
         acceptance_per_request=[round(s.acceptance, 4) for s in ok if s.acceptance is not None],
         acceptance_aggregate=round(delta.acceptance_length, 4)
         if delta is not None and delta.acceptance_length is not None else None,
-        counters=counters, errors=sorted({s.error for s in samples if s.error})[:10])
+        counters=counters,
+        accepted_per_position=list(delta.accepted_per_position) if delta is not None else [],
+        errors=sorted({s.error for s in samples if s.error})[:10])

@@ -38,6 +38,23 @@ def total(series: dict[str, dict[str, float]], name: str) -> float:
     return sum(series.get(name, {}).values())
 
 
+def per_position(series: dict[str, dict[str, float]], name: str = VLLM_PER_POS) -> list[float]:
+    """The values of a counter labelled by `position="k"`, ordered by k (summed over its
+    other labels, e.g. vLLM's `engine`); empty when the server exports no such counter.
+    Positions must run 0..K-1 without a gap, as vLLM labels them (`range(num_spec_tokens)`
+    in `SpecDecodingProm.__init__`, vllm/v1/spec_decode/metrics.py)."""
+    by_position: dict[int, float] = {}
+    for labels, value in series.get(name, {}).items():
+        match = re.search(r'position="(\d+)"', labels)
+        if match is None:
+            raise ValueError(f"{name} series without a position label: {labels or '{}'}")
+        k = int(match.group(1))
+        by_position[k] = by_position.get(k, 0.0) + value
+    if sorted(by_position) != list(range(len(by_position))):
+        raise ValueError(f"{name} positions are not 0..K-1: {sorted(by_position)}")
+    return [by_position[k] for k in range(len(by_position))]
+
+
 def speculative_metric_names(series: dict[str, dict[str, float]]) -> list[str]:
     return sorted(n for n in series if n.startswith(("vllm:spec_decode", "sglang:spec_")))
 
@@ -49,6 +66,9 @@ class CounterDelta:
     accepted: float          # draft tokens accepted (bonus excluded)
     drafted: float
     generated: float
+    # vLLM: drafts whose first k+1 tokens were all accepted, for k = 0..K-1 (see
+    # `specpair.bench.acceptance` for where vLLM counts it); SGLang exports no such counter.
+    accepted_per_position: tuple[float, ...] = ()
 
     @property
     def acceptance_length(self) -> float | None:
@@ -65,7 +85,13 @@ def delta(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]
     def d(name: str) -> float:
         return total(after, name) - total(before, name)
     if VLLM_DRAFTS in after:
-        return CounterDelta("vllm", d(VLLM_DRAFTS), d(VLLM_ACCEPTED), d(VLLM_DRAFT_TOKENS), 0.0)
+        positions = per_position(after)
+        earlier = per_position(before) or [0.0] * len(positions)
+        if len(earlier) != len(positions):
+            raise ValueError(f"{VLLM_PER_POS} changed its positions between two scrapes "
+                             f"({len(earlier)} then {len(positions)}): the server restarted")
+        return CounterDelta("vllm", d(VLLM_DRAFTS), d(VLLM_ACCEPTED), d(VLLM_DRAFT_TOKENS), 0.0,
+                            tuple(a - b for a, b in zip(positions, earlier, strict=True)))
     if SGLANG_VERIFY in after:
         return CounterDelta("sglang", d(SGLANG_VERIFY), 0.0, 0.0, d(SGLANG_TOKENS))
     return None

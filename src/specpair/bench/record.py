@@ -50,6 +50,13 @@ class RunResult(Strict):
         default=None, description="tokens per verify step from counters differenced "
                                   "around the run, bonus token included")
     counters: dict[str, float] = Field(default_factory=dict)
+    accepted_per_position: list[float] = Field(
+        default_factory=list,
+        description="vLLM: the delta of `vllm:spec_decode_num_accepted_tokens_per_pos_total` "
+                    "around the run, by position k = 0..K-1: drafts whose first k+1 tokens "
+                    "were all accepted (so the entries sum to counters.accepted). Empty for "
+                    "SGLang, which exports no per-position counter, for baselines, and in "
+                    "records made before it was recorded")
     errors: list[str] = Field(default_factory=list)
 
 

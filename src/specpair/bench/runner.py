@@ -95,7 +95,11 @@ def run(pair: ResolvedPair, baseline: str, spec: str, concurrency: list[int],
                         say(f"[{label}] {done}/{total}")
                 samples, wall, truncated = asyncio.run(run_load(
                     url, models[role], requests, engine, c, time_limit_s, progress))
-                delta = metrics.delta(before, scrape(url))
+                try:
+                    delta = metrics.delta(before, scrape(url))
+                except ValueError as exc:
+                    raise SpecpairError.single(url, f"unreadable speculative counters: {exc}",
+                                               "rerun against a server that stays up") from None
                 if role == "speculative" and (delta is None or not delta.verify_steps):
                     raise SpecpairError.single(
                         url, "unexpected fallback: the speculative counters did not move "
