@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from specpair.bench.acceptance import measured_acceptance
 from specpair.bench.record import Measurement
 
 
@@ -79,49 +80,14 @@ def from_tau(tau: float, depth: int, source: str) -> AcceptanceCurve:
                                   f"{alpha:.3f}", alpha=alpha)
 
 
-@dataclass(frozen=True)
-class PerPosition:
-    """Per-position acceptance of one bench record, summed over its speculative runs."""
-
-    rates: tuple[float, ...]
-    drafts: float
-    measured_depth: int
-    started_at: str
-    cells: int
-
-
-def per_position(record: Measurement) -> PerPosition | None:
-    """p_k = Σ accepted at position k / Σ drafts over the record's speculative runs; None
-    when the record has no per-position counters (SGLang exports none; older records)."""
-    counts: list[float] = []
-    drafts = 0.0
-    cells = 0
-    for cell in record.cells:
-        run = cell.speculative
-        per_pos = list(getattr(run, "accepted_per_position", []) or [])
-        steps = run.counters.get("verify_steps", 0.0)
-        if not per_pos or not steps or run.failed:
-            continue
-        cells += 1
-        drafts += steps
-        if len(per_pos) > len(counts):
-            counts.extend([0.0] * (len(per_pos) - len(counts)))
-        for k, n in enumerate(per_pos):
-            counts[k] += n
-    if not drafts or not counts:
-        return None
-    gamma = record.protocol.speculation.get("num_speculative_tokens")
-    depth = int(gamma) if isinstance(gamma, int) else len(counts)
-    return PerPosition(rates=tuple(c / drafts for c in counts), drafts=drafts,
-                       measured_depth=depth, started_at=record.started_at, cells=cells)
-
-
 def measured_curve(record: Measurement) -> AcceptanceCurve | None:
-    found = per_position(record)
+    """The record's per-position acceptance as a curve (None: SGLang, or an old record)."""
+    found = measured_acceptance(record)
     if found is None:
         return None
     return AcceptanceCurve(
-        source=f"measured per position by `specpair bench` ({found.started_at}, "
-               f"{found.cells} run(s), {found.drafts:,.0f} draft steps, depth "
-               f"{len(found.rates)})",
+        source=f"measured per position by `specpair bench` ({found.record}, "
+               f"{len(found.cells)} run(s) of {', '.join(found.workloads)} at concurrency "
+               f"{', '.join(map(str, found.concurrencies))}, {found.drafts:,.0f} draft steps, "
+               f"depth {found.num_speculative_tokens})",
         rates=found.rates, measured=True)

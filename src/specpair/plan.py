@@ -662,6 +662,10 @@ class Planner:
         notes: list[str] = []
         for _ in range(3):  # the request pool the chosen concurrency needs takes KV room
             chosen = self._operate(ev, cap, gpus_per_replica, tau_slo)
+            if tau is not None and tau_slo is not None and tau < tau_slo - 1e-9:
+                # the SLO at this depth is a floor the expected acceptance does not reach
+                chosen = (f"expected τ {tau:.2f} is below the SLO at this depth "
+                          f"({tau_slo:.2f}): the SLO would fire")
             if isinstance(chosen, str):
                 op, replicas, meets = ev.at(min(self.concurrency or cap, cap)), 1, False
             else:
@@ -894,8 +898,9 @@ def _assumptions(p: Planner) -> list[str]:
         "before relying on it)",
         "TTFT is one prefill of the mean prompt (roofline, the fitted η) plus one step; "
         "queueing is not modelled and no published TTFT calibrates it",
-        f"memory fractions searched: engine default, "
-        f"{', '.join(f'{m:g}' for m in MEMORY_FRACTIONS)}",
+        "memory fractions searched: " + ", ".join(sorted(
+            {"engine default" if d.memory_fraction is None else f"{d.memory_fraction:g}"
+             for d in deployment_choices(p.pair, p.opts)})),
     ]
     spec = p.pair.runbook.speculation
     if spec.num_steps is not None and spec.topk > 1:

@@ -1,0 +1,174 @@
+"""`specpair plan`: the search over a pair's deployments, its ranking and its CLI.
+
+Expected outcomes here are behaviours a reader can check without our formulas: a draft
+whose SLO never clears break-even loses to the target alone; measured acceptance that
+stays high makes a longer draft win, and acceptance that falls fast a shorter one. The
+engines' verdicts on the recommendations are checked in tests/engine/test_plan_engines.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from specpair.bench.record import Measurement
+from specpair.build import load_pairs
+from specpair.cli import main
+from specpair.plan import Options, Targets, plan, shape_depth, variant
+from specpair.resolve import ResolvedPair
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE = next((REPO / "tests/fixtures/bench/tiny-vllm/measurements").glob("*.json"))
+
+
+def example(name: str) -> ResolvedPair:
+    folder = REPO / "runbooks" / name
+    (path,) = [p for p in folder.iterdir() if p.name.startswith("runbook.")]
+    (pair,) = load_pairs(REPO, [path])
+    return pair
+
+
+def example_names() -> list[str]:
+    return sorted(p.parent.name for p in (REPO / "runbooks").glob("*/runbook.*"))
+
+
+@pytest.mark.parametrize("name", example_names())
+def test_every_example_gets_a_ranked_table_and_a_front(name: str) -> None:
+    pair = example(name)
+    result = plan(pair)
+    c = result.counts
+    assert c.candidates == c.deployments * c.shapes
+    assert c.ranked >= 1 and result.best is not None and result.best.passes_check
+    assert result.front, "a front needs at least one point"
+    ranked = [r for r in result.rows if r.passes_check]
+    assert result.best is ranked[0]
+    # the front is not dominated by any ranked operating point
+    for point in result.front:
+        assert not any(r.tokens_per_s_per_gpu > point.tokens_per_s_per_gpu and
+                       r.tokens_per_s_per_request > point.tokens_per_s_per_request
+                       for r in ranked)
+    # the runbook as written is among the candidates and is evaluated the same way
+    assert result.current is not None
+    assert result.current.depth == shape_depth(pair)
+
+
+def with_slo(pair: ResolvedPair, tau: float) -> ResolvedPair:
+    changed = variant(pair, {("acceptance", "slo", "min_length"): tau})
+    return changed.model_copy(update={"measurement": pair.measurement})
+
+
+def test_the_target_alone_wins_when_no_shape_clears_break_even() -> None:
+    pair = example("llama33-70b-eagle3-vllm")
+    assert pair.runbook.acceptance.reference is None  # acceptance follows the SLO alone
+    good = plan(pair)
+    assert good.best is not None and good.best.depth > 0  # the control: a draft wins
+    poor = plan(with_slo(pair, 1.05))
+    assert poor.best is not None and poor.best.depth == 0
+    assert poor.best_speculative is None
+    drafts = [r for r in poor.rows if r.depth > 0]
+    assert drafts and all(not r.passes_check for r in drafts)
+    why = [" ".join(r.notes) for r in drafts]
+    # each draft row fails for the SLO, unless its deployment cannot even hold the load
+    assert all("below break-even" in w or w.startswith("holds ") for w in why), why
+    assert sum("below break-even" in w for w in why) >= len(why) // 2
+
+
+def acceptance_only_record(rates: list[float], method: str = "EAGLE3") -> Measurement:
+    """The recorded tiny-vllm bench record with its per-position counts replaced.
+
+    Its timings come from a CPU: they are zeroed so that the pair's own step fit (which
+    needs them) stays out, and only the per-position acceptance is read."""
+    data: dict[str, Any] = json.loads(FIXTURE.read_text())
+    data["protocol"]["speculation"].update(method=method, num_speculative_tokens=len(rates))
+    for cell in data["cells"]:
+        for role in ("baseline", "speculative"):
+            cell[role]["wall_s"] = 0.0
+        run = cell["speculative"]
+        drafts = 1000.0
+        run["counters"] = {"verify_steps": drafts, "drafted": drafts * len(rates),
+                           "accepted": drafts * sum(rates), "generated": 0.0}
+        run["accepted_per_position"] = [round(drafts * r) for r in rates]
+    return Measurement.model_validate(data)
+
+
+def measured(pair: ResolvedPair, rates: list[float]) -> ResolvedPair:
+    return pair.model_copy(update={"measurement": acceptance_only_record(rates)})
+
+
+def test_a_longer_draft_wins_when_measured_acceptance_stays_high() -> None:
+    pair = example("llama33-70b-eagle3-vllm")
+    own = pair.runbook.speculation.num_speculative_tokens
+    assert own == 3
+    high = plan(measured(pair, [0.95, 0.93, 0.91, 0.89, 0.87, 0.85]))
+    assert "measured per position" in high.acceptance_source
+    assert high.best is not None and high.best.depth > own
+    falling = plan(measured(pair, [0.7, 0.05, 0.01, 0.0, 0.0, 0.0]))
+    assert falling.best is not None and 0 < falling.best.depth < own
+    # deeper shapes expect less than their SLO: they are shown, never recommended
+    assert all(not r.passes_check for r in falling.rows if r.depth >= own)
+
+
+def test_no_depth_beyond_the_measured_one_is_predicted() -> None:
+    pair = example("llama33-70b-eagle3-vllm")
+    result = plan(measured(pair, [0.9, 0.8, 0.7, 0.6]))
+    assert result.counts.beyond_measured_depth > 0
+    assert max(r.depth for r in result.rows) == 4
+
+
+def test_a_rate_is_served_with_more_gpus_as_it_grows() -> None:
+    pair = example("llama31-8b-eagle3")
+    small = plan(pair, Options(targets=Targets(rate=1.0)))
+    large = plan(pair, Options(max_gpus=64, targets=Targets(rate=40.0)))
+    assert small.mode == large.mode == "rate"
+    assert small.best is not None and large.best is not None
+    assert large.best.gpus > small.best.gpus
+    served = large.best.tokens_per_s_per_gpu * large.best.gpus
+    assert served == pytest.approx(40.0 * large.output_tokens, rel=0.01)
+
+
+def test_a_tpot_target_excludes_slower_operating_points() -> None:
+    pair = example("llama33-70b-eagle3-vllm")
+    free = plan(pair)
+    assert free.best is not None
+    tight = free.best.tpot_ms * 0.8
+    bound = plan(pair, Options(targets=Targets(tpot_ms=tight)))
+    assert all(r.tpot_ms <= tight for r in bound.rows if r.passes_check)
+    assert bound.best is None or bound.best.key != free.best.key
+
+
+def test_cli_prints_table_front_and_patch(capsys: pytest.CaptureFixture[str]) -> None:
+    runbook = REPO / "runbooks/llama33-70b-eagle3-vllm/runbook.yaml"
+    assert main(["plan", str(runbook), "--root", str(REPO), "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "## Ranked candidates" in out and "## Pareto front" in out
+    assert "candidates (" in out and "ms per candidate" in out
+    assert "--- a/runbooks/llama33-70b-eagle3-vllm/runbook.yaml" in out
+
+
+def test_cli_json_is_the_whole_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    runbook = REPO / "runbooks/qwen3-8b-dflash/runbook.jsonnet"
+    assert main(["plan", str(runbook), "--root", str(REPO), "--json", "--gpus",
+                 "h100-80gb,H200-141GB"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["gpus"] == ["H100-80GB", "H200-141GB"]
+    assert {r["gpu"] for r in data["rows"]} == {"H100-80GB", "H200-141GB"}
+    counts = data["counts"]
+    assert counts["candidates"] == counts["deployments"] * counts["shapes"]
+    assert data["best"]["key"] == data["rows"][0]["key"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--gpus", "H100-80G"], "unknown GPU"),
+    (["--concurrency", "4", "--rate", "2"], "not allowed with argument"),
+    (["--tpot-ms", "-3"], "not a positive number"),
+])
+def test_cli_usage_errors_exit_2(argv: list[str], message: str,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    runbook = REPO / "runbooks/qwen3-8b-dflash/runbook.jsonnet"
+    with pytest.raises(SystemExit) as exc:
+        main(["plan", str(runbook), "--root", str(REPO), *argv])
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
