@@ -256,6 +256,22 @@ def test_jsonnet_new_section_goes_into_the_outermost_object(repo_copy: Path) -> 
     assert runbook.pair.description == "it's a test"
 
 
+def test_jsonnet_fields_go_into_the_object_literal_a_value_ends_in(repo_copy: Path) -> None:
+    path = repo_copy / "runbooks/qwen3-8b-dflash/runbook.jsonnet"
+    path.write_text(path.read_text(encoding="utf-8").replace(
+        "  deployment+: { context_length: 32768 },\n",
+        "  deployment: base.deployment {\n    context_length: 32768  // long prompts\n  },\n"),
+        encoding="utf-8")
+    before, _ = _apply(path, [Change(("deployment", "gpu"), "H200-141GB")])
+    removed, added = _changed_lines(before, path.read_text(encoding="utf-8"))
+    assert removed == ["    context_length: 32768  // long prompts"]
+    assert added == ["    context_length: 32768,  // long prompts", "    gpu: 'H200-141GB',"]
+    deployment = load_runbook(path).runbook.deployment
+    assert deployment.gpu == "H200-141GB"
+    assert deployment.context_length == 32768
+    assert deployment.port == 30000  # still merged onto the library's deployment
+
+
 def test_jsonnet_edit_that_changes_other_fields_is_refused(repo_copy: Path) -> None:
     # a library that derives one field from another: overriding gpus_per_node in the
     # runbook would move max_running_requests too, which the plan did not choose

@@ -94,7 +94,7 @@ def plan_edit(path: Path, display: str, changes: list[Change]) -> EditResult:
     reasons = list(draft.manual) or _verify(path, kind, new_text, expected, changes)
     if reasons:
         if kind == "jsonnet":
-            reasons.append("the suggested patch overrides the fields in this runbook: "
+            reasons.append("the changes as a Jsonnet override of this runbook's fields: "
                            + _jsonnet_override_hint(changes))
         return EditResult(path, False, None, diff, reasons, digest)
     return EditResult(path, True, new_text, diff, [], digest)
@@ -712,8 +712,10 @@ class _JsonnetText:
             return None
         opener = next(o for o, c in self.match.items() if c == last)
         head = self.tokens[first:opener]
-        if all(t.kind == "id" or t.text in (".", "+") for t in head) and (
-                not head or head[-1].text != "."):
+        names = all(t.text in (".", "+") if t.kind == "punct" else (
+            t.kind == "id" and t.text not in _JSONNET_KEYWORDS - {"self", "super"})
+            for t in head)
+        if names and (not head or head[-1].text != "."):
             return opener
         return None
 
@@ -785,9 +787,9 @@ def _jsonnet_draft(text: str, changes: list[Change], newline: str) -> _Draft:
                                                                               quote)))
                 else:
                     draft.manual.append(
-                        f"{shown}: the runbook computes it ({_clip(expression)}); replacing "
-                        "the expression with a literal would drop that computation, so the "
-                        "suggested patch is for a person to judge")
+                        f"{shown}: the runbook sets it with an expression, not a literal "
+                        f"({_clip(expression)}); replacing that with a literal would drop what "
+                        "it computes, so the suggested patch is for a person to judge")
                     draft.splices.append(_Splice(start, stop, jsonnet_scalar(change.value)))
                 break
             inner = source.object_of(first, end)
