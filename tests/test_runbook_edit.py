@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from specpair.errors import SpecpairError
 from specpair.runbook_edit import Change, EditResult, plan_edit, write_edit, yaml_scalar
@@ -353,3 +355,16 @@ def test_write_is_atomic_and_keeps_the_file_mode(repo_copy: Path) -> None:
     assert path.stat().st_ino != inode_before  # replaced, not rewritten in place
     assert sorted(p.name for p in path.parent.iterdir()) == folder_before
     assert load_runbook(path).runbook.deployment.port == 30001
+
+
+@given(st.one_of(st.text(st.characters(blacklist_categories=("Cs",))), st.booleans(),
+                 st.integers(), st.floats(allow_nan=False, allow_infinity=False)))
+@settings(max_examples=300, deadline=None)
+def test_any_scalar_reads_back_as_itself(value: str | bool | int | float) -> None:
+    rendered = yaml_scalar(value)
+    block, flow = yaml.safe_load(f"k: {rendered}\n"), yaml.safe_load(f"k: {{a: {rendered}}}\n")
+    for got in (block["k"], flow["k"]["a"]):
+        assert type(got) is type(value) and got == value
+    if isinstance(value, str):
+        for style in ("'", '"'):  # replacing a quoted string keeps its quotes
+            assert yaml.safe_load(f"k: {yaml_scalar(value, style)}\n") == {"k": value}

@@ -74,13 +74,13 @@ def plan_edit(path: Path, display: str, changes: list[Change]) -> EditResult:
 
     Raises SpecpairError when the runbook does not load, or a change names a field the
     Runbook schema does not have (or gives no usable value)."""
+    kind = _kind(path, display)
     refused = _check_changes(changes, display)
     text = read_text(path)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     if refused:
         return EditResult(path, False, None, "", refused, digest)
     original = load_runbook(path, display).document.data
-    kind = _kind(path, display)
     newline = "\r\n" if "\r\n" in text else "\n"
     expected, refusals = _expected_data(original, changes)
     if refusals:
@@ -395,13 +395,16 @@ def yaml_scalar(value: Scalar, style: str | None = None) -> str:
     """`value` as a YAML scalar that reads back as the same type: plain when the resolver
     keeps it a string (H200-141GB), quoted when it would not ("yes", "1e3", "on"). A string
     replacing a quoted one keeps that quote style."""
+    quoted: str | None = None
     if isinstance(value, str):
-        if style == '"' or "\n" in value or any(ord(c) < 32 for c in value):
-            return json.dumps(value, ensure_ascii=False)
-        if style == "'":
+        plain_text = value.isprintable()  # no line breaks, no control characters
+        if style == '"' or not plain_text:
+            quoted = '"'  # escapes are possible only in double quotes
+        elif style == "'":
             return "'" + value.replace("'", "''") + "'"
-    # the emitter's own quoting decision, in flow context (stricter than block context)
-    out = yaml.safe_dump([value], default_flow_style=True, allow_unicode=True, width=1 << 30)
+    # the emitter's own decision (and escapes), in flow context, stricter than block context
+    out = yaml.safe_dump([value], default_flow_style=True, default_style=quoted,
+                         allow_unicode=True, width=1 << 30)
     return out.strip()[1:-1]
 
 
