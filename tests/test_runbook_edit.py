@@ -9,17 +9,26 @@ asks for; which YAML strings need quotes is decided by PyYAML's resolver, not by
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import stat
 from pathlib import Path
 
+import _jsonnet
 import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specpair.errors import SpecpairError
-from specpair.runbook_edit import Change, EditResult, plan_edit, write_edit, yaml_scalar
+from specpair.runbook_edit import (
+    Change,
+    EditResult,
+    jsonnet_scalar,
+    plan_edit,
+    write_edit,
+    yaml_scalar,
+)
 from specpair.runbooks import load_runbook
 
 
@@ -368,3 +377,13 @@ def test_any_scalar_reads_back_as_itself(value: str | bool | int | float) -> Non
     if isinstance(value, str):
         for style in ("'", '"'):  # replacing a quoted string keeps its quotes
             assert yaml.safe_load(f"k: {yaml_scalar(value, style)}\n") == {"k": value}
+
+
+@given(st.one_of(st.text(st.characters(blacklist_categories=("Cs",))), st.booleans(),
+                 st.integers(-(2**53), 2**53), st.floats(allow_nan=False, allow_infinity=False)))
+@settings(max_examples=100, deadline=None)
+def test_any_scalar_is_a_jsonnet_literal_of_itself(value: str | bool | int | float) -> None:
+    for quote in ("'", '"'):
+        literal = jsonnet_scalar(value, quote)
+        got = json.loads(_jsonnet.evaluate_snippet("literal", f"{{ k: {literal} }}"))["k"]
+        assert got == value and isinstance(got, bool) == isinstance(value, bool)
