@@ -30,6 +30,7 @@ from specpair.runbook_edit import (
     yaml_scalar,
 )
 from specpair.runbooks import load_runbook
+from specpair.schema.common import KVDtype
 
 
 def _changed_lines(old: str, new: str) -> tuple[list[str], list[str]]:
@@ -82,6 +83,14 @@ def test_yaml_scalars_and_a_flow_value_change_in_place(repo_copy: Path) -> None:
     assert runbook.speculation.num_speculative_tokens == 2
     assert runbook.deployment.gpu == "H100-80GB"
     assert runbook.deployment.parallel.tensor == 4
+
+
+def test_enum_members_are_written_as_their_values(repo_copy: Path) -> None:
+    path = repo_copy / "runbooks/llama33-70b-eagle3-vllm/runbook.yaml"
+    before, _ = _apply(path, [Change(("deployment", "kv_cache_dtype"), KVDtype.FP8_E4M3)])
+    assert _changed_lines(before, path.read_text(encoding="utf-8")) == (
+        [], ["  kv_cache_dtype: fp8_e4m3"])
+    assert load_runbook(path).runbook.deployment.kv_cache_dtype is KVDtype.FP8_E4M3
 
 
 def test_yaml_value_with_a_trailing_comment_keeps_the_comment(repo_copy: Path) -> None:

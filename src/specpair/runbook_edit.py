@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import difflib
+import enum
 import hashlib
 import json
 import math
@@ -75,6 +76,7 @@ def plan_edit(path: Path, display: str, changes: list[Change]) -> EditResult:
     Raises SpecpairError when the runbook does not load, or a change names a field the
     Runbook schema does not have (or gives no usable value)."""
     kind = _kind(path, display)
+    changes = [_plain(change) for change in changes]
     refused = _check_changes(changes, display)
     text = read_text(path)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -153,6 +155,19 @@ def _kind(path: Path, display: str) -> Literal["yaml", "jsonnet"]:
 
 def _dotted(path: tuple[str, ...]) -> str:
     return ".".join(path)
+
+
+def _plain(change: Change) -> Change:
+    """The change with a plain Python value: an enum member (KVDtype.FP8_E4M3, as the plan
+    may hold it) becomes its value, so that it is written, and compared, as text."""
+    value: Any = change.value
+    if isinstance(value, enum.Enum):
+        value = value.value
+    for kind in (bool, int, float, str):  # bool first: it is an int too
+        if isinstance(value, kind):
+            value = kind(value)
+            break
+    return Change(tuple(change.path), value)
 
 
 def _check_changes(changes: list[Change], display: str) -> list[str]:
