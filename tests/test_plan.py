@@ -172,3 +172,49 @@ def test_cli_usage_errors_exit_2(argv: list[str], message: str,
         main(["plan", str(runbook), "--root", str(REPO), *argv])
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(data, dict):
+        out: dict[str, Any] = {}
+        for k, v in data.items():
+            out.update(_flatten(v, f"{prefix}{k}."))
+        return out
+    return {prefix.rstrip("."): data}
+
+
+@pytest.mark.parametrize("name, options", [
+    ("llama33-70b-eagle3-vllm", []),
+    ("deepseek-v3-mtp", ["--concurrency", "32"]),
+    ("qwen3-8b-dflash", ["--gpus", "H200-141GB,B200-180GB"]),
+    ("llama31-8b-eagle3", ["--gpus", "common", "--tpot-ms", "15"]),
+])
+def test_write_changes_only_the_planned_fields_and_the_result_passes_check(
+        name: str, options: list[str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    from specpair.load import load_document
+
+    shutil.copytree(REPO / "runbooks", tmp_path / "runbooks",
+                    ignore=shutil.ignore_patterns("generated"))
+    (path,) = (tmp_path / "runbooks" / name).glob("runbook.*")
+    before_text = path.read_text()
+    lib = (tmp_path / "runbooks/lib/sglang-dense.libsonnet").read_text()
+    before = _flatten(load_document(path, tmp_path / "runbooks").data)
+    assert main(["plan", str(path), "--root", str(tmp_path), "--json", *options]) == 0
+    planned = json.loads(capsys.readouterr().out)["best"]
+    assert planned is not None and planned["depth"] > 0 and planned["changes"], planned
+    assert main(["plan", str(path), "--root", str(tmp_path), "--write", *options]) == 0
+    assert "updated" in capsys.readouterr().out
+    after = _flatten(load_document(path, tmp_path / "runbooks").data)
+    changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    assert changed == set(planned["changes"]), (changed, planned["changes"])
+    assert all(after[k] == v for k, v in planned["changes"].items())
+    # every comment line of the original survives; an imported library is never edited
+    comments = [line for line in before_text.splitlines()
+                if line.strip().startswith(("#", "//"))]
+    assert all(line in path.read_text().splitlines() for line in comments)
+    assert (tmp_path / "runbooks/lib/sglang-dense.libsonnet").read_text() == lib
+    # the gate on the written runbook: no failing finding
+    assert main(["check", str(path), "--root", str(tmp_path)]) == 0, capsys.readouterr().out

@@ -1,0 +1,99 @@
+"""The engines' verdict on `specpair plan`'s recommendations (nox -s engines).
+
+Every recommended configuration, and every point of every front, of every example (on
+its own GPU and over the common GPUs) is turned into the launch specpair generates and
+handed to the engine's own argument parser; the recommendations of the pairs whose real
+configs are in the corpus also go through the engine's start-up validation (the mutation
+oracle's harness), and through the gate on the written runbook.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from specpair.build import load_pairs
+from specpair.launch import EnvRef, build_for
+from specpair.plan import Options, Row, expand_gpus, plan, variant
+from specpair.resolve import ResolvedPair
+from tests.engine.conftest import REPO, parse
+from tests.engine.test_mutation_oracle import BASES, Variant, evaluate, startup
+
+
+def _changes(row: Row) -> dict[tuple[str, ...], Any]:
+    return {tuple(k.split(".")): v for k, v in row.changes.items()}
+
+
+def _argv(pair: ResolvedPair, row: Row) -> list[str]:
+    launch = build_for(variant(pair, _changes(row)), speculate=row.depth > 0)
+    assert not launch.errors, [p.message for p in launch.errors]
+    return [a.name if isinstance(a, EnvRef) else a for a in launch.argv]
+
+
+def recommended() -> list[tuple[str, ResolvedPair, Row]]:
+    out = []
+    for pair in load_pairs(REPO):
+        for gpus in ((), expand_gpus(["common"])):
+            result = plan(pair, Options(gpus=gpus))
+            rows = {r.key: r for r in result.rows if r.passes_check}
+            keys = {f.key for f in result.front}
+            if result.best is not None:
+                keys.add(result.best.key)
+            for key in sorted(keys):
+                out.append((f"{pair.name} {'common' if gpus else 'own'} {key}", pair,
+                            rows[key]))
+    return out
+
+
+def test_every_recommendation_and_front_point_passes_the_engine_parser() -> None:
+    cases = recommended()
+    assert len(cases) >= 12
+    by_engine: dict[str, list[tuple[str, list[str]]]] = {}
+    for name, pair, row in cases:
+        by_engine.setdefault(pair.engine.split()[0], []).append((name, _argv(pair, row)))
+    assert set(by_engine) == {"sglang", "vllm"}
+    for engine, items in by_engine.items():
+        verdicts = parse(engine, [argv for _, argv in items])
+        failures = [(name, v["error"]) for (name, _), v in zip(items, verdicts, strict=True)
+                    if not v["ok"]]
+        assert not failures, failures
+
+
+def _nested(changes: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in changes.items():
+        node = out
+        *parents, last = key.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[last] = value
+    return out
+
+
+def test_recommendations_pass_the_engines_start_up_validation_and_the_gate(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    examples = {p.name: p for p in load_pairs(REPO)}
+    variants = []
+    for base_name, base in BASES.items():
+        example = examples[Path(base.example).parent.name]
+        for gpus in ((), ("H100-80GB", "H200-141GB")):
+            best = plan(example, Options(gpus=gpus)).best
+            assert best is not None
+            if best.depth == 0:
+                continue  # no runbook describes the target alone
+            variants.append(Variant(f"plan:{base_name}:{len(gpus)}", base_name,
+                                    _nested(best.changes)))
+    assert variants
+    outcomes = [evaluate(v, tmp_path_factory.mktemp(v.name.replace(":", "-")))
+                for v in variants]
+    assert not [o.gate_text for o in outcomes if o.gate_failed]
+    for engine in ("sglang 0.5.23", "vllm 0.33.0"):
+        todo = [o for o in outcomes if engine in o.cases]
+        if not todo:
+            continue
+        verdicts = startup(engine.split()[0], [o.cases[engine] for o in todo])
+        refused = [(o.variant.name, v["stage"], v["error"][:300])
+                   for o, v in zip(todo, verdicts, strict=True) if not v["ok"]]
+        assert not refused, refused
