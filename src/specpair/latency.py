@@ -29,6 +29,7 @@ running requests.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 from pydantic import Field
 
@@ -174,6 +175,7 @@ def forwards(pair: ResolvedPair, budget: Budget) -> tuple[Forward, Forward | Non
     return target, draft
 
 
+@cache  # a frozen Workload hashes by value; its prompts are generated, not read
 def workload_context(w: Workload) -> float:
     """Mean prompt tokens (≈4 characters per token) plus half the output of one workload."""
     prompts = generate(w)

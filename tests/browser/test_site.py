@@ -87,12 +87,14 @@ def test_pair_page_renders_tables_and_charts(browser: webdriver.Chrome, server: 
         "return document.readyState") == "complete")
     assert len(browser.find_elements(By.CSS_SELECTOR, "article table")) >= 4
     images = browser.find_elements(By.CSS_SELECTOR, "article img")
-    assert len(images) == 3
+    assert len(images) == 4
+    assert images[-1].get_attribute("src").endswith(f"{name}/plan-front.svg")
     WebDriverWait(browser, 20).until(lambda d: all(d.execute_script(
         "return arguments[0].complete && arguments[0].naturalWidth > 0", img) for img in images))
     headings = [h.text for h in browser.find_elements(By.CSS_SELECTOR, "article h2")]
     for section in ("Overview", "Launch commands", "Memory budget", "Acceptance and break-even",
-                    "Staging plan", "Checks", "Change checklist", "Pair card", "Provenance"):
+                    "Plan", "Staging plan", "Checks", "Change checklist", "Pair card",
+                    "Provenance"):
         assert any(h.startswith(section) for h in headings), (section, headings)
     assert severe(browser) == []
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
