@@ -218,3 +218,42 @@ def test_write_changes_only_the_planned_fields_and_the_result_passes_check(
     assert (tmp_path / "runbooks/lib/sglang-dense.libsonnet").read_text() == lib
     # the gate on the written runbook: no failing finding
     assert main(["check", str(path), "--root", str(tmp_path)]) == 0, capsys.readouterr().out
+
+
+def test_without_a_concurrency_each_deployment_runs_as_many_as_its_targets_allow() -> None:
+    pair = example("qwen3-8b-dflash")
+    open_ended = variant(pair, {("deployment", "max_running_requests"): None})
+    free = plan(open_ended)
+    assert free.mode == "max"
+    bound = plan(open_ended, Options(targets=Targets(tpot_ms=20.0)))
+    assert bound.best is not None and free.best is not None
+    assert bound.best.tpot_ms <= 20.0 < free.best.tpot_ms
+    assert bound.best.concurrency < free.best.concurrency
+    # the front walks from fast requests to full GPUs: as one rises, the other falls
+    per_request = [p.tokens_per_s_per_request for p in bound.front]
+    per_gpu = [p.tokens_per_s_per_gpu for p in bound.front]
+    assert len(bound.front) >= 3
+    assert per_request == sorted(per_request, reverse=True) and per_gpu == sorted(per_gpu)
+
+
+def test_a_jsonnet_edit_that_cannot_be_verified_is_printed_not_applied(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    shutil.copytree(REPO / "runbooks", tmp_path / "runbooks",
+                    ignore=shutil.ignore_patterns("generated"))
+    path = tmp_path / "runbooks/llama31-8b-eagle3/runbook.jsonnet"
+    # the GPU comes from an expression: replacing it with a literal would drop the author's
+    # computation, so the editor refuses and the CLI prints the patch instead
+    text = path.read_text().replace("local base = import '../lib/sglang-dense.libsonnet';",
+                                    "local base = import '../lib/sglang-dense.libsonnet';\n"
+                                    "local fleet = { gpu: 'H100-80GB' };")
+    text = text.replace("deployment+: { context_length: 8192 },",
+                        "deployment+: { context_length: 8192, gpu: fleet.gpu },")
+    path.write_text(text)
+    assert main(["plan", str(path), "--root", str(tmp_path), "--gpus", "B200-180GB",
+                 "--write"]) == 0
+    out = capsys.readouterr().out
+    assert "not applied in place" in out and "deployment.gpu" in out
+    assert "B200-180GB" in out  # the patch to apply by hand
+    assert path.read_text() == text
