@@ -188,6 +188,8 @@ def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
     ("deepseek-v3-mtp", ["--concurrency", "32"]),
     ("qwen3-8b-dflash", ["--gpus", "H200-141GB,B200-180GB"]),
     ("llama31-8b-eagle3", ["--gpus", "common", "--tpot-ms", "15"]),
+    ("ling-3-flash-dspark", ["--gpus", "B200-180GB"]),
+    ("llama31-8b-qwen25-tli-vllm", ["--gpus", "H200-141GB", "--concurrency", "32"]),
 ])
 def test_write_changes_only_the_planned_fields_and_the_result_passes_check(
         name: str, options: list[str], tmp_path: Path,

@@ -33,12 +33,13 @@ def _row(i: int | str, r: Row, esc: Escape) -> list[str]:
             f"{r.tokens_per_s_per_gpu:,.1f}", f"{r.tokens_per_s_per_request:,.1f}",
             f"{r.tpot_ms:.1f}", f"{r.ttft_ms:.0f}", _f(r.tau), _f(r.tau_slo),
             _f(r.break_even), "–" if r.slo_margin_pct is None else f"{r.slo_margin_pct:+.0f}%",
-            f"{r.kv_tokens:,}", "–" if r.validation_pct is None else f"{r.validation_pct:.0f}%",
+            f"fits: {r.capacity:,} seq" if r.budget_fits else "over",
+            "–" if r.validation_pct is None else f"{r.validation_pct:.0f}%",
             verdict]
 
 
 HEADER = ["#", "GPUs", "TP", "KV", "mem", "draft", "conc.", "tok/s/GPU", "tok/s/req",
-          "TPOT ms", "TTFT ms", "τ", "τ SLO", "τ*", "margin", "KV tokens", "model err.",
+          "TPOT ms", "TTFT ms", "τ", "τ SLO", "τ*", "margin", "budget", "model err.",
           "gate"]
 
 
@@ -121,8 +122,9 @@ def markdown(p: Plan, top: int = 10, esc: Escape = cell, site: bool = False) -> 
         out.append("Best first (the first row is the recommendation: within 2% of the top, "
                    "the fewest changes win). τ: expected tokens per step at the draft's depth; "
                    "τ SLO: the SLO at that depth; τ*: break-even at that concurrency; margin: "
-                   "SLO over τ*; model err.: the step model's median error on published "
-                   "speedups of that GPU family × engine.\n\n")
+                   "SLO over τ*; budget: the engine's memory budget and the sequences its "
+                   "KV pool holds at the expected context; model err.: the step model's "
+                   "median error on published speedups of that GPU family × engine.\n\n")
         out.append(_table(HEADER, [_row(i + 1, r, esc) for i, r in enumerate(shown)]))
         if len(p.rows) > top:
             more = "<code>specpair plan --json</code>" if site else "`--json`"
