@@ -76,13 +76,18 @@ def test_the_target_alone_wins_when_no_shape_clears_break_even() -> None:
     assert sum("below break-even" in w for w in why) >= len(why) // 2
 
 
-def acceptance_only_record(rates: list[float], method: str = "EAGLE3") -> Measurement:
-    """The recorded tiny-vllm bench record with its per-position counts replaced.
+def acceptance_only_record(pair: ResolvedPair, rates: list[float]) -> Measurement:
+    """The recorded tiny-vllm bench record, made this pair's, with per-position counts.
 
     Its timings come from a CPU: they are zeroed so that the pair's own step fit (which
     needs them) stays out, and only the per-position acceptance is read."""
     data: dict[str, Any] = json.loads(FIXTURE.read_text())
-    data["protocol"]["speculation"].update(method=method, num_speculative_tokens=len(rates))
+    data["protocol"]["speculation"].update(method=pair.runbook.speculation.method.value,
+                                           num_speculative_tokens=len(rates))
+    for role in ("target", "draft"):
+        source = getattr(pair, role).source
+        data["protocol"][role] = {"repo": source.repo, "path": source.path,
+                                  "revision": source.revision, "commit": source.commit}
     for cell in data["cells"]:
         for role in ("baseline", "speculative"):
             cell[role]["wall_s"] = 0.0
@@ -95,7 +100,7 @@ def acceptance_only_record(rates: list[float], method: str = "EAGLE3") -> Measur
 
 
 def measured(pair: ResolvedPair, rates: list[float]) -> ResolvedPair:
-    return pair.model_copy(update={"measurement": acceptance_only_record(rates)})
+    return pair.model_copy(update={"measurement": acceptance_only_record(pair, rates)})
 
 
 def test_a_longer_draft_wins_when_measured_acceptance_stays_high() -> None:
@@ -109,6 +114,18 @@ def test_a_longer_draft_wins_when_measured_acceptance_stays_high() -> None:
     assert falling.best is not None and 0 < falling.best.depth < own
     # deeper shapes expect less than their SLO: they are shown, never recommended
     assert all(not r.passes_check for r in falling.rows if r.depth >= own)
+
+
+def test_a_record_of_another_draft_is_not_used() -> None:
+    pair = example("llama33-70b-eagle3-vllm")
+    record = acceptance_only_record(pair, [0.95] * 6)
+    other = record.model_copy(update={"protocol": record.protocol.model_copy(update={
+        "draft": {**(record.protocol.draft or {}), "revision": "0" * 40}})})
+    result = plan(pair.model_copy(update={"measurement": other}))
+    assert "measured per position" not in result.acceptance_source.split(";")[0]
+    assert "not used" in result.acceptance_source and "draft revision" in \
+        result.acceptance_source
+    assert max(r.depth for r in result.rows) == 8  # the SLO's geometric curve, any depth
 
 
 def test_no_depth_beyond_the_measured_one_is_predicted() -> None:

@@ -480,6 +480,26 @@ def _baseline_refusals(pair: ResolvedPair, scenario: Scenario) -> list[tuple[str
     return out
 
 
+def _record_mismatch(pair: ResolvedPair) -> str:
+    """Why the latest bench record does not describe this pair's draft ('' if it does)."""
+    record = pair.measurement
+    assert record is not None
+    spec = record.protocol.speculation
+    if spec.get("method") != pair.runbook.speculation.method.value:
+        return (f"it measured {spec.get('method')}, the runbook runs "
+                f"{pair.runbook.speculation.method.value}")
+    for role in ("target", "draft"):
+        art = getattr(pair, role)
+        measured = getattr(record.protocol, role)
+        if art is None or measured is None:
+            continue
+        for key in ("repo", "path", "revision"):
+            if measured.get(key) != getattr(art.source, key):
+                return (f"it measured {role} {key} {measured.get(key)!r}, the lock has "
+                        f"{getattr(art.source, key)!r}")
+    return ""
+
+
 class Planner:
     def __init__(self, pair: ResolvedPair, opts: Options) -> None:
         self.pair = pair
@@ -511,9 +531,10 @@ class Planner:
         self.ref_depth = shape_depth(pair)
         acc = rb.acceptance
         self.slo_curve = from_tau(acc.slo.min_length, self.ref_depth, "the SLO")
-        measured = measured_curve(pair.measurement) if pair.measurement is not None \
-            and pair.measurement.protocol.speculation.get("method") == rb.speculation.method.value \
-            else None
+        measured, stale = None, ""
+        if pair.measurement is not None:
+            stale = _record_mismatch(pair)
+            measured = None if stale else measured_curve(pair.measurement)
         if measured is not None:
             self.curve = measured
         elif acc.reference is not None:
@@ -523,6 +544,11 @@ class Planner:
             self.curve = AcceptanceCurve(
                 source="no reference or measurement: the SLO itself (" +
                 self.slo_curve.source + ")", alpha=self.slo_curve.alpha)
+        if stale:
+            self.curve = AcceptanceCurve(source=f"{self.curve.source}; the latest bench "
+                                                f"record is not used: {stale}",
+                                         rates=self.curve.rates, alpha=self.curve.alpha,
+                                         measured=self.curve.measured)
         self.own_params = self._own_params()
         self.stats = _Stats()
 
@@ -530,14 +556,14 @@ class Planner:
 
     def _own_params(self) -> tuple[str, StepParams, str] | None:
         """The pair's own fit applies on the GPU its records were measured on."""
-        from specpair.latency import parameters
+        from specpair.calibrate import fit_pair
 
-        if self.pair.measurement is None:
+        if self.pair.measurement is None or _record_mismatch(self.pair):
             return None
-        chosen = parameters(self.pair, compute(self.pair))
-        if chosen.source.startswith("fitted on published") or "borrowed" in chosen.source:
+        own = fit_pair(self.pair, compute(self.pair), self.pair.measurement)
+        if own is None:
             return None
-        return self.pair.gpu, chosen.values, chosen.source
+        return self.pair.gpu, own.params, own.provenance
 
     def params_for(self, gpu_key: str) -> tuple[StepParams, str, tuple[float | None, str]]:
         engine = self.pair.runbook.engine.name.value

@@ -97,9 +97,13 @@ def recommendation(p: Plan, esc: Escape = cell, site: bool = False) -> str:
         return (f"**The runbook as written is the best candidate**: "
                 f"{best.tokens_per_s_per_gpu:,.1f} tokens/s per GPU.\n")
     fields = ", ".join(f"{code(k)} → {code(v)}" for k, v in best.changes.items())
+    slo = best.changes.get("acceptance.slo.min_length")
+    why_slo = (f" The SLO moves to τ ≥ {slo:g} because the draft's depth changes: the same "
+               "acceptance per drafted token, counted over the new depth."
+               if slo is not None else "")
     return (f"**Recommended**: {esc(best.shape)} on {best.gpus} × {esc(best.gpu)} TP"
             f"{best.tensor}, {best.tokens_per_s_per_gpu:,.1f} tokens/s per GPU{gain}. "
-            f"Changes: {fields}.\n")
+            f"Changes: {fields}.{why_slo}\n")
 
 
 def markdown(p: Plan, top: int = 10, esc: Escape = cell, site: bool = False) -> str:
