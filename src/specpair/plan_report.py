@@ -6,9 +6,15 @@ import json
 from collections.abc import Callable
 
 from specpair.plan import Plan, Row
-from specpair.render import cell
 
 Escape = Callable[[object], str]
+
+
+def cell(value: object) -> str:
+    """Plain text inside a Markdown table cell, for the terminal (the site passes its own
+    escaping, which also makes markup inert)."""
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
 
 MODE_TEXT = {
     "concurrency": "at concurrency {c} ({why})",
@@ -122,9 +128,14 @@ def markdown(p: Plan, top: int = 10, esc: Escape = cell, site: bool = False) -> 
     out.append(recommendation(p, esc, site) + "\n")
     shown = p.rows[:top]
     if shown:
-        out.append(f"{heading}# Ranked candidates\n\n")
-        out.append("Best first (the first row is the recommendation: within 2% of the top, "
-                   "the fewest changes win). τ: expected tokens per step at the draft's depth; "
+        if p.best is not None:
+            out.append(f"{heading}# Ranked candidates\n\n")
+            out.append("Best first (the first row is the recommendation: within 2% of the "
+                       "top, the fewest changes win). ")
+        else:
+            out.append(f"{heading}# Closest candidates (none passes)\n\n")
+            out.append("What each misses is in the last column. ")
+        out.append("τ: expected tokens per step at the draft's depth; "
                    "τ SLO: the SLO at that depth; τ*: break-even at that concurrency; margin: "
                    "SLO over τ*; budget: the engine's memory budget and the sequences its "
                    "KV pool holds at the expected context; model err.: the step model's "
