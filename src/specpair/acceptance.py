@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from specpair.bench.acceptance import measured_acceptance
 from specpair.bench.record import Measurement
+from specpair.latency import leviathan_expected_tokens
 
 
 @dataclass(frozen=True)
@@ -34,11 +35,6 @@ class AcceptanceCurve:
     alpha: float | None = None
     measured: bool = False
 
-    @property
-    def max_depth(self) -> int | None:
-        """Deepest depth the curve knows; None: any (geometric)."""
-        return len(self.rates) if self.measured else None
-
     def tau(self, depth: int) -> float | None:
         """Tokens per verify step at this depth, bonus included; None past the measured
         depth (no extrapolation)."""
@@ -49,13 +45,7 @@ class AcceptanceCurve:
                 return None
             return 1.0 + sum(self.rates[:depth])
         assert self.alpha is not None
-        return geometric_tau(self.alpha, depth)
-
-
-def geometric_tau(alpha: float, depth: int) -> float:
-    if alpha >= 1.0:
-        return depth + 1.0
-    return (1 - alpha ** (depth + 1)) / (1 - alpha)
+        return leviathan_expected_tokens(self.alpha, depth)
 
 
 def solve_alpha(tau: float, depth: int) -> float:
@@ -65,9 +55,9 @@ def solve_alpha(tau: float, depth: int) -> float:
     if tau <= 1.0:
         return 0.0
     lo, hi = 0.0, 1.0
-    for _ in range(100):  # geometric_tau is increasing in α: bisection to float precision
+    for _ in range(100):  # increasing in α: bisection to float precision
         mid = (lo + hi) / 2
-        if geometric_tau(mid, depth) < tau:
+        if leviathan_expected_tokens(mid, depth) < tau:
             lo = mid
         else:
             hi = mid

@@ -41,7 +41,7 @@ from specpair.budget import compute
 from specpair.budget.common import _tp_problems
 from specpair.budget.model import Budget, Scenario
 from specpair.checks import Context, failing, run
-from specpair.errors import Location, Problem, SpecpairError
+from specpair.errors import SpecpairError
 from specpair.latency import (
     CHARS_PER_TOKEN,
     SLO_MARGIN,
@@ -222,6 +222,7 @@ def variant(pair: ResolvedPair, changes: Changes) -> ResolvedPair:
     except ValidationError as exc:  # a planner bug, not the user's input
         raise AssertionError(f"planner built an invalid runbook: {exc}") from None
     return pair.model_copy(update={"runbook": rb, "measurement": None,
+                                   "engine": f"{rb.engine.name.value} {rb.engine.version}",
                                    "gpu": hardware.display_key(rb.deployment.gpu)})
 
 
@@ -551,6 +552,7 @@ class Planner:
                                          measured=self.curve.measured)
         self.own_params = self._own_params()
         self.stats = _Stats()
+        self.evaluators: dict[str, Evaluator] = {}  # row key → its predictions
 
     # -- parameters
 
@@ -732,8 +734,10 @@ class Planner:
         margin = None
         if tau_slo is not None and op.break_even:
             margin = round(100 * (tau_slo / op.break_even - 1), 1)
+        key = f"{d.label()} · {s.label}"
+        self.evaluators[key] = ev
         return Row(
-            key=f"{d.label()} · {s.label}", gpu=d.gpu, gpus=total_gpus, replicas=replicas,
+            key=key, gpu=d.gpu, gpus=total_gpus, replicas=replicas,
             tensor=d.tensor, kv_cache_dtype=d.kv.value, memory_fraction=d.memory_fraction,
             shape=s.label, depth=s.depth, concurrency=op.concurrency, capacity=cap,
             tokens_per_s_per_gpu=round(op.throughput * replicas / total_gpus, 1),
@@ -811,15 +815,15 @@ def plan(pair: ResolvedPair, opts: Options | None = None) -> Plan:
     good = _recommended_first(_dedupe(sorted((r for r in rows if r.passes_check),
                                              key=planner._score)), planner)
     rest = _dedupe(sorted((r for r in rows if not r.passes_check), key=planner._score))
-    # the front is drawn from what passes: re-create those candidates' evaluators
+    # the front is drawn from what passes
     for r in good:
-        evaluators[r.key] = (_evaluator_of(planner, r), r)
+        evaluators[r.key] = (planner.evaluators[r.key], r)
     front = planner.front(good, evaluators)
     current = _current(planner)
     elapsed = time.perf_counter() - started
     st = planner.stats
     counts = Counts(candidates=st.candidates, deployments=len(seen_deployments),
-                    shapes=len(all_shapes), refused_by_engine=_refused_total(st),
+                    shapes=len(all_shapes), refused_by_engine=sum(st.refusals.values()),
                     over_budget=st.over_budget,
                     beyond_measured_depth=st.beyond, no_operating_point=st.no_point,
                     fail_other_rules=st.other, ranked=len(good))
@@ -881,21 +885,6 @@ def _recommended_first(rows: list[Row], planner: Planner) -> list[Row]:
     return [pick] + [r for r in rows if r is not pick]
 
 
-def _refused_total(st: _Stats) -> int:
-    return sum(st.refusals.values())
-
-
-def _evaluator_of(planner: Planner, row: Row) -> Evaluator:
-    d = DeploymentChoice(row.gpu, row.tensor, KVDtype(row.kv_cache_dtype), row.memory_fraction)
-    s = next(x for x in [BASELINE, *shapes(planner.pair)] if x.label == row.shape)
-    changes = planner._changes(d, s)
-    changes[("deployment", "max_running_requests")] = row.concurrency
-    pair = variant(planner.pair, changes)
-    tau = planner.curve.tau(s.depth) if s.speculative else None
-    ev, _, _ = planner._evaluator(pair, compute(pair), s.depth, tau)
-    return ev
-
-
 def _current(planner: Planner) -> Row | None:
     """The runbook as written, through the same evaluation (for comparison)."""
     rb = planner.pair.runbook
@@ -940,7 +929,3 @@ def _assumptions(p: Planner) -> list[str]:
         out.append("a rate is served by identical replicas (data parallel), each at the "
                    "lowest concurrency that keeps up")
     return out
-
-
-def plan_problem(runbook: str, message: str, hint: str) -> SpecpairError:
-    return SpecpairError([Problem(Location(runbook, 0, 0, ""), message, hint)])

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 
 from specpair.plan import Plan, Row
+from specpair.render import table
 
 Escape = Callable[[object], str]
 
@@ -47,12 +48,6 @@ def _row(i: int | str, r: Row, esc: Escape) -> list[str]:
 HEADER = ["#", "GPUs", "TP", "KV", "mem", "draft", "conc.", "tok/s/GPU", "tok/s/req",
           "TPOT ms", "TTFT ms", "τ", "τ SLO", "τ*", "margin", "budget", "model err.",
           "gate"]
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
 
 
 def mode_text(p: Plan) -> str:
@@ -140,18 +135,18 @@ def markdown(p: Plan, top: int = 10, esc: Escape = cell, site: bool = False) -> 
                    "SLO over τ*; budget: the engine's memory budget and the sequences its "
                    "KV pool holds at the expected context; model err.: the step model's "
                    "median error on published speedups of that GPU family × engine.\n\n")
-        out.append(_table(HEADER, [_row(i + 1, r, esc) for i, r in enumerate(shown)]))
+        out.append(table(HEADER, [_row(i + 1, r, esc) for i, r in enumerate(shown)]))
         if len(p.rows) > top:
             more = "<code>specpair plan --json</code>" if site else "`--json`"
             out.append(f"\n{len(p.rows) - top} more row(s) in {more}.\n")
     if p.current is not None:
         out.append(f"\n{heading}# The runbook as written\n\n")
-        out.append(_table(HEADER, [_row("now", p.current, esc)]))
+        out.append(table(HEADER, [_row("now", p.current, esc)]))
     if p.front:
         out.append(f"\n{heading}# Pareto front\n\n")
         out.append("Throughput per GPU against speed per request: no point is beaten on "
                    "both.\n\n")
-        out.append(_table(["tok/s/req", "tok/s/GPU", "concurrency", "candidate"], [
+        out.append(table(["tok/s/req", "tok/s/GPU", "concurrency", "candidate"], [
             [f"{f.tokens_per_s_per_request:,.1f}", f"{f.tokens_per_s_per_gpu:,.1f}",
              str(f.concurrency), esc(f.key)] for f in p.front]))
     model = p.best or p.current
