@@ -162,3 +162,72 @@ def test_a_lock_claiming_hub_provenance_must_be_consistent(tmp_path: Path) -> No
         in out
     assert "draft lock section claims hub provenance but lists unconfirmed facts" in out
     assert f"claims hub@{'a' * 40} but its weights are declared" in out
+
+
+DEEPSEEK_V3 = FIXTURES / "configs" / "deepseek-ai__DeepSeek-V3" / "config.json"
+# DeepSeek-V3's README: 685B parameters = 671B main model + 14B in the MTP module (FP8)
+DEEPSEEK_BYTES, DEEPSEEK_MTP = 685_000_000_000, 14_000_000_000
+
+
+def test_a_bundled_mtp_draft_is_declared_without_a_size(repo_copy: Path) -> None:
+    """The DeepSeek-V3 MTP example: its draft is layer 61 of the target checkpoint, so the
+    declared lock needs only the target's config and bytes."""
+    runbook = "runbooks/deepseek-v3-mtp/runbook.yaml"
+    result = cli(repo_copy, "lock", "--declare", runbook, "--target-config", str(DEEPSEEK_V3),
+                 "--target-bytes", str(DEEPSEEK_BYTES))
+    assert result.returncode == 0, result.stderr
+    lock = json.loads((repo_copy / "runbooks" / "deepseek-v3-mtp" / "lock.json").read_text())
+    draft = lock["draft"]
+    assert draft["source"] == lock["target"]["source"] and draft["download_bytes"] == 0
+    assert draft["weights"]["inside_target"] is True
+    assert "inside_target" not in lock["target"]["weights"]
+    assert draft["geometry"]["num_hidden_layers"] == 1  # num_nextn_predict_layers
+    # no share declared: derived, said so, unconfirmed, and near the README's 14B module
+    assert "weights.weight_bytes" in draft["unconfirmed"]
+    assert "DERIVED" in draft["sources"]["weights"]
+    assert abs(draft["weights"]["weight_bytes"] - DEEPSEEK_MTP) < DEEPSEEK_MTP / 4
+    checked = cli(repo_copy, "check", runbook)
+    assert checked.returncode == 0, checked.stdout
+    assert "draft lock facts are declared and unconfirmed: geometry" in checked.stdout
+    assert cli(repo_copy, "build").returncode == 0
+    budget = json.loads(cli(repo_copy, "budget", runbook, "--json").stdout)
+    per_rank = {line["key"]: line["value"] for line in budget["weights"]}
+    # the checkpoint loads once, split between the two runners over tp = 8
+    assert per_rank["target_weights"] + per_rank["draft_weights"] == DEEPSEEK_BYTES // 8
+
+    # the README's share, declared: taken as given
+    result = cli(repo_copy, "lock", "--declare", runbook, "--target-config", str(DEEPSEEK_V3),
+                 "--target-bytes", str(DEEPSEEK_BYTES), "--draft-bytes", str(DEEPSEEK_MTP))
+    assert result.returncode == 0, result.stderr
+    lock = json.loads((repo_copy / "runbooks" / "deepseek-v3-mtp" / "lock.json").read_text())
+    assert lock["draft"]["weights"]["weight_bytes"] == DEEPSEEK_MTP
+    assert lock["draft"]["sources"]["weights"].endswith("given as --draft-bytes")
+
+
+def test_a_bundled_draft_refuses_a_config_or_a_share_larger_than_the_target(
+        repo_copy: Path) -> None:
+    runbook = "runbooks/deepseek-v3-mtp/runbook.yaml"
+    before = (repo_copy / "runbooks" / "deepseek-v3-mtp" / "lock.json").read_bytes()
+    base = ("lock", "--declare", runbook, "--target-config", str(DEEPSEEK_V3),
+            "--target-bytes", str(DEEPSEEK_BYTES))
+    too_big = cli(repo_copy, *base, "--draft-bytes", str(DEEPSEEK_BYTES))
+    assert too_big.returncode == 1
+    assert "is not a share of --target-bytes" in too_big.stderr
+    with_config = cli(repo_copy, *base, "--draft-config", str(DEEPSEEK_V3))
+    assert with_config.returncode == 1
+    assert "has no config.json of its own" in with_config.stderr
+    zero = cli(repo_copy, *base, "--draft-bytes", "0")
+    assert zero.returncode == 2 and "needs no --draft-bytes" in zero.stderr
+    # nothing was written by the refused commands
+    assert (repo_copy / "runbooks" / "deepseek-v3-mtp" / "lock.json").read_bytes() == before
+
+
+def test_a_separate_draft_still_needs_its_config_and_size(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    write(root / "runbooks" / "local-pair" / "runbook.yaml", RUNBOOK.format(
+        target="repo: Qwen/Qwen3-8B, revision: main",
+        draft="repo: z-lab/Qwen3-8B-DFlash-b16, revision: main"))
+    result = cli(root, "lock", "--declare", "runbooks/local-pair/runbook.yaml",
+                 "--target-config", str(QWEN3_8B), "--target-bytes", str(TARGET_BYTES),
+                 "--draft-config", str(DFLASH))
+    assert result.returncode == 1 and "--draft-bytes N" in result.stderr

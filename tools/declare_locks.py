@@ -199,12 +199,18 @@ def deepseek_mtp() -> Lock:
                  "weights": "README: 671B main + 14B MTP, FP8 e4m3 release, 37B activated; "
                             "BF16 norms and F32 block scales not counted (declared "
                             "approximation)"}),
-        draft=artifact(
+        draft=inside_target(artifact(
             source, dg, {"F8_E4M3": mtp_params}, BF16, 0, active=mtp_params * 37 // 671,
             unconfirmed=["weights.params_by_dtype", "weights.active_params"],
             sources={"geometry": "the target's MLA geometry, num_nextn_predict_layers = 1",
                      "weights": "README: 14B MTP module, inside the target checkpoint; "
-                                "active share DERIVED as the target's 37/671"}))
+                                "active share DERIVED as the target's 37/671"})))
+
+
+def inside_target(draft: ArtifactLock) -> ArtifactLock:
+    """A bundled draft: its weights are part of the target's (no separate download)."""
+    return draft.model_copy(update={"weights": draft.weights.model_copy(
+        update={"inside_target": True})})
 
 
 QWEN25_CARD = ("Qwen2.5-0.5B-Instruct model card (24 layers, 14 Q / 2 KV heads, tied "

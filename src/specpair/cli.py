@@ -246,7 +246,8 @@ def _bytes(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes") from None
     if value <= 0:
-        raise argparse.ArgumentTypeError("a size in bytes must be positive")
+        raise argparse.ArgumentTypeError("a size in bytes must be positive (a draft bundled "
+                                         "in the target needs no --draft-bytes)")
     return value
 
 
@@ -584,7 +585,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--target-config", help="--declare: the target's config.json")
     p.add_argument("--target-bytes", type=_bytes, help="--declare: the target's weight bytes")
     p.add_argument("--draft-config", help="--declare: the draft's config.json")
-    p.add_argument("--draft-bytes", type=_bytes, help="--declare: the draft's weight bytes")
+    p.add_argument("--draft-bytes", type=_bytes,
+                   help="--declare: the draft's weight bytes (a draft bundled in the target "
+                        "needs none: its weights are inside the target's; given, they are "
+                        "the bundled layers' share)")
     p.set_defaults(func=_lock)
 
     p = sub.add_parser("calibrate", help="fit the pair's step costs on its bench records")

@@ -46,27 +46,63 @@ def declared_artifact(source: Source, config: Path, weight_bytes: int) -> Artifa
                  "download_bytes": "declared: the weight bytes"})
 
 
+def bundled_declared(target: ArtifactLock, share_bytes: int | None, where: str) -> ArtifactLock:
+    """A bundled draft (MTP/NEXTN layers inside the target checkpoint): no download and no
+    config of its own; its weights are part of the target's declared bytes.
+
+    Their share is `share_bytes` when the author declares it (a model card's "14B MTP
+    module"), else the target's bytes split evenly over its decoder and built-in layers,
+    which ignores embeddings and dense-vs-MoE layer sizes: DERIVED, and listed unconfirmed
+    like every declared fact, so the gate (SP104) reports it until a hub lock reads the
+    layers' own tensors."""
+    geometry = bundled_geometry(target.geometry)
+    g = target.geometry
+    total = target.weights.weight_bytes
+    layers = g.num_nextn_predict_layers
+    if share_bytes is not None and share_bytes >= total:
+        raise SpecpairError.single(
+            where, f"--draft-bytes {share_bytes} is not a share of --target-bytes {total}",
+            "a bundled draft's tensors are inside the target checkpoint: declare the bytes of "
+            "its layers (less than the target's), or leave --draft-bytes out")
+    if share_bytes is None:
+        share = total * layers // (g.num_hidden_layers + layers)
+        how = (f"DERIVED: the target's declared bytes split evenly over its "
+               f"{g.num_hidden_layers} + {layers} layers (no share declared; "
+               "`--draft-bytes N` declares it)")
+    else:
+        share, how = share_bytes, "declared: the bundled layers' bytes, given as --draft-bytes"
+    dtype = TORCH_TO_SAFETENSORS.get(g.dtype.lower())
+    params = {dtype: share // BYTES_PER[dtype]} if dtype else {}
+    return target.model_copy(update={
+        "geometry": geometry, "download_bytes": 0,
+        "weights": Weights(params_by_dtype=params, weight_bytes=share, inside_target=True,
+                           provenance="declared"),
+        "unconfirmed": ["geometry", "weights.params_by_dtype", "weights.weight_bytes"],
+        "sources": {"geometry": "declared: the target config's num_nextn_predict_layers "
+                                "layers (one target layer each)",
+                    "weights": f"inside the target's weights; {how}",
+                    "tokenizer": "the target's",
+                    "download_bytes": "none: the layers download with the target"}})
+
+
 def declare(loaded: LoadedRunbook, target_config: Path, target_bytes: int,
             draft_config: Path | None, draft_bytes: int | None) -> Lock:
     rb = loaded.runbook
     where = str(loaded.document.path)
     target = declared_artifact(_source(rb.target), target_config, target_bytes)
     draft: ArtifactLock | None = None
-    if rb.draft is not None:
-        if draft_bytes is None:
-            raise SpecpairError.single(where, "the runbook has a draft: declare its size",
-                                       "add --draft-bytes N (from the draft's model card)")
-        if rb.draft.bundled:
-            geometry = bundled_geometry(target.geometry)
-            draft = target.model_copy(update={
-                "geometry": geometry, "download_bytes": 0,
-                "weights": Weights(params_by_dtype={}, weight_bytes=draft_bytes,
-                                   provenance="declared"),
-                "sources": {**target.sources,
-                            "geometry": "declared: target config, num_nextn_predict_layers"}})
-        elif draft_config is None:
-            raise SpecpairError.single(where, "the runbook has a separate draft: declare its "
-                                       "config", "add --draft-config PATH/config.json")
-        else:
-            draft = declared_artifact(_source(rb.draft), draft_config, draft_bytes)
+    if rb.draft is not None and rb.draft.bundled:
+        if draft_config is not None:
+            raise SpecpairError.single(
+                where, "the runbook's draft is bundled in the target: it has no config.json "
+                "of its own", "leave --draft-config out; its layers are read from the "
+                "target's config (num_nextn_predict_layers)")
+        draft = bundled_declared(target, draft_bytes, where)
+    elif rb.draft is not None:
+        if draft_config is None or draft_bytes is None:
+            raise SpecpairError.single(
+                where, "the runbook has a separate draft: declare its config and size",
+                "add --draft-config PATH/config.json --draft-bytes N (from the draft's "
+                "model card)")
+        draft = declared_artifact(_source(rb.draft), draft_config, draft_bytes)
     return Lock(pair=rb.pair.name, target=target, draft=draft)

@@ -275,6 +275,7 @@ def bundled_draft(target: ArtifactLock, headers: dict[str, dict[str, Any]]) -> A
     return target.model_copy(update={
         "geometry": geometry, "download_bytes": 0,
         "weights": Weights(params_by_dtype=dict(sorted(params.items())),
-                           weight_bytes=weight_bytes, provenance=target.provenance),
+                           weight_bytes=weight_bytes, inside_target=True,
+                           provenance=target.provenance),
         "sources": {**target.sources, "geometry": "target config, num_nextn_predict_layers",
                     "weights": "tensors of layers past num_hidden_layers"}})

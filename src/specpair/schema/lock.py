@@ -37,6 +37,11 @@ class Weights(Strict):
     active_params: NonNegativeInt | None = Field(
         default=None, description="parameters one token uses (MoE: shared + top-k experts); "
                                   "unset = all (dense)")
+    # None rather than False, so locks of separate checkpoints do not spell it out
+    inside_target: bool | None = Field(
+        default=None, description="true for a bundled draft (MTP/NEXTN layers): these tensors "
+                                  "are part of the target checkpoint and of its weight_bytes, "
+                                  "loaded by the draft runner, never downloaded separately")
     provenance: Provenance
 
     @property
@@ -131,4 +136,9 @@ class Lock(Strict):
         if self.lock_version != LOCK_VERSION:
             raise ValueError(f"lock_version {self.lock_version} is not supported "
                              f"(this specpair reads version {LOCK_VERSION}); re-run specpair lock")
+        inside = self.draft.weights if self.draft is not None else None
+        if inside is not None and inside.inside_target and \
+                inside.weight_bytes > self.target.weights.weight_bytes:
+            raise ValueError(f"the draft's weights ({inside.weight_bytes} B) are inside the "
+                             f"target's, yet exceed them ({self.target.weights.weight_bytes} B)")
         return self
