@@ -20,12 +20,14 @@ import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from io import BytesIO
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from specpair.budget import compute
 from specpair.errors import SpecpairError
 from specpair.latency import model
+from specpair.project import ADOPTED, Commands
+from specpair.project import commands as repo_commands
 from specpair.resolve import ResolvedPair
 from specpair.schema.runbook import Runbook
 from specpair.staging import plan
@@ -61,8 +63,30 @@ def snapshot(root: Path, revision: str, into: Path) -> Path:
     if listing:
         data = git(root, "archive", "--format=tar", revision, "runbooks")
         with tarfile.open(fileobj=BytesIO(data)) as archive:
-            archive.extractall(target, filter="data")
+            extract_files(archive, target)
     return target
+
+
+def extract_files(archive: tarfile.TarFile, target: Path) -> None:
+    """The archive's folders and regular files, written under `target` one by one.
+
+    Not `extractall(filter="data")`: that argument exists from Python 3.11.4 and Debian
+    12's own 3.11.2 raises TypeError on it. A name that is absolute or climbs out of
+    `target` is refused; links and special files are skipped, as no runbook tree needs
+    them (`git archive` writes a symlink as a link entry)."""
+    for member in archive.getmembers():
+        parts = PurePosixPath(member.name).parts
+        if not parts or member.name.startswith("/") or ".." in parts:
+            raise SpecpairError.single(target, f"the archive names {member.name!r}, outside "
+                                       "the snapshot", "check the repository's history")
+        destination = target.joinpath(*parts)
+        if member.isdir():
+            destination.mkdir(parents=True, exist_ok=True)
+        elif member.isfile():
+            content = archive.extractfile(member)
+            assert content is not None, "a regular member always has content"
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            destination.write_bytes(content.read())
 
 
 @dataclass
@@ -181,7 +205,8 @@ def _arrow(before: Any, after: Any, unit: str = "") -> str:
     return f"{show(before)}{unit} → {show(after)}{unit}"
 
 
-def checklist(classes: set[str], base: ResolvedPair, head: ResolvedPair) -> list[str]:
+def checklist(classes: set[str], base: ResolvedPair, head: ResolvedPair,
+              commands: Commands = ADOPTED) -> list[str]:
     b, h = _numbers(base), _numbers(head)
     items: list[str] = []
     if "error" in h:
@@ -205,7 +230,7 @@ def checklist(classes: set[str], base: ResolvedPair, head: ResolvedPair) -> list
         items.append(f"Deployment changed: re-budget memory ({budget})")
     if "engine" in classes:
         items.append(f"Engine changed ({base.engine} → {head.engine}): re-validate flags and "
-                     "defaults (`nox -s engines`)")
+                     f"defaults ({_code(commands.engines)})")
     if "slo" in classes:
         slo_b, slo_h = base.runbook.acceptance.slo, head.runbook.acceptance.slo
         items.append(f"SLO changed: update the SLO dashboard (min τ "
@@ -256,7 +281,13 @@ def _stale_fact(message: str) -> str:
     return f"{role} {rest.removeprefix(' (draft)').lstrip(' :')}"
 
 
-def _unresolved_impact(name: str, base: ResolvedPair | None, head: Unresolved) -> PairImpact:
+def _code(command: str) -> str:
+    """A command in Markdown code, unless the text already marks its commands."""
+    return command if "`" in command else f"`{command}`"
+
+
+def _unresolved_impact(name: str, base: ResolvedPair | None, head: Unresolved,
+                       commands: Commands = ADOPTED) -> PairImpact:
     """A pair that no longer resolves is not a removed pair: say why it does not resolve,
     how to fix it, and what its runbook changes all the same."""
     before = authored_facts(base.runbook) if base is not None else {}
@@ -268,8 +299,8 @@ def _unresolved_impact(name: str, base: ResolvedPair | None, head: Unresolved) -
         classes.add("stale-lock")
         stale = "; ".join(_stale_fact(m) for m in head.messages if STALE_LOCK_MARK in m)
         first = (f"Lock is stale ({stale}): run `specpair lock --refresh {head.folder}`, "
-                 "commit the new lock.json and rebuild (`nox -s build`); until then this "
-                 "checklist covers the runbook only, not budgets or artifacts")
+                 f"commit the new lock.json and rebuild ({_code(commands.build)}); until then "
+                 "this checklist covers the runbook only, not budgets or artifacts")
     else:
         first = (f"Pair does not resolve: {head.messages[0]}; fix it before merging "
                  "(`specpair validate` shows every problem)")
@@ -277,11 +308,12 @@ def _unresolved_impact(name: str, base: ResolvedPair | None, head: Unresolved) -
 
 
 def compare(base: dict[str, ResolvedPair], head: dict[str, ResolvedPair],
-            unresolved: dict[str, Unresolved] | None = None) -> list[PairImpact]:
+            unresolved: dict[str, Unresolved] | None = None,
+            commands: Commands = ADOPTED) -> list[PairImpact]:
     impacts: list[PairImpact] = []
     unresolved = unresolved or {}
     for name, broken in sorted(unresolved.items()):
-        impacts.append(_unresolved_impact(name, base.get(name), broken))
+        impacts.append(_unresolved_impact(name, base.get(name), broken, commands))
     base = {name: pair for name, pair in base.items() if name not in unresolved}
     removed = sorted(set(base) - set(head))
     added = sorted(set(head) - set(base))
@@ -290,7 +322,7 @@ def compare(base: dict[str, ResolvedPair], head: dict[str, ResolvedPair],
         if old is not None:
             removed.remove(old)
             added.remove(new)
-            inner = compare({new: base[old]}, {new: head[new]})
+            inner = compare({new: base[old]}, {new: head[new]}, commands=commands)
             impact = inner[0] if inner else PairImpact(new, [])
             impact.classes = sorted({"renamed", *impact.classes})
             impact.renamed_from = old
@@ -309,7 +341,7 @@ def compare(base: dict[str, ResolvedPair], head: dict[str, ResolvedPair],
         if not changes:
             continue
         impacts.append(PairImpact(name, sorted(classes), changes,
-                                  checklist(classes, base[name], head[name])))
+                                  checklist(classes, base[name], head[name], commands)))
     return sorted(impacts, key=lambda i: i.name)
 
 
@@ -319,8 +351,8 @@ def impact(root: Path, base: str, head: str | None) -> tuple[list[PairImpact], l
         head_root = snapshot(root, head, Path(tmp) / "head") if head else root
         base_side = load_side(base_root)
         head_side = load_side(head_root)
-    return (compare(base_side.pairs, head_side.pairs, head_side.unresolved),
-            head_side.problems)
+    return (compare(base_side.pairs, head_side.pairs, head_side.unresolved,
+                    repo_commands(root)), head_side.problems)
 
 
 # --------------------------------------------------------------------------- output
