@@ -31,7 +31,11 @@ def find_root(start: Path | None = None) -> Path:
 
 
 def _root(args: argparse.Namespace) -> Path:
-    return Path(args.root) if getattr(args, "root", None) else find_root()
+    from specpair.project import load_config
+
+    root = Path(args.root) if getattr(args, "root", None) else find_root()
+    load_config(root)  # a pinned release other than this one is refused, by name
+    return root
 
 
 def _paths(args: argparse.Namespace) -> list[Path]:
@@ -156,8 +160,10 @@ def _build(args: argparse.Namespace) -> int:
     stale = result.drift.stale
     if args.check:
         if stale:
-            print("generated files are stale; run `nox -s build` (or `specpair build`) and "
-                  "commit the result:", file=sys.stderr)
+            from specpair.project import commands
+
+            print(f"generated files are stale; run `{commands(root).build}` and commit the "
+                  "result:", file=sys.stderr)
             for rel in stale:
                 why = ("missing" if rel in result.drift.missing else
                        "no longer generated" if rel in result.drift.orphaned else "differs")
@@ -237,6 +243,24 @@ def _declare(args: argparse.Namespace) -> int:
                     if (art := getattr(lock, role)) is not None for u in art.unconfirmed})
     print(f"{loaded.name}: declared lock written to {loaded.folder / LOCK_NAME}; "
           f"unconfirmed until `specpair lock` resolves them: {', '.join(facts)}")
+    return EXIT_OK
+
+
+def _init(args: argparse.Namespace) -> int:
+    from specpair.init import init
+
+    root = Path(args.dir)
+    result = init(root, force=args.force)
+    for label, names in (("written", result.written), ("unchanged", result.unchanged)):
+        for name in names:
+            print(f"  {label:9} {name}")
+    for name in result.kept:
+        print(f"  kept      {name} (differs from the template; --force rewrites it)")
+    for note in result.notes:
+        print(f"  note      {note}")
+    where = "" if root.resolve() == Path.cwd().resolve() else f"cd {args.dir} && "
+    print(f"specpair {__version__} repository in {root}; next: {where}specpair build && "
+          "specpair check, then commit (README: \"Use specpair in your own repository\")")
     return EXIT_OK
 
 
@@ -487,6 +511,13 @@ def parser() -> argparse.ArgumentParser:
         "Runbook-as-code for speculative decoding: one typed spec per target/draft pair."))
     top.add_argument("--version", action="version", version=f"specpair {__version__}")
     sub = top.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("init", help="scaffold a runbook repository: specpair.toml, an example "
+                                     "pair, the CI gate, the site; never overwrites")
+    p.add_argument("dir", nargs="?", default=".", help="the repository (default: here)")
+    p.add_argument("--force", action="store_true",
+                   help="rewrite files that differ from the templates")
+    p.set_defaults(func=_init)
 
     p = sub.add_parser("validate", help="check runbooks against the spec; report all problems")
     p.add_argument("paths", nargs="*", help=PATHS_HELP)
