@@ -7,10 +7,13 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from specpair import __version__
 from specpair.errors import Location, Problem, SpecpairError
+
+if TYPE_CHECKING:
+    from specpair.resolve import ResolvedPair
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_STALE = 0, 1, 3
 
@@ -130,6 +133,19 @@ class _PipeGuard:
         return getattr(self.inner, name)
 
 
+def _one_pair(root: Path, runbook: str) -> ResolvedPair:
+    """The one pair a command about one runbook (budget, plan, bench, …) works on: a
+    folder holding several runbooks is a usage error, not an unpacking traceback."""
+    from specpair.build import load_pairs
+
+    pairs = load_pairs(root, [Path(runbook)])
+    if len(pairs) != 1:
+        raise SpecpairError.single(runbook, f"{len(pairs)} runbooks here; this command "
+                                   "works on one", "give one runbook file, e.g. "
+                                   "runbooks/<pair>/runbook.yaml")
+    return pairs[0]
+
+
 def _validate(args: argparse.Namespace) -> int:
     from specpair.gate import engine_refusals
     from specpair.runbooks import discover, load_runbook
@@ -183,11 +199,10 @@ def _budget(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from specpair.budget import compute
-    from specpair.build import load_pairs
     from specpair.generators.budget_files import markdown
     from specpair.schema.common import KVDtype
 
-    (pair,) = load_pairs(_root(args), [Path(args.runbook)])
+    pair = _one_pair(_root(args), args.runbook)
     rb = pair.runbook
     deployment = rb.deployment.model_dump()
     if args.gpu is not None:  # a catalog key: checked by the parser
@@ -340,12 +355,12 @@ def _bench(args: argparse.Namespace) -> int:
     import datetime as dt
 
     from specpair.bench.runner import run
-    from specpair.build import _display, load_pairs, render
+    from specpair.build import _display, render
     from specpair.runbooks import GENERATED_DIR, MEASUREMENTS_DIR
     from specpair.writer import atomic_write, dump_json
 
     root = _root(args)
-    (pair,) = load_pairs(root, [Path(args.runbook)])
+    pair = _one_pair(root, args.runbook)
     levels: list[int] = args.concurrency
     measurement = run(pair, args.baseline.rstrip("/"), args.spec.rstrip("/"), levels,
                       args.time_limit)
@@ -356,7 +371,7 @@ def _bench(args: argparse.Namespace) -> int:
     # the card, break-even (fitted on the latest record) and what follows from it (alert
     # thresholds, dashboards) all change: regenerate every output of this pair, so that
     # `build --check` stays clean after a bench run
-    (measured,) = load_pairs(root, [Path(args.runbook)])
+    measured = _one_pair(root, args.runbook)
     outputs = render(root, [measured])
     generated = Path(_display(root, folder)) / GENERATED_DIR
     for rel, content in outputs.files.items():
@@ -369,10 +384,9 @@ def _bench(args: argparse.Namespace) -> int:
 
 def _calibrate(args: argparse.Namespace) -> int:
     from specpair.budget import compute
-    from specpair.build import load_pairs
     from specpair.calibrate import fit_pair, markdown
 
-    (pair,) = load_pairs(_root(args), [Path(args.runbook)])
+    pair = _one_pair(_root(args), args.runbook)
     if pair.measurement is None:
         raise SpecpairError.single(args.runbook, "the pair has no bench record",
                                    "run `specpair bench` first (it writes measurements/)")
@@ -388,10 +402,9 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _staging(args: argparse.Namespace) -> int:
-    from specpair.build import load_pairs
     from specpair.staging_ingest import calibrate_text, ingest
 
-    (pair,) = load_pairs(_root(args), [Path(args.runbook)])
+    pair = _one_pair(_root(args), args.runbook)
     if args.action == "ingest":
         print(ingest(pair, Path(args.runbook), Path(args.log),
                      Path(args.engine_log) if args.engine_log else None), end="")
@@ -451,11 +464,10 @@ def _positive_float(text: str) -> float:
 
 def _plan(args: argparse.Namespace) -> int:
     from specpair import plan_report
-    from specpair.build import load_pairs
     from specpair.plan import Options, PlanError, Targets, plan
 
     root = _root(args)
-    (pair,) = load_pairs(root, [Path(args.runbook)])
+    pair = _one_pair(root, args.runbook)
     opts = Options(gpus=args.gpus or (), max_gpus=args.max_gpus, top=args.top,
                    targets=Targets(tpot_ms=args.tpot_ms, ttft_ms=args.ttft_ms,
                                    concurrency=args.concurrency, rate=args.rate))

@@ -23,6 +23,7 @@ from io import BytesIO
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from specpair import file_policy
 from specpair.budget import compute
 from specpair.errors import SpecpairError
 from specpair.latency import model
@@ -54,39 +55,38 @@ def git(root: Path, *args: str) -> bytes:
                                    "check the revision names") from None
 
 
-def snapshot(root: Path, revision: str, into: Path) -> Path:
-    """The runbooks/ tree of `revision`, extracted into `into` (an empty tree if absent)."""
+def snapshot(root: Path, revision: str, into: Path) -> tuple[Path, list[str]]:
+    """The runbooks/ tree of `revision`, extracted into `into` (an empty tree if absent)
+    under the file policy, with what was left out: a committed link (which could point
+    anywhere once extracted) or any entry that is not a plain file or folder is not
+    extracted, and is named instead. tarfile's own `filter=` would do part of this, but
+    it exists only from Python 3.11.4 (Debian 12 ships 3.11.2)."""
     git(root, "rev-parse", "--verify", f"{revision}^{{commit}}")
     listing = git(root, "ls-tree", "-d", "--name-only", revision, "runbooks").strip()
     target = into / revision.replace("/", "_")
     (target / "runbooks").mkdir(parents=True, exist_ok=True)
-    if listing:
-        data = git(root, "archive", "--format=tar", revision, "runbooks")
-        with tarfile.open(fileobj=BytesIO(data)) as archive:
-            extract_files(archive, target)
-    return target
+    skipped: list[str] = []
+    if not listing:
+        return target, skipped
+    data = git(root, "archive", "--format=tar", revision, "runbooks")
+    with tarfile.open(fileobj=BytesIO(data)) as archive:
+        for member in archive:
+            name = PurePosixPath(member.name)
+            if name.is_absolute() or ".." in name.parts or name.parts[:1] != ("runbooks",):
+                skipped.append(f"{member.name} at {revision}: a path outside runbooks/")
+            elif member.isdir():
+                (target / name).mkdir(parents=True, exist_ok=True)
+            elif member.isfile():
+                handle = archive.extractfile(member)
+                if handle is not None:
+                    file_policy.atomic_write(target / name, handle.read())
+            elif member.issym() or member.islnk():
+                skipped.append(f"{member.name} at {revision}: a symbolic link (to "
+                               f"{member.linkname}); {file_policy.LINK_HINT}")
+            else:
+                skipped.append(f"{member.name} at {revision}: not a file or folder")
+    return target, skipped
 
-
-def extract_files(archive: tarfile.TarFile, target: Path) -> None:
-    """The archive's folders and regular files, written under `target` one by one.
-
-    Not `extractall(filter="data")`: that argument exists from Python 3.11.4 and Debian
-    12's own 3.11.2 raises TypeError on it. A name that is absolute or climbs out of
-    `target` is refused; links and special files are skipped, as no runbook tree needs
-    them (`git archive` writes a symlink as a link entry)."""
-    for member in archive.getmembers():
-        parts = PurePosixPath(member.name).parts
-        if not parts or member.name.startswith("/") or ".." in parts:
-            raise SpecpairError.single(target, f"the archive names {member.name!r}, outside "
-                                       "the snapshot", "check the repository's history")
-        destination = target.joinpath(*parts)
-        if member.isdir():
-            destination.mkdir(parents=True, exist_ok=True)
-        elif member.isfile():
-            content = archive.extractfile(member)
-            assert content is not None, "a regular member always has content"
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            destination.write_bytes(content.read())
 
 
 @dataclass
@@ -347,12 +347,15 @@ def compare(base: dict[str, ResolvedPair], head: dict[str, ResolvedPair],
 
 def impact(root: Path, base: str, head: str | None) -> tuple[list[PairImpact], list[str]]:
     with tempfile.TemporaryDirectory(prefix="specpair-impact-") as tmp:
-        base_root = snapshot(root, base, Path(tmp))
-        head_root = snapshot(root, head, Path(tmp) / "head") if head else root
+        base_root, _ = snapshot(root, base, Path(tmp))
+        # a link in the base is left out (its pair reads as far as it can): refusing it
+        # would fail every pull request after it, the one that removes the link included;
+        # a link at head is the pull request's own problem
+        head_root, links = snapshot(root, head, Path(tmp) / "head") if head else (root, [])
         base_side = load_side(base_root)
         head_side = load_side(head_root)
     return (compare(base_side.pairs, head_side.pairs, head_side.unresolved,
-                    repo_commands(root)), head_side.problems)
+                    repo_commands(root)), links + head_side.problems)
 
 
 # --------------------------------------------------------------------------- output

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from specpair import file_policy
 from specpair.errors import Location, Problem, SpecpairError
 
 try:  # the C composer is ~10x faster and keeps the same marks
@@ -26,8 +27,7 @@ try:  # the C composer is ~10x faster and keeps the same marks
 except ImportError:  # pragma: no cover - PyYAML without libyaml
     from yaml import SafeLoader as _Loader  # type: ignore[assignment]
 
-MAX_FILE_BYTES = 1 << 20
-"""A runbook is a page of YAML; anything over 1 MiB is a mistake or an attack."""
+MAX_FILE_BYTES = file_policy.MAX_FILE_BYTES
 
 MAX_NODES = 100_000
 """Bounds alias expansion ("billion laughs"): every visit of a node counts."""
@@ -81,25 +81,17 @@ def render_path(loc: PathKey) -> str:
     return text
 
 
-def read_text(path: Path) -> str:
-    """Read a UTF-8 source file, refusing huge or undecodable ones with a precise error."""
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise SpecpairError.single(path, f"cannot read the file: {exc.strerror}",
-                                   "check the path and its permissions") from None
-    if size > MAX_FILE_BYTES:
-        raise SpecpairError.single(
-            path, f"the file is {size} bytes; the limit is {MAX_FILE_BYTES}",
-            "a runbook or lock is a small text file; split it or remove generated content")
-    raw = path.read_bytes()
+def read_text(path: Path, display: Path | str | None = None) -> str:
+    """Read a UTF-8 source file under the file policy (no link, a regular file, at most
+    1 MiB), refusing undecodable ones with a precise error."""
+    raw = file_policy.read_bytes(path, MAX_FILE_BYTES, display)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
         raise SpecpairError.single(
-            path, f"invalid UTF-8 (byte 0x{raw[exc.start]:02x})",
+            display or path, f"invalid UTF-8 (byte 0x{raw[exc.start]:02x})",
             "save the file as UTF-8", line=line, column=column) from None
 
 
@@ -113,7 +105,7 @@ def load_document(path: Path, runbooks_root: Path | None = None) -> Document:
                         walker.positions, walker.key_positions, text)
     if suffix == ".jsonnet":
         text = read_text(path)
-        data = _evaluate_jsonnet(path, runbooks_root or path.parent)
+        data = _evaluate_jsonnet(path, runbooks_root or path.parent, text)
         return Document(path, data, "jsonnet", {}, {}, text)
     raise SpecpairError.single(path, f"unsupported file type {suffix!r}",
                                "runbooks are .yaml, .yml or .jsonnet files")
@@ -222,7 +214,7 @@ JSONNET_TIMEOUT_S = 10.0
 JSONNET_MEMORY_BYTES = 2 << 30
 
 
-def _jsonnet_child(path: str, root: str, conn: Any) -> None:
+def _jsonnet_child(path: str, source: str, root: str, conn: Any) -> None:
     """Evaluate in a forked child: the parent enforces the time limit, the child its own
     address-space limit, so neither an endless loop nor a memory bomb reaches the build."""
     import faulthandler
@@ -242,20 +234,22 @@ def _jsonnet_child(path: str, root: str, conn: Any) -> None:
     base = Path(root)
 
     def confined_import(directory: str, relative: str) -> tuple[str, bytes]:
-        target = (Path(directory) / relative).resolve()
+        # lexical, not resolved: a link is refused by the file policy, never followed, so
+        # the import root stays the runbooks/ folder the runbook was found in
+        target = Path(os.path.normpath(Path(directory) / relative))
         if not target.is_relative_to(base):
             raise RuntimeError(
                 f"import {relative!r} leaves the runbooks tree ({base}); "
                 "only files under runbooks/ may be imported")
-        if not target.is_file():
-            raise RuntimeError(f"import {relative!r}: no such file {target}")
-        if target.stat().st_size > MAX_FILE_BYTES:
-            raise RuntimeError(f"import {relative!r} is larger than {MAX_FILE_BYTES} bytes")
-        return str(target), target.read_bytes()
+        try:
+            return str(target), file_policy.read_bytes(target, MAX_FILE_BYTES)
+        except SpecpairError as exc:
+            raise RuntimeError(f"import {relative!r}: {exc.problems[0].message}") from None
 
     try:
-        output = _jsonnet.evaluate_file(path, import_callback=confined_import,
-                                        max_stack=JSONNET_MAX_STACK, max_trace=JSONNET_MAX_TRACE)
+        output = _jsonnet.evaluate_snippet(path, source, import_callback=confined_import,
+                                           max_stack=JSONNET_MAX_STACK,
+                                           max_trace=JSONNET_MAX_TRACE)
         conn.send(("ok", output))
     except RuntimeError as exc:
         conn.send(("error", str(exc)))
@@ -265,13 +259,19 @@ def _jsonnet_child(path: str, root: str, conn: Any) -> None:
         conn.close()
 
 
-def _evaluate_jsonnet(path: Path, root: Path) -> Any:
+def _evaluate_jsonnet(path: Path, root: Path, source: str | None = None) -> Any:
+    """Evaluate the runbook's text (read under the file policy by the caller); imports
+    may reach only files under `root`, the runbooks/ folder, itself never a link."""
     import multiprocessing
 
+    if source is None:
+        source = read_text(path)
+    file_policy.check_no_links(root)
     context = multiprocessing.get_context("fork")
     parent, child = context.Pipe(duplex=False)
     process = context.Process(target=_jsonnet_child,
-                              args=(str(path.resolve()), str(root.resolve()), child))
+                              args=(str(file_policy.absolute(path)), source,
+                                    str(file_policy.absolute(root)), child))
     process.start()
     child.close()
     try:

@@ -226,11 +226,21 @@ def variant(pair: ResolvedPair, changes: Changes) -> ResolvedPair:
                                    "gpu": hardware.display_key(rb.deployment.gpu)})
 
 
+def _gpu_value(rb: Runbook, key: str) -> Any:
+    """The runbook value for a searched GPU: the runbook's own inline GPU stays inline
+    (its name is no catalog key)."""
+    own = rb.deployment.gpu
+    return own.model_dump(mode="json") if not isinstance(own, str) and key == own.name else key
+
+
 def effective_changes(pair: ResolvedPair, changes: Changes) -> dict[str, Any]:
     """Dotted field → value for the changes that differ from the runbook (for --write)."""
     out = {}
     for path, value in sorted(changes.items()):
-        if _get(pair.runbook, path) != value:
+        current = _get(pair.runbook, path)
+        if hasattr(current, "model_dump"):  # an inline GPU: compare as data
+            current = current.model_dump(mode="json")
+        if current != value:
             out[".".join(path)] = value
     return out
 
@@ -580,7 +590,7 @@ class Planner:
 
     def _changes(self, d: DeploymentChoice, s: ShapeChoice) -> Changes:
         rb = self.pair.runbook
-        ch: Changes = {("deployment", "gpu"): d.gpu,
+        ch: Changes = {("deployment", "gpu"): _gpu_value(rb, d.gpu),
                        ("deployment", "kv_cache_dtype"): d.kv.value}
         ch.update(_parallel_changes(rb, d.tensor))
         if d.memory_fraction is not None or rb.deployment.memory_fraction is not None:

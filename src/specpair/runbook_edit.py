@@ -346,16 +346,9 @@ def _differences(got: Any, want: Any, loc: tuple[str, ...]) -> list[tuple[tuple[
 
 
 def _evaluate_jsonnet_text(path: Path, text: str) -> Any:
-    """Evaluate edited Jsonnet with load.py's confinement and limits, from a temporary file
-    in the runbook's own folder so that its relative imports resolve the same way."""
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=".specpair-edit-", suffix=".jsonnet")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        return _evaluate_jsonnet(Path(name), runbooks_root(path))
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(name)
+    """Evaluate edited Jsonnet with load.py's confinement and limits, under the runbook's
+    own name so that its relative imports resolve the same way."""
+    return _evaluate_jsonnet(path, runbooks_root(path), text)
 
 
 # --------------------------------------------------------------------------- splices

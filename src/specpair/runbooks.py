@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import types
 import typing
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from specpair import rules
+from specpair import file_policy, rules
 from specpair.errors import Location, Problem, SpecpairError
 from specpair.load import Document, PathKey, load_document, read_text, render_path
 from specpair.schema.lock import Lock
@@ -40,12 +41,21 @@ class LoadedRunbook:
 
 
 def discover(paths: list[Path]) -> list[Path]:
-    """Runbook files under the given files or folders, in a stable order."""
+    """Runbook files under the given files or folders, in a stable order. A folder is
+    searched under the file policy: a link anywhere in it is an error naming the link."""
     found: list[Path] = []
     for path in paths:
+        if path.is_symlink():
+            raise file_policy.link_error(path)
         if path.is_file():
+            file_policy.check_no_links(path)
             found.append(path)
         elif path.is_dir():
+            file_policy.check_no_links(path)
+            links = file_policy.links_under(path, (Path("."),))
+            if links:
+                raise SpecpairError([file_policy.link_error(link).problems[0]
+                                     for link in links])
             for name in RUNBOOK_NAMES:
                 found.extend(sorted(path.glob(f"*/{name}")))
                 if (path / name).is_file():
@@ -57,11 +67,13 @@ def discover(paths: list[Path]) -> list[Path]:
 
 
 def runbooks_root(path: Path) -> Path:
-    """The runbooks/ tree a file belongs to: Jsonnet imports may not leave it."""
-    for parent in path.resolve().parents:
+    """The runbooks/ tree a file belongs to: Jsonnet imports may not leave it. Found on
+    the path as given, not as resolved: a link cannot move the root (links are refused)."""
+    full = file_policy.absolute(path)
+    for parent in full.parents:
         if parent.name == "runbooks":
             return parent
-    return path.resolve().parent
+    return full.parent
 
 
 def load_runbook(path: Path, display: str | None = None) -> LoadedRunbook:
@@ -85,12 +97,12 @@ LOCK_SCHEMA = "schema/lock.schema.json"
 def load_lock(folder: Path, display: str | None = None) -> tuple[Lock, Document | None]:
     path = folder / LOCK_NAME
     shown = display or str(path)
-    if not path.exists():
+    if not os.path.lexists(path):
         raise SpecpairError.single(
             shown, "the lock file is missing",
             "run `specpair lock` (hub or local `path:` checkpoints), or `specpair lock "
             "--declare` to write a declared lock from a config.json")
-    text = read_text(path)
+    text = read_text(path, shown)
     try:  # the fast path: a valid lock needs no source positions
         return Lock.model_validate_json(text), None
     except ValidationError:

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from specpair import file_policy
 
 
 def dump_json(data: Any) -> bytes:
@@ -48,36 +50,46 @@ class Drift:
         return sorted(self.changed + self.missing + self.orphaned)
 
 
+def _holds(target: Path, content: bytes) -> bool | None:
+    """Whether `target` holds exactly `content`: None when it is missing, False when it
+    differs or is not a regular file (writing it then says why). Read without following
+    a link and never more than one byte past the expected size."""
+    try:
+        info = os.lstat(target)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise file_policy.io_error(target, exc, "inspect the file") from None
+    if not stat.S_ISREG(info.st_mode) or info.st_size != len(content):
+        return False
+    return file_policy.read_bytes(target, len(content)) == content
+
+
 def compare(root: Path, outputs: Outputs) -> Drift:
+    """What a write would change. A link in the trees the build owns is refused first,
+    so neither a check nor a build reads or writes through one."""
+    file_policy.check_tree(root)
     changed, missing = [], []
     for rel, content in sorted(outputs.files.items()):
-        target = root / rel
-        if not target.is_file():
+        holds = _holds(root / rel, content)
+        if holds is None:
             missing.append(rel)
-        elif target.read_bytes() != content:
+        elif not holds:
             changed.append(rel)
     orphaned = []
     for rel_dir in sorted(outputs.owned_dirs):
         directory = root / rel_dir
-        if directory.is_dir():
-            for existing in sorted(directory.rglob("*")):
+        if directory.is_dir() and not directory.is_symlink():
+            for existing in file_policy.walk_files(directory):
                 rel = existing.relative_to(root)
-                if existing.is_file() and rel not in outputs.files:
+                if rel not in outputs.files:
                     orphaned.append(rel)
     return Drift(changed, missing, orphaned)
 
 
 def atomic_write(path: Path, content: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(content)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write under the file policy (see file_policy.atomic_write)."""
+    file_policy.atomic_write(path, content)
 
 
 def write(root: Path, outputs: Outputs) -> Drift:
@@ -86,5 +98,5 @@ def write(root: Path, outputs: Outputs) -> Drift:
     for rel in drift.changed + drift.missing:
         atomic_write(root / rel, outputs.files[rel])
     for rel in drift.orphaned:
-        (root / rel).unlink()
+        file_policy.remove(root / rel)
     return drift

@@ -2,7 +2,8 @@
 
 Every example runbook is copied once per payload with that payload in every free-text
 field (a field is free text when the schema and the lock still accept the payload there:
-titles, owners, descriptions, prompts, sources, waiver reasons, …). The site is built
+titles, owners, descriptions, prompts, sources, waiver reasons, …), and in every string
+field of a measurement and a staging record committed beside it. The site is built
 with MkDocs Material and every page is loaded in headless Chromium; the test then asks the
 DOM, not the page source, whether any planted element, attribute, link or script exists,
 whether a script ran, whether the <title> still holds the literal title, and whether a
@@ -29,6 +30,7 @@ from specpair.resolve import resolve
 from specpair.runbooks import load_lock, load_runbook
 from tests.browser.conftest import chromium, serve
 from tests.conftest import REPO
+from tests.planted_records import free_text_fields, plant
 
 # One per context a runbook string can land in: <title> and <head>, element text,
 # double- and single-quoted attributes, Markdown links and autolinks, reference links,
@@ -151,6 +153,7 @@ def planted_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[s
     scratch.mkdir(parents=True)
     titles: dict[str, str] = {}
     planted_fields: dict[str, list[str]] = {}
+    record_fields: dict[str, list[tuple[Any, ...]]] | None = None
     for source in sorted(REPO.glob("runbooks/*/runbook.*")):
         example = source.parent.name
         data = load_document(source, REPO / "runbooks").data
@@ -169,8 +172,13 @@ def planted_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[s
             folder = root / "runbooks" / name
             folder.mkdir()
             assert _accepts(folder, copy, copy_lock), name
-            for extra in source.parent.glob("measurements"):
-                shutil.copytree(extra, folder / "measurements")
+            # committed measurement and staging records are planted too (no example has
+            # one): their fields reach the pair card
+            if record_fields is None:
+                record_fields = free_text_fields(root, folder, name, max(BUNDLES, key=len))
+                assert {("started_at",), ("protocol", "engine")} <= set(
+                    record_fields["measurement"]), record_fields
+            plant(folder, name, payload, record_fields)
             titles[name] = " ".join(copy["pair"]["title"].split())
     shutil.rmtree(scratch)
     for example, fields in planted_fields.items():

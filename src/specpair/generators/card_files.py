@@ -92,7 +92,7 @@ def markdown(pair: ResolvedPair, m: Measurement, rows: list[dict[str, Any]],
     tested = ", ".join(f"{w['name']} ({w['kind']})" for w in m.protocol.workloads)
     target, draft = m.protocol.target, m.protocol.draft or {}
     out = [f"# Pair card: {esc(pair.runbook.pair.title)}\n\n",
-           f"Measured {m.started_at} on {m.protocol.engine}; target "
+           f"Measured {esc(m.started_at)} on {esc(m.protocol.engine)}; target "
            f"{esc(target.get('repo') or target.get('path'))}"
            f"@{esc(target.get('commit') or target.get('revision'))}",
            f", draft {esc(draft.get('repo') or draft.get('path'))}" if draft else "", ".\n\n",
