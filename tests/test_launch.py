@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from specpair.build import load_pairs
 from specpair.errors import SpecpairError
@@ -18,6 +17,7 @@ from specpair.generators import launch_files
 from specpair.launch import build_for
 from specpair.resolve import ResolvedPair
 from tests.conftest import REPO
+from tests.kubernetes import workload
 from tests.pairs import make_pair
 from tests.test_budget_properties import dense
 from tests.test_budget_sglang import DSPARK_5L, LING, QWEN3_32B_LIKE
@@ -96,7 +96,7 @@ def test_multi_node_script_needs_its_rank(tmp_path: Path) -> None:
     assert argv[argv.index("--nnodes") + 1] == "2"
     assert argv[argv.index("--node-rank") + 1] == "1"
     assert argv[argv.index("--dist-init-addr") + 1] == "10.0.0.1:25000"
-    manifest = yaml.safe_load(files["deployment.k8s.yaml"])
+    manifest = workload(files["deployment.k8s.yaml"])
     assert manifest["kind"] == "LeaderWorkerSet"
     template = manifest["spec"]["leaderWorkerTemplate"]
     assert template["size"] == 2
@@ -107,11 +107,15 @@ def test_multi_node_script_needs_its_rank(tmp_path: Path) -> None:
 
 def test_single_node_manifest_probes_and_stages() -> None:
     (pair,) = [p for p in load_pairs(REPO) if p.name == "ling-3-flash-dspark"]
-    doc = yaml.safe_load(launch_files.generate(pair)["deployment.k8s.yaml"])
+    doc = workload(launch_files.generate(pair)["deployment.k8s.yaml"])
     assert doc["kind"] == "Deployment"
     spec = doc["spec"]["template"]["spec"]
     server = spec["containers"][0]
-    assert server["readinessProbe"]["httpGet"]["path"] == "/health"
+    # SGLang 0.5.23's routes (sglang/srt/entrypoints/http_server.py): /ready answers
+    # whether requests are taken, /health generates a token
+    assert server["readinessProbe"]["httpGet"]["path"] == "/ready"
+    assert server["livenessProbe"]["httpGet"]["path"] == "/health"
+    assert server["startupProbe"]["httpGet"]["path"] == "/health"
     assert server["startupProbe"]["failureThreshold"] == 120  # 1200 s budget / 10 s
     # pair, engine, port, warmup prompt, tokens, timeout, budget: argv, not script text
     assert server["lifecycle"]["postStart"]["exec"]["command"][4:] == [

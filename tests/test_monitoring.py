@@ -22,6 +22,7 @@ from specpair.generators import monitoring_files
 from specpair.monitoring import EngineMetrics, for_engine
 from specpair.resolve import ResolvedPair
 from tests.conftest import REPO
+from tests.kubernetes import workload
 from tests.promtool import check_rules, rule_groups, run_unit_tests
 
 PAIRS = {p.name: p for p in load_pairs(REPO)}
@@ -111,8 +112,8 @@ def test_the_podmonitor_labels_every_series_with_the_pair() -> None:
         assert endpoint["relabelings"] == [{"action": "replace", "targetLabel": PAIR_LABEL,
                                             "replacement": name}]
         # the Deployment's pods carry the labels the monitor selects
-        deployment = yaml.safe_load((REPO / "runbooks" / name / "generated" /
-                                     "deployment.k8s.yaml").read_text())
+        deployment = workload((REPO / "runbooks" / name / "generated" /
+                                  "deployment.k8s.yaml").read_text())
         spec = deployment["spec"]
         template = spec.get("template") or spec["leaderWorkerTemplate"]["leaderTemplate"]
         pod_labels = template["metadata"]["labels"]

@@ -26,6 +26,7 @@ from specpair.resolve import ResolvedPair
 from specpair.staging_log import EXIT_STATUS, parse
 from tests.checkpoints import llama_config
 from tests.hubserver import HubServer, Repo
+from tests.kubernetes import workload
 from tests.test_latency_staging import _eagle
 from tests.test_launch import with_runbook
 
@@ -246,10 +247,8 @@ def test_a_warmup_that_times_out_fails_in_warmup(tmp_path: Path, hub: HubServer)
 
 def test_the_manifest_init_container_and_warmup_hook_write_the_same_log(
         tmp_path: Path, hub: HubServer) -> None:
-    import yaml
-
     pair, sizes = pair_on(hub)
-    doc = yaml.safe_load(launch_files.generate(pair)["deployment.k8s.yaml"])
+    doc = workload(launch_files.generate(pair)["deployment.k8s.yaml"])
     spec = doc["spec"]["template"]["spec"]
     init = spec["initContainers"][0]["command"]
     hook = spec["containers"][0]["lifecycle"]["postStart"]["exec"]["command"]
@@ -283,7 +282,7 @@ def test_the_manifest_init_container_and_warmup_hook_write_the_same_log(
     assert record.total_s >= staging.seconds + sum(
         p.seconds for p in record.phases if p.phase != "staging")
     missing = with_runbook(pair, draft={"repo": "org/draft", "revision": "f" * 40})
-    doc = yaml.safe_load(launch_files.generate(missing)["deployment.k8s.yaml"])
+    doc = workload(launch_files.generate(missing)["deployment.k8s.yaml"])
     init = doc["spec"]["template"]["spec"]["initContainers"][0]["command"]
     failed = subprocess.run(init, env=env, capture_output=True, text=True, timeout=120,
                             check=False)

@@ -15,6 +15,8 @@ base {
   acceptance: {
     slo: { min_length: 2.5, scope: 'per_request', percentile: 10, basis: 'provisional' },
   },
+  // meta-llama repos are gated: the pod waits for the token's Secret instead of staging into a 401
+  kubernetes: { hf_token_secret: { name: 'hf-token', key: 'token', optional: false } },
   waivers: [
     { rule: 'SP101', reason: 'Declared lock: the hub was not reachable when this pair was written; the first `specpair lock` with hub access pins the commit.' },
     { rule: 'SP104', reason: 'Facts declared from the model card and public config copies (see lock sources); replaced by `specpair lock` with hub access.' },

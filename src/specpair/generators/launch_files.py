@@ -85,6 +85,12 @@ def shell_script(pair: ResolvedPair, launch: Launch, primary: bool,
     rest = groups[1:]
     first = [g for g in rest if not g.startswith("--")]
     flags = [g for g in rest if g.startswith("--")]
+    if launch.follower_argv:
+        # what ranks other than 0 add; bash arrays keep each a single word
+        lines.append("follower=()")
+        lines.append('if [ "${NODE_RANK}" != 0 ]; then follower=('
+                     + " ".join(word(a) for a in launch.follower_argv) + "); fi")
+        flags.append('"${follower[@]}"')
     lines.append("exec " + " ".join([head, *first]) + (" \\" if flags else ""))
     for n, group in enumerate(flags):
         lines.append(f"  {group}" + (" \\" if n < len(flags) - 1 else ""))
@@ -102,15 +108,71 @@ def args_data(launch: Launch) -> dict[str, Any]:
         "env": launch.env,
         "node_env": launch.node_env,
         "health": launch.health_path,
+        "ready": launch.ready_path,
+        "follower_argv": launch.follower_argv,
         "port": launch.port,
         "preflight": [{"severity": p.severity, "field": p.field, "message": p.message,
                        "fix": p.fix} for p in launch.preflight],
     }
 
 
+GIB = 1 << 30
+# SGLang's /health generates one token and waits up to SGLANG_HEALTH_CHECK_TIMEOUT (20 s)
+LIVENESS_TIMEOUT_S = 30
+
+
+def claim_gib(pair: ResolvedPair) -> int:
+    """The models claim: the runbook's size, else the budget's disk need in whole GiB."""
+    from specpair.budget.common import storage
+
+    size = pair.runbook.kubernetes.models_volume.size_gib
+    return size or max(1, -(-storage(pair).disk_needed_bytes // GIB))
+
+
+def claim_spec(pair: ResolvedPair) -> dict[str, Any]:
+    volume = pair.runbook.kubernetes.models_volume
+    spec: dict[str, Any] = {"accessModes": [volume.access_mode],
+                            "resources": {"requests": {"storage": f"{claim_gib(pair)}Gi"}}}
+    if volume.storage_class:
+        spec["storageClassName"] = volume.storage_class
+    return spec
+
+
+def token_env(pair: ResolvedPair) -> list[dict[str, Any]]:
+    secret = pair.runbook.kubernetes.hf_token_secret
+    if secret is None:
+        return []
+    return [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {
+        "name": secret.name, "key": secret.key, "optional": secret.optional}}}]
+
+
+def manifest_notes(pair: ResolvedPair) -> list[str]:
+    k8s = pair.runbook.kubernetes
+    secret = k8s.hf_token_secret
+    volume = k8s.models_volume
+    size = (f"{claim_gib(pair)} GiB as the runbook sets" if volume.size_gib else
+            f"{claim_gib(pair)} GiB: the budget's disk need (both downloads + 10%)")
+    claim = ("one claim per pod from volumeClaimTemplates (every node stages its own copy)"
+             if pair.runbook.deployment.nodes > 1 else f"claim {pair.name}-models")
+    notes = [f"Models volume: {claim}, {size}, {volume.access_mode}, storage class "
+             f"{volume.storage_class or '(cluster default)'}."]
+    if secret is None:
+        notes.append("No Hugging Face token (kubernetes.hf_token_secret is null): gated repos "
+                     "answer 401.")
+    else:
+        notes.append(f"HF_TOKEN from Secret {secret.name}, key {secret.key}"
+                     + (" (optional: without it gated repos answer 401)." if secret.optional
+                        else " (required: the pod waits for the Secret)."))
+    if not k8s.node_selector:
+        notes.append(f"No node selector: the budget assumes {pair.gpu}; set "
+                     "kubernetes.node_selector to the label your nodes carry for it.")
+    return notes
+
+
 def manifest(pair: ResolvedPair, launch: Launch) -> str:
     rb = pair.runbook
     dep = rb.deployment
+    k8s = rb.kubernetes
     name = rb.pair.name
     gpus = dep.parallel.tensor * dep.parallel.pipeline * dep.parallel.data // dep.nodes
     image = IMAGES[launch.engine]
@@ -121,56 +183,81 @@ def manifest(pair: ResolvedPair, launch: Launch) -> str:
 
     stage_args = stage_script.init_container_command(pair, rb.staging.mode)
     budget_s = int(rb.staging.cold_start_budget_s)
+    env = [{"name": "HF_HOME", "value": "/models"}, *token_env(pair)]
     container: dict[str, Any] = {
         "name": "server",
         "image": image,
         "command": command,
-        "env": [{"name": "HF_HOME", "value": "/models"},
-                *({"name": k, "value": v} for k, v in sorted(launch.env.items()))],
+        "env": [*env, *({"name": k, "value": v} for k, v in sorted(launch.env.items()))],
         "ports": [{"containerPort": launch.port, "name": "http"}],
-        "resources": {"limits": {"nvidia.com/gpu": gpus}},
+        "resources": {"requests": {"cpu": k8s.cpu_request, "memory": k8s.memory_request},
+                      "limits": {"nvidia.com/gpu": gpus}},
         "volumeMounts": [{"name": "models", "mountPath": "/models"},
                          {"name": "dshm", "mountPath": "/dev/shm"}],
         "startupProbe": {"httpGet": {"path": launch.health_path, "port": launch.port},
                          "periodSeconds": 10,
                          "failureThreshold": max(1, math.ceil(budget_s / 10))},
-        "readinessProbe": {"httpGet": {"path": launch.health_path, "port": launch.port},
-                           "periodSeconds": 10},
+        "livenessProbe": {"httpGet": {"path": launch.health_path, "port": launch.port},
+                          "periodSeconds": 30, "timeoutSeconds": LIVENESS_TIMEOUT_S,
+                          "failureThreshold": 3},
+        "readinessProbe": {"httpGet": {"path": launch.ready_path, "port": launch.port},
+                           "periodSeconds": 10, "timeoutSeconds": 5},
         "lifecycle": {"postStart": {"exec": {
             "command": stage_script.warmup_hook_command(pair, launch.port)}}},
     }
     pod: dict[str, Any] = {
         "initContainers": [{"name": "stage", "image": image, "command": stage_args,
-                            "env": [{"name": "HF_HOME", "value": "/models"}],
+                            "env": env,
                             "volumeMounts": [{"name": "models", "mountPath": "/models"}]}],
         "containers": [container],
         "volumes": [{"name": "models", "persistentVolumeClaim": {"claimName": f"{name}-models"}},
-                    {"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+                    {"name": "dshm", "emptyDir": {"medium": "Memory",
+                                                  "sizeLimit": k8s.shm_size}}],
     }
+    if k8s.node_selector:
+        pod["nodeSelector"] = dict(sorted(k8s.node_selector.items()))
     labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "specpair"}
+    docs: list[dict[str, Any]]
     if dep.nodes == 1:
-        doc: dict[str, Any] = {
+        claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                 "metadata": {"name": f"{name}-models", "labels": labels},
+                 "spec": claim_spec(pair)}
+        # Recreate: a rolling update would start a second whole-node pod on the same
+        # claim before the first stops (Multi-Attach on a ReadWriteOnce volume)
+        docs = [claim, {
             "apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": name, "labels": labels},
-            "spec": {"replicas": 1, "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels}, "spec": pod}}}
+            "spec": {"replicas": 1, "strategy": {"type": "Recreate"},
+                     "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": pod}}}]
     else:
-        worker = {k: v for k, v in pod.items() if k != "initContainers"}
+        # per-pod claims: LeaderWorkerSet's volumeClaimTemplates take precedence over a
+        # pod volume of the same name
+        pod = {**pod, "volumes": [v for v in pod["volumes"] if v["name"] != "models"]}
         worker_container = {k: v for k, v in container.items()
-                            if k not in ("startupProbe", "readinessProbe", "lifecycle")}
-        worker = {**worker, "initContainers": pod["initContainers"],
-                  "containers": [worker_container]}
-        doc = {
+                            if k not in ("startupProbe", "livenessProbe", "readinessProbe",
+                                         "lifecycle")}
+        worker_container["command"] = [*command, *launch.follower_argv]
+        worker = {**pod, "containers": [worker_container]}
+        docs = [{
             "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
             "metadata": {"name": name, "labels": labels},
-            "spec": {"replicas": 1, "leaderWorkerTemplate": {
-                "size": dep.nodes,
-                "leaderTemplate": {"metadata": {"labels": labels}, "spec": pod},
-                "workerTemplate": {"metadata": {"labels": labels}, "spec": worker}}}}
-    header = (f"# {launch.engine} deployment of {name}; generated by specpair from "
-              f"{pair.source_file}. Do not edit.\n")
-    return header + yaml.dump(doc, Dumper=_NoAliasDumper, sort_keys=False, width=100,
-                              allow_unicode=True)
+            "spec": {"replicas": 1,
+                     # no surge: the old group goes before the new one takes the GPUs
+                     "rolloutStrategy": {"type": "RollingUpdate", "rollingUpdateConfiguration": {
+                         "maxUnavailable": 1, "maxSurge": 0}},
+                     "leaderWorkerTemplate": {
+                         "size": dep.nodes,
+                         "volumeClaimTemplates": [{"metadata": {"name": "models"},
+                                                   "spec": claim_spec(pair)}],
+                         "leaderTemplate": {"metadata": {"labels": labels}, "spec": pod},
+                         "workerTemplate": {"metadata": {"labels": labels}, "spec": worker}}}}]
+    header = "".join(f"# {line}\n" for line in [
+        f"{launch.engine} deployment of {name}; generated by specpair from "
+        f"{pair.source_file}. Do not edit.", *manifest_notes(pair)])
+    return header + "---\n".join(
+        yaml.dump(doc, Dumper=_NoAliasDumper, sort_keys=False, width=100, allow_unicode=True)
+        for doc in docs)
 
 
 def generate(pair: ResolvedPair) -> dict[str, bytes]:

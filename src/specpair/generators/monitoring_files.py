@@ -59,15 +59,21 @@ def header(pair: ResolvedPair) -> str:
     return "".join(f"# {line}\n" for line in lines)
 
 
+def object_labels(pair: ResolvedPair) -> dict[str, str]:
+    """The pair's labels, then the runbook's kubernetes.monitor_labels: what the Prometheus
+    operator's ruleSelector and podMonitorSelector match (kube-prometheus-stack: release)."""
+    own = {"app.kubernetes.io/name": pair.name, "app.kubernetes.io/managed-by": "specpair"}
+    return {**own, **dict(sorted(pair.runbook.kubernetes.monitor_labels.items()))}
+
+
 def pod_monitor(pair: ResolvedPair) -> dict[str, Any]:
-    labels = {"app.kubernetes.io/name": pair.name, "app.kubernetes.io/managed-by": "specpair"}
-    match = dict(labels)
+    match = {"app.kubernetes.io/name": pair.name, "app.kubernetes.io/managed-by": "specpair"}
     if pair.runbook.deployment.nodes > 1:
         # only the LeaderWorkerSet's leader serves HTTP; workers would read as down
         match["leaderworkerset.sigs.k8s.io/worker-index"] = "0"
     return {
         "apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
-        "metadata": {"name": f"{pair.name}-engine", "labels": labels},
+        "metadata": {"name": f"{pair.name}-engine", "labels": object_labels(pair)},
         "spec": {"selector": {"matchLabels": match},
                  "podMetricsEndpoints": [{
                      "port": "http", "path": "/metrics", "interval": SCRAPE_INTERVAL,
@@ -76,9 +82,8 @@ def pod_monitor(pair: ResolvedPair) -> dict[str, Any]:
 
 
 def prometheus_rule(pair: ResolvedPair) -> dict[str, Any]:
-    labels = {"app.kubernetes.io/name": pair.name, "app.kubernetes.io/managed-by": "specpair"}
     return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
-            "metadata": {"name": f"{pair.name}-specpair", "labels": labels},
+            "metadata": {"name": f"{pair.name}-specpair", "labels": object_labels(pair)},
             "spec": {"groups": groups(pair)}}
 
 

@@ -51,6 +51,11 @@ class Launch:
     """Fixed environment for the server process."""
     preflight: list[Preflight] = field(default_factory=list)
     health_path: str = "/health"
+    """Answers once the engine is up and while it stays healthy (startup and liveness)."""
+    ready_path: str = "/health"
+    """Answers while the server should receive requests (readiness)."""
+    follower_argv: list[str] = field(default_factory=list)
+    """Arguments that nodes other than rank 0 add (multi-node runs)."""
     port: int = 30000
 
     @property

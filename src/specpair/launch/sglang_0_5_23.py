@@ -207,8 +207,10 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
         # draft run at absolute target positions
         # (what that costs in acceptance is SP401's warning)
         env[LONGER_CONTEXT_ENV] = "1"
+    # /health generates one token (503 while starting or wedged); /ready only says whether
+    # new requests are taken (sglang/srt/entrypoints/http_server.py)
     return Launch(engine=ENGINE, argv=argv, node_env=node_env, env=env, preflight=checks,
-                  health_path="/health", port=dep.port)
+                  health_path="/health", ready_path="/ready", port=dep.port)
 
 
 def _next_pow2(n: int) -> int:

@@ -167,8 +167,11 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
                  "--master-addr", EnvRef("MASTER_ADDR")]
         node_env = {"NODE_RANK": "rank of this node, 0 to nodes - 1",
                     "MASTER_ADDR": "address of node 0"}
+    # ranks > 0 only run the multiproc executor; without --headless they would start an
+    # API server of their own (vllm/entrypoints/cli/serve.py: run_headless)
+    follower = ["--headless"] if dep.nodes > 1 else []
     return Launch(engine=ENGINE, argv=argv, node_env=node_env, preflight=checks,
-                  env=env, health_path="/health", port=dep.port)
+                  env=env, health_path="/health", follower_argv=follower, port=dep.port)
 
 
 def heterogeneous_vocab_preflight(pair: ResolvedPair, checks: Preflights) -> dict[str, str]:

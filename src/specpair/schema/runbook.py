@@ -26,6 +26,7 @@ from specpair.schema.common import (
     Strict,
     WeightDtype,
 )
+from specpair.schema.kubernetes import Kubernetes
 
 Revision = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")]
 LocalPath = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
@@ -282,6 +283,7 @@ class Runbook(Strict):
     geometry: GeometryOverrides = GeometryOverrides()
     acceptance: Acceptance
     staging: Staging = Staging()
+    kubernetes: Kubernetes = Kubernetes()
     codesign: Codesign = Codesign()
     workloads: list[Workload] = Field(default_factory=lambda: [
         Workload(name="short-homogeneous", kind="short-homogeneous", prompts=200,

@@ -1,0 +1,185 @@
+"""Every generated Kubernetes object against the API's own schemas (Kubernetes 1.30–1.34,
+strict) and the CRDs' openAPIV3 schemas, then what the controllers will do with it."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from specpair.build import load_pairs
+from specpair.generators import launch_files, monitoring_files
+from specpair.resolve import ResolvedPair
+from tests.conftest import REPO
+from tests.kubernetes import MINORS, documents, validate, validate_builtin, workload
+from tests.pairs import make_pair
+from tests.test_budget_properties import dense
+from tests.test_budget_sglang import DSPARK_5L, QWEN3_32B_LIKE
+from tests.test_launch import run_script, with_runbook
+
+PAIRS = {p.name: p for p in load_pairs(REPO)}
+PLATFORM = {"node_selector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+            "models_volume": {"storage_class": "fast-nvme", "size_gib": 500},
+            "monitor_labels": {"release": "kube-prometheus-stack"}, "shm_size": "32Gi",
+            "hf_token_secret": None}
+
+
+def sglang_two_nodes() -> ResolvedPair:
+    return make_pair(QWEN3_32B_LIKE, DSPARK_5L, deployment={
+        "gpus_per_node": 4, "nodes": 2, "parallel": {"tensor": 8}})
+
+
+def vllm_two_nodes() -> ResolvedPair:
+    return make_pair(dense(36), dense(5), engine="vllm", version="0.33.0",
+                     speculation={"method": "DFLASH", "block_size": 16},
+                     deployment={"gpus_per_node": 4, "nodes": 2, "parallel": {"tensor": 8}})
+
+
+VARIANTS = {"sglang-2-nodes": sglang_two_nodes, "vllm-2-nodes": vllm_two_nodes,
+            "platform-set": lambda: with_runbook(PAIRS["qwen3-8b-dflash"], kubernetes=PLATFORM),
+            "platform-set-2-nodes": lambda: with_runbook(vllm_two_nodes(),
+                                                         kubernetes=PLATFORM)}
+
+
+def manifests(pair: ResolvedPair) -> dict[str, bytes]:
+    files = {**launch_files.generate(pair), **monitoring_files.generate(pair)}
+    return {k: v for k, v in files.items() if k.endswith(".k8s.yaml")}
+
+
+def cases() -> list[Any]:
+    out = [pytest.param(path.read_bytes(), id=f"{path.parent.parent.name}/{path.name}")
+           for path in sorted(REPO.glob("runbooks/*/generated/*.k8s.yaml"))]
+    for name, make in VARIANTS.items():
+        out += [pytest.param(text, id=f"{name}/{file}")
+                for file, text in sorted(manifests(make()).items())]
+    return out
+
+
+@pytest.mark.parametrize("text", cases())
+def test_every_manifest_passes_the_api_schemas_and_crds(text: bytes) -> None:
+    docs = documents(text)
+    assert docs
+    for doc in docs:
+        validate(doc)
+
+
+def test_the_schemas_refuse_what_the_api_server_refuses() -> None:
+    """The validators can fail: an unknown field (strict), a wrong type, a CRD's own rule."""
+    deployment = workload(launch_files.generate(PAIRS["qwen3-8b-dflash"])["deployment.k8s.yaml"])
+    server = deployment["spec"]["template"]["spec"]["containers"][0]
+    server["resource"] = server.pop("resources")
+    for minor in MINORS:
+        with pytest.raises(jsonschema.ValidationError, match="resource"):
+            validate_builtin(deployment, minor)
+    server["resources"] = server.pop("resource")
+    server["ports"][0]["containerPort"] = "http"
+    with pytest.raises(jsonschema.ValidationError):
+        validate(deployment)
+    lws = workload(launch_files.generate(vllm_two_nodes())["deployment.k8s.yaml"])
+    lws["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "Always"  # not in the CRD's enum
+    with pytest.raises(jsonschema.ValidationError, match="Always"):
+        validate(lws)
+    lws["spec"]["leaderWorkerTemplate"].pop("restartPolicy")
+    lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0][
+        "livenessProbes"] = []
+    with pytest.raises(jsonschema.ValidationError, match="livenessProbes"):
+        validate(lws)
+
+
+def gib(quantity: str) -> int:
+    assert quantity.endswith("Gi"), quantity
+    return int(quantity[:-2])
+
+
+def env_of(container: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+
+
+@pytest.mark.parametrize("name", sorted(PAIRS))
+def test_single_node_pairs_roll_out_on_one_claim_they_generate(name: str) -> None:
+    pair = PAIRS[name]
+    docs = documents((REPO / "runbooks" / name / "generated" / "deployment.k8s.yaml")
+                     .read_bytes())
+    kinds = {d["kind"]: d for d in docs}
+    deployment, claim = kinds["Deployment"], kinds["PersistentVolumeClaim"]
+    # a rolling update would start a second whole-node pod on the same claim
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    pod = deployment["spec"]["template"]["spec"]
+    (models,) = [v for v in pod["volumes"] if v["name"] == "models"]
+    assert models["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
+    assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+    # the claim holds what the budget says staging writes (budget.json, its own output)
+    budget = json.loads((REPO / "runbooks" / name / "generated" / "budget.json").read_text())
+    need = budget["storage"]["disk_needed_bytes"]
+    assert gib(claim["spec"]["resources"]["requests"]["storage"]) == max(
+        1, math.ceil(need / 2**30))
+    (dshm,) = [v for v in pod["volumes"] if v["name"] == "dshm"]
+    assert dshm["emptyDir"] == {"medium": "Memory", "sizeLimit": "16Gi"}
+    server = pod["containers"][0]
+    assert set(server["resources"]["requests"]) == {"cpu", "memory"}
+    assert server["resources"]["limits"]["nvidia.com/gpu"] == (
+        pair.runbook.deployment.parallel.tensor * pair.runbook.deployment.parallel.pipeline
+        * pair.runbook.deployment.parallel.data)
+    assert server["livenessProbe"]["httpGet"]["path"] == "/health"
+    ready = "/ready" if pair.engine.startswith("sglang") else "/health"
+    assert server["readinessProbe"]["httpGet"]["path"] == ready
+    # the token reaches both the staging init container and the server
+    gated = (pair.runbook.target.repo or "").startswith("meta-llama/")
+    for container in (pod["initContainers"][0], server):
+        ref = env_of(container)["HF_TOKEN"]["secretKeyRef"]
+        assert ref == {"name": "hf-token", "key": "token", "optional": not gated}
+
+
+def test_what_a_platform_sets_reaches_the_objects() -> None:
+    pair = with_runbook(PAIRS["qwen3-8b-dflash"], kubernetes=PLATFORM)
+    files = manifests(pair)
+    docs = {d["kind"]: d for d in documents(files["deployment.k8s.yaml"])}
+    pod = docs["Deployment"]["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == PLATFORM["node_selector"]
+    assert all("HF_TOKEN" not in env_of(c) for c in pod["initContainers"] + pod["containers"])
+    claim = docs["PersistentVolumeClaim"]["spec"]
+    assert claim["storageClassName"] == "fast-nvme"
+    assert claim["resources"]["requests"]["storage"] == "500Gi"
+    (dshm,) = [v for v in pod["volumes"] if v["name"] == "dshm"]
+    assert dshm["emptyDir"]["sizeLimit"] == "32Gi"
+    for doc in documents(files["monitoring.k8s.yaml"]):
+        assert doc["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+
+
+@pytest.mark.parametrize("make", [sglang_two_nodes, vllm_two_nodes], ids=["sglang", "vllm"])
+def test_multi_node_groups_stage_per_pod_and_only_the_leader_serves(make: Any) -> None:
+    pair = make()
+    lws = workload(launch_files.generate(pair)["deployment.k8s.yaml"])
+    template = lws["spec"]["leaderWorkerTemplate"]
+    (claim,) = template["volumeClaimTemplates"]
+    # one claim per pod: every node's init container stages its own copy, so RWO works
+    assert claim["metadata"]["name"] == "models"
+    assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+    assert lws["spec"]["rolloutStrategy"]["rollingUpdateConfiguration"]["maxSurge"] == 0
+    leader = template["leaderTemplate"]["spec"]
+    worker = template["workerTemplate"]["spec"]
+    for pod in (leader, worker):
+        assert "models" not in [v["name"] for v in pod["volumes"]]
+        assert "models" in [m["name"] for m in pod["containers"][0]["volumeMounts"]]
+    assert {"startupProbe", "livenessProbe", "readinessProbe"} <= leader["containers"][0].keys()
+    assert "livenessProbe" not in worker["containers"][0]
+    leader_argv, worker_argv = leader["containers"][0]["command"], worker["containers"][0][
+        "command"]
+    assert "--headless" not in leader_argv
+    # vLLM starts ranks > 0 headless (vllm/entrypoints/cli/serve.py: run_headless)
+    assert ("--headless" in worker_argv) == pair.engine.startswith("vllm")
+
+
+def test_the_vllm_script_starts_ranks_above_zero_headless(tmp_path: Path) -> None:
+    script = launch_files.generate(vllm_two_nodes())["launch-vllm.sh"].decode()
+    for rank, headless in (("0", False), ("1", True)):
+        result = run_script(script, tmp_path, "vllm",
+                            {"NODE_RANK": rank, "MASTER_ADDR": "127.0.0.1"})
+        assert result.returncode == 0, result.stderr
+        argv = json.loads((tmp_path / "argv.json").read_text())
+        assert ("--headless" in argv) == headless
+        assert argv[argv.index("--node-rank") + 1] == rank
