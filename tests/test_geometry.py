@@ -103,7 +103,6 @@ def test_unmodelled_key_is_refused_when_locking(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("change", "key"), [
     ({"linear_attn_config": {"kda_layers": [1, 2, 3]}}, "linear_attn_config"),
     ({"mamba_d_state": 128}, "mamba_d_state"),
-    ({"model_type": "gemma2", "sliding_window": 4096}, "sliding_window"),
 ])
 def test_layout_keys_that_are_not_modelled_are_named(change: dict[str, object],
                                                      key: str) -> None:

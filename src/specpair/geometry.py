@@ -9,10 +9,12 @@ mask token, verifier).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from specpair import hf_config
 from specpair.schema.common import NonNegativeInt, PositiveInt, Strict
 
 
@@ -186,7 +188,7 @@ _LAYER_KINDS = {"full_attention": "full", "attention": "full", "sliding_attentio
                 "linear_attention": "linear"}
 
 
-def _layer_layout(base: dict[str, Any], layers: int, heads: int, head_dim: int
+def _layer_layout(base: Mapping[str, Any], layers: int, heads: int, head_dim: int
                   ) -> tuple[int, int, int | None, LinearAttention | None]:
     """(full, sliding, window, linear) layers, from whichever layout style the config uses:
     `layer_types`, `full_attention_interval` (every N-th layer is attention, the rest Gated
@@ -259,7 +261,7 @@ def _layer_layout(base: dict[str, Any], layers: int, heads: int, head_dim: int
     return full, sliding, window, linear
 
 
-def _first(config: dict[str, Any], *keys: str) -> Any:
+def _first(config: Mapping[str, Any], *keys: str) -> Any:
     for key in keys:
         if config.get(key) is not None:
             return config[key]
@@ -274,11 +276,18 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
     Draft blocks (`dflash_config`, `dspark_*`, `speculators_config`) are read in the
     engines' lookup order (ENGINE_NOTES_SGLANG §3).
     """
-    # text_config (multimodal wrappers) and transformer_layer_config (speculators format)
-    # hold the decoder geometry; their keys win over the wrapper's
-    nested: dict[str, Any] = next((config[k] for k in ("text_config", "transformer_layer_config")
-                   if isinstance(config.get(k), dict)), {})
-    base = {**config, **nested}
+    # through transformers' class for the model type (defaults and derived fields as the
+    # engines see them); text_config (multimodal wrappers) and transformer_layer_config
+    # (speculators format) hold the decoder geometry; their keys win over the wrapper's
+    decoder = hf_config.read(config)
+    base = decoder.merged
+    if decoder.config_class is None:
+        missing = [k for k in ("vocab_size", "max_position_embeddings") if base.get(k) is None]
+        if missing:
+            raise ValueError(
+                f"{', '.join(missing)} not in config.json, and transformers has no config "
+                f"class for model_type {base.get('model_type')!r} to supply a default "
+                "(custom config code is not run): declare the geometry in the lock")
     hidden = int(base["hidden_size"])
     heads = int(base["num_attention_heads"])
     kv_heads = int(_first(base, "n_head_kv", "num_kv_heads", "num_key_value_heads",
@@ -323,10 +332,12 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
     return Geometry(
         architecture=architecture,
         model_type=base.get("model_type"),
-        dtype=str(base.get("torch_dtype") or base.get("dtype") or "bfloat16"),
+        # a torch.dtype where torch is installed (the engines' venv), a name elsewhere
+        dtype=str(base.get("torch_dtype") or base.get("dtype") or "bfloat16"
+                  ).removeprefix("torch."),
         hidden_size=hidden,
         vocab_size=int(base["vocab_size"]),
-        max_position_embeddings=int(base.get("max_position_embeddings") or 2048),
+        max_position_embeddings=int(base["max_position_embeddings"]),
         num_hidden_layers=layers,
         attention="mla" if is_mla else "mha",
         full_attention_layers=full_layers,
