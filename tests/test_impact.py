@@ -206,7 +206,8 @@ def test_a_stale_lock_is_reported_as_stale_not_as_a_removed_pair(repo: Path) -> 
     assert pair["checklist"] == [
         f"Lock is stale (draft revision: runbook '{NEW}', lock 'main'): run "
         "`specpair lock --refresh runbooks/ling-3-flash-dspark`, commit the new lock.json "
-        "and rebuild (`nox -s build`); until then this checklist covers the runbook only, "
+        # a repository without specpair's noxfile: the command that exists there
+        "and rebuild (`specpair build`); until then this checklist covers the runbook only, "
         "not budgets or artifacts"]
     assert pair["changes"] == [f'draft.revision: "main" → "{NEW}"']
     text = subprocess.run([sys.executable, "-m", "specpair", "impact", "--base", "HEAD~1",
