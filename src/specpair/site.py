@@ -51,6 +51,17 @@ def front_matter(title: object, description: object | None) -> str:
     return "".join(lines) + "---\n\n"
 
 
+def prose(value: str) -> str:
+    """specpair's own text that marks names in backticks: escaped, the names as code."""
+    def words(part: str) -> str:  # text() trims; keep the spaces around each name
+        lead = " " if part[:1].isspace() else ""
+        trail = " " if part[-1:].isspace() and part.strip() else ""
+        return lead + text(part) + trail
+
+    return "".join(f"<code>{html.escape(part)}</code>" if i % 2 else words(part)
+                   for i, part in enumerate(value.split("`")))
+
+
 def code_block(content: str, lang: str = "sh") -> str:
     fence = "```"
     while fence in content:  # a fence longer than any run of backticks inside
@@ -197,18 +208,21 @@ def _plan_section(pair: ResolvedPair, files: dict[str, bytes]) -> str:
 def _alerts_section(pair: ResolvedPair, files: dict[str, bytes]) -> str:
     """The alert thresholds and links to the rules, manifest and dashboard (copied beside
     the page so the links resolve on the site)."""
-    from specpair.alerts import thresholds
+    from specpair.alerts import detection, thresholds, watches_first_request
     from specpair.monitoring import for_engine
 
     generated = {**monitoring_files.generate(pair), **dashboard_files.generate(pair)}
     files.update(generated)
     t = thresholds(pair)
     metrics = for_engine(pair.engine, pair.source_file)
+    w = pair.runbook.alerts
     rows = [
-        ["SpecpairAcceptanceBelowSLO", f"p{t.percentile} of the 5-minute τ over 1 h "
-         f"&lt; {t.slo_min:g} (SLO {text(t.scope)}, basis {text(t.basis)})"],
-        ["SpecpairBelowBreakEven", f"30-minute τ &lt; τ* at the running concurrency "
-         f"({t.break_even:.2f} at concurrency {t.concurrency})"],
+        ["SpecpairAcceptanceBelowSLO", f"p{t.percentile} of the {w.slo_window} τ over "
+         f"{w.slo_lookback} &lt; {t.slo_min:g} for {w.slo_for} (SLO {text(t.scope)}, basis "
+         f"{text(t.basis)})"],
+        ["SpecpairBelowBreakEven", f"{w.break_even_window} τ &lt; τ\\* at the running "
+         f"concurrency for {w.break_even_for} ({t.break_even:.2f} at concurrency "
+         f"{t.concurrency})"],
         ["SpecpairSpeculationStopped", "tokens generated while the verify counter stands still"],
         ["SpecpairSpeculativeSeriesMissing", "tokens generated without speculative series"],
         ["SpecpairNotReadyWithinColdStartBudget",
@@ -217,14 +231,16 @@ def _alerts_section(pair: ResolvedPair, files: dict[str, bytes]) -> str:
     if metrics.startup_seconds:
         rows.append(["SpecpairEngineStartupOverBudget",
                      f"engine start-up &gt; {t.cold_start_budget_s:g} s"])
-    if metrics.process_start and metrics.requests_done:
+    if watches_first_request(pair, metrics):
         rows.append(["SpecpairFirstRequestOverColdStartBudget",
                      f"first request &gt; {t.cold_start_budget_s:g} s after the process start"])
     links = " · ".join(f"[{name}]({pair.name}/{name})" for name in sorted(generated))
     return ("\n## Alerts and dashboard\n\n"
             + _table(["alert", "fires when"], rows)
-            + f"\n{text(metrics.per_request)}; the SLO alert watches 5-minute windows.\n\n"
-            f"Files: {links} (also in `generated/`).\n")
+            + f"\n{prose(metrics.per_request)}; the SLO alert watches {w.slo_window} "
+            "windows.\n\nDetection delay (the runbook's `alerts` windows): "
+            + "; ".join(text(line) for line in detection(pair))
+            + f".\n\nFiles: {links} (also in `generated/`).\n")
 
 
 def vocabulary_section(m: VocabMapping) -> str:
