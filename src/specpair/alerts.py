@@ -26,7 +26,7 @@ from itertools import pairwise
 from typing import Any
 
 from specpair.budget import compute
-from specpair.latency import model
+from specpair.latency import Point, model
 from specpair.monitoring import EngineMetrics, for_engine
 from specpair.resolve import ResolvedPair
 from specpair.schema.alerting import AlertWindows, seconds
@@ -48,6 +48,7 @@ class Thresholds:
     break_even: float
     concurrency: int
     curve: list[tuple[int, float]]
+    points: list[Point]
     cold_start_budget_s: float
     cold_start_plan_s: float
     target_weight_bytes: int
@@ -68,7 +69,7 @@ def thresholds(pair: ResolvedPair) -> Thresholds:
     return Thresholds(
         slo_min=slo.min_length, scope=slo.scope, percentile=slo.percentile, basis=slo.basis,
         break_even=latency.at_concurrency.break_even, concurrency=latency.concurrency,
-        curve=[(p.concurrency, p.break_even) for p in latency.curve],
+        curve=[(p.concurrency, p.break_even) for p in latency.curve], points=latency.curve,
         cold_start_budget_s=rb.staging.cold_start_budget_s,
         cold_start_plan_s=staging.cold_start_s,
         target_weight_bytes=int(weights.get("target_weights", 0)),
@@ -103,6 +104,29 @@ def break_even_expr(pair: str, curve: list[tuple[int, float]]) -> str:
 
 FIRST_REQUEST_LOOKBACK_S = 6 * 3600
 FIRST_REQUEST_STEP_S = 60
+
+
+SPEEDUP_WINDOW = "30m"
+
+
+def speedup_expr(pair: str, points: list[Point]) -> str:
+    """The verdict's expected speedup S(τ, B) = τ·T_decode / (T_draft + T_verify +
+    τ·T_per_token) (`StepTimes.speedup`), at the 30-minute τ and the running concurrency,
+    with each curve point's step times; between two points the higher concurrency's (the
+    speedup falls with load), so at a curve point it is that point's."""
+    tau = f"specpair:acceptance_length:rate{SPEEDUP_WINDOW}{selector(pair)}"
+    running = f"specpair:running_requests:avg5m{selector(pair)}"
+
+    def at(p: Point) -> str:
+        return (f"({tau} * {p.t_decode_s!r} / ({p.t_draft_s + p.t_verify_s!r} + {tau} * "
+                f"{p.t_per_token_s!r}))")
+
+    parts = [f"{at(points[0])} and on({BY}) ({running} <= {points[0].concurrency})"]
+    for low, high in pairwise(points):
+        parts.append(f"{at(high)} and on({BY}) "
+                     f"(({running} > {low.concurrency}) <= {high.concurrency})")
+    parts.append(f"{at(points[-1])} and on({BY}) ({running} > {points[-1].concurrency})")
+    return "\nor\n".join(parts)
 
 
 def first_request_expr(metrics: EngineMetrics, pair: str) -> str:
@@ -194,6 +218,7 @@ def groups(pair: ResolvedPair) -> list[dict[str, Any]]:
     records.append({"record": "specpair:running_requests:avg5m",
                     "expr": f"sum by ({BY}) (avg_over_time({metrics.running_requests}{s}[5m]))"})
     records.append({"record": "specpair:break_even_tau", "expr": break_even_expr(name, t.curve)})
+    records.append({"record": "specpair:modelled_speedup", "expr": speedup_expr(name, t.points)})
     for pool, size in (("target", t.target_kv_bytes), ("draft", t.draft_kv_bytes)):
         records.append({"record": "specpair:kv_used_bytes",
                         "expr": f"avg by ({BY}) ({metrics.kv_usage_fraction}{s}) * {size}",
