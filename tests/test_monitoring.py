@@ -43,24 +43,26 @@ def ramp(per_minute: float, minutes: int = MINUTES, start: float = 0) -> str:
 
 
 def engine_counters(m: EngineMetrics, pair: str, instance: str, tau: float | None,
-                    tokens_per_minute: float = 600) -> list[dict[str, str]]:
+                    tokens_per_minute: float = 600,
+                    minutes: int = MINUTES) -> list[dict[str, str]]:
     """Counters of a server emitting `tokens_per_minute` at acceptance length `tau`
     (None: speculating no more, the verify counters stand still)."""
-    out = [series(m.generated_tokens, instance, ramp(tokens_per_minute), pair)]
+    out = [series(m.generated_tokens, instance, ramp(tokens_per_minute, minutes), pair)]
     steps = tokens_per_minute / tau if tau else 0.0
     start = 0 if tau else 1000
-    out.append(series(m.verify_steps, instance, ramp(steps, start=start), pair))
+    out.append(series(m.verify_steps, instance, ramp(steps, minutes, start=start), pair))
     if m.accepted is not None:
         # vLLM: τ = 1 + accepted / drafts, so accepted = steps · (τ − 1)
         out.append(series(m.accepted, instance, ramp(steps * (tau - 1) if tau else 0,
-                                                     start=start), pair))
+                                                     minutes, start=start), pair))
     return out
 
 
-def gauges(m: EngineMetrics, pair: str, instance: str, running: float) -> list[dict[str, str]]:
-    return [series(m.running_requests, instance, f"{running:g}+0x{MINUTES}", pair),
-            series(m.kv_usage_fraction, instance, f"0.5+0x{MINUTES}", pair),
-            series("up", instance, f"1+0x{MINUTES}", pair, job="engine")]
+def gauges(m: EngineMetrics, pair: str, instance: str, running: float,
+           minutes: int = MINUTES) -> list[dict[str, str]]:
+    return [series(m.running_requests, instance, f"{running:g}+0x{minutes}", pair),
+            series(m.kv_usage_fraction, instance, f"0.5+0x{minutes}", pair),
+            series("up", instance, f"1+0x{minutes}", pair, job="engine")]
 
 
 def alert_rules(groups: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -300,3 +302,138 @@ def test_a_multi_node_pair_scrapes_only_the_leader() -> None:
     assert match["leaderworkerset.sigs.k8s.io/worker-index"] == "0"
     single = monitoring_files.pod_monitor(pair)["spec"]["selector"]["matchLabels"]
     assert "leaderworkerset.sigs.k8s.io/worker-index" not in single
+
+
+LONG = 9 * 60  # minutes: past the 6-hour windows, where a subquery's edge shows
+
+
+def long_horizon(pair: ResolvedPair, rules: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Servers up for 9 hours: every alert stays quiet on a healthy one at 6h30, 7h, 8h and
+    9h, every record still answers, and a late first request is reported, then let go
+    once its process's start leaves the 6-hour window (not turned into uptime - 6h)."""
+    m = for_engine(pair.engine)
+    t = thresholds(pair)
+    name = pair.name
+    good = max(t.slo_min, *(tau for _, tau in t.curve)) + 1.0
+    late = int(t.cold_start_budget_s // 60) + 5
+    inputs = [*engine_counters(m, name, "a", good, minutes=LONG),
+              *gauges(m, name, "a", t.concurrency, minutes=LONG)]
+    if m.process_start and m.requests_done:
+        # a: first request 2 minutes after its start; b: 5 minutes after the budget
+        inputs += [series(m.process_start, "a", f"0+0x{LONG}", name),
+                   series(m.requests_done, "a", f"0+0x1 1+1x{LONG - 2}", name),
+                   series(m.process_start, "b", f"0+0x{LONG}", name),
+                   series(m.requests_done, "b", f"0+0x{late} 1+1x{LONG - late - 1}", name)]
+    if m.startup_seconds:
+        metric, extra = m.startup_seconds
+        key, value = extra.split("=")
+        inputs.append(series(metric, "a", f"{t.cold_start_budget_s / 2:g}+0x{LONG}", name,
+                             **{key: value.strip('"')}))
+    times = ("390m", "420m", "480m", f"{LONG}m")
+    late_alert = "SpecpairFirstRequestOverColdStartBudget"
+    checks = [expect(rules, alert, []) for alert in rules if alert != late_alert]
+    checks = [{**case, "eval_time": at} for at in times for case in checks]
+    exprs: list[dict[str, Any]] = [
+        {"expr": f"abs(specpair:acceptance_length:rate{w} - {good:g}) < bool 1e-9",
+         "eval_time": at, "exp_samples": [{"labels": "{" + f'{PAIR_LABEL}="{name}",'
+                                           'instance="a"}', "value": 1}]}
+        for w in ("5m", "30m", "1h", "6h") for at in times]
+    exprs += [{"expr": "specpair:running_requests:avg5m", "eval_time": at, "exp_samples": [
+        {"labels": "{" + f'__name__="specpair:running_requests:avg5m",{PAIR_LABEL}="{name}",'
+         'instance="a"}', "value": t.concurrency}]} for at in times]
+    # break-even values are the short scenarios' business; here: the record still answers
+    exprs += [{"expr": "specpair:break_even_tau > bool 0", "eval_time": at, "exp_samples": [
+        {"labels": "{" + f'{PAIR_LABEL}="{name}",instance="a"' + "}", "value": 1}]}
+        for at in times]
+    if late_alert in rules:
+        record = "specpair:time_to_first_request_seconds"
+        checks += [expect(rules, late_alert, [where(name, "b")], at=at)
+                   for at in ("60m", "300m")]
+        checks += [expect(rules, late_alert, [], at=at) for at in times]
+        exprs += [{"expr": record, "eval_time": "300m", "exp_samples": [
+            {"labels": "{" + f'__name__="{record}",{PAIR_LABEL}="{name}",instance="{i}"}}',
+             "value": v} for i, v in (("a", 120), ("b", (late + 1) * 60))]}]
+        exprs += [{"expr": record, "eval_time": at, "exp_samples": []} for at in times]
+    return [{"interval": "1m", "input_series": inputs, "alert_rule_test": checks,
+             "promql_expr_test": exprs}]
+
+
+@pytest.mark.parametrize("name", sorted(PAIRS))
+def test_every_rule_holds_over_nine_hours(name: str, generated: dict[str, Path],
+                                          tmp_path: Path) -> None:
+    rules = alert_rules(rule_groups(generated[name].read_text()))
+    tests = long_horizon(PAIRS[name], rules)
+    covered = {case["alertname"] for test in tests for case in test["alert_rule_test"]}
+    assert covered == set(rules), "every alert of the file is checked at 7 h and later"
+    result = run_unit_tests(generated[name], tests, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_vllm_data_parallel_has_no_first_request_rule() -> None:
+    """Several vLLM API servers use the multiprocess registry: no process start time."""
+    pair = PAIRS["llama31-8b-qwen25-tli-vllm"]
+    deployment = pair.runbook.deployment.model_copy(update={
+        "parallel": pair.runbook.deployment.parallel.model_copy(update={"data": 2})})
+    dp = pair.model_copy(update={"runbook": pair.runbook.model_copy(
+        update={"deployment": deployment})})
+    text = monitoring_files.generate(dp)[monitoring_files.RULES].decode()
+    names = {r.get("alert") or r.get("record") for g in rule_groups(text) for r in g["rules"]}
+    assert "SpecpairFirstRequestOverColdStartBudget" not in names
+    assert "specpair:time_to_first_request_seconds" not in names
+    assert "multiprocess registry" in text.split("groups:")[0]
+    single = monitoring_files.generate(pair)[monitoring_files.RULES].decode()
+    assert "SpecpairFirstRequestOverColdStartBudget" in single
+
+
+def phases(per_minute: list[tuple[int, float]]) -> str:
+    """A counter's samples, one a minute: (minutes, increase per minute) phase by phase."""
+    values, total = [0.0], 0.0
+    for minutes, rate in per_minute:
+        for _ in range(minutes):
+            total += rate
+            values.append(total)
+    return " ".join(f"{v:.6g}" for v in values)
+
+
+WINDOWED = {"slo_window": "10m", "slo_lookback": "30m", "slo_for": "5m",
+            "break_even_window": "10m", "break_even_for": "5m"}
+
+
+@pytest.mark.parametrize(("name", "windows"), [
+    ("llama31-8b-eagle3", None), ("llama33-70b-eagle3-vllm", None),
+    ("qwen3-8b-dflash", WINDOWED)], ids=["sglang", "vllm", "runbook-windows"])
+def test_the_stated_detection_delays_hold_in_promtool(name: str, windows: dict[str, str] | None,
+                                                      tmp_path: Path) -> None:
+    """Two healthy hours, two at τ = 1 (below the SLO and every τ*), two healthy again:
+    each alert fires by the delay the rule file states and clears by the one it states."""
+    from specpair.alerts import delays
+    from tests.test_launch import with_runbook
+
+    pair = with_runbook(PAIRS[name], alerts=windows) if windows else PAIRS[name]
+    files = monitoring_files.generate(pair)
+    text = files[monitoring_files.RULES].decode()
+    rules_path = tmp_path / "rules.yaml"
+    rules_path.write_bytes(files[monitoring_files.RULES])
+    rules = alert_rules(rule_groups(text))
+    m = for_engine(pair.engine)
+    t = thresholds(pair)
+    good = max(t.slo_min, *(tau for _, tau in t.curve)) + 1.0
+    hour = 120
+    steps = [(hour, 600 / good), (hour, 600.0), (hour, 600 / good)]
+    inputs = [series(m.generated_tokens, "a", phases([(n, 600.0) for n, _ in steps]), name),
+              series(m.verify_steps, "a", phases(steps), name),
+              *gauges(m, name, "a", t.concurrency, minutes=3 * hour)]
+    if m.accepted is not None:
+        inputs.append(series(m.accepted, "a", phases([(n, r * (600 / r - 1)) for n, r in steps]),
+                             name))
+    cases = []
+    for delay in delays(pair):
+        assert f"within {delay.pages_within_s // 60} min" in text or delay.pages_within_s >= 5400
+        fire = hour + -(-delay.pages_within_s // 60) + 1
+        clear = 2 * hour + -(-delay.clears_within_s // 60) + 1
+        cases += [expect(rules, delay.alert, [where(name, "a")], at=f"{fire}m"),
+                  expect(rules, delay.alert, [], at=f"{clear}m"),
+                  expect(rules, delay.alert, [], at=f"{hour - 1}m")]
+    result = run_unit_tests(rules_path, [{"interval": "1m", "input_series": inputs,
+                                          "alert_rule_test": cases}], tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -26,17 +26,15 @@ from itertools import pairwise
 from typing import Any
 
 from specpair.budget import compute
-from specpair.latency import model
+from specpair.latency import Point, model
 from specpair.monitoring import EngineMetrics, for_engine
 from specpair.resolve import ResolvedPair
+from specpair.schema.alerting import AlertWindows, seconds
 from specpair.staging import plan
 
 PAIR_LABEL = "specpair_pair"
 BY = f"{PAIR_LABEL}, instance"
-WINDOWS = ("5m", "30m", "1h", "6h")
-SLO_WINDOW = "5m"          # the τ windows whose percentile the SLO alert watches
-SLO_LOOKBACK = "1h"        # how far back that percentile looks
-BREAK_EVEN_WINDOW = "30m"
+WINDOWS = ("5m", "30m", "1h", "6h")  # recorded τ windows (the dashboard's), plus the alerts'
 FALLBACK_WINDOW = "10m"
 GIB = 2 ** 30
 
@@ -50,6 +48,7 @@ class Thresholds:
     break_even: float
     concurrency: int
     curve: list[tuple[int, float]]
+    points: list[Point]
     cold_start_budget_s: float
     cold_start_plan_s: float
     target_weight_bytes: int
@@ -70,7 +69,7 @@ def thresholds(pair: ResolvedPair) -> Thresholds:
     return Thresholds(
         slo_min=slo.min_length, scope=slo.scope, percentile=slo.percentile, basis=slo.basis,
         break_even=latency.at_concurrency.break_even, concurrency=latency.concurrency,
-        curve=[(p.concurrency, p.break_even) for p in latency.curve],
+        curve=[(p.concurrency, p.break_even) for p in latency.curve], points=latency.curve,
         cold_start_budget_s=rb.staging.cold_start_budget_s,
         cold_start_plan_s=staging.cold_start_s,
         target_weight_bytes=int(weights.get("target_weights", 0)),
@@ -103,16 +102,103 @@ def break_even_expr(pair: str, curve: list[tuple[int, float]]) -> str:
     return "\nor\n".join(parts)
 
 
+FIRST_REQUEST_LOOKBACK_S = 6 * 3600
+FIRST_REQUEST_STEP_S = 60
+
+
+SPEEDUP_WINDOW = "30m"
+
+
+def speedup_expr(pair: str, points: list[Point]) -> str:
+    """The verdict's expected speedup S(τ, B) = τ·T_decode / (T_draft + T_verify +
+    τ·T_per_token) (`StepTimes.speedup`), at the 30-minute τ and the running concurrency,
+    with each curve point's step times; between two points the higher concurrency's (the
+    speedup falls with load), so at a curve point it is that point's."""
+    tau = f"specpair:acceptance_length:rate{SPEEDUP_WINDOW}{selector(pair)}"
+    running = f"specpair:running_requests:avg5m{selector(pair)}"
+
+    def at(p: Point) -> str:
+        return (f"({tau} * {p.t_decode_s!r} / ({p.t_draft_s + p.t_verify_s!r} + {tau} * "
+                f"{p.t_per_token_s!r}))")
+
+    parts = [f"{at(points[0])} and on({BY}) ({running} <= {points[0].concurrency})"]
+    for low, high in pairwise(points):
+        parts.append(f"{at(high)} and on({BY}) "
+                     f"(({running} > {low.concurrency}) <= {high.concurrency})")
+    parts.append(f"{at(points[-1])} and on({BY}) ({running} > {points[-1].concurrency})")
+    return "\nor\n".join(parts)
+
+
 def first_request_expr(metrics: EngineMetrics, pair: str) -> str:
     """Seconds from the serving process's start to its first finished request, sampled per
     minute over 6 hours. `@ end()` pins the start to the current process, so requests
-    served by an earlier process (before a restart) do not count."""
+    served by an earlier process (before a restart) do not count. Only while the start is
+    inside that window: past it the window's oldest sample would stand in for the first
+    request and the value would grow with uptime, so the series ends there instead."""
     s = selector(pair)
     start = f"max by ({BY}) ({metrics.process_start}{s})"
     current = f"max by ({BY}) ({metrics.process_start}{s} @ end())"
     served = f"timestamp(sum by ({BY}) ({metrics.requests_done}{s}) > 0)"
-    return (f"min_over_time(({served} >= on({BY}) {current})[6h:1m])\n"
-            f"- on({BY}) {start}")
+    window = f"{FIRST_REQUEST_LOOKBACK_S // 3600}h:{FIRST_REQUEST_STEP_S // 60}m"
+    inside = FIRST_REQUEST_LOOKBACK_S - FIRST_REQUEST_STEP_S
+    return (f"(min_over_time(({served} >= on({BY}) {current})[{window}])\n"
+            f"- on({BY}) {start})\n"
+            f"and on({BY}) (time() - {start} < {inside})")
+
+
+def watches_first_request(pair: ResolvedPair, metrics: EngineMetrics) -> bool:
+    """vLLM with data parallelism > 1 runs several API servers on prometheus_client's
+    multiprocess registry, which has no process collector: no process_start_time_seconds."""
+    dp = pair.runbook.deployment.parallel.data
+    multiprocess = pair.engine.startswith("vllm") and dp > 1
+    return bool(metrics.process_start and metrics.requests_done) and not multiprocess
+
+
+def recorded_windows(windows: AlertWindows) -> list[str]:
+    return sorted({*WINDOWS, windows.slo_window, windows.break_even_window}, key=seconds)
+
+
+def _minutes(value: float) -> str:
+    return f"{value / 60:.0f} min" if value < 5400 else f"{value / 3600:.1f} h"
+
+
+@dataclass(frozen=True)
+class Delay:
+    alert: str
+    pages_within_s: int
+    """A sustained drop below the threshold pages within this (plus an evaluation)."""
+    clears_within_s: int
+    """After recovery the alert resolves within this (plus an evaluation)."""
+
+
+def delays(pair: ResolvedPair) -> list[Delay]:
+    """What the alert windows mean for an operator, from how PromQL evaluates the rules: a
+    windowed rate moves fully within its window; a percentile over the lookback turns once
+    its share of the lookback's windows is low; `for` adds its own wait."""
+    w = pair.runbook.alerts
+    p = pair.runbook.acceptance.slo.percentile / 100
+    be = seconds(w.break_even_window)
+    slo, look = seconds(w.slo_window), seconds(w.slo_lookback)
+    return [Delay("SpecpairBelowBreakEven", be + seconds(w.break_even_for), be),
+            Delay("SpecpairAcceptanceBelowSLO", round(slo + p * look + seconds(w.slo_for)),
+                  round(slo + (1 - p) * look))]
+
+
+def detection(pair: ResolvedPair) -> list[str]:
+    """The delays in words, with the windows they come from."""
+    w = pair.runbook.alerts
+    be, slo = delays(pair)
+    pct = pair.runbook.acceptance.slo.percentile
+    return [
+        f"SpecpairBelowBreakEven: a sustained drop below τ* pages within "
+        f"{_minutes(be.pages_within_s)} ({w.break_even_window} window + {w.break_even_for} "
+        f"for; sooner when the drop is deep); a dip pages only if the {w.break_even_window} "
+        f"τ stays below τ* for {w.break_even_for}; it clears within "
+        f"{_minutes(be.clears_within_s)} of recovery",
+        f"SpecpairAcceptanceBelowSLO: a sustained drop below the SLO pages within "
+        f"{_minutes(slo.pages_within_s)} ({w.slo_window} window + p{pct} of "
+        f"{w.slo_lookback} + {w.slo_for} for); it keeps firing up to "
+        f"{_minutes(slo.clears_within_s)} after recovery"]
 
 
 def _seconds(value: float) -> str:
@@ -125,12 +211,14 @@ def groups(pair: ResolvedPair) -> list[dict[str, Any]]:
     t = thresholds(pair)
     name = pair.name
     s = selector(name)
+    windows = pair.runbook.alerts
     records: list[dict[str, Any]] = [
         {"record": f"specpair:acceptance_length:rate{w}", "expr": acceptance_expr(metrics, name, w)}
-        for w in WINDOWS]
+        for w in recorded_windows(windows)]
     records.append({"record": "specpair:running_requests:avg5m",
                     "expr": f"sum by ({BY}) (avg_over_time({metrics.running_requests}{s}[5m]))"})
     records.append({"record": "specpair:break_even_tau", "expr": break_even_expr(name, t.curve)})
+    records.append({"record": "specpair:modelled_speedup", "expr": speedup_expr(name, t.points)})
     for pool, size in (("target", t.target_kv_bytes), ("draft", t.draft_kv_bytes)):
         records.append({"record": "specpair:kv_used_bytes",
                         "expr": f"avg by ({BY}) ({metrics.kv_usage_fraction}{s}) * {size}",
@@ -150,7 +238,7 @@ def groups(pair: ResolvedPair) -> list[dict[str, Any]]:
         metric, extra = metrics.startup_seconds
         records.append({"record": "specpair:engine_startup_seconds",
                         "expr": f"max by ({BY}) ({metric}{selector(name, extra)})"})
-    if metrics.process_start and metrics.requests_done:
+    if watches_first_request(pair, metrics):
         records.append({"record": "specpair:time_to_first_request_seconds",
                         "expr": first_request_expr(metrics, name)})
 
@@ -161,17 +249,18 @@ def groups(pair: ResolvedPair) -> list[dict[str, Any]]:
     tokens = f"sum by ({BY}) (rate({metrics.generated_tokens}{s}[{FALLBACK_WINDOW}])) > 0"
     alerts: list[dict[str, Any]] = [
         _alert("SpecpairAcceptanceBelowSLO",
-               f"quantile_over_time({q:g}, specpair:acceptance_length:rate{SLO_WINDOW}{s}"
-               f"[{SLO_LOOKBACK}]) < {t.slo_min:g}", "10m", "warning",
+               f"quantile_over_time({q:g}, specpair:acceptance_length:rate{windows.slo_window}"
+               f"{s}[{windows.slo_lookback}]) < {t.slo_min:g}", windows.slo_for, "warning",
                f"{name}: acceptance below the SLO",
-               f"p{t.percentile} of the {SLO_WINDOW} acceptance length over {SLO_LOOKBACK} "
+               f"p{t.percentile} of the {windows.slo_window} acceptance length over "
+               f"{windows.slo_lookback} "
                f"is below the SLO's minimum τ {t.slo_min:g} ({t.scope}, basis {t.basis}); "
                f"measured {scope_note}."),
         _alert("SpecpairBelowBreakEven",
-               f"specpair:acceptance_length:rate{BREAK_EVEN_WINDOW}{s} < on({BY}) "
-               f"specpair:break_even_tau{s}", "15m", "critical",
+               f"specpair:acceptance_length:rate{windows.break_even_window}{s} < on({BY}) "
+               f"specpair:break_even_tau{s}", windows.break_even_for, "critical",
                f"{name}: speculation slower than the target alone",
-               f"The {BREAK_EVEN_WINDOW} acceptance length is below break-even τ* at the "
+               f"The {windows.break_even_window} acceptance length is below break-even τ* at the "
                f"running concurrency (τ* {t.break_even:.2f} at the runbook's concurrency "
                f"{t.concurrency}): the draft costs more than it saves; turn speculation off "
                "or retrain the draft."),
@@ -201,14 +290,15 @@ def groups(pair: ResolvedPair) -> list[dict[str, Any]]:
             f"{name}: engine start-up longer than the cold-start budget",
             f"The engine's own start-up took longer than the whole cold-start budget of "
             f"{t.cold_start_budget_s:g} s (planned cold start {t.cold_start_plan_s:g} s)."))
-    if metrics.process_start and metrics.requests_done:
+    if watches_first_request(pair, metrics):
         alerts.append(_alert(
             "SpecpairFirstRequestOverColdStartBudget",
             f"specpair:time_to_first_request_seconds{s} > {t.cold_start_budget_s:g}", "0s",
             "warning", f"{name}: first request after a start later than the cold-start budget",
             f"The first request finished more than {t.cold_start_budget_s:g} s (the cold-start "
             f"budget; planned {t.cold_start_plan_s:g} s) after the serving process started; "
-            "staging before the process starts is not included."))
+            "staging before the process starts is not included. Watched for the first "
+            f"{FIRST_REQUEST_LOOKBACK_S // 3600} h of each process."))
     return [{"name": f"specpair-{name}-records", "rules": records},
             {"name": f"specpair-{name}-alerts", "rules": alerts}]
 

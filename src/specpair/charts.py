@@ -15,7 +15,8 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from specpair.budget.model import Budget, GiB
-from specpair.latency import LatencyModel
+from specpair.latency import LatencyModel, Point
+from specpair.stepmodel import StepTimes
 
 plt.rcParams.update({"svg.hashsalt": "specpair", "svg.fonttype": "path",
                      "font.family": "DejaVu Sans", "font.size": 9,
@@ -59,13 +60,24 @@ def memory(budget: Budget) -> bytes:
     return _svg(fig)
 
 
+def speedup_lines(m: LatencyModel) -> list[tuple[Point, list[tuple[float, float]]]]:
+    """(point, [(τ, S)]) at a few concurrencies; S is the verdict's expected speedup
+    (`StepTimes.speedup` on the point's step times), not τ / τ*."""
+    taus = sorted({1 + i * (m.max_tokens_per_step - 1) / 50 for i in range(51)} | {m.slo})
+    picks = sorted({m.curve[0].concurrency, m.concurrency, m.curve[-1].concurrency})
+    lines = []
+    for point in (p for p in m.curve if p.concurrency in picks):
+        times = StepTimes(decode=point.t_decode_s, draft=point.t_draft_s,
+                          verify=point.t_verify_s, per_token=point.t_per_token_s)
+        lines.append((point, [(t, times.speedup(t)) for t in taus]))
+    return lines
+
+
 def speedup(m: LatencyModel) -> bytes:
     """Expected speedup against the acceptance length τ, at a few concurrencies."""
     fig, ax = plt.subplots(figsize=(6.0, 3.4))
-    taus = [1 + i * (m.max_tokens_per_step - 1) / 50 for i in range(51)]
-    picks = sorted({m.curve[0].concurrency, m.concurrency, m.curve[-1].concurrency})
-    for point in (p for p in m.curve if p.concurrency in picks):
-        ax.plot(taus, [t / point.break_even for t in taus],
+    for point, line in speedup_lines(m):
+        ax.plot([t for t, _ in line], [v for _, v in line],
                 label=f"concurrency {point.concurrency} (τ* {point.break_even:.2f})")
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.axvline(m.slo, color="#c44e52", linestyle="--", linewidth=1, label=f"SLO τ = {m.slo:g}")

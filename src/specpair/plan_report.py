@@ -130,11 +130,13 @@ def markdown(p: Plan, top: int = 10, esc: Escape = cell, site: bool = False) -> 
         else:
             out.append(f"{heading}# Closest candidates (none passes)\n\n")
             out.append("What each misses is in the last column. ")
-        out.append("τ: expected tokens per step at the draft's depth; "
-                   "τ SLO: the SLO at that depth; τ*: break-even at that concurrency; margin: "
-                   "SLO over τ*; budget: the engine's memory budget and the sequences its "
-                   "KV pool holds at the expected context; model err.: the step model's "
-                   "median error on published speedups of that GPU family × engine.\n\n")
+        # through esc: on the site the two asterisks of τ* would otherwise make italics
+        out.append(esc("τ: expected tokens per step at the draft's depth; "
+                       "τ SLO: the SLO at that depth; τ*: break-even at that concurrency; "
+                       "margin: SLO over τ*; budget: the engine's memory budget and the "
+                       "sequences its KV pool holds at the expected context; model err.: the "
+                       "step model's median error on published speedups of that GPU family "
+                       "× engine.") + "\n\n")
         out.append(table(HEADER, [_row(i + 1, r, esc) for i, r in enumerate(shown)]))
         if len(p.rows) > top:
             more = "<code>specpair plan --json</code>" if site else "`--json`"

@@ -28,7 +28,11 @@ from specpair.staging import plan
 from specpair.writer import Outputs
 
 PAGES = Path("site/docs/pairs")
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>])")
+MODEL = Path("site/docs/model")  # its own navigation section, not one of the pairs
+CHART = "{ .chart }"  # attr_list: charts keep a readable size on phones (specpair.css)
+# Python-Markdown's escapable characters (and the tables extension's |): a backslash
+# before any other character, such as ~, shows literally
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>])")
 
 
 def text(value: object) -> str:
@@ -49,6 +53,17 @@ def front_matter(title: object, description: object | None) -> str:
     if description:
         lines.append(f"description: {attribute(description)}\n")
     return "".join(lines) + "---\n\n"
+
+
+def prose(value: str) -> str:
+    """specpair's own text that marks names in backticks: escaped, the names as code."""
+    def words(part: str) -> str:  # text() trims; keep the spaces around each name
+        lead = " " if part[:1].isspace() else ""
+        trail = " " if part[-1:].isspace() and part.strip() else ""
+        return lead + text(part) + trail
+
+    return "".join(f"<code>{html.escape(part)}</code>" if i % 2 else words(part)
+                   for i, part in enumerate(value.split("`")))
 
 
 def code_block(content: str, lang: str = "sh") -> str:
@@ -100,7 +115,8 @@ def pair_page(pair: ResolvedPair, changes: str | None) -> tuple[str, dict[str, b
     if pair.vocab_mapping is not None:
         lines.append(vocabulary_section(pair.vocab_mapping))
     lines.append("\n## Launch commands\n\n")
-    for engine, data in index["engines"].items():
+    # the runbook's own engine first: the first tab is the one a reader takes as the command
+    for engine, data in sorted(index["engines"].items(), key=lambda e: e[0] != pair.engine):
         label = engine.split()[0]
         lines.append(f'=== "{"SGLang" if label == "sglang" else "vLLM"}"\n\n')
         if data["generated"]:
@@ -114,7 +130,7 @@ def pair_page(pair: ResolvedPair, changes: str | None) -> tuple[str, dict[str, b
             lines += [f"    - {text(why)}\n" for why in data["why"]]
         lines.append("\n")
     lines.append("\n## Memory budget\n\n")
-    lines.append(f"![Memory per GPU rank]({pair.name}/memory.svg)\n\n")
+    lines.append(f"![Memory per GPU rank]({pair.name}/memory.svg){CHART}\n\n")
     base = budget.baseline
     lines.append(_table(["per GPU rank", text(base.name), text(spec.name)], [
         ["bytes per token (target + draft)", f"{num(base.cell_total)} B",
@@ -134,8 +150,9 @@ def pair_page(pair: ResolvedPair, changes: str | None) -> tuple[str, dict[str, b
     if budget.draft_pool_note:
         lines.append(f'\n!!! warning "Draft pool"\n    {text(budget.draft_pool_note)}\n')
     lines.append("\n## Acceptance and break-even\n\n")
-    lines.append(f"![Expected speedup against acceptance]({pair.name}/speedup.svg)\n\n")
-    lines.append(f"![Break-even acceptance against concurrency]({pair.name}/break-even.svg)\n\n")
+    lines.append(f"![Expected speedup against acceptance]({pair.name}/speedup.svg){CHART}\n\n")
+    lines.append(f"![Break-even acceptance against concurrency]({pair.name}/break-even.svg)"
+                 f"{CHART}\n\n")
     verdict_kind = "success" if latency.slo_ok else "failure"
     lines.append(f'!!! {verdict_kind} "SLO against break-even"\n    {text(latency.slo_verdict)}\n')
     lines.append(_alerts_section(pair, charts_out))
@@ -191,24 +208,27 @@ def _plan_section(pair: ResolvedPair, files: dict[str, bytes]) -> str:
     files["plan-front.svg"] = charts.plan_front(points, f"{pair.gpu}, {pair.engine}")
     body = plan_report.markdown(found, top=5, esc=text, site=True)
     return ("\n## Plan\n\n" + f"![Throughput per GPU against speed per request]"
-            f"({pair.name}/plan-front.svg)\n\n" + body)
+            f"({pair.name}/plan-front.svg){CHART}\n\n" + body)
 
 
 def _alerts_section(pair: ResolvedPair, files: dict[str, bytes]) -> str:
     """The alert thresholds and links to the rules, manifest and dashboard (copied beside
     the page so the links resolve on the site)."""
-    from specpair.alerts import thresholds
+    from specpair.alerts import detection, thresholds, watches_first_request
     from specpair.monitoring import for_engine
 
     generated = {**monitoring_files.generate(pair), **dashboard_files.generate(pair)}
     files.update(generated)
     t = thresholds(pair)
     metrics = for_engine(pair.engine, pair.source_file)
+    w = pair.runbook.alerts
     rows = [
-        ["SpecpairAcceptanceBelowSLO", f"p{t.percentile} of the 5-minute τ over 1 h "
-         f"&lt; {t.slo_min:g} (SLO {text(t.scope)}, basis {text(t.basis)})"],
-        ["SpecpairBelowBreakEven", f"30-minute τ &lt; τ* at the running concurrency "
-         f"({t.break_even:.2f} at concurrency {t.concurrency})"],
+        ["SpecpairAcceptanceBelowSLO", f"p{t.percentile} of the {w.slo_window} τ over "
+         f"{w.slo_lookback} &lt; {t.slo_min:g} for {w.slo_for} (SLO {text(t.scope)}, basis "
+         f"{text(t.basis)})"],
+        ["SpecpairBelowBreakEven", f"{w.break_even_window} τ &lt; τ\\* at the running "
+         f"concurrency for {w.break_even_for} ({t.break_even:.2f} at concurrency "
+         f"{t.concurrency})"],
         ["SpecpairSpeculationStopped", "tokens generated while the verify counter stands still"],
         ["SpecpairSpeculativeSeriesMissing", "tokens generated without speculative series"],
         ["SpecpairNotReadyWithinColdStartBudget",
@@ -217,14 +237,16 @@ def _alerts_section(pair: ResolvedPair, files: dict[str, bytes]) -> str:
     if metrics.startup_seconds:
         rows.append(["SpecpairEngineStartupOverBudget",
                      f"engine start-up &gt; {t.cold_start_budget_s:g} s"])
-    if metrics.process_start and metrics.requests_done:
+    if watches_first_request(pair, metrics):
         rows.append(["SpecpairFirstRequestOverColdStartBudget",
                      f"first request &gt; {t.cold_start_budget_s:g} s after the process start"])
     links = " · ".join(f"[{name}]({pair.name}/{name})" for name in sorted(generated))
     return ("\n## Alerts and dashboard\n\n"
             + _table(["alert", "fires when"], rows)
-            + f"\n{text(metrics.per_request)}; the SLO alert watches 5-minute windows.\n\n"
-            f"Files: {links} (also in `generated/`).\n")
+            + f"\n{prose(metrics.per_request)}; the SLO alert watches {w.slo_window} "
+            "windows.\n\nDetection delay (the runbook's `alerts` windows): "
+            + "; ".join(text(line) for line in detection(pair))
+            + f".\n\nFiles: {links} (also in `generated/`).\n")
 
 
 def vocabulary_section(m: VocabMapping) -> str:
@@ -282,7 +304,7 @@ def index_page(summaries: list[dict[str, object]]) -> str:
             + _table(["pair", "engine", "method", "GPU", "SLO τ vs break-even τ*",
                       "draft share of KV", "checks"], rows)
             + "\nHow well the break-even model predicts published measurements: "
-              "[How good is the latency model](latency-model.md).\n")
+              "[How good is the latency model](../model/latency-model.md).\n")
 
 
 def render(pairs: list[ResolvedPair], changes: dict[str, str]) -> Outputs:
@@ -306,9 +328,10 @@ def render(pairs: list[ResolvedPair], changes: dict[str, str]) -> Outputs:
     from specpair import latency_page
 
     latency_text, latency_svgs = latency_page.page()
-    outputs.add(PAGES / "latency-model.md", latency_text.encode())
+    outputs.owned_dirs.add(MODEL)
+    outputs.add(MODEL / "latency-model.md", latency_text.encode())
     for name, content in latency_svgs.items():
-        outputs.add(PAGES / "latency-model" / name, content)
+        outputs.add(MODEL / "latency-model" / name, content)
     return outputs
 
 

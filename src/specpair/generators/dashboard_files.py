@@ -3,7 +3,7 @@ foundation SDK (typed builders, so the JSON follows the dashboard schema of Graf
 
 Three rows, all from the recorded series of `prometheus-rules.yaml` and the budget:
 - latency: measured acceptance length against the SLO and break-even τ*, and the
-  modelled speedup τ / τ*(running concurrency) that follows from them;
+  modelled speedup (the verdict's, at the measured τ and running concurrency);
 - memory, per GPU rank: weights and both KV pools as budgeted, beside the KV bytes in use
   and what the engine itself reports where it does (SGLang);
 - staging: the cold-start budget and plan beside the engine's start-up and `up`.
@@ -20,7 +20,7 @@ from grafana_foundation_sdk.cog import builder as cogbuilder
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import dashboard as model
 
-from specpair.alerts import PAIR_LABEL, Thresholds, selector, thresholds
+from specpair.alerts import Thresholds, selector, thresholds
 from specpair.monitoring import EngineMetrics, for_engine
 from specpair.resolve import ResolvedPair
 
@@ -60,9 +60,7 @@ def latency_panels(pair: str, t: Thresholds, m: EngineMetrics) -> list[PanelBuil
         _query("F", f"vector({t.break_even:g})",
                f"τ* {t.break_even:.2f} at concurrency {t.concurrency}"),
     ]
-    speedup = _query("A", f"{_series('specpair:acceptance_length:rate30m', pair)} / "
-                          f"on({PAIR_LABEL}, instance) "
-                          f"{_series('specpair:break_even_tau', pair)}",
+    speedup = _query("A", _series("specpair:modelled_speedup", pair),
                      "modelled speedup {{instance}}")
     activity = [
         _query("A", f"sum by (instance) (rate({_series(m.generated_tokens, pair)}[5m]))",
@@ -75,8 +73,9 @@ def latency_panels(pair: str, t: Thresholds, m: EngineMetrics) -> list[PanelBuil
         _timeseries(1, "Acceptance length against the SLO and break-even",
                     f"{m.tau_definition}. {m.per_request}.", "none", acceptance),
         _timeseries(2, "Speedup over the target alone (modelled)",
-                    "τ (30m) / τ* at the running concurrency: the break-even model's speedup "
-                    "at the measured acceptance; below 1 speculation costs time.", "none",
+                    "The verdict's expected speedup τ·T_decode / (T_draft + T_verify + "
+                    "τ·T_per_token) at the 30-minute τ and the running concurrency "
+                    "(specpair:modelled_speedup); below 1 speculation costs time.", "none",
                     [speedup], width=6),
         _timeseries(3, "Speculation activity",
                     "Generated tokens without verify steps mean the draft is no longer used.",

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from specpair.alerts import PAIR_LABEL, groups, thresholds
+from specpair.alerts import PAIR_LABEL, detection, groups, thresholds, watches_first_request
 from specpair.generators.launch_files import cell_text
 from specpair.monitoring import for_engine
 from specpair.resolve import ResolvedPair
@@ -51,11 +51,18 @@ def header(pair: ResolvedPair) -> str:
         f"break-even τ* {t.break_even:.2f} at concurrency {t.concurrency}; cold-start budget "
         f"{t.cold_start_budget_s:g} s (planned {t.cold_start_plan_s:g} s).",
         f"Acceptance: {m.tau_definition}.",
-        f"Per-request acceptance: {m.per_request}; the SLO alert watches 5-minute windows.",
+        f"Per-request acceptance: {m.per_request}; the SLO alert watches "
+        f"{pair.runbook.alerts.slo_window} windows.",
+        *(f"Detection delay, {line}." for line in detection(pair)),
     ]
     if m.not_exported:
         lines.append("Not exported by the engine, so not watched: "
                      + "; ".join(m.not_exported) + ".")
+    if m.process_start and not watches_first_request(pair, m):
+        lines.append(f"Not watched: the time to the first request (data parallelism "
+                     f"{pair.runbook.deployment.parallel.data} runs several API servers on "
+                     f"prometheus_client's multiprocess registry, which exports no "
+                     f"{m.process_start}).")
     return "".join(f"# {line}\n" for line in lines)
 
 

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from specpair.geometry import GeometryOverride
+from specpair.schema.alerting import AlertWindows
 from specpair.schema.common import (
     CommitSha,
     KVDtype,
@@ -284,6 +285,7 @@ class Runbook(Strict):
     acceptance: Acceptance
     staging: Staging = Staging()
     kubernetes: Kubernetes = Kubernetes()
+    alerts: AlertWindows = AlertWindows()
     codesign: Codesign = Codesign()
     workloads: list[Workload] = Field(default_factory=lambda: [
         Workload(name="short-homogeneous", kind="short-homogeneous", prompts=200,
