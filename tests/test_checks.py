@@ -65,6 +65,11 @@ def _waive(pair: ResolvedPair, rule: str) -> ResolvedPair:
     return pair.model_copy(update={"runbook": pair.runbook.model_validate(data)})
 
 
+def _unverified_target() -> ResolvedPair:
+    return _artifact(good(), "target", geometry=dense(36).model_copy(
+        update={"architecture": "DeciLMForCausalLM"}))
+
+
 def _hetero(m: VocabMapping | None) -> ResolvedPair:
     return hetero().model_copy(update={"vocab_mapping": m})
 
@@ -113,6 +118,10 @@ BREAKERS: dict[str, Callable[[], tuple[ResolvedPair, dict[str, Any]]]] = {
                                                                "block_size": 7},
                                 target_bytes=90 << 30), {}),
     "SP602": lambda: (good(), {}),
+    # an architecture the KV oracle has not verified (Nemotron-NAS's DeciLM class)
+    "SP603": lambda: (with_runbook(_unverified_target(), deployment={
+        "assumptions": {"unverified_layouts": ["DeciLMForCausalLM"]}}), {}),
+    "SP604": lambda: (_unverified_target(), {}),
     "SP701": lambda: (with_runbook(good(), acceptance={"slo": {"min_length": 1.01}},
                                    deployment={"concurrency": 256}), {}),
     "SP702": lambda: (good(), {}),

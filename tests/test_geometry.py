@@ -86,8 +86,13 @@ def test_unknown_layer_kind_is_refused_by_key() -> None:
     from specpair.geometry import NotModelled
 
     config = json.loads((FIXTURES / "configs" / "Qwen__Qwen3-8B" / "config.json").read_text())
-    config["layer_types"] = ["full_attention"] * 35 + ["chunked_attention"]
+    # LFM2's short-convolution layers are a kind the layout mapping does not know
+    config["layer_types"] = ["full_attention"] * 35 + ["conv"]
     with pytest.raises(NotModelled, match="not modelled: layer_types"):
+        from_hf_config(config)
+    # a chunked layer without its chunk size is an error, not a full layer
+    config["layer_types"] = ["full_attention"] * 35 + ["chunked_attention"]
+    with pytest.raises(ValueError, match="attention_chunk_size"):
         from_hf_config(config)
 
 
@@ -123,3 +128,29 @@ def test_a_window_on_every_layer_is_refused() -> None:
     with pytest.raises(NotModelled, match="not modelled: sliding_window"):
         from_hf_config({**config, "sliding_window": 4096})
 
+
+
+def test_llama4_chunked_layers_follow_the_configs_rope_layers() -> None:
+    # The published config leaves no_rope_layers to its default (NoPE every 4th layer);
+    # the NoPE layers attend to the whole context, the rest keep the current chunk only.
+    # SGLang 0.5.23 hard-codes the same split (model_config.py::get_hybrid_layer_ids:
+    # full where (i + 1) % 4 == 0)
+    config = json.loads((FIXTURES / "configs" / "meta-llama__Llama-4-Scout-17B-16E-Instruct"
+                         / "config.json").read_text())
+    assert "no_rope_layers" not in config["text_config"]
+    g = from_hf_config(config)
+    assert g.layers is not None
+    assert [layer.kind for layer in g.layers] == [
+        "full" if (i + 1) % 4 == 0 else "chunked" for i in range(48)]
+    assert g.attention_chunk_size == config["text_config"]["attention_chunk_size"] == 8192
+    assert (g.chunked_attention_layers, g.full_attention_layers) == (36, 12)
+    assert {(la.kv_heads, la.head_dim) for la in g.layers} == {(8, 128)}
+
+
+def test_override_keeps_the_layer_order_and_redraws_shapes() -> None:
+    g = geometry("openai__gpt-oss-20b")
+    assert g.layers is not None
+    changed = GeometryOverride(num_key_value_heads=4).apply(g)
+    assert changed.layers is not None
+    assert [la.kind for la in changed.layers] == [la.kind for la in g.layers]
+    assert {la.kv_heads for la in changed.layers} == {4}

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
+from specpair import registry
 from specpair.budget import compute
 from specpair.budget.model import Budget
 from specpair.errors import Location, SpecpairError
@@ -545,6 +546,34 @@ def _share(ctx: Context) -> Iterator[tuple[str, str, str]]:
     if b is not None and b.speculative is not None and b.speculative.cell_draft:
         yield (f"the draft holds {b.draft_share_of_kv_pct}% of every token's KV bytes and "
                f"costs {b.capacity_lost_pct}% of the token capacity", "deployment", "")
+
+
+@rule("SP603", "layout-verified", "error", "The budget's KV layouts are verified",
+      "A layout the KV oracle has not checked against the engine's own pool code was "
+      "silently wrong on most families tried (per-block heads, two head geometries, "
+      "chunked windows): a declared unverified budget stays visible until waived.")
+def _verified(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    for note in ctx.budget.unverified if ctx.budget else []:
+        yield (note, "deployment.assumptions.unverified_layouts",
+               "add the architecture to the KV oracle corpus (data/verified_layouts.yaml), "
+               "or waive SP603 with the reason the budget is trusted")
+
+
+@rule("SP604", "layout-refused", "error", "Every KV layout is verified or declared",
+      "An architecture the oracle has not verified gets no budget at all unless the runbook "
+      "declares it: the gate must not pass a pair whose memory nobody computed.",
+      waivable=False)
+def _refused_layout(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    if ctx.budget is None:
+        models = [("target", ctx.pair.target.geometry)]
+        if ctx.pair.draft is not None and ctx.pair.runbook.speculation.method is not \
+                Method.NGRAM:
+            models.append(("draft", ctx.pair.draft.geometry))
+        refused, _ = registry.check(ctx.pair.engine, models,
+                                    ctx.pair.runbook.deployment.assumptions.unverified_layouts)
+        for u in refused:
+            yield u.message + " (no budget computed)", \
+                "deployment.assumptions.unverified_layouts", u.hint
 
 
 @rule("SP701", "slo-break-even", "error", "The acceptance SLO clears break-even",

@@ -9,7 +9,9 @@ mask token, verifier).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -53,6 +55,25 @@ class MixtureOfExperts(Strict):
         return self.experts * self.expert_params * self.moe_layers
 
 
+LayerKind = Literal["full", "sliding", "chunked", "linear"]
+
+
+class LayerKV(Strict):
+    """One decoder layer's cache as the engines see it: what it keeps per token (full
+    attention, a sliding window, a chunked local window) or per request (linear
+    attention / Mamba state), and the shape of its per-token KV."""
+
+    kind: LayerKind
+    kv_heads: PositiveInt | None = Field(
+        default=None, description="total KV heads (MHA/GQA); None for MLA and state layers")
+    head_dim: PositiveInt | None = Field(default=None, description="key head size; MLA: "
+                                         "the latent width (kv_lora_rank + rope dim)")
+    v_head_dim: NonNegativeInt | None = Field(default=None, description="value head size; "
+                                              "0 for MLA (one latent per token)")
+    window: PositiveInt | None = Field(default=None, description="sliding window, or the "
+                                       "attention chunk of chunked local attention")
+
+
 class Geometry(Strict):
     architecture: str
     model_type: str | None = None
@@ -67,6 +88,10 @@ class Geometry(Strict):
         description="layers that keep KV for every token of the context")
     sliding_window_layers: NonNegativeInt = 0
     sliding_window: PositiveInt | None = None
+    chunked_attention_layers: NonNegativeInt = Field(
+        default=0, description="layers of chunked local attention (Llama 4): KV of the "
+                               "current attention_chunk_size-token chunk only")
+    attention_chunk_size: PositiveInt | None = None
     linear_attention: LinearAttention | None = None
     moe: MixtureOfExperts | None = None
     num_attention_heads: PositiveInt
@@ -84,16 +109,29 @@ class Geometry(Strict):
     draft_vocab_size: PositiveInt | None = None
     verifier: str | None = Field(default=None,
                                  description="target named by speculators_config.verifier")
+    layers: list[LayerKV] | None = Field(
+        default=None, description="each decoder layer's cache, in layer order, as read "
+                                  "from the config; unset (hand-declared or older locks): "
+                                  "the counts above in the order full, sliding, chunked")
 
     @model_validator(mode="after")
     def _consistent(self) -> Geometry:
-        kv_layers = self.full_attention_layers + self.sliding_window_layers
+        kv_layers = (self.full_attention_layers + self.sliding_window_layers
+                     + self.chunked_attention_layers)
         linear = self.linear_attention.layers if self.linear_attention else 0
         if kv_layers + linear != self.num_hidden_layers:
             raise ValueError(
                 f"full ({self.full_attention_layers}) + sliding ({self.sliding_window_layers}) "
-                f"+ linear ({linear}) layers must add up to num_hidden_layers "
-                f"({self.num_hidden_layers})")
+                f"+ chunked ({self.chunked_attention_layers}) + linear ({linear}) layers "
+                f"must add up to num_hidden_layers ({self.num_hidden_layers})")
+        if self.chunked_attention_layers and self.attention_chunk_size is None:
+            raise ValueError("chunked_attention_layers > 0 needs attention_chunk_size")
+        if self.layers is not None and Counter(layer.kind for layer in self.layers) != \
+                Counter(layer.kind for layer in self._counted()):
+            raise ValueError("layers list other layer kinds than the layer counts")
+        if self.layers is not None and self.layers != self.layer_list(derived=True):
+            raise ValueError("layers disagree with the layer counts and head geometry "
+                             "(every attention layer has the model's one KV shape)")
         if self.attention == "mla" and (self.kv_lora_rank is None or self.qk_rope_head_dim is None):
             raise ValueError("MLA geometry needs kv_lora_rank and qk_rope_head_dim")
         if self.sliding_window_layers and self.sliding_window is None:
@@ -106,6 +144,41 @@ class Geometry(Strict):
     @property
     def mla_latent_dim(self) -> int:
         return (self.kv_lora_rank or 0) + (self.qk_rope_head_dim or 0)
+
+    def _layer(self, kind: LayerKind, window: int | None) -> LayerKV:
+        if self.attention == "mla":
+            return LayerKV(kind=kind, head_dim=self.mla_latent_dim, v_head_dim=0,
+                           window=window)
+        return LayerKV(kind=kind, kv_heads=self.num_key_value_heads, head_dim=self.head_dim,
+                       v_head_dim=self.v_head_dim, window=window)
+
+    def layer_list(self, derived: bool = False) -> list[LayerKV]:
+        """Every decoder layer's cache in layer order (`layers`, or, for geometries
+        declared by counts, the counts in the order full, sliding, chunked, linear).
+        With `derived`, the layers the counts give, in the order `layers` has."""
+        if self.layers is not None and not derived:
+            return list(self.layers)
+        made = {"full": self._layer("full", None),
+                "sliding": self._layer("sliding", self.sliding_window),
+                "chunked": self._layer("chunked", self.attention_chunk_size),
+                "linear": LayerKV(kind="linear")}
+        if self.layers is not None:
+            return [made[layer.kind] for layer in self.layers]
+        return self._counted()
+
+    def _counted(self) -> list[LayerKV]:
+        linear = self.linear_attention.layers if self.linear_attention else 0
+        return ([self._layer("full", None)] * self.full_attention_layers
+                + [self._layer("sliding", self.sliding_window)] * self.sliding_window_layers
+                + [self._layer("chunked", self.attention_chunk_size)]
+                * self.chunked_attention_layers
+                + [LayerKV(kind="linear")] * linear)
+
+    def in_layer_order(self, kinds: list[LayerKind]) -> Geometry:
+        """This geometry with its `layers` listed in the given order of kinds."""
+        made = {layer.kind: layer for layer in self._counted()}
+        return Geometry.model_validate(
+            {**self.model_dump(), "layers": [made[k].model_dump() for k in kinds]})
 
 
 class GeometryOverride(Strict):
@@ -132,8 +205,15 @@ class GeometryOverride(Strict):
         updates = self.model_dump(exclude_none=True)
         if not updates:
             return geometry
-        merged = {**geometry.model_dump(), **updates}
-        return Geometry.model_validate(merged)
+        merged = {**geometry.model_dump(), **updates, "layers": None}
+        changed = Geometry.model_validate(merged)
+        if geometry.layers is None:
+            return changed
+        kinds = [layer.kind for layer in geometry.layers]
+        if len(kinds) != changed.num_hidden_layers or Counter(kinds) != Counter(
+                layer.kind for layer in changed.layer_list()):
+            return changed  # the override redraws the layer counts: their order is unknown
+        return changed.in_layer_order(kinds)
 
 
 # --------------------------------------------------------------------------- from config.json
@@ -157,7 +237,14 @@ UNMODELLED_LAYOUT_KEYS = {
     "hybrid_layer_pattern": "per-layer sliding/full pattern with its own SWA head geometry "
                             "(MiMo-V2)",
     "index_topk": "DSA sparse-attention indexer cache (DeepSeek-V3.2, GLM-5)",
-    "attention_chunk_size": "chunked local attention (Llama 4)",
+    "attention_chunk_size": "chunked local attention without chunked_attention layers in "
+                            "layer_types",
+    "block_configs": "per-block attention and FFN (Nemotron-NAS / DeciLM): KV heads per "
+                     "block, blocks without attention",
+    "global_head_dim": "full-attention layers with their own head size (Gemma 4)",
+    "num_global_key_value_heads": "full-attention layers with their own KV heads (Gemma 4)",
+    "attention_k_eq_v": "layers whose keys are their values (Gemma 4)",
+    "num_kv_shared_layers": "layers that reuse another layer's KV (Gemma 3n / Gemma 4)",
     "sliding_window_pattern": "Gemma-style sliding pattern without layer_types",
     "attn_type_list": "lightning/softmax attention mix (MiniMax-01)",
     "swa_num_key_value_heads": "sliding layers with their own head geometry",
@@ -184,17 +271,25 @@ BUILT_IN_MTP_LAYERS = {
     "Qwen3_5MoeForConditionalGeneration": 1,
 }
 
-_LAYER_KINDS = {"full_attention": "full", "attention": "full", "sliding_attention": "sliding",
-                "linear_attention": "linear"}
+_LAYER_KINDS: dict[str, LayerKind] = {
+    "full_attention": "full", "attention": "full", "sliding_attention": "sliding",
+    "chunked_attention": "chunked", "linear_attention": "linear"}
 
 
-def _layer_layout(base: Mapping[str, Any], layers: int, heads: int, head_dim: int
-                  ) -> tuple[int, int, int | None, LinearAttention | None]:
-    """(full, sliding, window, linear) layers, from whichever layout style the config uses:
+@dataclass(frozen=True)
+class _Layout:
+    kinds: list[LayerKind]
+    window: int | None
+    chunk: int | None
+    linear: LinearAttention | None
+
+
+def _layer_layout(base: Mapping[str, Any], layers: int, heads: int, head_dim: int) -> _Layout:
+    """Each layer's kind, from whichever layout style the config uses:
     `layer_types`, `full_attention_interval` (every N-th layer is attention, the rest Gated
     DeltaNet) or Bailing's `layer_group_size`; a plain config is all full attention."""
     for key, why in UNMODELLED_LAYOUT_KEYS.items():
-        if base.get(key) not in (None, [], 0):
+        if key != "attention_chunk_size" and base.get(key) not in (None, [], 0, False):
             raise NotModelled(key, why)
     if base.get("model_type") != "bailing_hybrid":
         # mamba_ssm_dtype only sets the dtype of a state read from the linear_* keys
@@ -202,7 +297,7 @@ def _layer_layout(base: Mapping[str, Any], layers: int, heads: int, head_dim: in
                             and k != "mamba_ssm_dtype" and base[k] not in (None, [], 0, False))
         if state_keys:
             raise NotModelled(state_keys[0], "a Mamba/SSM state layout")
-    kinds: list[str]
+    kinds: list[LayerKind]
     layer_types = base.get("layer_types")
     interval = base.get("full_attention_interval")
     group = base.get("layer_group_size")
@@ -222,7 +317,14 @@ def _layer_layout(base: Mapping[str, Any], layers: int, heads: int, head_dim: in
         kinds = ["full" if (i + 1) % group == 0 else "linear" for i in range(layers)]
     else:
         kinds = ["full"] * layers
-    full, sliding = kinds.count("full"), kinds.count("sliding")
+    sliding = kinds.count("sliding")
+    chunk = None
+    if "chunked" in kinds:
+        chunk = base.get("attention_chunk_size")
+        if not isinstance(chunk, int) or chunk <= 0:
+            raise ValueError("chunked_attention layers need a positive attention_chunk_size")
+    elif base.get("attention_chunk_size") not in (None, 0):
+        raise NotModelled("attention_chunk_size", UNMODELLED_LAYOUT_KEYS["attention_chunk_size"])
     window = None
     if sliding:
         window = base.get("sliding_window")
@@ -258,7 +360,7 @@ def _layer_layout(base: Mapping[str, Any], layers: int, heads: int, head_dim: in
             num_key_heads=base["linear_num_key_heads"],
             key_head_dim=base["linear_key_head_dim"],
             ssm_dtype=base.get("mamba_ssm_dtype"))
-    return full, sliding, window, linear
+    return _Layout(kinds, window, chunk, linear)
 
 
 def _first(config: Mapping[str, Any], *keys: str) -> Any:
@@ -299,7 +401,7 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
         config.get("dflash_config"), dict) else {}
     speculators = config.get("speculators_config") or {}
 
-    full_layers, sliding_layers, window, linear = _layer_layout(base, layers, heads, head_dim)
+    layout = _layer_layout(base, layers, heads, head_dim)
 
     is_mla = all(base.get(k) is not None for k in _MLA_KEYS)
     moe = None
@@ -340,10 +442,12 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
         max_position_embeddings=int(base["max_position_embeddings"]),
         num_hidden_layers=layers,
         attention="mla" if is_mla else "mha",
-        full_attention_layers=full_layers,
-        sliding_window_layers=sliding_layers,
-        sliding_window=window,
-        linear_attention=linear,
+        full_attention_layers=layout.kinds.count("full"),
+        sliding_window_layers=layout.kinds.count("sliding"),
+        sliding_window=layout.window,
+        chunked_attention_layers=layout.kinds.count("chunked"),
+        attention_chunk_size=layout.chunk,
+        linear_attention=layout.linear,
         moe=moe,
         num_attention_heads=heads,
         num_key_value_heads=kv_heads,
@@ -361,4 +465,4 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
         draft_vocab_size=int(config["draft_vocab_size"])
         if config.get("draft_vocab_size") else None,
         verifier=verifier,
-    )
+    ).in_layer_order(layout.kinds)

@@ -249,8 +249,8 @@ def bundled_geometry(g: Geometry) -> Geometry:
             "lock", "the target config declares no built-in draft layers "
             "(num_nextn_predict_layers is 0)", "name a separate draft checkpoint")
     return g.model_copy(update={
-        "num_hidden_layers": layers, "full_attention_layers": layers,
-        "sliding_window_layers": 0, "linear_attention": None,
+        "num_hidden_layers": layers, "full_attention_layers": layers, "layers": None,
+        "sliding_window_layers": 0, "chunked_attention_layers": 0, "linear_attention": None,
         "moe": g.moe.model_copy(update={"moe_layers": layers}) if g.moe else None,
         "architecture": f"{g.architecture} (built-in MTP layers)"})
 

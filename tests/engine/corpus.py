@@ -73,6 +73,9 @@ PAIRS = [
     CorpusPair("qwen3-next-mtp", "Qwen__Qwen3-Next-80B-A3B-Thinking", BUNDLED, MTP),
     CorpusPair("qwen3-next-ngram", "Qwen__Qwen3-Next-80B-A3B-Thinking", None, NGRAM),
     CorpusPair("qwen3-5-27b-mtp", "Qwen__Qwen3.5-27B", BUNDLED, MTP),
+    CorpusPair("llama4-scout-ngram", "meta-llama__Llama-4-Scout-17B-16E-Instruct", None, NGRAM),
+    CorpusPair("llama4-maverick-ngram", "meta-llama__Llama-4-Maverick-17B-128E-Instruct", None,
+               NGRAM),
 ]
 
 # configs whose layout specpair refuses, with the key the refusal must name
@@ -95,13 +98,19 @@ def geometry(folder: str) -> Geometry:
     return from_hf_config(config(folder))
 
 
+def local_layers(g: Geometry) -> int:
+    """Layers a hybrid KV manager keeps windowed: sliding-window and chunked local."""
+    return g.sliding_window_layers + g.chunked_attention_layers
+
+
 def bundled_geometry(target: Geometry) -> Geometry:
     """The built-in draft as `specpair lock` resolves it (hub.bundled_draft)."""
     layers = target.num_nextn_predict_layers
     return target.model_copy(update={
-        "num_hidden_layers": layers, "full_attention_layers": layers,
-        "sliding_window_layers": 0, "sliding_window": None, "linear_attention": None,
-        "moe": None})
+        "num_hidden_layers": layers, "full_attention_layers": layers, "layers": None,
+        "sliding_window_layers": 0, "sliding_window": None, "chunked_attention_layers": 0,
+        "attention_chunk_size": None, "linear_attention": None,
+        "moe": None, "architecture": f"{target.architecture} (built-in MTP layers)"})
 
 
 def make_pair(corpus: CorpusPair, engine: str, version: str, tp: int, kv: str,

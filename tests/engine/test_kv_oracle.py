@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from specpair import registry
 from specpair.budget import sglang_0_5_23 as sglang_budget
 from specpair.budget import vllm_0_33_0 as vllm_budget
 from specpair.errors import SpecpairError
@@ -32,11 +33,30 @@ from tests.engine.corpus import (
     REFUSED,
     TENSOR_PARALLEL,
     geometry,
+    local_layers,
     make_pair,
 )
 
 # one KV budget per rank for every case: an odd number of bytes, so that no division
 # comes out even by accident (SGLang holds it as GiB, `rest`, before the state pool)
+# the corpus is large; a smaller one would mean configs went missing
+MIN_CASES = 100
+# case name → the layout architectures it checks (registry.layout_architecture)
+ARCHITECTURES: dict[str, set[str]] = {}
+
+
+def _record(name: str, pair: Any) -> None:
+    models = [pair.target.geometry]
+    if pair.draft is not None and pair.runbook.speculation.method.value != "NGRAM":
+        models.append(pair.draft.geometry)
+    ARCHITECTURES[name] = {registry.layout_architecture(g) for g in models}
+
+
+def assert_registry_verified(engine: str, exact: list[str]) -> None:
+    """Every allowlisted architecture of `engine` has exact oracle cases."""
+    covered = set().union(*(ARCHITECTURES[name] for name in exact))
+    missing = sorted(set(registry.verified()[engine]) - covered)
+    assert not missing, f"{engine}: allowlisted without an exact oracle case: {missing}"
 KV_BUDGET = 61 * (1 << 30) + 123_457
 REST_GIB = KV_BUDGET / (1 << 30)
 
@@ -64,9 +84,8 @@ def sglang_cases() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
             for kv, hybrid in [(kv, hybrid) for kv in KV_DTYPES for hybrid in (True, False)]:
                 pair = make_pair(corpus, "sglang", "0.5.23", tp, kv,
                                  {"hybrid_kv_pools": hybrid})
-                if pair is None or (not hybrid and not pair.target.geometry
-                                    .sliding_window_layers):
-                    continue  # the switch only matters with sliding layers
+                if pair is None or (not hybrid and not local_layers(pair.target.geometry)):
+                    continue  # the switch only matters with sliding or chunked layers
                 if "sglang" not in corpus.engines:
                     assert sglang_launch.build(pair).errors, corpus.name
                     continue
@@ -87,14 +106,15 @@ def sglang_cases() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
                         "configurator": "HybridSWAPoolConfigurator" if cells.swa
                         else "DefaultPoolConfigurator"}
                 argv = argv_for_engine(sglang_launch.build(pair).argv)
-                cases.append((f"{corpus.name} tp{tp} {kv}" + ("" if hybrid else " no-hybrid"),
-                              ours, {"argv": argv, "rest_gib": REST_GIB}))
+                name = f"{corpus.name} tp{tp} {kv}" + ("" if hybrid else " no-hybrid")
+                _record(name, pair)
+                cases.append((name, ours, {"argv": argv, "rest_gib": REST_GIB}))
     return cases
 
 
 def test_sglang_pools_equal_the_engines() -> None:
     cases = sglang_cases()
-    assert len(cases) >= 100, len(cases)
+    assert len(cases) >= MIN_CASES, len(cases)
     engine = run_engine("sglang_pools.py", [c for _, _, c in cases])
     mismatches = []
     for (name, ours, _), theirs in zip(cases, engine, strict=True):
@@ -106,6 +126,7 @@ def test_sglang_pools_equal_the_engines() -> None:
             mismatches.append((name, {"specpair": ours, "engine": got}))
     print(f"sglang 0.5.23: {len(cases) - len(mismatches)}/{len(cases)} cases exact")
     assert not mismatches, json.dumps(mismatches, indent=1)[:20000]
+    assert_registry_verified("sglang 0.5.23", [name for name, _, _ in cases])
 
 
 def vllm_cases() -> tuple[list[tuple[str, dict[str, Any], dict[str, Any]]], list[str]]:
@@ -116,10 +137,10 @@ def vllm_cases() -> tuple[list[tuple[str, dict[str, Any], dict[str, Any]]], list
                 for hybrid in (True, False):
                     pair = make_pair(corpus, "vllm", "0.33.0", tp, kv,
                                      {"hybrid_kv_pools": hybrid})
-                    if pair is None or (not hybrid and not pair.target.geometry
-                                        .sliding_window_layers):
-                        continue  # the switch only matters with sliding layers
+                    if pair is None or (not hybrid and not local_layers(pair.target.geometry)):
+                        continue  # the switch only matters with sliding or chunked layers
                     name = f"{corpus.name} tp{tp} {kv}" + ("" if hybrid else " no-hybrid")
+                    _record(name, pair)
                     try:
                         plan, block, _, _ = vllm_budget.kv_plan(pair)
                     except SpecpairError as refusal:
@@ -156,7 +177,7 @@ def vllm_cases() -> tuple[list[tuple[str, dict[str, Any], dict[str, Any]]], list
 
 def test_vllm_block_pool_equals_the_engines() -> None:
     cases, refused = vllm_cases()
-    assert len(cases) >= 100, len(cases)
+    assert len(cases) >= MIN_CASES, len(cases)
     engine = run_engine("vllm_kv_plan.py", [c for _, _, c in cases],
                         {"PYTHONPATH": os.environ["SPECPAIR_VLLM_SOURCES"]})
     mismatches = []
@@ -170,6 +191,7 @@ def test_vllm_block_pool_equals_the_engines() -> None:
     print(f"vllm 0.33.0: {len(cases) - len(mismatches)}/{len(cases)} cases exact; "
           f"{len(refused)} refused as not modelled: {sorted({r.split()[0] for r in refused})}")
     assert not mismatches, json.dumps(mismatches, indent=1)[:20000]
+    assert_registry_verified("vllm 0.33.0", [name for name, _, _ in cases])
 
 
 @pytest.mark.parametrize(("folder", "key"), sorted(REFUSED.items()))

@@ -18,7 +18,8 @@ Stand-ins, because no GPU runs here (each named where it is used):
   in a namespace, with the in-flight token count the case states.
 - `LAYER_KINDS`: which layers slide is decided in each model's constructor; for the
   corpus families that is `layer_types` in the config (gpt_oss.py:175 slides the even
-  layers, which is what gpt-oss's layer_types say; the test checks that they agree).
+  layers, which is what gpt-oss's layer_types say; llama4.py makes the RoPE layers
+  chunked; the script checks that they agree).
 - The sliding layers' block size is the primary block size: the attention backend
   vLLM picks on Hopper (FLASH_ATTN) runs it unsplit (attention.py:611-660).
 - The KV cache layout: the backends vLLM picks on Hopper (FLASH_ATTN, FLASH_ATTN_MLA)
@@ -65,6 +66,7 @@ def plan(case: dict[str, Any]) -> dict[str, Any]:
     )
     from vllm.v1.core.kv_cache_utils import get_kv_cache_capacity
     from vllm.v1.kv_cache_interface import (
+        ChunkedLocalAttentionSpec,
         FullAttentionSpec,
         KVCacheSpec,
         MLAAttentionSpec,
@@ -120,6 +122,10 @@ def plan(case: dict[str, Any]) -> dict[str, Any]:
             if kinds is not None and kinds[i] == "sliding_attention":
                 specs[name] = SlidingWindowSpec(**common,
                                                 sliding_window=mc.get_sliding_window())
+            elif kinds is not None and kinds[i] == "chunked_attention":
+                # ChunkedLocalAttention.get_kv_cache_spec
+                specs[name] = ChunkedLocalAttentionSpec(
+                    **common, attention_chunk_size=mc.hf_text_config.attention_chunk_size)
             else:
                 specs[name] = FullAttentionSpec(**common)
         return specs
@@ -129,6 +135,12 @@ def plan(case: dict[str, Any]) -> dict[str, Any]:
     if target.architecture == "GptOssForCausalLM":
         assert layer_kinds == ["sliding_attention" if i % 2 == 0 else "full_attention"
                                for i in range(text.num_hidden_layers)]
+    if target.architecture.startswith("Llama4"):
+        # llama4.py, Llama4Attention: chunked local attention on the RoPE layers
+        # (no_rope_layers[i] != 0) when attention_chunk_size is set, else full
+        assert layer_kinds == [
+            "chunked_attention" if text.no_rope_layers[i] and text.attention_chunk_size
+            else "full_attention" for i in range(text.num_hidden_layers)], layer_kinds
     if target.is_hybrid:
         hybrid_setup(target, cache_config, engine_config, layer_kinds, case)
     specs = layer_specs(target, case["tp"], "model.layers", text.num_hidden_layers,

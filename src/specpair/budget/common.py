@@ -32,8 +32,9 @@ def kv_heads_per_rank(total_kv_heads: int, tp: int) -> int:
 
 
 def kv_layers(geometry: Geometry) -> int:
-    """Layers that keep per-token KV (sliding-window layers counted in full: conservative)."""
-    return geometry.full_attention_layers + geometry.sliding_window_layers
+    """Layers that keep per-token KV: full, sliding-window and chunked local attention."""
+    return (geometry.full_attention_layers + geometry.sliding_window_layers
+            + geometry.chunked_attention_layers)
 
 
 def weights_per_rank(weight_bytes: int, replicated_bytes: int, shards: int) -> int:

@@ -82,3 +82,6 @@ class Budget(Strict):
     capacity_lost_pct: float | None = None
     draft_share_of_kv_pct: float | None = None
     storage: Storage
+    unverified: list[str] = Field(
+        default_factory=list, description="declared unverified layouts: the numbers follow "
+                                          "the engine's rules but no oracle checked them")

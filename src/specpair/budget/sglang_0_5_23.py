@@ -53,7 +53,10 @@ EXTRA_BUFFER_ARCHS = frozenset({"BailingMoeV3ForCausalLM", "Qwen3NextForCausalLM
 # models (Gemma 3, ...) go through DefaultPoolConfigurator, every layer at full length.
 HYBRID_SWA_ARCHS = frozenset({
     "GptOssForCausalLM", "GraniteSWAForCausalLM", "GraniteMoeSWAForCausalLM",
-    "IQuestQ1ForCausalLM", "Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"})
+    "IQuestQ1ForCausalLM", "Gemma4ForCausalLM", "Gemma4ForConditionalGeneration",
+    # chunked local attention is kept in the SWA pool, its window the attention chunk
+    # (load_model_utils.py::resolve_sliding_window_size; get_hybrid_layer_ids)
+    "Llama4ForConditionalGeneration"})
 DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8  # --swa-full-tokens-ratio
 
 
@@ -134,7 +137,13 @@ def default_mem_fraction(gpu_mem_mib: int, tp: int, pp: int, user_max_running: i
 
 def uses_hybrid_swa_pools(g: Geometry, enabled: bool) -> bool:
     """Whether the engine splits this target's KV into a full and a SWA pool."""
-    return enabled and g.architecture in HYBRID_SWA_ARCHS and g.sliding_window_layers > 0
+    return enabled and g.architecture in HYBRID_SWA_ARCHS and swa_layers(g) > 0
+
+
+def swa_layers(g: Geometry) -> int:
+    """Layers the hybrid-SWA configurator keeps in its SWA pool: sliding-window and
+    chunked local attention layers."""
+    return g.sliding_window_layers + g.chunked_attention_layers
 
 
 def per_layer_cell(g: Geometry, attn_tp: int, dtype_bytes: int) -> int:
@@ -190,7 +199,7 @@ class SwaSplit:
 def swa_split(g: Geometry, attn_tp: int, dtype_bytes: int, ratio: float,
               draft_swa_layers: int = 0) -> SwaSplit:
     per_layer = per_layer_cell(g, attn_tp, dtype_bytes)
-    layers = g.sliding_window_layers + draft_swa_layers
+    layers = swa_layers(g) + draft_swa_layers
     return SwaSplit(ratio, per_layer * layers, (
         f"{per_layer} B per sliding layer · {layers} sliding layers, counted at "
         f"--swa-full-tokens-ratio {ratio}; pool_configurator.py::HybridSWAPoolConfigurator"))
@@ -383,7 +392,7 @@ def pool_cells(pair: ResolvedPair) -> PoolCells:
     elif hybrid:
         # EAGLE family: draft layers at the TARGET's per-layer full (or SWA) cell
         d_layers = eagle_draft_layers(draft)
-        d_swa = draft.sliding_window_layers if uses_hybrid_swa_pools(draft, True) else 0
+        d_swa = swa_layers(draft) if uses_hybrid_swa_pools(draft, True) else 0
         per_layer = per_layer_cell(target, attn_tp, t_bytes_kv)
         cell_d = per_layer * (d_layers - d_swa)
         swa = swa_split(target, attn_tp, t_bytes_kv, DEFAULT_SWA_FULL_TOKENS_RATIO, d_swa)

@@ -94,7 +94,7 @@ STATE_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 class LayerSpec:
     """One attention layer's KV cache spec, as `Attention.get_kv_cache_spec` builds it."""
 
-    kind: Literal["full", "sliding", "state"]
+    kind: Literal["full", "sliding", "chunked", "state"]
     page: int
     window: int | None
     shape: tuple[int, int, int, int]
@@ -115,13 +115,16 @@ class BlockPlan:
     def blocks_per_request(self, context: int, block: int, in_flight: int) -> int:
         """`get_max_concurrency_for_kv_cache_config`: blocks one request at `context`
         takes across groups (full: cdiv(L, block); sliding: cdiv(min(window − 1 +
-        in-flight tokens, L), block) + 1)."""
+        in-flight tokens, L), block) + 1; chunked: cdiv(min(chunk + in-flight tokens, L),
+        block), ChunkedLocalAttentionSpec.max_admission_blocks_per_request)."""
         total = 0
         for kind, _, _, window in self.groups:
             if kind == "state":
                 total += self.state_blocks
             elif kind == "sliding" and window is not None:
                 total += math.ceil(min(window - 1 + in_flight, context) / block) + 1
+            elif kind == "chunked" and window is not None:
+                total += math.ceil(min(window + in_flight, context) / block)
             else:
                 total += math.ceil(context / block)
         return total
@@ -134,8 +137,9 @@ def layer_specs(g: Geometry, tp: int, block: int, dtype_bytes: int) -> list[Laye
     else:
         shape = (kv_heads_per_rank(g.num_key_value_heads, tp), g.head_dim, g.v_head_dim,
                  dtype_bytes)
-    return [LayerSpec("full", page, None, shape)] * g.full_attention_layers + \
-        [LayerSpec("sliding", page, g.sliding_window, shape)] * g.sliding_window_layers
+    # in layer order, as the model registers its attention layers
+    return [LayerSpec(layer.kind, page, layer.window, shape) for layer in g.layer_list()
+            if layer.kind != "linear"]
 
 
 @dataclass(frozen=True)
@@ -246,6 +250,7 @@ def _scenario(name: str, available: int, plan: BlockPlan, block: int, context: i
     tokens = int(concurrency * context)
     sequences = blocks // per_request
     sliding = any(kind == "sliding" for kind, _, _, _ in plan.groups)
+    chunked = any(kind == "chunked" for kind, _, _, _ in plan.groups)
     lines = [*lines,
              Line(key="bytes_per_block", label="bytes per block", value=bytes_per_block,
                   unit="B", rule=f"{plan.rule}; kv_cache_planning.py"),
@@ -258,7 +263,9 @@ def _scenario(name: str, available: int, plan: BlockPlan, block: int, context: i
                           if plan.state_blocks else "")
                        + (f"; sliding cdiv(min(window − 1 + {in_flight} in-flight tokens, "
                           f"{context}), {block}) + 1 (in flight: {IN_FLIGHT_BATCHES} batches "
-                          "of max_num_batched_tokens, async scheduling)" if sliding else "")),
+                          "of max_num_batched_tokens, async scheduling)" if sliding else "")
+                       + (f"; chunked cdiv(min(attention chunk + {in_flight} in-flight "
+                          f"tokens, {context}), {block})" if chunked else "")),
              Line(key="max_total_tokens", label="token capacity ('GPU KV cache size')",
                   value=tokens, unit="tokens",
                   rule=f"int(blocks / {per_request} · {context}); "
@@ -294,7 +301,8 @@ def _hybrid_state(pair: ResolvedPair, block: int, speculative: bool
     la = target.linear_attention
     if la is None:
         return None
-    if la.kind != "gdn" or target.attention == "mla" or target.sliding_window_layers:
+    if la.kind != "gdn" or target.attention == "mla" or target.sliding_window_layers \
+            or target.chunked_attention_layers:
         raise SpecpairError.single(
             "runbook", f"not modelled: the {ENGINE} budget for {la.kind} state layers "
             f"next to {target.attention} attention", "budget this pair by measurement or "
@@ -337,9 +345,10 @@ def kv_plan(pair: ResolvedPair, speculative: bool = True
             target.linear_attention.layers
     t_specs = s_specs + layer_specs(target, tp, block, kv_bytes(dep.kv_cache_dtype, target))
     if pp > 1:
-        if target.sliding_window_layers:
+        if target.sliding_window_layers or target.chunked_attention_layers:
             raise SpecpairError.single(
-                "runbook", f"not modelled: sliding-window layers under pipeline parallelism "
+                "runbook", f"not modelled: sliding-window or chunked layers under pipeline "
+                f"parallelism "
                 f"on {ENGINE}", "set deployment.parallel.pipeline to 1",
                 field_path="deployment.parallel.pipeline")
         t_specs = t_specs[:math.ceil(len(t_specs) / pp)]

@@ -116,6 +116,12 @@ class Assumptions(Strict):
         default=None, description="vLLM: activation peak of the profile run per rank")
     cuda_graph_bytes: NonNegativeInt | None = Field(
         default=None, description="vLLM: CUDA-graph memory estimate per rank")
+    unverified_layouts: list[str] = Field(
+        default_factory=list,
+        description="architectures to budget although the KV oracle has not verified their "
+                    "layout for this engine release (data/verified_layouts.yaml); every "
+                    "output marks the budget unverified and the gate's SP603 fails unless "
+                    "waived")
 
 
 class LinearState(Strict):

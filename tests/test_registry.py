@@ -1,0 +1,67 @@
+"""The allowlist of verified KV layouts: entries name real corpus configs, and anything
+else is refused by name or budgeted only as declared, marked unverified everywhere."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from specpair import registry
+from specpair.budget import compute
+from specpair.errors import SpecpairError
+from specpair.generators.budget_files import markdown
+from specpair.geometry import from_hf_config
+from tests.conftest import FIXTURES
+from tests.pairs import make_pair
+from tests.test_budget_properties import dense
+
+CONFIGS = FIXTURES / "configs"
+
+
+@pytest.mark.parametrize("engine", sorted(registry.verified()))
+def test_every_entry_names_corpus_configs_of_its_architecture(engine: str) -> None:
+    for architecture, folders in registry.verified()[engine].items():
+        assert folders, architecture
+        for folder in folders:
+            g = from_hf_config(json.loads((CONFIGS / folder / "config.json").read_text()))
+            if architecture.endswith(" MTP layers"):
+                # the target's built-in draft layers: the config must ship some
+                assert architecture == f"{g.architecture} MTP layers", folder
+                assert g.num_nextn_predict_layers > 0, folder
+            else:
+                assert g.architecture == architecture, folder
+
+
+def test_an_unverified_architecture_is_refused_by_name() -> None:
+    nas = dense(36).model_copy(update={"architecture": "DeciLMForCausalLM"})
+    pair = make_pair(nas, None, speculation={"method": "NGRAM", "num_speculative_tokens": 3})
+    with pytest.raises(SpecpairError) as raised:
+        compute(pair)
+    text = str(raised.value)
+    assert "DeciLMForCausalLM" in text and "not verified for sglang 0.5.23" in text
+    assert "unverified_layouts: [DeciLMForCausalLM]" in text  # what would make it budget
+
+
+def test_a_declared_unverified_architecture_is_marked_in_the_budget_page() -> None:
+    nas = dense(36).model_copy(update={"architecture": "DeciLMForCausalLM"})
+    pair = make_pair(nas, None, speculation={"method": "NGRAM", "num_speculative_tokens": 3},
+                     deployment={"assumptions": {"unverified_layouts": ["DeciLMForCausalLM"]}})
+    budget = compute(pair)
+    assert len(budget.unverified) == 1 and "DeciLMForCausalLM" in budget.unverified[0]
+    assert "**Unverified budget**" in markdown(pair, budget)
+    assert budget.model_dump(mode="json")["unverified"] == budget.unverified
+
+
+def test_declaring_one_architecture_does_not_cover_another() -> None:
+    nas = dense(36).model_copy(update={"architecture": "DeciLMForCausalLM"})
+    pair = make_pair(nas, None, speculation={"method": "NGRAM", "num_speculative_tokens": 3},
+                     deployment={"assumptions": {"unverified_layouts": ["Gemma3ForCausalLM"]}})
+    with pytest.raises(SpecpairError, match="DeciLMForCausalLM"):
+        compute(pair)
+
+
+def test_a_verified_pair_carries_no_unverified_note() -> None:
+    pair = make_pair(dense(36), None, speculation={"method": "NGRAM",
+                                                   "num_speculative_tokens": 3})
+    assert compute(pair).unverified == []
