@@ -171,18 +171,20 @@ def install(session: nox.Session) -> None:
     impact, builds its site strictly, and its workflow passes actionlint."""
     session.install(*CONSTRAINTS, "pytest", "PyYAML")
     _ensure_apt_tool(session, "shellcheck", "shellcheck")
-    tmp = Path(session.create_tmp()).resolve()
-    wheels, fresh = tmp / "wheels", tmp / "fresh"
-    shutil.rmtree(wheels, ignore_errors=True)
-    shutil.rmtree(fresh, ignore_errors=True)
-    session.run("python", "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), ".")
-    (wheel,) = wheels.glob("specpair-*.whl")
-    session.run("python", "-m", "venv", str(fresh))
-    # no -c constraints.txt: what `pip install specpair` resolves today
-    session.run(str(fresh / "bin" / "python"), "-m", "pip", "install", "-q",
-                f"{wheel}[site]", ACTIONLINT, external=True, env={"PIP_CONSTRAINT": ""})
-    session.run("pytest", "tests/install", *session.posargs,
-                env={"SPECPAIR_FRESH_VENV": str(fresh)})
+    work = _scratch("specpair-install-")
+    try:
+        wheels, fresh = work / "wheels", work / "fresh"
+        session.run("python", "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels),
+                    ".")
+        (wheel,) = wheels.glob("specpair-*.whl")
+        session.run("python", "-m", "venv", str(fresh))
+        # no -c constraints.txt: what `pip install specpair` resolves today
+        session.run(str(fresh / "bin" / "python"), "-m", "pip", "install", "-q",
+                    f"{wheel}[site]", ACTIONLINT, external=True, env={"PIP_CONSTRAINT": ""})
+        session.run("pytest", "tests/install", *session.posargs,
+                    env={"SPECPAIR_FRESH_VENV": str(fresh)})
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 SARIF_SCHEMA_PACKAGE = "@microsoft/jest-sarif@1.0.0-beta.0"  # ships sarif-2.1.0-rtm.5.json
@@ -197,7 +199,12 @@ def _sarif_schema(session: nox.Session) -> Path:
                     str(tmp), external=True, silent=True)
         (tarball,) = tmp.glob("microsoft-jest-sarif-*.tgz")
         with tarfile.open(tarball) as archive:
-            archive.extract("package/lib/schemas/sarif-2.1.0-rtm.5.json", tmp, filter="data")
+            # read, not extract(filter=...): that argument needs Python 3.11.4, and nox may
+            # run on Debian 12's own 3.11.2
+            member = archive.extractfile("package/lib/schemas/sarif-2.1.0-rtm.5.json")
+            assert member is not None, "the schema is a regular file in the package"
+            schema.parent.mkdir(parents=True, exist_ok=True)
+            schema.write_bytes(member.read())
     return schema
 
 
@@ -301,6 +308,16 @@ def _interpreters_on_this_machine() -> dict[tuple[int, int, int], Path]:
     return found
 
 
+def _scratch(prefix: str) -> Path:
+    """A scratch folder for throw-away clones and venvs: in /dev/shm where it has room.
+    On this project's machines the disk is mounted with `discard`, and deleting one
+    clone's venvs there took 99 s, longer than building in it; in memory it takes none."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 8 << 30:
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=shm))
+    return Path(tempfile.mkdtemp(prefix=prefix))
+
+
 # The README's first command, run verbatim in each clone.
 FIRST_COMMAND = "python -m pip install nox && nox -s build"
 
@@ -356,6 +373,39 @@ def _run_first_command(session: nox.Session, clone: Path, env: dict[str, str]) -
         session.error(f"`{FIRST_COMMAND}` printed a traceback in {clone}")
 
 
+def _first_command_on(session: nox.Session, python: Path, label: str, work: Path,
+                      tools: list[str | None]) -> dict[str, str]:
+    """FIRST_COMMAND in a fresh clone under `work` with only `python` on PATH; returns the
+    digests of the generated files."""
+    started = time.monotonic()
+    clone, venv, bin_dir = work / "clone", work / "venv", work / "bin"
+    _clone_working_tree(clone)
+    # a venv of this interpreter stands for "python" on a stock machine (Debian's own
+    # refuses pip outside one); PATH holds it and the few non-Python tools the session
+    # calls, so no other interpreter can be picked up
+    session.run(str(python), "-m", "venv", str(venv), external=True)
+    bin_dir.mkdir()
+    for tool in filter(None, tools):
+        (bin_dir / Path(tool).name).symlink_to(tool)
+    env = {**os.environ, "PATH": os.pathsep.join([str(venv / "bin"), str(bin_dir)]),
+           "VIRTUAL_ENV": str(venv)}
+    for leak in ("PYTHONPATH", "PYTHONHOME", "NOX_DEFAULT_VENV_BACKEND"):
+        env.pop(leak, None)
+    session.log(f"Python {label} ({python}): clone and venv in "
+                f"{time.monotonic() - started:.0f} s; `{FIRST_COMMAND}` in {clone}")
+    started = time.monotonic()
+    _run_first_command(session, clone, env)
+    changed = subprocess.run(["git", "-C", str(clone), "status", "--porcelain",
+                              "--untracked-files=all", "--", "runbooks", "schema"],
+                             capture_output=True, text=True, check=True).stdout
+    if changed.strip():
+        session.error(f"Python {label}: `nox -s build` changed committed outputs "
+                      f"(stale or interpreter-dependent):\n{changed}")
+    session.log(f"Python {label}: the first command passed in "
+                f"{time.monotonic() - started:.0f} s")
+    return _generated_digests(clone)
+
+
 @nox.session(python=False)
 def pythons(session: nox.Session) -> None:
     """The README's first command on a fresh clone (with history) for every supported
@@ -374,32 +424,13 @@ def pythons(session: nox.Session) -> None:
     digests: dict[tuple[int, int, int], dict[str, str]] = {}
     for version in chosen:
         label = ".".join(map(str, version))
-        work = Path(tempfile.mkdtemp(prefix=f"specpair-py{label}-"))
-        clone, venv, bin_dir = work / "clone", work / "venv", work / "bin"
-        _clone_working_tree(clone)
-        # a venv of this interpreter stands for "python" on a stock machine (Debian's own
-        # refuses pip outside one); PATH holds it and the few non-Python tools the session
-        # calls, so no other interpreter can be picked up
-        session.run(str(found[version]), "-m", "venv", str(venv), external=True)
-        bin_dir.mkdir()
-        for tool in filter(None, tools):
-            (bin_dir / Path(tool).name).symlink_to(tool)
-        env = {**os.environ, "PATH": os.pathsep.join([str(venv / "bin"), str(bin_dir)]),
-               "VIRTUAL_ENV": str(venv)}
-        for leak in ("PYTHONPATH", "PYTHONHOME", "NOX_DEFAULT_VENV_BACKEND"):
-            env.pop(leak, None)
-        session.log(f"Python {label} ({found[version]}): `{FIRST_COMMAND}` in {clone}")
-        started = time.monotonic()
-        _run_first_command(session, clone, env)
-        changed = subprocess.run(["git", "-C", str(clone), "status", "--porcelain",
-                                  "--untracked-files=all", "--", "runbooks", "schema"],
-                                 capture_output=True, text=True, check=True).stdout
-        if changed.strip():
-            session.error(f"Python {label}: `nox -s build` changed committed outputs "
-                          f"(stale or interpreter-dependent):\n{changed}")
-        digests[version] = _generated_digests(clone)
-        session.log(f"Python {label}: done in {time.monotonic() - started:.0f} s")
-        shutil.rmtree(work, ignore_errors=True)
+        work = _scratch(f"specpair-py{label}-")
+        try:
+            digests[version] = _first_command_on(session, found[version], label, work, tools)
+        finally:
+            started = time.monotonic()
+            shutil.rmtree(work, ignore_errors=True)
+            session.log(f"Python {label}: cleaned up in {time.monotonic() - started:.0f} s")
     reference_version, reference = next(iter(digests.items()))
     for version, digest in digests.items():
         differing = sorted(name for name in reference.keys() | digest.keys()

@@ -135,3 +135,24 @@ def test_this_repository_still_names_its_nox_sessions(tmp_path: Path) -> None:
     (tmp_path / "noxfile.py").write_text("")
     (tmp_path / "specpair.toml").write_text(f'[specpair]\nversion = "{__version__}"\n')
     assert commands(tmp_path).build == "specpair build"
+
+
+def test_the_packages_exact_pins_are_the_development_pins() -> None:
+    """What a plain install resolves for the output-shaping libraries (pinned exactly in
+    pyproject) must be what the committed outputs were generated with (constraints.txt)."""
+    import re
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    requirements = project["dependencies"] + project["optional-dependencies"]["site"]
+    exact = dict(r.split("==") for r in requirements if "==" in r)
+    assert {"grafana-foundation-sdk", "pydantic", "PyYAML", "jsonnet", "matplotlib",
+            "mkdocs-material"} <= set(exact)
+
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+    constraints = dict(line.split("==") for line in
+                       (REPO / "constraints.txt").read_text().split() if "==" in line)
+    pinned = {norm(k): v for k, v in constraints.items()}
+    for name, version in exact.items():
+        assert pinned[norm(name)] == version, name
