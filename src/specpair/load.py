@@ -191,12 +191,24 @@ def _compose_yaml(path: Path, text: str) -> _Walker:
             path, f"not valid YAML: {exc.problem or exc.context}",
             "fix the syntax at this position (indentation, quotes, colons)",
             line=line, column=column) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        raise SpecpairError.single(
+            path, f"not valid YAML: the character U+{ord(exc.character):04X} is not allowed"
+            if isinstance(exc.character, str) else f"not valid YAML: {exc.reason}",
+            "remove the control character (or write it as an escape in a quoted string)",
+            line=line, column=column) from None
     except yaml.YAMLError as exc:
-        raise SpecpairError.single(path, f"not valid YAML: {exc}", "fix the syntax") from None
+        raise SpecpairError.single(path, f"not valid YAML: {exc}", "fix the syntax",
+                                   line=1, column=1) from None
     if len(nodes) != 1:
+        where = nodes[1].start_mark if len(nodes) > 1 else None
         raise SpecpairError.single(
             path, "empty document" if not nodes else f"{len(nodes)} YAML documents in one file",
-            "a file holds exactly one document")
+            "a file holds exactly one document (remove the `---` separator and what follows)"
+            if nodes else "write the runbook's mapping (pair:, engine:, …) into the file",
+            line=where.line + 1 if where else 1, column=where.column + 1 if where else 1)
     walker = _Walker(path)
     walker.data = walker.walk(nodes[0], ())
     if walker.problems:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 from specpair import file_policy, rules
 from specpair.errors import Location, Problem, SpecpairError
 from specpair.load import Document, PathKey, load_document, read_text, render_path
+from specpair.schema.common import UNSAFE
 from specpair.schema.lock import Lock
 from specpair.schema.runbook import Runbook
 
@@ -189,6 +190,15 @@ def _explain(kind: str, error: Any, model: type[BaseModel], loc: PathKey,
         return f"{msg}; got {shown}", "use one of the listed values"
     if kind == "literal_error":
         return f"{msg}; got {shown}", "use one of the listed values"
+    if kind == "string_pattern_mismatch" and isinstance(given, str):
+        bad = UNSAFE.search(given)
+        if bad:
+            return (f"holds the control or formatting character U+{ord(bad.group()):04X} "
+                    f"at position {bad.start() + 1}", "remove it: such characters can hide "
+                    "or reorder text in a terminal, a script or a review")
+        if given.startswith("-"):
+            return (f"{shown} starts with '-': the engine would read it as an option",
+                    "a value never starts with '-'; for a relative path write ./" + given)
     if kind == "string_pattern_mismatch":
         return f"{shown} has the wrong form ({msg})", _pattern_hint(loc)
     if kind in ("finite_number",):

@@ -16,10 +16,12 @@ from specpair.geometry import GeometryOverride
 from specpair.schema.common import (
     CommitSha,
     KVDtype,
+    LocalPath,
     LongText,
     Method,
     NonNegativeInt,
     PositiveInt,
+    PromptText,
     RepoId,
     ShortText,
     Slug,
@@ -28,7 +30,6 @@ from specpair.schema.common import (
 )
 
 Revision = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")]
-LocalPath = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
 
 
 class Pair(Strict):
@@ -179,7 +180,8 @@ class Deployment(Strict):
         default=True, description="false switches the engine's hybrid KV manager off "
         "(SGLang --disable-hybrid-swa-memory, vLLM --disable-hybrid-kv-cache-manager): "
         "sliding-window layers then keep a full-length cache, and the budget follows")
-    host: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9.:\[\]-]{1,255}$")] = "0.0.0.0"
+    host: Annotated[str, StringConstraints(  # a leading `-` would be read as an option
+        pattern=r"^[A-Za-z0-9.:\[\]][A-Za-z0-9.:\[\]-]{0,254}$")] = "0.0.0.0"
     port: Annotated[int, Field(ge=1, le=65535)] = 30000
     assumptions: Assumptions = Assumptions()
 
@@ -209,7 +211,7 @@ class Acceptance(Strict):
 
 
 class Warmup(Strict):
-    prompt: Annotated[str, StringConstraints(min_length=1, max_length=2000)] = "Say hello."
+    prompt: PromptText = "Say hello."
     max_tokens: Annotated[int, Field(ge=1, le=4096)] = 16
     timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120.0
 
