@@ -634,6 +634,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SpecpairError as exc:
         print(exc.render(), file=sys.stderr)
         status = EXIT_PROBLEMS
+    except OSError as exc:  # an I/O failure the library did not locate (--output, …)
+        from specpair.file_policy import io_error
+
+        print(io_error(exc.filename or "specpair", exc, "complete the command").render(),
+              file=sys.stderr)
+        status = EXIT_PROBLEMS
     except KeyboardInterrupt:
         status = 130
     finally:

@@ -16,8 +16,12 @@ class Strict(BaseModel):
                               use_enum_values=False, validate_default=True)
 
 
-PositiveInt = Annotated[int, Field(gt=0)]
-NonNegativeInt = Annotated[int, Field(ge=0)]
+MAX_COUNT = 2**53
+"""The largest whole number a runbook or lock may hold: exact as a float (the budget and
+latency models compute in floats) and past any physical count (8 PiB in bytes, 9e15
+parameters). Without a bound, 10**30 tokens overflowed float division in a dozen places."""
+PositiveInt = Annotated[int, Field(gt=0, le=MAX_COUNT)]
+NonNegativeInt = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")]
 CommitSha = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
 RepoId = Annotated[str, StringConstraints(
