@@ -283,3 +283,29 @@ def test_locating_thousands_of_errors_in_a_large_jsonnet_runbook_is_linear(
         assert lines[problem.location.line - 1].strip().startswith(f"{key}:"), problem
     # O(N × size) took 50 s for N = 1,000 on the 2-core machine; linear takes ~1 s for 8,000
     assert seconds < 10, seconds
+
+
+@pytest.mark.parametrize(("section", "key", "value", "message"), [
+    ("deployment", "context_length", 10**30, "less than or equal to 9007199254740992"),
+    ("speculation", "num_speculative_tokens", 10**400, "less than or equal to"),
+    ("staging", "network_bandwidth_bytes_per_s", 1e-300, "greater than or equal to 1000"),
+    ("staging", "cold_start_budget_s", 1e300, "less than or equal to 10000000"),
+    ("deployment", "gpu", dict(name="g", memory_mib=81559, bandwidth_tb_s=1e-300,
+                               bf16_dense_tflops=989), "greater than or equal to 0.000001"),
+    ("deployment", "gpu", dict(name="g", memory_mib=81559, bandwidth_tb_s=3.35,
+                               bf16_dense_tflops=989, free_before_load_gib=1e300),
+     "less than or equal to 1048576"),
+])
+def test_hostile_numbers_are_located_errors_not_tracebacks(
+        inline_repo: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, section: str, key: str, value: object,
+        message: str) -> None:
+    # each of these overflowed, divided by zero or became an infinity in build/site/plan
+    runbook = inline_repo / "runbooks" / "tiny-vllm" / "runbook.yaml"
+    data = yaml.safe_load(runbook.read_text())
+    data[section][key] = value
+    runbook.write_text(json.dumps(data))
+    for command in (["build"], ["site"], ["plan", "runbooks/tiny-vllm/runbook.yaml"]):
+        status, output = cli(inline_repo, capsys, monkeypatch, *command)
+        assert status == 1 and message in output, (command, output[-1500:])
+        assert f"{section}.{key}" in output, output[-1500:]
