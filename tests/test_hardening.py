@@ -4,6 +4,7 @@ nor escaping of records (test_record_escaping.py): each test reproduces one find
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -232,11 +233,13 @@ def test_a_folder_where_the_lock_belongs_is_a_located_error(tmp_path: Path) -> N
 def test_a_read_only_or_full_disk_is_a_located_error(repo_copy: Path, options: str,
                                                      message: str) -> None:
     # a real read-only or full file system over one pair's generated/: a tmpfs mounted in
-    # a user and mount namespace (unprivileged; gone when the command exits)
+    # a private mount namespace (gone when the command exits)
     generated = repo_copy / "runbooks" / "qwen3-8b-dflash" / "generated"
     before = {p.name: p.read_bytes() for p in generated.iterdir()}
     script = 'mount -t tmpfs -o "$1" tmpfs "$2" && exec "$3" -m specpair build'
-    done = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+    # root needs no user namespace (where AppArmor restricts those, root is still allowed)
+    namespace = ["--mount"] if os.geteuid() == 0 else ["--user", "--map-root-user", "--mount"]
+    done = subprocess.run(["unshare", *namespace, "sh", "-c",
                            script, "sh", options, str(generated), sys.executable],
                           cwd=repo_copy, capture_output=True, text=True, check=False,
                           timeout=300)
