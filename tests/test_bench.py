@@ -177,3 +177,39 @@ def test_bench_refuses_another_speculative_config(repo_copy: Path,
 def test_cards_of_the_examples_say_not_measured() -> None:
     for card in REPO.glob("runbooks/*/generated/card.md"):
         assert "Not measured yet" in card.read_text()
+
+
+def test_bench_writes_under_the_build_lock(repo_copy: Path,
+                                           fakes: tuple[FakeEngine, FakeEngine]) -> None:
+    # its record and regenerated card must not interleave with a concurrent build's writes
+    import threading
+    import time
+
+    from specpair.build import build, exclusive
+
+    baseline, spec = fakes
+    spec.positions = 3
+    _small_workloads(repo_copy)
+    build(repo_copy)
+    folder = repo_copy / "runbooks" / "llama33-70b-eagle3-vllm"
+    with exclusive(repo_copy):  # as a build holds it
+        process = subprocess.Popen([sys.executable, "-m", "specpair", "bench",
+                                    "runbooks/llama33-70b-eagle3-vllm/runbook.yaml",
+                                    "--baseline", baseline.url, "--spec", spec.url,
+                                    "--concurrency", "1", "--time-limit", "60"],
+                                   cwd=repo_copy, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        seen: list[str] = []
+        reader = threading.Thread(target=lambda: seen.extend(iter(
+            lambda: process.stderr.read(1) if process.stderr else "", "")), daemon=True)
+        reader.start()
+        deadline = time.time() + 120
+        while time.time() < deadline and "[long c=1 speculative] 3/3" not in "".join(seen):
+            time.sleep(0.2)  # the measurement runs; only its writes wait for the lock
+        assert "[long c=1 speculative] 3/3" in "".join(seen), "".join(seen)
+        time.sleep(2)
+        assert process.poll() is None and not (folder / "measurements").exists()
+    assert process.wait(timeout=120) == 0, "".join(seen)
+    reader.join(timeout=10)
+    assert len(list((folder / "measurements").glob("*.json"))) == 1
+    assert build(repo_copy, check_only=True).drift.stale == []

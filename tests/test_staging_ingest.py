@@ -172,3 +172,25 @@ def test_calibrate_derives_the_assumptions_with_provenance(repo: Path, hub: HubS
     staging = json.loads((repo / "runbooks" / "hub-pair" / "generated" /
                           "staging.json").read_text())
     assert staging["calibration"]["used"] == [staging["measured"]["record"]]
+
+
+def test_ingest_takes_the_build_lock(repo: Path, hub: HubServer) -> None:
+    # a build running meanwhile loaded the records of before and wrote that card after
+    # ingest wrote the new one (stale bytes in 5 of 12 trials); ingest now waits for it
+    import time
+
+    from specpair.build import exclusive
+
+    code, log = start(repo, hub)
+    assert code is None, log.read_text()
+    env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HOME": str(repo / ".hf-lock")}
+    records = repo / "runbooks" / "hub-pair" / "measurements" / "staging"
+    with exclusive(repo):  # as a build holds it
+        process = subprocess.Popen([sys.executable, "-m", "specpair", "staging", "ingest",
+                                    "runbooks/hub-pair/runbook.yaml", str(log)], cwd=repo,
+                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(3)
+        assert process.poll() is None and not records.exists()
+    assert process.wait(timeout=120) == 0, process.communicate()
+    assert len(list(records.glob("*.json"))) == 1
+    assert specpair(repo, hub, "build", "--check").returncode == 0

@@ -26,6 +26,7 @@ from specpair.resolve import ResolvedPair
 from specpair.staging_log import EXIT_STATUS, parse
 from tests.checkpoints import llama_config
 from tests.hubserver import HubServer, Repo
+from tests.k8s_expansion import expand_all
 from tests.kubernetes import workload
 from tests.test_latency_staging import _eagle
 from tests.test_launch import with_runbook
@@ -250,8 +251,11 @@ def test_the_manifest_init_container_and_warmup_hook_write_the_same_log(
     pair, sizes = pair_on(hub)
     doc = workload(launch_files.generate(pair)["deployment.k8s.yaml"])
     spec = doc["spec"]["template"]["spec"]
-    init = spec["initContainers"][0]["command"]
-    hook = spec["containers"][0]["lifecycle"]["postStart"]["exec"]["command"]
+    # as the kubelet runs them: `$(NAME)` expanded, `$$` reduced to `$`
+    pod_env = {"HF_HOME": "/models"}
+    init = expand_all(spec["initContainers"][0]["command"], pod_env)
+    hook = expand_all(spec["containers"][0]["lifecycle"]["postStart"]["exec"]["command"],
+                      pod_env)
     env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "models"),
            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     env.pop("HF_HUB_OFFLINE", None)
@@ -283,7 +287,8 @@ def test_the_manifest_init_container_and_warmup_hook_write_the_same_log(
         p.seconds for p in record.phases if p.phase != "staging")
     missing = with_runbook(pair, draft={"repo": "org/draft", "revision": "f" * 40})
     doc = workload(launch_files.generate(missing)["deployment.k8s.yaml"])
-    init = doc["spec"]["template"]["spec"]["initContainers"][0]["command"]
+    init = expand_all(doc["spec"]["template"]["spec"]["initContainers"][0]["command"],
+                      pod_env)
     failed = subprocess.run(init, env=env, capture_output=True, text=True, timeout=120,
                             check=False)
     assert failed.returncode == EXIT_STATUS["staging"], failed.stdout + failed.stderr

@@ -355,7 +355,7 @@ def _bench(args: argparse.Namespace) -> int:
     import datetime as dt
 
     from specpair.bench.runner import run
-    from specpair.build import _display, render
+    from specpair.build import _display, exclusive, render
     from specpair.runbooks import GENERATED_DIR, MEASUREMENTS_DIR
     from specpair.writer import atomic_write, dump_json
 
@@ -364,19 +364,20 @@ def _bench(args: argparse.Namespace) -> int:
     levels: list[int] = args.concurrency
     measurement = run(pair, args.baseline.rstrip("/"), args.spec.rstrip("/"), levels,
                       args.time_limit)
-    folder = Path(args.runbook).resolve().parent
+    folder = Path(os.path.abspath(args.runbook)).parent
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     record = folder / MEASUREMENTS_DIR / f"{stamp}.json"
-    atomic_write(record, dump_json(measurement.model_dump(mode="json")))
-    # the card, break-even (fitted on the latest record) and what follows from it (alert
-    # thresholds, dashboards) all change: regenerate every output of this pair, so that
-    # `build --check` stays clean after a bench run
-    measured = _one_pair(root, args.runbook)
-    outputs = render(root, [measured])
-    generated = Path(_display(root, folder)) / GENERATED_DIR
-    for rel, content in outputs.files.items():
-        if rel.parent == generated:
-            atomic_write(root / rel, content)
+    with exclusive(root):  # a build running meanwhile would write the card of before
+        atomic_write(record, dump_json(measurement.model_dump(mode="json")))
+        # the card, break-even (fitted on the latest record) and what follows from it
+        # (alert thresholds, dashboards) all change: regenerate every output of this
+        # pair, so that `build --check` stays clean after a bench run
+        measured = _one_pair(root, args.runbook)
+        outputs = render(root, [measured])
+        generated = Path(_display(root, folder)) / GENERATED_DIR
+        for rel, content in outputs.files.items():
+            if rel.parent == generated:
+                atomic_write(root / rel, content)
     print(f"measurement written to {record}")
     print((folder / GENERATED_DIR / "card.md").read_text())
     return EXIT_OK
@@ -404,12 +405,15 @@ def _calibrate(args: argparse.Namespace) -> int:
 def _staging(args: argparse.Namespace) -> int:
     from specpair.staging_ingest import calibrate_text, ingest
 
-    pair = _one_pair(_root(args), args.runbook)
     if args.action == "ingest":
-        print(ingest(pair, Path(args.runbook), Path(args.log),
-                     Path(args.engine_log) if args.engine_log else None), end="")
+        from specpair.build import exclusive
+
+        with exclusive(_root(args)):  # it writes generated files, like a build
+            text = ingest(_one_pair(_root(args), args.runbook), Path(args.runbook),
+                          Path(args.log), Path(args.engine_log) if args.engine_log else None)
+        print(text, end="")
     else:
-        print(calibrate_text(pair), end="")
+        print(calibrate_text(_one_pair(_root(args), args.runbook)), end="")
     return EXIT_OK
 
 
@@ -668,6 +672,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = int(args.func(args))
     except SpecpairError as exc:
         print(exc.render(), file=sys.stderr)
+        status = EXIT_PROBLEMS
+    except OSError as exc:  # an I/O failure the library did not locate (--output, …)
+        from specpair.file_policy import io_error
+
+        print(io_error(exc.filename or "specpair", exc, "complete the command").render(),
+              file=sys.stderr)
         status = EXIT_PROBLEMS
     except KeyboardInterrupt:
         status = 130

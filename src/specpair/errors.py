@@ -35,9 +35,11 @@ class Problem:
     hint: str = ""
 
     def render(self) -> str:
-        text = f"{self.location.render()}: {self.message}"
+        from specpair.schema.common import inert  # no control character reaches a terminal
+
+        text = f"{inert(self.location.render())}: {inert(self.message)}"
         if self.hint:
-            text += f"\n    hint: {self.hint}"
+            text += f"\n    hint: {inert(self.hint)}"
         return text
 
 

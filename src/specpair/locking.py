@@ -28,7 +28,7 @@ from specpair.runbooks import LOCK_NAME, LoadedRunbook, load_lock
 from specpair.schema.lock import ArtifactLock, Lock, VocabMapping
 from specpair.schema.runbook import Artifact
 from specpair.vocab import intersect, load_tokenizer, to_lock
-from specpair.writer import atomic_write, dump_json
+from specpair.writer import atomic_write, dump_json, holds
 
 MAX_PARALLEL = 4
 
@@ -166,7 +166,7 @@ def lock_all(runbooks: list[LoadedRunbook], *, refresh: bool = False, offline: b
             continue
         path = outcome.runbook.folder / LOCK_NAME
         content = dump_json(outcome.lock.model_dump(mode="json", exclude_none=True))
-        if not path.exists() or path.read_bytes() != content:
+        if not holds(path, content):  # under the file policy: no link followed
             atomic_write(path, content)
             outcome.written = True
     return outcomes

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import html
 
+from specpair.schema.common import inert
+
 GIB = 1 << 30
 
 
@@ -20,7 +22,7 @@ def num(n: int | float) -> str:
 
 def cell(text: object) -> str:
     """Text safe inside a Markdown table cell (and in the HTML it becomes)."""
-    return html.escape(str(text), quote=False).replace("|", "\\|").replace("\n", " ")
+    return inert(html.escape(str(text), quote=False).replace("|", "\\|").replace("\n", " "))
 
 
 def value(v: int | float | str, unit: str) -> str:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 from specpair import file_policy, rules
 from specpair.errors import Location, Problem, SpecpairError
 from specpair.load import Document, PathKey, load_document, read_text, render_path
+from specpair.schema.common import UNSAFE
 from specpair.schema.lock import Lock
 from specpair.schema.runbook import Runbook
 
@@ -103,23 +104,47 @@ def load_lock(folder: Path, display: str | None = None) -> tuple[Lock, Document 
             "run `specpair lock` (hub or local `path:` checkpoints), or `specpair lock "
             "--declare` to write a declared lock from a config.json")
     text = read_text(path, shown)
-    try:  # the fast path: a valid lock needs no source positions
-        return Lock.model_validate_json(text), None
-    except ValidationError:
-        pass  # parse again with positions, to say where the problem is
+    # as strict as a runbook: duplicate keys (JSON lets the last win), deep nesting and
+    # numbers beyond any physical size are refused before pydantic sees the data
     try:
-        json.loads(text)
+        json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:  # a lock is JSON: say so, not "not valid YAML"
         raise SpecpairError.single(
             shown, f"{LOCK_NAME} is not valid JSON: {exc.msg}",
             "fix the JSON at this position, or write the lock again with `specpair lock`",
             line=exc.lineno, column=exc.colno) from None
-    document = load_document(path)
+    except RecursionError:
+        raise SpecpairError.single(
+            shown, f"{LOCK_NAME} nests too deeply to be a lock",
+            "write the lock again with `specpair lock`", line=1, column=1) from None
+    except (_DuplicateKey, ValueError):
+        pass  # the YAML composer below says where (duplicates, 4,300-digit integers, NaN)
+    else:
+        try:  # the fast path: a valid lock needs no source positions
+            return Lock.model_validate_json(text), None
+        except ValidationError:
+            pass  # parse again with positions, to say where the problem is
+    document = load_document(path, display=shown)
     try:
         return Lock.model_validate(document.data), document
     except ValidationError as exc:
         raise SpecpairError(validation_problems(exc, document, Lock, shown,
                                                 schema=LOCK_SCHEMA)) from None
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise _DuplicateKey(keys)
+    return dict(pairs)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a lock can hold")
 
 
 def load_location(source_file: str, field: str) -> Location:
@@ -189,6 +214,15 @@ def _explain(kind: str, error: Any, model: type[BaseModel], loc: PathKey,
         return f"{msg}; got {shown}", "use one of the listed values"
     if kind == "literal_error":
         return f"{msg}; got {shown}", "use one of the listed values"
+    if kind == "string_pattern_mismatch" and isinstance(given, str):
+        bad = UNSAFE.search(given)
+        if bad:
+            return (f"holds the control or formatting character U+{ord(bad.group()):04X} "
+                    f"at position {bad.start() + 1}", "remove it: such characters can hide "
+                    "or reorder text in a terminal, a script or a review")
+        if given.startswith("-"):
+            return (f"{shown} starts with '-': the engine would read it as an option",
+                    "a value never starts with '-'; for a relative path write ./" + given)
     if kind == "string_pattern_mismatch":
         return f"{shown} has the wrong form ({msg})", _pattern_hint(loc)
     if kind in ("finite_number",):

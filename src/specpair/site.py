@@ -23,6 +23,7 @@ from specpair.generators import card_files, dashboard_files, launch_files, monit
 from specpair.latency import model
 from specpair.render import gib, num
 from specpair.resolve import ResolvedPair
+from specpair.schema.common import inert
 from specpair.schema.lock import Fallback, VocabMapping
 from specpair.staging import plan
 from specpair.writer import Outputs
@@ -37,7 +38,7 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>])")
 
 def text(value: object) -> str:
     """Runbook text as inert Markdown: HTML-escaped, Markdown syntax backslash-escaped."""
-    escaped = html.escape(" ".join(str(value).split()), quote=True)
+    escaped = html.escape(inert(" ".join(str(value).split())), quote=True)
     return _MD_SPECIAL.sub(r"\\\1", escaped)
 
 
@@ -45,7 +46,7 @@ def attribute(value: object) -> str:
     """Runbook text for the page's front matter, which the theme prints unescaped into
     <title>, the header, the navigation and <meta content="...">: one line, both quote
     styles and every markup character as entities, then quoted for YAML."""
-    return json.dumps(html.escape(" ".join(str(value).split()), quote=True))
+    return json.dumps(html.escape(inert(" ".join(str(value).split())), quote=True))
 
 
 def front_matter(title: object, description: object | None) -> str:

@@ -5,6 +5,7 @@ build makes), so the measured-vs-modelled table shows without another step."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from specpair.errors import SpecpairError
@@ -43,7 +44,7 @@ def ingest(pair: ResolvedPair, runbook: Path, log: Path, engine_log: Path | None
     check_belongs(record, pair.runbook, str(log))
     if engine_log is not None:
         record = with_engine_log(record, _read(engine_log))
-    folder = runbook.resolve().parent
+    folder = Path(os.path.abspath(runbook)).parent  # links are refused, never followed
     path = folder / STAGING_DIR / file_name(record)
     atomic_write(path, dump_json(record.model_dump(mode="json")))
     pair = pair.model_copy(update={"staging_records": load_records(folder)})

@@ -50,7 +50,7 @@ class Drift:
         return sorted(self.changed + self.missing + self.orphaned)
 
 
-def _holds(target: Path, content: bytes) -> bool | None:
+def holds(target: Path, content: bytes) -> bool | None:
     """Whether `target` holds exactly `content`: None when it is missing, False when it
     differs or is not a regular file (writing it then says why). Read without following
     a link and never more than one byte past the expected size."""
@@ -71,10 +71,10 @@ def compare(root: Path, outputs: Outputs) -> Drift:
     file_policy.check_tree(root)
     changed, missing = [], []
     for rel, content in sorted(outputs.files.items()):
-        holds = _holds(root / rel, content)
-        if holds is None:
+        same = holds(root / rel, content)
+        if same is None:
             missing.append(rel)
-        elif not holds:
+        elif not same:
             changed.append(rel)
     orphaned = []
     for rel_dir in sorted(outputs.owned_dirs):

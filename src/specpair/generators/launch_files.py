@@ -23,6 +23,7 @@ from specpair.errors import Problem, SpecpairError
 from specpair.launch import ENGINES, EnvRef, Launch, build_for
 from specpair.resolve import ResolvedPair
 from specpair.runbooks import load_location
+from specpair.schema.common import inert
 from specpair.writer import dump_json
 
 IMAGES = {"sglang 0.5.23": "lmsysorg/sglang:v0.5.23", "vllm 0.33.0": "vllm/vllm-openai:v0.33.0"}
@@ -98,8 +99,9 @@ def shell_script(pair: ResolvedPair, launch: Launch, primary: bool,
 
 
 def cell_text(text: str) -> str:
-    """Runbook text in a shell comment: one line, nothing that ends the comment."""
-    return " ".join(text.split())
+    """Runbook text in a shell comment: one line, nothing that ends the comment, no
+    control character (a `cat` of the script must not drive the terminal)."""
+    return inert(" ".join(text.split()))
 
 
 def args_data(launch: Launch) -> dict[str, Any]:
@@ -169,6 +171,17 @@ def manifest_notes(pair: ResolvedPair) -> list[str]:
     return notes
 
 
+def k8s_literal(value: str) -> str:
+    """A literal in a container's command, args or env value: Kubernetes expands
+    `$(NAME)` there (and reduces `$$` to `$`), so every `$` is doubled; the only
+    references left are the per-node ones (LWS_ENV) the manifest writes itself."""
+    return value.replace("$", "$$")
+
+
+def _k8s_words(words: list[str]) -> list[str]:
+    return [k8s_literal(w) for w in words]
+
+
 def manifest(pair: ResolvedPair, launch: Launch) -> str:
     rb = pair.runbook
     dep = rb.deployment
@@ -176,19 +189,20 @@ def manifest(pair: ResolvedPair, launch: Launch) -> str:
     name = rb.pair.name
     gpus = dep.parallel.tensor * dep.parallel.pipeline * dep.parallel.data // dep.nodes
     image = IMAGES[launch.engine]
-    command = [LWS_ENV[a.name] if isinstance(a, EnvRef) else a for a in launch.argv]
+    command = [LWS_ENV[a.name] if isinstance(a, EnvRef) else k8s_literal(a) for a in launch.argv]
     # both log each phase in the deployment-log format (imported here: stage_script
     # builds on this module)
     from specpair.generators import stage_script
 
-    stage_args = stage_script.init_container_command(pair, rb.staging.mode)
+    stage_args = _k8s_words(stage_script.init_container_command(pair, rb.staging.mode))
     budget_s = int(rb.staging.cold_start_budget_s)
     env = [{"name": "HF_HOME", "value": "/models"}, *token_env(pair)]
     container: dict[str, Any] = {
         "name": "server",
         "image": image,
         "command": command,
-        "env": [*env, *({"name": k, "value": v} for k, v in sorted(launch.env.items()))],
+        "env": [*env, *({"name": k, "value": k8s_literal(v)}
+                        for k, v in sorted(launch.env.items()))],
         "ports": [{"containerPort": launch.port, "name": "http"}],
         "resources": {"requests": {"cpu": k8s.cpu_request, "memory": k8s.memory_request},
                       "limits": {"nvidia.com/gpu": gpus}},
@@ -203,7 +217,7 @@ def manifest(pair: ResolvedPair, launch: Launch) -> str:
         "readinessProbe": {"httpGet": {"path": launch.ready_path, "port": launch.port},
                            "periodSeconds": 10, "timeoutSeconds": 5},
         "lifecycle": {"postStart": {"exec": {
-            "command": stage_script.warmup_hook_command(pair, launch.port)}}},
+            "command": _k8s_words(stage_script.warmup_hook_command(pair, launch.port))}}},
     }
     pod: dict[str, Any] = {
         "initContainers": [{"name": "stage", "image": image, "command": stage_args,
@@ -237,7 +251,7 @@ def manifest(pair: ResolvedPair, launch: Launch) -> str:
         worker_container = {k: v for k, v in container.items()
                             if k not in ("startupProbe", "livenessProbe", "readinessProbe",
                                          "lifecycle")}
-        worker_container["command"] = [*command, *launch.follower_argv]
+        worker_container["command"] = [*command, *_k8s_words(launch.follower_argv)]
         worker = {**pod, "containers": [worker_container]}
         docs = [{
             "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",

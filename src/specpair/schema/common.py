@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Annotated
 
@@ -15,14 +16,43 @@ class Strict(BaseModel):
                               use_enum_values=False, validate_default=True)
 
 
-PositiveInt = Annotated[int, Field(gt=0)]
-NonNegativeInt = Annotated[int, Field(ge=0)]
+MAX_COUNT = 2**53
+"""The largest whole number a runbook or lock may hold: exact as a float (the budget and
+latency models compute in floats) and past any physical count (8 PiB in bytes, 9e15
+parameters). Without a bound, 10**30 tokens overflowed float division in a dozen places."""
+PositiveInt = Annotated[int, Field(gt=0, le=MAX_COUNT)]
+NonNegativeInt = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")]
 CommitSha = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
 RepoId = Annotated[str, StringConstraints(
     pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")]
-ShortText = Annotated[str, StringConstraints(min_length=1, max_length=200)]
-LongText = Annotated[str, StringConstraints(max_length=4000)]
+UNSAFE_CHARS = r"\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff"
+"""C0/C1 controls (ANSI and OSC escapes start with ESC or CSI) and the invisible and
+bidirectional formatting characters (Trojan Source): they can hide or reorder text in a
+terminal, a script or a review, so no runbook text may hold them."""
+UNSAFE = re.compile(f"[{UNSAFE_CHARS}]")
+
+
+def inert(text: str) -> str:
+    """Text for a terminal, a script or a page: each control or formatting character
+    written as its escape (`\\x1b`, `\\u202e`), so it is seen and never acts. Records and
+    file names are not validated like runbook text; everything printed passes here."""
+    return UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+_UNSAFE_IN_TEXT = UNSAFE_CHARS.replace("\\x00-\\x1f", "\\x00-\\x08\\x0b-\\x1f")
+"""The same, less tab and newline: multi-line text (a description, a prompt) keeps them."""
+
+ShortText = Annotated[str, StringConstraints(min_length=1, max_length=200,
+                                             pattern=rf"^[^{UNSAFE_CHARS}]*$")]
+LongText = Annotated[str, StringConstraints(max_length=4000,
+                                            pattern=rf"^[^{_UNSAFE_IN_TEXT}]*$")]
+PromptText = Annotated[str, StringConstraints(min_length=1, max_length=2000,
+                                              pattern=rf"^[^{_UNSAFE_IN_TEXT}]*$")]
+LocalPath = Annotated[str, StringConstraints(
+    min_length=1, max_length=1024, pattern=rf"^[^{UNSAFE_CHARS}-][^{UNSAFE_CHARS}]*$")]
+"""A path that never becomes an option: a leading `-` (`--trust-remote-code`) would be
+read by the engine as a flag; `./-name` says the same path."""
 
 
 class Method(StrEnum):

@@ -17,10 +17,12 @@ from specpair.schema.alerting import AlertWindows
 from specpair.schema.common import (
     CommitSha,
     KVDtype,
+    LocalPath,
     LongText,
     Method,
     NonNegativeInt,
     PositiveInt,
+    PromptText,
     RepoId,
     ShortText,
     Slug,
@@ -30,7 +32,6 @@ from specpair.schema.common import (
 from specpair.schema.kubernetes import Kubernetes
 
 Revision = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")]
-LocalPath = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
 
 
 class Pair(Strict):
@@ -132,7 +133,7 @@ class LinearState(Strict):
     replay_cache_len: PositiveInt = Field(default=16, description="--linear-replayssm-cache-len")
     ssm_dtype: Literal["float32", "bfloat16", "float16"] | None = Field(
         default=None, description="--mamba-ssm-dtype; unset = float32")
-    full_memory_ratio: Annotated[float, Field(gt=0)] | None = Field(
+    full_memory_ratio: Annotated[float, Field(gt=0, le=1)] | None = Field(
         default=None, description="--mamba-full-memory-ratio; unset = 0.9")
     max_cache_size: PositiveInt | None = Field(default=None, description="--max-mamba-cache-size")
     radix_cache_strategy: Literal["auto", "extra_buffer", "no_buffer"] = "auto"
@@ -143,13 +144,17 @@ class InlineGPU(Strict):
     """A GPU outside the catalog, declared with its data-sheet figures (per GPU, dense)."""
 
     name: ShortText
-    memory_mib: PositiveInt = Field(description="total memory as nvidia-smi reports it, MiB")
-    bandwidth_tb_s: Annotated[float, Field(gt=0)] = Field(description="peak bandwidth, TB/s")
-    bf16_dense_tflops: Annotated[float, Field(gt=0)] = Field(
+    # physical ranges, far past any device: 1e-300 TB/s or 1e300 GiB ended in divisions by
+    # zero and infinities deep in the budget
+    memory_mib: Annotated[int, Field(gt=0, le=1 << 30)] = Field(
+        description="total memory as nvidia-smi reports it, MiB")
+    bandwidth_tb_s: Annotated[float, Field(ge=1e-6, le=1e3)] = Field(
+        description="peak bandwidth, TB/s")
+    bf16_dense_tflops: Annotated[float, Field(ge=1e-6, le=1e6)] = Field(
         description="peak dense BF16 tensor TFLOP/s (without sparsity)")
-    fp8_dense_tflops: Annotated[float, Field(gt=0)] | None = Field(
+    fp8_dense_tflops: Annotated[float, Field(ge=1e-6, le=1e6)] | None = Field(
         default=None, description="peak dense FP8 tensor TFLOP/s; unset = no FP8 tensor cores")
-    free_before_load_gib: Annotated[float, Field(gt=0)] | None = Field(
+    free_before_load_gib: Annotated[float, Field(ge=1e-3, le=1 << 20)] | None = Field(
         default=None, description="free memory per rank before weights load; unset = total "
                                   "less 2 GiB")
 
@@ -187,20 +192,21 @@ class Deployment(Strict):
         default=True, description="false switches the engine's hybrid KV manager off "
         "(SGLang --disable-hybrid-swa-memory, vLLM --disable-hybrid-kv-cache-manager): "
         "sliding-window layers then keep a full-length cache, and the budget follows")
-    host: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9.:\[\]-]{1,255}$")] = "0.0.0.0"
+    host: Annotated[str, StringConstraints(  # a leading `-` would be read as an option
+        pattern=r"^[A-Za-z0-9.:\[\]][A-Za-z0-9.:\[\]-]{0,254}$")] = "0.0.0.0"
     port: Annotated[int, Field(ge=1, le=65535)] = 30000
     assumptions: Assumptions = Assumptions()
 
 
 class AcceptanceReference(Strict):
-    mean_length: Annotated[float, Field(ge=1)] = Field(
+    mean_length: Annotated[float, Field(ge=1, le=1000)] = Field(
         description="τ, accepted tokens per verify step including the bonus token")
     source: ShortText = Field(description="where the number comes from (card, paper, run)")
     workload: ShortText | None = None
 
 
 class AcceptanceSLO(Strict):
-    min_length: Annotated[float, Field(ge=1)] = Field(
+    min_length: Annotated[float, Field(ge=1, le=1000)] = Field(
         description="minimum acceptance length τ the deployment must keep")
     scope: Literal["per_request", "per_batch"] = "per_request"
     percentile: Annotated[int, Field(ge=1, le=99)] = 10
@@ -217,12 +223,16 @@ class Acceptance(Strict):
 
 
 class Warmup(Strict):
-    prompt: Annotated[str, StringConstraints(min_length=1, max_length=2000)] = "Say hello."
+    prompt: PromptText = "Say hello."
     max_tokens: Annotated[int, Field(ge=1, le=4096)] = 16
     timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120.0
 
 
 ArtifactRole = Literal["target", "draft"]
+# physical ranges: 1e-300 B/s made a cold start of 1e309 s (an infinity in the plan)
+BytesPerSecond = Annotated[float, Field(ge=1e3, le=1e13, description="1 kB/s to 10 TB/s")]
+Seconds = Annotated[float, Field(ge=1, le=1e7)]
+Seconds0 = Annotated[float, Field(ge=0, le=1e7)]
 
 
 def _draft_first() -> list[ArtifactRole]:
@@ -235,18 +245,18 @@ class Staging(Strict):
     order: list[ArtifactRole] = Field(default_factory=_draft_first,
                                       description="download/verify order; smaller first fails fast")
     warmup: Warmup = Warmup()
-    cold_start_budget_s: Annotated[float, Field(gt=0)] = 900.0
-    storage_bandwidth_bytes_per_s: Annotated[float, Field(gt=0)] = Field(
+    cold_start_budget_s: Seconds = 900.0
+    storage_bandwidth_bytes_per_s: BytesPerSecond = Field(
         default=2e9, description="local disk read bandwidth per node")
-    network_bandwidth_bytes_per_s: Annotated[float, Field(gt=0)] = Field(
+    network_bandwidth_bytes_per_s: BytesPerSecond = Field(
         default=1.25e9, description="the node's link to the hub or mirror")
-    stream_bandwidth_bytes_per_s: Annotated[float, Field(gt=0)] = Field(
+    stream_bandwidth_bytes_per_s: BytesPerSecond = Field(
         default=0.5e9, description="what one download stream reaches")
-    graph_capture_s: Annotated[float, Field(ge=0)] = Field(
+    graph_capture_s: Seconds0 = Field(
         default=60.0, description="assumption: CUDA-graph capture of target and draft")
-    warmup_s: Annotated[float, Field(ge=0)] = Field(
+    warmup_s: Seconds0 = Field(
         default=5.0, description="assumption: the warmup request's duration")
-    engine_init_s: Annotated[float, Field(ge=0)] = Field(
+    engine_init_s: Seconds0 = Field(
         default=0.0, description="assumption: engine start besides weight load and graph "
                                  "capture (imports, compilation, memory profiling); "
                                  "`specpair staging calibrate` measures it")
