@@ -387,7 +387,7 @@ def _site(args: argparse.Namespace) -> int:
         except SpecpairError as exc:
             print(f"change checklists skipped: {exc.problems[0].message}", file=sys.stderr)
     with exclusive(root):
-        outputs = site.render(load_pairs(root), changes)
+        outputs = site.render(load_pairs(root), changes, cache=root / "site" / ".cache")
         drift = writer.write(root, outputs)
     print(f"site pages: {len(outputs.files)} file(s), {len(drift.stale)} updated")
     return EXIT_OK
