@@ -103,8 +103,9 @@ def _ensure_apt_tool(session: nox.Session, tool: str, package: str) -> None:
 
 
 def _ensure_promtool(session: nox.Session) -> None:
-    """Prometheus's promtool (Debian's `prometheus`) for the rule tests (installed when root)."""
-    if shutil.which("promtool"):
+    """Prometheus's promtool and server (Debian's `prometheus`) for the rule tests (installed
+    when root)."""
+    if shutil.which("promtool") and shutil.which("prometheus"):
         return
     if os.geteuid() != 0:
         session.error("install Debian's prometheus package (promtool) for the rule tests")
@@ -279,7 +280,8 @@ def bench(session: nox.Session) -> None:
 
 
 # Files specpair generates; their bytes must not depend on the interpreter.
-GENERATED_GLOBS = ("runbooks/*/generated/*", "schema/*.json", "site/docs/pairs/**/*")
+GENERATED_GLOBS = ("runbooks/*/generated/*", "schema/*.json", "site/docs/pairs/**/*",
+                   "site/docs/model/**/*")
 
 
 def _interpreters_on_this_machine() -> dict[tuple[int, int, int], Path]:

@@ -55,6 +55,9 @@ class HubServer:
         self.faults: list[Fault] = []
         self.bytes_sent: Counter[str] = Counter()
         self.requests: list[tuple[str, str, str]] = []  # method, path, auth header
+        self.in_flight = 0      # file downloads being answered now
+        self.most_in_flight = 0  # the most at once: how many connections a client opened
+        self.file_delay_s = 0.0  # a stall inside each file answer, so downloads overlap
         self.lock = threading.Lock()
         handler = self._handler()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -165,6 +168,20 @@ class HubServer:
                     self.error(404, "EntryNotFound", head)
                     return
                 data = files[name]
+                if not head:
+                    with server.lock:
+                        server.in_flight += 1
+                        server.most_in_flight = max(server.most_in_flight, server.in_flight)
+                try:
+                    if not head and server.file_delay_s:
+                        time.sleep(server.file_delay_s)
+                    self.send_file(data, commit, head)
+                finally:
+                    if not head:
+                        with server.lock:
+                            server.in_flight -= 1
+
+            def send_file(self, data: bytes, commit: str, head: bool) -> None:
                 headers = {"X-Repo-Commit": commit,
                            "ETag": '"' + hashlib.sha256(data).hexdigest() + '"',
                            "Accept-Ranges": "bytes"}

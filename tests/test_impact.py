@@ -181,7 +181,11 @@ def test_cli_markdown_json_and_fail_on(repo: Path) -> None:
                                "--head", "HEAD", *args], cwd=repo, capture_output=True,
                               text=True, check=False)
     text = cli()
-    assert text.returncode == 0 and "- [ ] Draft changed: re-budget KV" in text.stdout
+    assert text.returncode == 0
+    # a new draft changes τ first of all, and has to be staged: not only a KV re-budget
+    (item,) = [line for line in text.stdout.splitlines() if "Draft changed" in line]
+    assert "re-measure acceptance" in item and "`specpair bench`" in item
+    assert "re-stage the new draft" in item and "re-budget KV" in item
     data = json.loads(cli("--format", "json").stdout)
     assert data["pairs"][0]["classes"] == ["draft"]
     assert cli("--fail-on", "draft").returncode == 3
@@ -205,10 +209,12 @@ def test_a_stale_lock_is_reported_as_stale_not_as_a_removed_pair(repo: Path) -> 
     assert pair["classes"] == ["draft", "invalid", "stale-lock"]
     assert pair["checklist"] == [
         f"Lock is stale (draft revision: runbook '{NEW}', lock 'main'): run "
-        "`specpair lock --refresh runbooks/ling-3-flash-dspark`, commit the new lock.json "
+        "`specpair lock --refresh runbooks/ling-3-flash-dspark` where the hub is reachable, "
+        "or re-declare it offline (`specpair lock --declare runbooks/ling-3-flash-dspark "
+        "--target-config PATH/config.json --target-bytes N [--draft-config PATH/config.json "
         # a repository without specpair's noxfile: the command that exists there
-        "and rebuild (`specpair build`); until then this checklist covers the runbook only, "
-        "not budgets or artifacts"]
+        "--draft-bytes N]`); commit the new lock.json and rebuild (`specpair build`); until "
+        "then this checklist covers the runbook only, not budgets or artifacts"]
     assert pair["changes"] == [f'draft.revision: "main" → "{NEW}"']
     text = subprocess.run([sys.executable, "-m", "specpair", "impact", "--base", "HEAD~1",
                            "--head", "HEAD"], cwd=repo, capture_output=True, text=True,

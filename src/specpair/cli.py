@@ -198,6 +198,7 @@ def _budget(args: argparse.Namespace) -> int:
 
     from pydantic import ValidationError
 
+    from specpair import rules
     from specpair.budget import compute
     from specpair.generators.budget_files import markdown
     from specpair.schema.common import KVDtype
@@ -221,6 +222,11 @@ def _budget(args: argparse.Namespace) -> int:
         raise SpecpairError([Problem(Location("command line", 0, 0, ".".join(
             str(p) for p in e["loc"])), e["msg"], "change the option's value")
             for e in exc.errors(include_url=False)]) from None
+    # the rules `validate` applies: a what-if the engine could not run is refused, not budgeted
+    refused = rules.check_runbook(what_if, folder_name=pair.name)
+    if refused:
+        raise SpecpairError([Problem(Location("command line", 0, 0, ".".join(map(str, f.loc))),
+                                     f.message, f.hint) for f in refused])
     pair = pair.model_copy(update={"runbook": what_if, "gpu": deployment["gpu"]})
     result = compute(pair)
     overrides = {f"--{flag.replace('_', '-')}": str(getattr(args, flag)) for flag in (
@@ -429,7 +435,7 @@ def _site(args: argparse.Namespace) -> int:
         except SpecpairError as exc:
             print(f"change checklists skipped: {exc.problems[0].message}", file=sys.stderr)
     with exclusive(root):
-        outputs = site.render(load_pairs(root), changes)
+        outputs = site.render(load_pairs(root), changes, cache=root / "site" / ".cache")
         drift = writer.write(root, outputs)
     print(f"site pages: {len(outputs.files)} file(s), {len(drift.stale)} updated")
     return EXIT_OK

@@ -6,7 +6,8 @@ change of whitespace or comments is no change at all. Each difference falls into
 and each class carries the obligation the co-design hook implies:
 
 - target artifact or revision → re-check acceptance and re-run the measurement protocol;
-- draft artifact, revision, method or block size → re-budget KV, re-check co-design;
+- draft artifact, revision, method or block size → re-measure acceptance, re-stage,
+  re-budget KV, re-check co-design;
 - both → the whole two-model plan;
 - deployment → re-budget memory; engine version → re-validate flags and defaults;
 - SLO → update the SLO dashboard; staging → re-estimate cold start.
@@ -224,8 +225,12 @@ def checklist(classes: set[str], base: ResolvedPair, head: ResolvedPair,
                          f"{_arrow(b.get('tau'), h['tau'])}) and re-run the measurement "
                          "protocol (`specpair bench`)")
         if "draft" in classes:
-            items.append(f"Draft changed: re-budget KV ({budget}) and re-check co-design "
-                         "(`specpair check`)")
+            # a new draft changes τ first of all, and its weights must be staged again
+            items.append("Draft changed: re-measure acceptance against the SLO (break-even "
+                         f"τ* {_arrow(b.get('tau'), h['tau'])}) with the measurement "
+                         "protocol (`specpair bench`), re-stage the new draft (cold start "
+                         f"{_arrow(b.get('cold'), h['cold'], ' s')}), re-budget KV ({budget}) "
+                         "and re-check co-design (`specpair check`)")
     if "deployment" in classes:
         items.append(f"Deployment changed: re-budget memory ({budget})")
     if "engine" in classes:
@@ -298,9 +303,12 @@ def _unresolved_impact(name: str, base: ResolvedPair | None, head: Unresolved,
     if head.stale_lock:
         classes.add("stale-lock")
         stale = "; ".join(_stale_fact(m) for m in head.messages if STALE_LOCK_MARK in m)
-        first = (f"Lock is stale ({stale}): run `specpair lock --refresh {head.folder}`, "
-                 f"commit the new lock.json and rebuild ({_code(commands.build)}); until then "
-                 "this checklist covers the runbook only, not budgets or artifacts")
+        first = (f"Lock is stale ({stale}): run `specpair lock --refresh {head.folder}` "
+                 "where the hub is reachable, or re-declare it offline (`specpair lock "
+                 f"--declare {head.folder} --target-config PATH/config.json --target-bytes N "
+                 "[--draft-config PATH/config.json --draft-bytes N]`); commit the new "
+                 f"lock.json and rebuild ({_code(commands.build)}); until then this checklist "
+                 "covers the runbook only, not budgets or artifacts")
     else:
         first = (f"Pair does not resolve: {head.messages[0]}; fix it before merging "
                  "(`specpair validate` shows every problem)")

@@ -308,23 +308,35 @@ def index_page(summaries: list[dict[str, object]]) -> str:
               "[How good is the latency model](../model/latency-model.md).\n")
 
 
-def render(pairs: list[ResolvedPair], changes: dict[str, str]) -> Outputs:
+def render(pairs: list[ResolvedPair], changes: dict[str, str],
+           cache: Path | None = None) -> Outputs:
+    """Every page; with `cache` (a folder), a pair whose inputs are unchanged since the
+    run that filled it is copied from there instead of planned and drawn again."""
+    from specpair.page_cache import PageCache, key
+
     outputs = Outputs()
     outputs.owned_dirs.add(PAGES)
     summaries = []
     problems = []
+    pages = PageCache(cache) if cache is not None else None
     for pair in pairs:
+        name = key("pair-page", pair.model_dump(mode="json"), changes.get(pair.name))
+        hit = pages.get(name) if pages is not None else None
         try:
-            page, svgs, summary = pair_page(pair, changes.get(pair.name))
+            page, svgs, summary = hit or pair_page(pair, changes.get(pair.name))
         except SpecpairError as exc:
             problems.extend(exc.problems)
             continue
+        if pages is not None and hit is None:
+            pages.put(name, page, svgs, summary)
         outputs.add(PAGES / f"{pair.name}.md", page.encode())
         for name, content in svgs.items():
             outputs.add(PAGES / pair.name / name, content)
         summaries.append(summary)
     if problems:
         raise SpecpairError(problems)
+    if pages is not None:
+        pages.prune()
     outputs.add(PAGES / "index.md", index_page(summaries).encode())
     from specpair import latency_page
 

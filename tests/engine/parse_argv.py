@@ -73,6 +73,9 @@ def vllm(argvs: list[list[str]]) -> list[dict[str, Any]]:
         ns, error = _parse(parser, ["--model", argv[2], *argv[3:]])
         result: dict[str, Any] = {"ok": ns is not None, "error": error,
                                   "version": vllm.__version__}
+        if ns is not None:
+            result["headless"] = bool(ns.headless)
+            result["node_rank"] = ns.node_rank
         if ns is not None and ns.speculative_config:
             unknown = sorted(set(ns.speculative_config) - fields)
             if unknown:

@@ -68,3 +68,26 @@ def test_heterogeneous_vocab_config_passes_the_real_parser_and_field_types() -> 
     assert ok["speculative_config"]["draft_sample_method"] == "greedy"
     # the engine's own Literal refuses what it does not know
     assert not wrong["ok"] and "draft_sample_method" in str(wrong["error"])
+
+
+def test_multi_node_groups_parse_and_vllm_workers_run_headless() -> None:
+    """The LeaderWorkerSet's leader and worker commands, with the indices LWS fills in:
+    both parse, and vLLM's parser starts the workers (rank > 0) headless."""
+    from specpair.generators import launch_files
+    from tests.kubernetes import workload
+    from tests.test_manifests import sglang_two_nodes, vllm_two_nodes
+
+    for engine, make in (("sglang", sglang_two_nodes), ("vllm", vllm_two_nodes)):
+        doc = workload(launch_files.generate(make())["deployment.k8s.yaml"])
+        template = doc["spec"]["leaderWorkerTemplate"]
+        argvs = []
+        for role, rank in (("leaderTemplate", "0"), ("workerTemplate", "1")):
+            lws = {"$(LWS_WORKER_INDEX)": rank, "$(LWS_LEADER_ADDRESS)": "10.0.0.1",
+                   "$(LWS_LEADER_ADDRESS):20000": "10.0.0.1:20000"}
+            command = template[role]["spec"]["containers"][0]["command"]
+            argvs.append([lws.get(a, a) for a in command])
+        verdicts = parse(engine, argvs)
+        assert all(v["ok"] for v in verdicts), verdicts
+        if engine == "vllm":
+            assert [v["headless"] for v in verdicts] == [False, True]
+            assert [v["node_rank"] for v in verdicts] == [0, 1]

@@ -62,7 +62,7 @@ why() {  # the error line of a message file (else its last line)
 stage() {  # role repo revision: download into the hub cache, verify, log the phase
   local t0 out dir err="" size fetched t errs="${TMPDIR:-/tmp}/stage-and-launch.$$.$1"
   t0=$(us)
-  if ! out=$(hf download "$2" --revision "$3" --quiet 2>"$errs"); then
+  if ! out=$(hf download "$2" --revision "$3" --max-workers 8 --quiet 2>"$errs"); then
     err="download of $2@$3 failed: $(why "$errs")"
   else
     dir=${out##*$'\n'}

@@ -473,8 +473,12 @@ def size_pool(name: str, inputs: Inputs, cell_t: int, cell_d: int, rb: Runbook |
              value=int(p_gib * (1 - f) * GiB), unit="B",
              rule="kv_cache_configurator.py::_profile_available_bytes"),
         Line(key="rest", label="rest = F − P·(1 − f)", value=int(rest * GiB), unit="B",
-             rule="the budget of the token pools (and a hybrid's state pool)"),
+             rule="the budget of the token pools (and a hybrid's state pool)"
+             + ("; negative: nothing is left for the KV cache" if rest <= 0 else "")),
     ]
+    if free_gib <= 0:
+        lines[-3] = lines[-3].model_copy(update={
+            "rule": lines[-3].rule + "; negative: the weights do not fit in GPU memory"})
     plan: StatePlan | None = None
     if target is not None and target.linear_attention is not None and rb is not None and rest > 0:
         rest, plan = state_plan(rb, target, attn_tp, rest, speculative, verify,
@@ -515,10 +519,16 @@ def size_pool(name: str, inputs: Inputs, cell_t: int, cell_d: int, rb: Runbook |
              unit="requests", rule=f"{req_rule}; kv_cache_configurator.py::resolve_max_num_reqs"),
     ]
     fits = rest > 0 and tokens >= inputs.context_length and (plan is None or plan.slots > 0)
-    if rest <= 0:
+    needed_f = 1 - free_gib / p_gib  # rest > 0 takes f above this
+    if rest <= 0 and free_gib <= 0:
+        verdict = (f"does not fit: the weights do not fit: with the other allocations they "
+                   f"need {used / GiB:.1f} GiB per rank, {-free_gib:.1f} GiB more than the "
+                   f"{p_gib:.1f} GiB free before load, so no --mem-fraction-static leaves "
+                   "memory for the KV cache; use more tensor-parallel ranks or a larger GPU")
+    elif rest <= 0:
         verdict = ("does not fit: weights leave no memory for the KV cache under "
                    f"--mem-fraction-static={f}; raise it above "
-                   f"{math.ceil((1 - free_gib / p_gib) * 1000) / 1000:.3f}")
+                   f"{math.ceil(needed_f * 1000) / 1000:.3f}")
     elif tokens < inputs.context_length:
         verdict = (f"does not fit: {tokens} tokens cannot hold one request at the context "
                    f"length {inputs.context_length}")

@@ -274,6 +274,10 @@ def _scenario(name: str, available: int, plan: BlockPlan, block: int, context: i
                   value=sequences, unit="requests", rule=f"blocks // {per_request}")]
     fits = available > 0 and sequences >= 1
     verdict = (f"fits: {sequences} full-context sequences" if fits else
+               "does not fit: the weights and the engine's own memory take all that "
+               "gpu_memory_utilization grants, nothing is left for the KV cache; raise "
+               "deployment.memory_fraction if the weights fit the GPU, else use more "
+               "tensor-parallel ranks or a larger GPU" if available <= 0 else
                "does not fit: one request at the context length needs more KV than is left "
                "('To serve at least one request with the model's max seq len …')")
     if len(plan.groups) > 1 and cell_t_block + cell_d_block:
@@ -423,7 +427,10 @@ def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
                                                  "v1/worker/utils.py"),
             Line(key="kv_available", label="available KV memory", value=value, unit="B",
                  rule="requested − weights (target + draft) − non-torch − activation peak − "
-                      "CUDA graphs; gpu_worker.py::determine_available_memory")]
+                      "CUDA graphs; gpu_worker.py::determine_available_memory"
+                      + ("; negative: the weights and the engine's own memory exceed what "
+                         "gpu_memory_utilization grants, nothing is left for the KV cache"
+                         if value <= 0 else ""))]
 
     base_plan, block, t_block, _ = kv_plan(pair, speculative=False)
     base_avail, base_lines = available(0)

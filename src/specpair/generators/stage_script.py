@@ -16,7 +16,7 @@ import shlex
 
 from specpair.generators.launch_files import cell_text, slug
 from specpair.resolve import ResolvedPair
-from specpair.staging import StagingPlan
+from specpair.staging import HF_DOWNLOAD_WORKERS, StagingPlan
 from specpair.staging_log import EXIT_STATUS, LOG_FORMAT
 
 # Logging, shared by the script and the init container: emit HUMAN JSON_FIELDS prints
@@ -61,7 +61,7 @@ why() {  # the error line of a message file (else its last line)
 stage() {  # role repo revision: download into the hub cache, verify, log the phase
   local t0 out dir err="" size fetched t errs="${TMPDIR:-/tmp}/stage-and-launch.$$.$1"
   t0=$(us)
-  if ! out=$(hf download "$2" --revision "$3" --quiet 2>"$errs"); then
+  if ! out=$(hf download "$2" --revision "$3" --max-workers __WORKERS__ --quiet 2>"$errs"); then
     err="download of $2@$3 failed: $(why "$errs")"
   else
     dir=${out##*$'\n'}
@@ -169,7 +169,7 @@ PY
 
 
 def _functions() -> str:
-    return LOG_FUNCTIONS.strip("\n") + "\n" + _codes(SCRIPT_FUNCTIONS.strip("\n"))
+    return _codes(LOG_FUNCTIONS.strip("\n")) + "\n" + _codes(SCRIPT_FUNCTIONS.strip("\n"))
 
 
 def stage_script(pair: ResolvedPair, s: StagingPlan) -> str:
@@ -366,7 +366,8 @@ def _codes(text: str) -> str:
     return (text.replace("__STAGING__", str(EXIT_STATUS["staging"]))
             .replace("__ENGINE__", str(EXIT_STATUS["engine_start"]))
             .replace("__WARMUP__", str(EXIT_STATUS["warmup"]))
-            .replace("__FORMAT__", LOG_FORMAT))
+            .replace("__FORMAT__", LOG_FORMAT)
+            .replace("__WORKERS__", str(HF_DOWNLOAD_WORKERS)))  # what the cold start models
 
 
 def init_container_command(pair: ResolvedPair, mode: str) -> list[str]:
@@ -375,7 +376,7 @@ def init_container_command(pair: ResolvedPair, mode: str) -> list[str]:
     rb = pair.runbook
     script = ('PAIR=$1 ENGINE=$2 MODE=$3 BUDGET_S=$4; shift 4\n'
               f'LOG_FORMAT={LOG_FORMAT}; JSON_ONLY=0\n'
-              + LOG_FUNCTIONS.strip("\n") + "\n" + _codes(INIT_MAIN.strip("\n")))
+              + _codes(LOG_FUNCTIONS.strip("\n")) + "\n" + _codes(INIT_MAIN.strip("\n")))
     command = ["bash", "-euo", "pipefail", "-c", script, "stage", pair.name, pair.engine, mode,
                str(int(rb.staging.cold_start_budget_s))]
     for role in rb.staging.order:

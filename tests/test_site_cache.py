@@ -1,0 +1,52 @@
+"""The site's page cache: a page from the cache is byte-for-byte the page drawn afresh,
+a change to the pair (or its checklist) draws it again, and a broken entry is redrawn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from specpair import site
+from specpair.build import load_pairs
+from tests.conftest import REPO
+from tests.test_launch import with_runbook
+
+PAIRS = [p for p in load_pairs(REPO) if p.name in ("qwen3-8b-dflash", "llama31-8b-eagle3")]
+
+
+def files(outputs: site.Outputs) -> dict[str, bytes]:
+    return {str(k): v for k, v in outputs.files.items()}
+
+
+def test_cached_pages_equal_fresh_ones_and_changes_redraw(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    fresh = files(site.render(PAIRS, {}))
+    first = files(site.render(PAIRS, {}, cache=cache))
+    assert first == fresh
+    assert len(list(cache.glob("*.json"))) == len(PAIRS)
+    drawn: list[str] = []
+    real = site.pair_page
+
+    def counting(pair: site.ResolvedPair, changes: str | None) -> tuple[str, dict[str, bytes],
+                                                                       dict[str, object]]:
+        drawn.append(pair.name)
+        return real(pair, changes)
+
+    monkeypatch.setattr(site, "pair_page", counting)
+    assert files(site.render(PAIRS, {}, cache=cache)) == fresh
+    assert drawn == []
+    changed = [with_runbook(PAIRS[0], acceptance={"slo": {"min_length": 3.25}}), PAIRS[1]]
+    after = files(site.render(changed, {PAIRS[1].name: "- [ ] re-measure\n"},
+                              cache=cache))
+    assert sorted(drawn) == sorted(p.name for p in PAIRS)
+    assert after != fresh
+    # the entries of the old inputs are gone; a corrupt entry is drawn again
+    assert len(list(cache.glob("*.json"))) == len(PAIRS)
+    for entry in cache.glob("*.json"):
+        entry.write_text("{not json")
+    drawn.clear()
+    assert files(site.render(changed, {PAIRS[1].name: "- [ ] re-measure\n"},
+                             cache=cache)) == after
+    assert len(drawn) == len(PAIRS)
