@@ -21,6 +21,7 @@ from specpair.generators.launch_files import LWS_ENV
 from specpair.resolve import ResolvedPair
 from tests.conftest import REPO
 from tests.k8s_expansion import expand, expand_all
+from tests.kubernetes import workload
 from tests.pairs import make_pair
 from tests.planted_records import FIXTURE
 from tests.test_budget_properties import dense
@@ -104,7 +105,7 @@ def test_the_script_args_json_and_manifest_run_the_same_argv(pair: ResolvedPair)
     argv = data["argv"]
     script = _script_argv(files[data["script"]].decode())
     assert script == [f"${{{a['env']}}}" if isinstance(a, dict) else a for a in argv]
-    doc = yaml.safe_load(files["deployment.k8s.yaml"])
+    doc = workload(files["deployment.k8s.yaml"])
     spec = doc["spec"]["template"]["spec"] if doc["kind"] == "Deployment" else \
         doc["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
     # the pod's environment holds HF_TOKEN (a Secret): it must never be expanded in
