@@ -69,6 +69,8 @@ def report(ev: calibration.Evaluation, rows: bool = True) -> None:
           f"{ev.worst_ratio} ({ev.worst_id})")
     print(f"baseline throughput: {ev.baseline_points} points, median |error| "
           f"{ev.baseline_median_abs_error_pct}%, worst ratio {ev.baseline_worst_ratio}")
+    print(f"published speedups above the model's at full acceptance: "
+          f"{ev.beyond_full_acceptance}")
     print(f"sweeps in their published direction (depth sweeps: best depth within one step): "
           f"{sum(s.ok for s in ev.sweeps)} of {len(ev.sweeps)}")
 

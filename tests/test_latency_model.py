@@ -102,3 +102,50 @@ def test_stops_paying_is_a_concurrency_or_not_within_the_deployment() -> None:
         assert m.stops_paying_at_slo <= m.capacity
         point = next(p for p in m.curve if p.concurrency == m.stops_paying_at_slo)
         assert point.break_even >= 2.0
+
+
+def test_an_slo_inside_the_break_even_interval_is_uncertain_not_pass_or_fail() -> None:
+    pair = _eagle(concurrency=8)
+    m = model(pair, compute(pair))
+    lo, hi = m.at_concurrency.break_even_range
+    assert lo < hi
+    inside = with_runbook(pair, acceptance={"slo": {"min_length": round((lo + hi) / 2, 2)}})
+    got = model(inside, compute(inside))
+    assert got.slo_status == "uncertain" and got.slo_verdict.startswith("uncertain: measure")
+    assert any("measure" in h for h in got.hints)
+    below = with_runbook(pair, acceptance={"slo": {"min_length": round(lo * 0.9, 2)}})
+    assert model(below, compute(below)).slo_status == "fail"
+    above = with_runbook(pair, acceptance={"slo": {"min_length": round(
+        max(hi, m.at_concurrency.break_even * 1.1) * 1.05, 2)}})
+    got = model(above, compute(above))
+    assert got.slo_status in ("pass", "unreachable")
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_every_example_shows_intervals_in_breakeven_and_budget(name: str) -> None:
+    folder = REPO / "runbooks" / name / "generated"
+    latency = json.loads((folder / "breakeven.json").read_text())
+    here = latency["at_concurrency"]
+    lo, hi = here["break_even_range"]
+    assert lo < hi
+    text = (folder / "breakeven.md").read_text()
+    assert f"{here['break_even']:.2f} [{lo:.2f}–{hi:.2f}]" in text
+    assert "cross-validated" in text
+    budget = (folder / "budget.md").read_text()
+    assert "## What this budget serves" in budget and f"[{lo:.2f}–{hi:.2f}]" in budget
+    # the verdict follows the interval: inside it, uncertain
+    slo = latency["slo"]
+    assert (latency["slo_status"] == "uncertain") == (lo <= slo <= hi) or \
+        latency["slo_status"] == "unreachable"
+
+
+def test_the_public_expected_speedup_is_the_verdicts() -> None:
+    from specpair.latency import expected_speedup
+
+    pair = _eagle(concurrency=8)
+    budget = compute(pair)
+    m = model(pair, budget)
+    got = expected_speedup(pair, budget, 8)
+    assert got.value == pytest.approx(m.at_concurrency.speedup_at_slo, rel=1e-3)
+    assert (got.lo, got.hi) == pytest.approx(m.at_concurrency.speedup_at_slo_range, rel=1e-3)
+    assert got.lo < got.value * 1.5 and got.basis

@@ -596,6 +596,8 @@ class Row(Strict):
     predicted_baseline: float
     baseline_ratio: float | None
     params: str
+    beyond_full_acceptance: bool = Field(default=False, description="the published "
+                                         "speedup exceeds the model's at full acceptance")
 
 
 class SweepCheck(Strict):
@@ -638,6 +640,8 @@ class Evaluation(Strict):
     baseline_points: int
     baseline_median_abs_error_pct: float
     baseline_worst_ratio: float
+    beyond_full_acceptance: int = Field(default=0, description="published speedups the "
+                                        "model cannot reach even at full acceptance")
     fits: list[Fitted]
 
     @property
@@ -659,7 +663,12 @@ def _anchor_tau(point: Point, published: float, params: StepParams,
     """The τ at which the model reproduces a published speedup (sweeps without τ)."""
     t = times_at(point, params, data)
     room = t.decode - published * t.per_token
-    return published * (t.draft + t.verify) / room if room > 0 else point.shape.max_tokens
+    return published * (t.draft + t.verify) / room if room > 0 else math.inf
+
+
+def _max_speedup(point: Point, params: StepParams, data: CalibrationData) -> float:
+    """The model's speedup at full acceptance (every drafted token accepted)."""
+    return predict(point, params, data, float(point.shape.max_tokens)).speedup or 0.0
 
 
 def _direction(first: float, last: float, band: float = FLAT) -> str:
@@ -691,6 +700,7 @@ def _predict_rows(points: Sequence[Point], data: CalibrationData,
     """Rows for `points`; each point's fits are `fits_for[its source]` when given (the fits
     made without its source), else `default_fits`."""
     anchors: dict[str, float] = {}
+    unreachable: set[str] = set()
     rows: list[Row] = []
     for pt in sorted(points, key=lambda p: (p.sweep or p.id, p.concurrency, p.depth, p.id)):
         fits = fits_for[pt.source_key] if fits_for is not None else default_fits
@@ -702,7 +712,11 @@ def _predict_rows(points: Sequence[Point], data: CalibrationData,
         if pt.tau is None and pt.sweep and published is not None and pt.method:
             if pt.sweep not in anchors:  # the sweep's first point anchors its τ
                 anchors[pt.sweep] = _anchor_tau(pt, published, params, data)
-            tau = anchors[pt.sweep]
+            # no τ beyond the most tokens a step yields: a published speedup the model
+            # cannot reach at full acceptance is said so, not bent into an impossible τ
+            tau = min(anchors[pt.sweep], float(pt.shape.max_tokens))
+            if anchors[pt.sweep] > pt.shape.max_tokens:
+                unreachable.add(pt.id)
         pred = predict(pt, params, data, tau)
         ratio = pred.speedup / published if pred.speedup and published else None
         rows.append(Row(
@@ -712,7 +726,10 @@ def _predict_rows(points: Sequence[Point], data: CalibrationData,
             concurrency=pt.concurrency, tau=pred.tau_used, tau_anchored=pred.tau_anchored,
             published_speedup=published, predicted_speedup=pred.speedup, ratio=ratio,
             published_baseline=pt.baseline_tok_s, predicted_baseline=pred.baseline_tok_s,
-            baseline_ratio=baseline_ratio(pt, pred), params=label))
+            baseline_ratio=baseline_ratio(pt, pred), params=label,
+            beyond_full_acceptance=pt.id in unreachable or (
+                published is not None and pt.method is not None
+                and _max_speedup(pt, params, data) < published)))
     return rows
 
 
@@ -794,7 +811,8 @@ def _summary(mode: Mode, points: Sequence[Point], rows: list[Row],
         worst_id=worst.id if worst else "–", baseline_points=len(base),
         baseline_median_abs_error_pct=round(100 * _median(
             [abs((r.baseline_ratio or 1) - 1) for r in base]), 1),
-        baseline_worst_ratio=round(base_worst, 3), fits=fits)
+        baseline_worst_ratio=round(base_worst, 3),
+        beyond_full_acceptance=sum(1 for r in rows if r.beyond_full_acceptance), fits=fits)
 
 
 def evaluate(data: CalibrationData | None = None, fits: list[Fitted] | None = None,

@@ -12,6 +12,10 @@ def _f(x: float | None, fmt: str = ".2f") -> str:
     return "–" if x is None else format(x, fmt)
 
 
+def _pct1(x: float | None) -> str:
+    return "–" if x is None else f"{x:.1f}%"
+
+
 def _pct(a: int, b: int) -> str:
     return f"{a} of {b} ({100 * a / b:.0f}%)" if b else "–"
 
@@ -23,8 +27,8 @@ def _groups(ev: calibration.Evaluation) -> list[str]:
     for g in ev.groups:
         out.append(f"| {g.family} × {g.engine} × {g.drafter} | {g.points} | {g.known_tau} | "
                    f"{_pct(g.within_band, g.known_tau)} | "
-                   f"{_f(g.median_abs_error_pct, '.1f')}% | {g.baseline_points} | "
-                   f"{_f(g.baseline_median_abs_error_pct, '.1f')}% |")
+                   f"{_pct1(g.median_abs_error_pct)} | {g.baseline_points} | "
+                   f"{_pct1(g.baseline_median_abs_error_pct)} |")
     return out
 
 
@@ -40,6 +44,8 @@ def _summary(ev: calibration.Evaluation) -> list[str]:
         f"{ev.worst_ratio} ({ev.worst_id})",
         f"- baseline throughput ({ev.baseline_points} points): median |error| "
         f"**{ev.baseline_median_abs_error_pct}%**, worst ratio {ev.baseline_worst_ratio}",
+        f"- published speedups the model cannot reach even at full acceptance: "
+        f"{ev.beyond_full_acceptance}",
         f"- sweeps in their published direction (a depth sweep also with its best depth "
         f"within one step): **{sweeps_ok} of {len(ev.sweeps)}** (a published change within "
         "±5% from the first to the last point counts as flat, i.e. no direction to match)",

@@ -263,7 +263,7 @@ class StepParams(Strict):
                 f"{self.forward_s * 1e3:.2f} ms, per speculative step "
                 f"{self.speculative_s * 1e3:.2f} ms, per draft forward "
                 f"{self.draft_s * 1e3:.2f} ms, per all-reduce {self.allreduce_s * 1e6:.0f} µs, "
-                f"per output token {self.token_s * 1e6:.1f} µs, MoE locality ρ "
+                f"per output token {self.token_s * 1e6:.1f} µs, expert-routing locality ρ "
                 f"{self.moe_locality:.2f}")
 
 
