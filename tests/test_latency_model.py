@@ -76,15 +76,21 @@ def test_lower_concurrency_is_suggested_only_where_it_raises_the_speedup() -> No
     wide = make_pair(dense(36), dense(5), speculation={"method": "DFLASH", "block_size": 16},
                      deployment={"context_length": 8192, "concurrency": 48},
                      target_bytes=16 << 30, draft_bytes=2 << 30)
-    wide = with_runbook(wide, acceptance={"slo": {"min_length": 3.0}})
+    # an SLO below τ*'s whole interval at 48 (a fail, not "uncertain")
+    first = model(wide, compute(wide))
+    slo = round(first.at_concurrency.break_even_range[0] * 0.97, 2)
+    wide = with_runbook(wide, acceptance={"slo": {"min_length": slo}})
     m = model(wide, compute(wide))
+    assert m.slo_status == "fail"
+    lower = [p for p in m.curve if p.concurrency < 48 and p.break_even * 1.1 <= slo
+             and p.speedup_at_slo > m.at_concurrency.speedup_at_slo]
+    assert lower, [(p.concurrency, p.break_even) for p in m.curve]
     hint = next((h for h in m.hints if h.startswith("lower concurrency")), None)
-    assert not m.slo_ok and hint is not None, m.hints
-    if hint is not None:
-        to = int(hint.split()[3])
-        there = next(p for p in m.curve if p.concurrency == to)
-        assert there.speedup_at_slo > m.at_concurrency.speedup_at_slo
-        assert there.break_even * 1.1 <= 3.0
+    assert hint is not None, m.hints
+    to = int(hint.split()[3])
+    there = next(p for p in m.curve if p.concurrency == to)
+    assert there.speedup_at_slo > m.at_concurrency.speedup_at_slo
+    assert there.break_even * 1.1 <= slo
     # an MoE-free pair whose speedup only falls with B: at its lowest concurrency there is
     # nothing lower to suggest
     low = with_runbook(wide, deployment={"concurrency": 1},

@@ -111,7 +111,7 @@ def test_a_longer_draft_ranks_first_when_measured_acceptance_stays_high() -> Non
     assert own == 3
     high = plan(measured(pair, [0.95, 0.93, 0.91, 0.89, 0.87, 0.85]))
     assert "measured per position" in high.acceptance_source
-    passing = [r for r in high.rows if r.passes_check]
+    passing = [r for r in high.rows if r.passes_check and r.depth > 0]
     fastest = max(passing, key=lambda r: r.tokens_per_s_per_gpu)
     assert fastest.depth > own
     # the recommendation is the fastest or one the model cannot tell from it (overlapping
@@ -122,7 +122,8 @@ def test_a_longer_draft_ranks_first_when_measured_acceptance_stays_high() -> Non
                                     and fastest.tokens_per_s_per_gpu_range[0] <= hi)
     assert len(high.best.changes) <= len(fastest.changes)
     falling = plan(measured(pair, [0.7, 0.05, 0.01, 0.0, 0.0, 0.0]))
-    assert falling.best is not None and 0 < falling.best.depth < own
+    # a shorter draft, or none: the model now sees EAGLE-3 at 70B stop paying early
+    assert falling.best is not None and falling.best.depth < own
     # deeper shapes expect less than their SLO: they are shown, never recommended
     assert all(not r.passes_check for r in falling.rows if r.depth >= own)
 
@@ -149,12 +150,12 @@ def test_no_depth_beyond_the_measured_one_is_predicted() -> None:
 def test_a_rate_is_served_with_more_gpus_as_it_grows() -> None:
     pair = example("llama31-8b-eagle3")
     small = plan(pair, Options(targets=Targets(rate=1.0)))
-    large = plan(pair, Options(max_gpus=64, targets=Targets(rate=40.0)))
+    large = plan(pair, Options(max_gpus=64, targets=Targets(rate=400.0)))
     assert small.mode == large.mode == "rate"
     assert small.best is not None and large.best is not None
     assert large.best.gpus > small.best.gpus
     served = large.best.tokens_per_s_per_gpu * large.best.gpus
-    assert served == pytest.approx(40.0 * large.output_tokens, rel=0.01)
+    assert served == pytest.approx(400.0 * large.output_tokens, rel=0.01)
 
 
 def test_a_tpot_target_excludes_slower_operating_points() -> None:
@@ -219,7 +220,7 @@ def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
     ("qwen3-8b-dflash", ["--gpus", "H200-141GB,B200-180GB"]),
     ("llama31-8b-eagle3", ["--gpus", "H200-141GB", "--tpot-ms", "15"]),
     ("ling-3-flash-dspark", ["--gpus", "B200-180GB"]),
-    ("llama31-8b-qwen25-tli-vllm", ["--gpus", "H200-141GB", "--concurrency", "32"]),
+    ("llama31-8b-qwen25-tli-vllm", ["--gpus", "H200-141GB", "--concurrency", "8"]),
 ])
 def test_write_changes_only_the_planned_fields_and_the_result_passes_check(
         name: str, options: list[str], tmp_path: Path,

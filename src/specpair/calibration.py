@@ -30,6 +30,7 @@ from specpair.stepmodel import (
     DRAFT_BOUNDS,
     TP_ALLREDUCES_PER_LAYER,
     Architecture,
+    Forward,
     Hardware,
     Shape,
     StepParams,
@@ -50,6 +51,8 @@ UNCALIBRATED = StepParams(eta_bw=0.8, eta_flops=0.6, forward_s=2e-3, speculative
 DRAFT_PRIORS = {"eagle": 4e-4, "eagle3": 4e-4, "mtp": 4e-4, "block": 6e-4,
                 "draft-model": 8e-4, "ngram": 1e-4}
 FP8_BYTES = 1.0
+GPUS_PER_NODE = 8
+"""A `per_node` throughput counts one 8-GPU node (HGX / MI300X platform)."""
 DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "nvfp4": 0.5625,
                "mxfp4": 0.53125, "int4": 0.5}
 """Weight bytes per parameter as served (FP4 formats with their block scales: NVFP4 one
@@ -87,6 +90,11 @@ class ModelSpec(Strict):
                                      "(information)")
     block_size: int | None = Field(default=None, description="block drafters: config "
                                    "block_size (information)")
+    sliding_window: int | None = Field(default=None, description="tokens a windowed layer "
+                                       "attends to")
+    sliding_window_layers: int = Field(default=0, description="layers with windowed "
+                                       "attention (their KV read stops at the window)")
+    weights_note: str | None = None
     source: str
 
     @property
@@ -106,7 +114,7 @@ class ModelSpec(Strict):
 
     def architecture(self) -> Architecture:
         attention_layers = self.attention_layers if self.attention_layers is not None \
-            else self.layers
+            else self.layers - self.sliding_window_layers
         kv_dtype_bytes = 2  # the points' KV caches are BF16 unless the source says otherwise
         if self.kv_lora_rank and self.attention != "mha":
             kv = (self.kv_lora_rank + (self.qk_rope_head_dim or 0)) * attention_layers \
@@ -125,7 +133,9 @@ class ModelSpec(Strict):
             head_dim=self.head_dim, v_head_dim=self.v_head_dim or self.head_dim,
             kv_bytes_per_token=kv, active_params=self.active_params,
             experts=self.experts or 0, top_k=self.top_k or 0, routed_params=routed,
-            attention_per_head=per_head, fp8=self.fp8)
+            attention_per_head=per_head, fp8=self.fp8,
+            window_layers=self.sliding_window_layers if self.sliding_window else 0,
+            window=self.sliding_window or 0)
 
 
 class Point(Strict):
@@ -164,7 +174,8 @@ class Point(Strict):
     source_group: str | None = None
     sweep_kind: Literal["concurrency", "depth", "config"] | None = None
     gpu_count: int | None = None
-    throughput_scope: Literal["system", "per_gpu", "per_rank", "per_user"] = "system"
+    throughput_scope: Literal["system", "per_gpu", "per_node", "per_rank",
+                              "per_user"] = "system"
     dp_attention: bool = False
     target_dtype: str | None = None
     draft_dtype: str | None = None
@@ -172,7 +183,8 @@ class Point(Strict):
     output_len: float | None = None
     baseline_tpot_ms: float | None = None
     speculative_tpot_ms: float | None = None
-    speedup_metric: Literal["output_throughput", "e2e_latency", "tpot"] | None = None
+    speedup_metric: Literal["output_throughput", "e2e_latency", "tpot", "tpot_ratio"] | None \
+        = None
     tau_source: str | None = None
 
     @property
@@ -193,7 +205,10 @@ class Point(Strict):
             return per_forward / self.batch
         if self.throughput_scope in ("per_gpu", "per_rank"):
             return per_forward if self.dp_attention else per_forward / self.tp
-        return per_forward * (self.tp if self.dp_attention else self.replicas)
+        system = per_forward * (self.tp if self.dp_attention else self.replicas)
+        if self.throughput_scope == "per_node":
+            return system * GPUS_PER_NODE / (self.gpu_count or GPUS_PER_NODE)
+        return system
 
     @property
     def source_key(self) -> str:
@@ -217,8 +232,8 @@ class Point(Strict):
 
     @property
     def shape(self) -> Shape:
-        return shape_for(self.method or "NONE", self.num_speculative_tokens, self.block_size,
-                         self.num_steps, self.topk, self.num_draft_tokens)
+        return _shape(self.method or "NONE", self.num_speculative_tokens, self.block_size,
+                      self.num_steps, self.topk, self.num_draft_tokens)
 
 
 class Fitted(Strict):
@@ -391,16 +406,25 @@ class Prediction:
 
 def times_at(point: Point, params: StepParams, data: CalibrationData) -> StepTimes:
     """One replica's step times: the same model description path as a runbook's."""
-    spec = data.models[point.target].served_as(point.target_dtype)
-    target = spec.architecture().forward(point.tp, point.ep,
-                                         dp_attention=point.dp_attention)
-    draft = None
-    if point.draft:
+    draft = data.models[point.draft] if point.draft else None
+    target_fwd, draft_fwd, hw = _forwards(point, data.models[point.target], draft)
+    return step_times(target_fwd, draft_fwd, point.shape, point.batch, point.context, hw,
+                      params)
+
+
+_shape = cache(shape_for)
+
+
+@cache  # points and model specs are frozen: a fit evaluates each point hundreds of times
+def _forwards(point: Point, target: ModelSpec, draft: ModelSpec | None
+              ) -> tuple[Forward, Forward | None, Hardware]:
+    target_fwd = target.served_as(point.target_dtype).architecture().forward(
+        point.tp, point.ep, dp_attention=point.dp_attention)
+    draft_fwd = None
+    if draft is not None:
         d_tp = point.draft_tp or (1 if point.dp_attention else point.tp)
-        d_spec = data.models[point.draft].served_as(point.draft_dtype)
-        draft = d_spec.architecture().forward(d_tp)
-    return step_times(target, draft, point.shape, point.batch, point.context,
-                      hardware_of(point.gpu), params)
+        draft_fwd = draft.served_as(point.draft_dtype).architecture().forward(d_tp)
+    return target_fwd, draft_fwd, hardware_of(point.gpu)
 
 
 def predict(point: Point, params: StepParams, data: CalibrationData,
@@ -475,11 +499,14 @@ def fit_group(points: Sequence[Point], data: CalibrationData) -> tuple[dict[str,
         per_source[p.source_key] = per_source.get(p.source_key, 0) + 1
     free = identifiable(points, data)
 
+    drafters = sorted({pt.drafter for pt in points})
+
     def residuals(values: Mapping[str, float]) -> list[float]:
         out: list[float] = []
+        params = {d: _params(values, d) for d in drafters}
         for pt in points:
             w = 1 / math.sqrt(per_source[pt.source_key])
-            pred = predict(pt, _params(values, pt.drafter), data)
+            pred = predict(pt, params[pt.drafter], data)
             base = baseline_ratio(pt, pred)
             if base is not None:
                 out.append(w * math.log(base))
@@ -501,7 +528,8 @@ engine needs for a fit of its own; with fewer it borrows the engine's fit on ano
 family, and says so."""
 
 
-def refit(data: CalibrationData, exclude_source: str | None = None) -> list[Fitted]:
+def refit(data: CalibrationData, exclude_source: str | None = None,
+          reuse: Sequence[Fitted] = ()) -> list[Fitted]:
     """Fit every GPU family × engine on all its points (leaving out one source's points
     when cross-validating). `role` is kept in the files for history only: the reported
     accuracy is leave-one-source-out, which holds out whole sources, not points of runs
@@ -512,6 +540,11 @@ def refit(data: CalibrationData, exclude_source: str | None = None) -> list[Fitt
             groups.setdefault((family_of(pt.gpu), pt.engine), []).append(pt)
     out = []
     for (family, engine), points in sorted(groups.items()):
+        same = next((f for f in reuse if (f.family, f.engine) == (family, engine)
+                     and f.fitted_on == [p.id for p in points]), None)
+        if same is not None:  # the source left out has no point here: same fit
+            out.append(same)
+            continue
         informative = [p for p in points if p.baseline_tok_s or p.baseline_tpot_ms or (
             p.tau is not None and p.method is not None and p.published_speedup)]
         if len(informative) < MIN_FIT_POINTS:
@@ -833,17 +866,31 @@ def cross_validate(data: CalibrationData | None = None) -> Evaluation:
     return _cross_validate(data)
 
 
-def _cross_validate(data: CalibrationData) -> Evaluation:
-    sources = sorted({p.source_key for p in data.points})
-    fits_for = {s: refit(data, exclude_source=s) for s in sources}
+def loso_fits(data: CalibrationData) -> dict[str, list[Fitted]]:
+    """Source → the fits made without any of its points (a group the source has no point
+    in keeps the full fit)."""
+    full = refit(data)
+    return {s: refit(data, exclude_source=s, reuse=full)
+            for s in sorted({p.source_key for p in data.points})}
+
+
+def _cross_validate(data: CalibrationData,
+                    fits_for: Mapping[str, Sequence[Fitted]] | None = None) -> Evaluation:
+    fits_for = loso_fits(data) if fits_for is None else fits_for
     rows = _predict_rows(data.points, data, fits_for, data.fitted)
     return _summary("cross-validated", data.points, rows, data.fitted)
 
 
 @cache
+def stored_loso_fits() -> dict[str, list[Fitted]]:
+    """`loso_fits` of the package's data (computed once a process)."""
+    return loso_fits(load())
+
+
+@cache
 def stored_cross_validation() -> Evaluation:
     """The cross-validated evaluation of the package's data (computed once a process)."""
-    return _cross_validate(load())
+    return _cross_validate(load(), stored_loso_fits())
 
 
 # ------------------------------------------------------------------ error bands
@@ -984,6 +1031,7 @@ def write_fits(fits: list[Fitted], bands: list[ErrorBand]) -> None:
     path.write_text(text[:text.index("\nfitted:") + 1] + fits_yaml(fits, bands),
                     encoding="utf-8")
     load.cache_clear()
+    stored_loso_fits.cache_clear()
     stored_cross_validation.cache_clear()
 
 

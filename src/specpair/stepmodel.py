@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pydantic import Field
 
@@ -91,6 +91,8 @@ class Architecture:
     routed_params: float = 0.0    # all routed experts of all MoE layers
     attention_per_head: int | None = None   # MLA absorbed: 2·kv_lora_rank + rope dim
     fp8: bool = False
+    window_layers: int = 0        # sliding-window layers: KV read up to `window` tokens
+    window: int = 0
 
     def forward(self, tp: int = 1, ep: int = 1, pp: int = 1,
                 kv_per_rank: float | None = None, dp_attention: bool = False) -> Forward:
@@ -105,12 +107,9 @@ class Architecture:
         if dp_attention:
             f = self.forward(1, 1, pp, kv_per_rank)
             ranks = max(ep, tp)
-            routed = self.routed_params * self.bytes_per_param / ranks / pp
-            return Forward(f.weight_bytes, f.flops_per_token, f.kv_bytes_per_token,
-                           routed if f.routed_share else f.routed_bytes / ranks,
-                           f.routed_share, f.attention_flops_per_context_token,
-                           TP_ALLREDUCES_PER_LAYER * self.layers if ranks > 1 else 0,
-                           self.fp8, ranks)
+            return replace(f, routed_bytes=f.routed_bytes / ranks, routed_batch_scale=ranks,
+                           allreduces=TP_ALLREDUCES_PER_LAYER * self.layers if ranks > 1
+                           else 0)
         shards = tp * pp
         per_head = self.attention_per_head or (self.head_dim + self.v_head_dim)
         attention = 2 * self.heads * per_head * self.attention_layers / shards
@@ -118,20 +117,28 @@ class Architecture:
         allreduces = TP_ALLREDUCES_PER_LAYER * self.layers if tp > 1 else 0
         kv = kv_per_rank if kv_per_rank is not None else \
             self.kv_bytes_per_token / min(tp, max(self.kv_heads, 1)) / pp
+        per_layer = self.kv_bytes_per_token / max(self.attention_layers, 1)
+        window_kv = 0.0 if kv_per_rank is not None or not self.window else \
+            per_layer * self.window_layers / min(tp, max(self.kv_heads, 1)) / pp
+        window_flops = 2 * self.heads * per_head * self.window_layers / shards
         all_bytes = self.params * self.bytes_per_param
         routed_bytes = self.routed_params * self.bytes_per_param
         share = self.top_k / self.experts if self.experts and self.routed_params else 0.0
+        window = {"window": self.window, "window_kv_bytes_per_token": window_kv,
+                  "window_attention_flops": window_flops}
         if share:
             routed_ranks = max(ep, tp) * pp
             return Forward((all_bytes - routed_bytes) / shards, 2 * active / shards, kv,
-                           routed_bytes / routed_ranks, share, attention, allreduces, self.fp8)
+                           routed_bytes / routed_ranks, share, attention, allreduces, self.fp8,
+                           **window)  # type: ignore[arg-type]
         if self.active_params and self.active_params < self.params:
             # a MoE without its expert layout: its active fraction of all the weights
             return Forward(0.0, 2 * active / shards, kv, all_bytes / shards,
-                           self.active_params / self.params, attention, allreduces, self.fp8)
+                           self.active_params / self.params, attention, allreduces, self.fp8,
+                           **window)  # type: ignore[arg-type]
         return Forward(all_bytes / shards, 2 * active / shards, kv,
                        attention_flops_per_context_token=attention, allreduces=allreduces,
-                       fp8=self.fp8)
+                       fp8=self.fp8, **window)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -147,6 +154,9 @@ class Forward:
     allreduces: int = 0         # per forward; 0 without tensor parallelism
     fp8: bool = False           # FP8 weights: FP8 tensor-core FLOPs where the GPU has them
     routed_batch_scale: int = 1  # data-parallel attention: ranks whose tokens meet here
+    window: int = 0             # sliding-window layers read at most this many tokens of KV
+    window_kv_bytes_per_token: float = 0.0
+    window_attention_flops: float = 0.0
 
     def routed_coverage(self, batch: int, tokens_per_seq: int, locality: float) -> float:
         """Share of the routed experts a forward reads.
@@ -165,10 +175,13 @@ class Forward:
     def memory(self, batch: int, tokens_per_seq: int, context: int,
                locality: float = 1.0) -> float:
         routed = self.routed_bytes * self.routed_coverage(batch, tokens_per_seq, locality)
-        return self.weight_bytes + routed + batch * context * self.kv_bytes_per_token
+        windowed = min(context, self.window) * self.window_kv_bytes_per_token
+        return self.weight_bytes + routed + batch * (context * self.kv_bytes_per_token
+                                                     + windowed)
 
     def flops(self, batch: int, tokens_per_seq: int, context: int) -> float:
-        per_token = self.flops_per_token + context * self.attention_flops_per_context_token
+        per_token = self.flops_per_token + context * self.attention_flops_per_context_token \
+            + min(context, self.window) * self.window_attention_flops
         return per_token * batch * tokens_per_seq
 
     def time(self, batch: int, tokens_per_seq: int, context: int, bandwidth: float,
