@@ -246,6 +246,8 @@ def _engine_venv(session: nox.Session) -> Path:
     session.install("orjson", "ipython")
     # SGLang's ModelConfig (the mutation oracle) imports its GGUF loader, pure Python
     session.install("gguf==0.19.0")
+    # the step model's bounded fit (specpair calibrate, the planner on a pair's records)
+    session.install("scipy==1.17.1")
     # vllm 0.33.0's Python sources (no compiled parts) for its parser and SpeculativeConfig
     tmp = Path(session.create_tmp())
     sources = tmp / "vllm-0.33.0-sources"

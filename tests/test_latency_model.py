@@ -76,15 +76,21 @@ def test_lower_concurrency_is_suggested_only_where_it_raises_the_speedup() -> No
     wide = make_pair(dense(36), dense(5), speculation={"method": "DFLASH", "block_size": 16},
                      deployment={"context_length": 8192, "concurrency": 48},
                      target_bytes=16 << 30, draft_bytes=2 << 30)
-    wide = with_runbook(wide, acceptance={"slo": {"min_length": 3.0}})
+    # an SLO below τ*'s whole interval at 48 (a fail, not "uncertain")
+    first = model(wide, compute(wide))
+    slo = round(first.at_concurrency.break_even_range[0] * 0.97, 2)
+    wide = with_runbook(wide, acceptance={"slo": {"min_length": slo}})
     m = model(wide, compute(wide))
+    assert m.slo_status == "fail"
+    lower = [p for p in m.curve if p.concurrency < 48 and p.break_even * 1.1 <= slo
+             and p.speedup_at_slo > m.at_concurrency.speedup_at_slo]
+    assert lower, [(p.concurrency, p.break_even) for p in m.curve]
     hint = next((h for h in m.hints if h.startswith("lower concurrency")), None)
-    assert not m.slo_ok and hint is not None, m.hints
-    if hint is not None:
-        to = int(hint.split()[3])
-        there = next(p for p in m.curve if p.concurrency == to)
-        assert there.speedup_at_slo > m.at_concurrency.speedup_at_slo
-        assert there.break_even * 1.1 <= 3.0
+    assert hint is not None, m.hints
+    to = int(hint.split()[3])
+    there = next(p for p in m.curve if p.concurrency == to)
+    assert there.speedup_at_slo > m.at_concurrency.speedup_at_slo
+    assert there.break_even * 1.1 <= slo
     # an MoE-free pair whose speedup only falls with B: at its lowest concurrency there is
     # nothing lower to suggest
     low = with_runbook(wide, deployment={"concurrency": 1},
@@ -102,3 +108,50 @@ def test_stops_paying_is_a_concurrency_or_not_within_the_deployment() -> None:
         assert m.stops_paying_at_slo <= m.capacity
         point = next(p for p in m.curve if p.concurrency == m.stops_paying_at_slo)
         assert point.break_even >= 2.0
+
+
+def test_an_slo_inside_the_break_even_interval_is_uncertain_not_pass_or_fail() -> None:
+    pair = _eagle(concurrency=8)
+    m = model(pair, compute(pair))
+    lo, hi = m.at_concurrency.break_even_range
+    assert lo < hi
+    inside = with_runbook(pair, acceptance={"slo": {"min_length": round((lo + hi) / 2, 2)}})
+    got = model(inside, compute(inside))
+    assert got.slo_status == "uncertain" and got.slo_verdict.startswith("uncertain: measure")
+    assert any("measure" in h for h in got.hints)
+    below = with_runbook(pair, acceptance={"slo": {"min_length": round(lo * 0.9, 2)}})
+    assert model(below, compute(below)).slo_status == "fail"
+    above = with_runbook(pair, acceptance={"slo": {"min_length": round(
+        max(hi, m.at_concurrency.break_even * 1.1) * 1.05, 2)}})
+    got = model(above, compute(above))
+    assert got.slo_status in ("pass", "unreachable")
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_every_example_shows_intervals_in_breakeven_and_budget(name: str) -> None:
+    folder = REPO / "runbooks" / name / "generated"
+    latency = json.loads((folder / "breakeven.json").read_text())
+    here = latency["at_concurrency"]
+    lo, hi = here["break_even_range"]
+    assert lo < hi
+    text = (folder / "breakeven.md").read_text()
+    assert f"{here['break_even']:.2f} [{lo:.2f}–{hi:.2f}]" in text
+    assert "cross-validated" in text
+    budget = (folder / "budget.md").read_text()
+    assert "## What this budget serves" in budget and f"[{lo:.2f}–{hi:.2f}]" in budget
+    # the verdict follows the interval: inside it, uncertain
+    slo = latency["slo"]
+    assert (latency["slo_status"] == "uncertain") == (lo <= slo <= hi) or \
+        latency["slo_status"] == "unreachable"
+
+
+def test_the_public_expected_speedup_is_the_verdicts() -> None:
+    from specpair.latency import expected_speedup
+
+    pair = _eagle(concurrency=8)
+    budget = compute(pair)
+    m = model(pair, budget)
+    got = expected_speedup(pair, budget, 8)
+    assert got.value == pytest.approx(m.at_concurrency.speedup_at_slo, rel=1e-3)
+    assert (got.lo, got.hi) == pytest.approx(m.at_concurrency.speedup_at_slo_range, rel=1e-3)
+    assert got.lo < got.value * 1.5 and got.basis

@@ -11,7 +11,7 @@ for the GPU family × engine. Break-even then uses these values, labelled with t
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from pydantic import Field
@@ -21,7 +21,7 @@ from specpair.bench.record import Cell, Measurement
 from specpair.budget.model import Budget
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import Strict
-from specpair.stepmodel import StepParams, fit, step_times
+from specpair.stepmodel import RECORD_BOUNDS, StepParams, fit_bounded, step_times
 
 
 class CellFit(Strict):
@@ -111,17 +111,21 @@ def fit_pair(pair: ResolvedPair, budget: Budget, record: Measurement,
                        round(op.context), setup.hw, p)
         return op.concurrency / t.decode, op.concurrency * op.tau / t.speculative(op.tau)
 
-    def loss(p: StepParams) -> float:
-        total = 0.0
+    def residuals(values: Mapping[str, float]) -> list[float]:
+        p = StepParams.model_validate(values)
+        out = []
         for op in train:
             base, spec = predicted(p, op)
-            total += math.log(base / op.baseline) ** 2 + math.log(spec / op.speculative) ** 2
-        return total
+            out += [math.log(base / op.baseline), math.log(spec / op.speculative)]
+        return out
 
     free = ["eta_bw", "eta_flops", "forward_s", "speculative_s", "draft_s"]
     if len(chosen) > 1:
         free.append("token_s")
-    params = fit(loss, start, free)
+    # the pair's own machine: wide bounds, and only a faint pull to the published start
+    result = fit_bounded(residuals, start.model_dump(), free, prior_weight=0.01,
+                         bounds=RECORD_BOUNDS)
+    params = StepParams.model_validate(result.values)
     rows = []
     for op in points:
         base, spec = predicted(params, op)

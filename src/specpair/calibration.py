@@ -1,15 +1,19 @@
 """Published speculative-decoding measurements and the step-time parameters fitted on them.
 
-The data is `data/calibration.yaml` (reviewed, one source per point); this module reads
-it, predicts each point with the step model (`specpair.stepmodel`), fits the parameters
-per GPU family × engine on the points marked `fit`, and hands a deployment the parameters
-of its family × engine, saying where they came from.
+The data is `data/calibration.yaml` (reviewed points, the stored fits, the
+cross-validated error bands, and the written reasons for any fitted parameter on a bound)
+and `data/published_points.yaml` (published points from many more sources, same schema).
+This module reads them, predicts each point with the step model (`specpair.stepmodel`),
+fits the parameters per GPU family × engine under their physical bounds (per-draft-forward
+costs per drafter family), cross-validates leave-one-source-out, and hands a deployment
+the parameters and the error band of its GPU family × engine × drafter family, saying
+where they came from.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -17,17 +21,47 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from specpair import hardware
 from specpair.schema.common import Strict
-from specpair.stepmodel import Forward, Hardware, Shape, StepParams, fit, step_times
+from specpair.stepmodel import (
+    BOUNDS,
+    DRAFT_BOUNDS,
+    TP_ALLREDUCES_PER_LAYER,
+    Architecture,
+    Forward,
+    Hardware,
+    Shape,
+    StepParams,
+    StepTimes,
+    UnknownMethod,
+    drafter_family,
+    fit_bounded,
+    shape_for,
+    step_times,
+)
 
-# Where no fit exists yet: plausible serving-engine figures, labelled as such wherever used.
-# η_f 0.6: dense GEMMs in serving reach 50-70% of peak; kept as a prior in every fit.
+__all__ = ["TP_ALLREDUCES_PER_LAYER", "shape_for"]
+
+# Where no fit exists yet: plausible serving-engine figures inside every bound, labelled as
+# such wherever used; they are also the priors every fit is pulled towards (weakly).
 UNCALIBRATED = StepParams(eta_bw=0.8, eta_flops=0.6, forward_s=2e-3, speculative_s=1e-3,
-                          draft_s=0.5e-3, allreduce_s=20e-6, token_s=20e-6)
-TP_ALLREDUCES_PER_LAYER = 2  # attention output and MLP output, under tensor parallelism
+                          draft_s=0.5e-3, allreduce_s=20e-6, token_s=10e-6, moe_locality=0.6)
+DRAFT_PRIORS = {"eagle": 4e-4, "eagle3": 4e-4, "mtp": 4e-4, "block": 6e-4,
+                "draft-model": 8e-4, "ngram": 1e-4}
+FP8_BYTES = 1.0
+GPUS_PER_NODE = 8
+"""A `per_node` throughput counts one 8-GPU node (HGX / MI300X platform)."""
+DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "nvfp4": 0.5625,
+               "mxfp4": 0.53125, "int4": 0.5}
+"""Weight bytes per parameter as served (FP4 formats with their block scales: NVFP4 one
+FP8 scale per 16 values, MXFP4 one E8M0 scale per 32). Low-precision formats use the FP8
+tensor peak (the catalog carries no FP4 peak)."""
+
+
+class CalibrationError(ValueError):
+    """A points file or a lookup the model cannot serve (unknown GPU, method, model)."""
 
 
 class ModelSpec(Strict):
@@ -37,37 +71,90 @@ class ModelSpec(Strict):
     heads: int
     kv_heads: int
     head_dim: int
+    v_head_dim: int | None = None
+    attention_layers: int | None = Field(default=None, description="layers keeping KV of "
+                                         "the whole context (default: all)")
+    kv_lora_rank: int | None = Field(default=None, description="MLA: latent KV rank")
+    qk_rope_head_dim: int | None = None
     experts: int | None = None
     top_k: int | None = None
     expert_params: float | None = None
+    moe_layers: int | None = Field(default=None, description="layers with routed experts "
+                                   "(default: all)")
     active_params: float | None = None
+    dtype: str | None = Field(default=None, description="weight dtype; FP8 (or 1 byte per "
+                              "parameter) uses the GPU's FP8 tensor peak")
+    attention: Literal["mha", "mla"] | None = None
+    hidden: int | None = Field(default=None, description="config hidden_size (information)")
+    intermediate: int | None = Field(default=None, description="config intermediate_size "
+                                     "(information)")
+    block_size: int | None = Field(default=None, description="block drafters: config "
+                                   "block_size (information)")
+    sliding_window: int | None = Field(default=None, description="tokens a windowed layer "
+                                       "attends to")
+    sliding_window_layers: int = Field(default=0, description="layers with windowed "
+                                       "attention (their KV read stops at the window)")
+    weights_note: str | None = None
     source: str
 
-    def forward(self, tp: int) -> Forward:
-        kv = 2 * self.kv_heads * self.head_dim * self.layers * 2 / min(tp, self.kv_heads)
-        attention = 2 * self.heads * 2 * self.head_dim * self.layers / tp
-        active = self.active_params or self.params
-        allreduces = TP_ALLREDUCES_PER_LAYER * self.layers if tp > 1 else 0
+    @property
+    def fp8(self) -> bool:
+        return (self.dtype or "").lower().startswith(("fp8", "f8", "nvfp4", "mxfp4", "int")) \
+            or self.bytes_per_param <= FP8_BYTES
+
+    def served_as(self, dtype: str | None) -> ModelSpec:
+        """The model as served in `dtype` (a point's target_dtype / draft_dtype)."""
+        if dtype is None:
+            return self
+        size = DTYPE_BYTES.get(dtype.lower())
+        if size is None:
+            raise CalibrationError(f"unknown weight dtype {dtype!r}: use one of "
+                                   f"{', '.join(sorted(DTYPE_BYTES))}")
+        return self.model_copy(update={"bytes_per_param": size, "dtype": dtype})
+
+    def architecture(self) -> Architecture:
+        attention_layers = self.attention_layers if self.attention_layers is not None \
+            else self.layers - self.sliding_window_layers
+        kv_dtype_bytes = 2  # the points' KV caches are BF16 unless the source says otherwise
+        if self.kv_lora_rank and self.attention != "mha":
+            kv = (self.kv_lora_rank + (self.qk_rope_head_dim or 0)) * attention_layers \
+                * kv_dtype_bytes
+            per_head: int | None = 2 * self.kv_lora_rank + (self.qk_rope_head_dim or 0)
+            kv_heads = 1
+        else:
+            kv = 2 * self.kv_heads * self.head_dim * attention_layers * kv_dtype_bytes
+            per_head, kv_heads = None, self.kv_heads
+        routed = 0.0
         if self.experts and self.top_k and self.expert_params:
-            routed = self.experts * self.expert_params * self.layers
-            return Forward((self.params - routed) * self.bytes_per_param / tp,
-                           2 * active / tp, kv, routed * self.bytes_per_param / tp,
-                           self.top_k / self.experts, attention, allreduces)
-        return Forward(self.params * self.bytes_per_param / tp, 2 * active / tp, kv,
-                       attention_flops_per_context_token=attention, allreduces=allreduces)
+            routed = self.experts * self.expert_params * (self.moe_layers or self.layers)
+        return Architecture(
+            params=self.params, bytes_per_param=self.bytes_per_param, layers=self.layers,
+            attention_layers=attention_layers, heads=self.heads, kv_heads=kv_heads,
+            head_dim=self.head_dim, v_head_dim=self.v_head_dim or self.head_dim,
+            kv_bytes_per_token=kv, active_params=self.active_params,
+            experts=self.experts or 0, top_k=self.top_k or 0, routed_params=routed,
+            attention_per_head=per_head, fp8=self.fp8,
+            window_layers=self.sliding_window_layers if self.sliding_window else 0,
+            window=self.sliding_window or 0)
 
 
 class Point(Strict):
     id: str
-    sweep: str | None
-    role: Literal["fit", "validate"]
+    sweep: str | None = None
+    role: Literal["fit", "validate"] = "fit"
+    source_id: str | None = Field(default=None, description="one id per independent "
+                                  "source (leave-one-source-out holds these out together)")
     gpu: str
     engine: Literal["vllm", "sglang"]
     engine_version: str
+    async_scheduling: bool | None = None
     tp: int = 1
+    ep: int = 1
+    draft_tp: int | None = Field(default=None, description="the draft's own TP (default: "
+                                 "the target's)")
     target: str
-    draft: str | None
-    method: str | None
+    draft: str | None = None
+    method: str | None = None
     num_speculative_tokens: int | None = None
     num_steps: int | None = None
     topk: int = 1
@@ -79,9 +166,55 @@ class Point(Strict):
     baseline_tok_s: float | None = None
     speculative_tok_s: float | None = None
     speedup: float | None = None
-    tau: float | None
+    tau: float | None = None
     source: str
+    url: str | None = None
     note: str = ""
+    # optional conditions (published_points.yaml's header documents each)
+    source_group: str | None = None
+    sweep_kind: Literal["concurrency", "depth", "config"] | None = None
+    gpu_count: int | None = None
+    throughput_scope: Literal["system", "per_gpu", "per_node", "per_rank",
+                              "per_user"] = "system"
+    dp_attention: bool = False
+    target_dtype: str | None = None
+    draft_dtype: str | None = None
+    input_len: float | None = None
+    output_len: float | None = None
+    baseline_tpot_ms: float | None = None
+    speculative_tpot_ms: float | None = None
+    speedup_metric: Literal["output_throughput", "e2e_latency", "tpot", "tpot_ratio"] | None \
+        = None
+    tau_source: str | None = None
+
+    @property
+    def replicas(self) -> int:
+        """Data-parallel copies of the TP × PP group the throughput spans (gpu_count)."""
+        if self.dp_attention or not self.gpu_count:
+            return 1
+        return max(1, self.gpu_count // self.tp)
+
+    @property
+    def batch(self) -> int:
+        """Sequences in one forward of one replica (per rank under DP attention)."""
+        return max(1, round(self.concurrency / self.replicas))
+
+    def published_scale(self, per_forward: float) -> float:
+        """One replica's output tokens/s as the source's `throughput_scope` counts them."""
+        if self.throughput_scope == "per_user":
+            return per_forward / self.batch
+        if self.throughput_scope in ("per_gpu", "per_rank"):
+            return per_forward if self.dp_attention else per_forward / self.tp
+        system = per_forward * (self.tp if self.dp_attention else self.replicas)
+        if self.throughput_scope == "per_node":
+            return system * GPUS_PER_NODE / (self.gpu_count or GPUS_PER_NODE)
+        return system
+
+    @property
+    def source_key(self) -> str:
+        """The independent source: `source_id`, else the source text up to its first
+        parenthesis (today's points name one run per source that way)."""
+        return self.source_id or self.source.split(" (")[0].strip()
 
     @property
     def published_speedup(self) -> float | None:
@@ -90,16 +223,33 @@ class Point(Strict):
         return self.speedup
 
     @property
+    def drafter(self) -> str:
+        return "none" if self.method is None else drafter_family(self.method)
+
+    @property
+    def depth(self) -> int:
+        return self.shape.max_tokens - 1
+
+    @property
     def shape(self) -> Shape:
-        return shape_for(self.method or "NONE", self.num_speculative_tokens, self.block_size,
-                         self.num_steps, self.topk, self.num_draft_tokens)
+        return _shape(self.method or "NONE", self.num_speculative_tokens, self.block_size,
+                      self.num_steps, self.topk, self.num_draft_tokens)
 
 
 class Fitted(Strict):
     family: str
     engine: Literal["vllm", "sglang"]
-    params: StepParams
+    params: StepParams = Field(description="shared parameters; draft_s is the prior")
+    draft_s: dict[str, float] = Field(default_factory=dict, description="fitted per-draft-"
+                                      "forward cost per drafter family")
+    free: list[str] = Field(default_factory=list, description="parameters the fit moved")
+    at_bound: dict[str, str] = Field(default_factory=dict, description="parameter → lower/"
+                                     "upper bound it ended on")
     fitted_on: list[str] = Field(description="ids of the points the fit used")
+
+    def for_drafter(self, drafter: str) -> StepParams:
+        value = self.draft_s.get(drafter, DRAFT_PRIORS.get(drafter, UNCALIBRATED.draft_s))
+        return self.params.model_copy(update={"draft_s": value})
 
 
 class NotModelled(Strict):
@@ -107,44 +257,142 @@ class NotModelled(Strict):
     reason: str
 
 
+class ErrorBand(Strict):
+    """Cross-validated predicted / published ratios of one GPU family × engine × drafter
+    family (drafter "none": baseline throughput): the 10th and 90th percentiles."""
+
+    family: str
+    engine: str
+    drafter: str
+    quantity: Literal["speedup", "throughput"]
+    n: int
+    ratio_lo: float
+    ratio_hi: float
+    median_abs_error_pct: float
+
+
 class CalibrationData(Strict):
     models: dict[str, ModelSpec]
     points: list[Point]
     not_modelled: list[NotModelled] = Field(default_factory=list)
     fitted: list[Fitted] = Field(default_factory=list)
+    cross_validated: list[ErrorBand] = Field(default_factory=list)
+    bound_reasons: dict[str, str] = Field(default_factory=dict, description="'family × "
+                                          "engine: parameter' → why it may sit on a bound")
 
 
-def shape_for(method: str, gamma: int | None, block: int | None, steps: int | None,
-              topk: int, draft_tokens: int | None) -> Shape:
-    """Draft forwards and verify width of one speculative step, per method."""
-    if method == "NONE":
-        return Shape(0, 0, 1, 1)
-    if method == "NGRAM":
-        g = gamma or 1
-        return Shape(0, 0, g + 1, g + 1)
-    if method == "DSPARK":
-        b = block or 1
-        return Shape(1, b, b + 1, b + 1)
-    if method == "DFLASH":
-        b = block or 1
-        return Shape(1, b, b, b)
-    if topk > 1 or (steps is not None and draft_tokens is not None):
-        s = steps or 1
-        return Shape(s, topk, draft_tokens or s + 1, s + 1)
-    g = gamma or 1
-    return Shape(g, 1, g + 1, g + 1)
+class PointsFile(Strict):
+    """A file of published points: the calibration schema's models and points."""
+
+    models: dict[str, ModelSpec] = Field(default_factory=dict)
+    points: list[Point]
+    not_modelled: list[NotModelled] = Field(default_factory=list)
+    sources: list[dict[str, str]] = Field(default_factory=list)
+
+
+def _package_text(name: str) -> str | None:
+    res = resources.files("specpair").joinpath(f"data/{name}")
+    return res.read_text("utf-8") if res.is_file() else None
+
+
+def read_points(text: str, where: str) -> PointsFile:
+    """One points file, with the file and field of what is wrong."""
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise CalibrationError(f"{where}: not YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise CalibrationError(f"{where}: expected a mapping with `points` (and `models`)")
+    keep = {k: raw[k] for k in ("models", "points", "not_modelled", "sources") if k in raw}
+    try:
+        return PointsFile.model_validate(keep)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        path = ".".join(str(x) for x in first["loc"])
+        ident = ""
+        loc = first["loc"]
+        if len(loc) > 1 and loc[0] == "points" and isinstance(loc[1], int):
+            ident = f" (point id {raw['points'][loc[1]].get('id', '?')!r})"
+        raise CalibrationError(f"{where}: {path}{ident}: {first['msg']}; see "
+                               "src/specpair/data/calibration.yaml's header for the point "
+                               "schema") from exc
+
+
+def _merge_models(*groups: Mapping[str, ModelSpec]) -> dict[str, ModelSpec]:
+    out: dict[str, ModelSpec] = {}
+    for group in groups:
+        for name, spec in group.items():
+            if name in out and out[name] != spec:
+                raise CalibrationError(f"model {name!r} is described twice, differently")
+            out[name] = spec
+    return out
 
 
 @cache
 def load() -> CalibrationData:
-    text = resources.files("specpair").joinpath("data/calibration.yaml").read_text("utf-8")
-    return CalibrationData.model_validate(yaml.safe_load(text))
+    base = CalibrationData.model_validate(yaml.safe_load(_package_text("calibration.yaml")
+                                                         or ""))
+    extra_text = _package_text("published_points.yaml")
+    if extra_text is None:
+        return base
+    extra = read_points(extra_text, "data/published_points.yaml")
+    data = base.model_copy(update={
+        "models": _merge_models(base.models, extra.models),
+        "points": [*base.points, *extra.points],
+        "not_modelled": [*base.not_modelled, *extra.not_modelled]})
+    check(data, "src/specpair/data")
+    return data
 
 
-def family_of(gpu_key: str) -> str:
+def load_points(path: Path) -> CalibrationData:
+    """A user's points file, evaluated with the stored fits and the package's models
+    (its own `models` may add more)."""
+    pkg = load()
+    got = read_points(path.read_text(encoding="utf-8"), str(path))
+    data = pkg.model_copy(update={"models": _merge_models(pkg.models, got.models),
+                                  "points": got.points, "not_modelled": got.not_modelled})
+    check(data, str(path))
+    return data
+
+
+def check(data: CalibrationData, where: str) -> None:
+    """Every point's GPU, models and method known, ids unique: errors with a hint."""
+    seen: set[str] = set()
+    for pt in data.points:
+        if pt.id in seen:
+            raise CalibrationError(f"{where}: point id {pt.id!r} appears twice")
+        seen.add(pt.id)
+        family_of(pt.gpu, f"{where}: point {pt.id}")
+        for role, name in (("target", pt.target), ("draft", pt.draft)):
+            if name is not None and name not in data.models:
+                raise CalibrationError(
+                    f"{where}: point {pt.id}: {role} {name!r} is not among the models; "
+                    f"add it under `models:` (known: {', '.join(sorted(data.models))})")
+        try:
+            pt.shape  # noqa: B018 - validates the method
+        except UnknownMethod as exc:
+            raise CalibrationError(f"{where}: point {pt.id}: {exc}") from exc
+        if pt.method is not None and pt.method.upper() != "NGRAM" and pt.draft is None:
+            raise CalibrationError(f"{where}: point {pt.id}: method {pt.method} needs a "
+                                   "`draft` model (its forward is timed)")
+
+
+def family_of(gpu_key: str, where: str = "") -> str:
     found = hardware.lookup(gpu_key)
-    assert found is not None and found.family is not None, gpu_key
+    prefix = f"{where}: " if where else ""
+    if found is None:
+        raise CalibrationError(f"{prefix}unknown GPU {gpu_key!r}: "
+                               f"{hardware.unknown_hint(gpu_key)}")
+    if found.family is None:
+        raise CalibrationError(f"{prefix}GPU {gpu_key!r} has no family in the catalog")
     return found.family
+
+
+def hardware_of(gpu_key: str) -> Hardware:
+    gpu = hardware.lookup(gpu_key)
+    if gpu is None:
+        raise CalibrationError(f"unknown GPU {gpu_key!r}: {hardware.unknown_hint(gpu_key)}")
+    return Hardware(gpu.bandwidth_bytes_per_s, gpu.bf16_dense_flops, gpu.fp8_dense_flops)
 
 
 @dataclass(frozen=True)
@@ -156,65 +404,157 @@ class Prediction:
     tau_anchored: bool
 
 
-def hardware_of(gpu_key: str) -> Hardware:
-    gpu = hardware.lookup(gpu_key)
-    assert gpu is not None, gpu_key
-    return Hardware(gpu.bandwidth_bytes_per_s, gpu.bf16_dense_flops, gpu.fp8_dense_flops)
+def times_at(point: Point, params: StepParams, data: CalibrationData) -> StepTimes:
+    """One replica's step times: the same model description path as a runbook's."""
+    draft = data.models[point.draft] if point.draft else None
+    target_fwd, draft_fwd, hw = _forwards(point, data.models[point.target], draft)
+    return step_times(target_fwd, draft_fwd, point.shape, point.batch, point.context, hw,
+                      params)
+
+
+_shape = cache(shape_for)
+
+
+@cache  # points and model specs are frozen: a fit evaluates each point hundreds of times
+def _forwards(point: Point, target: ModelSpec, draft: ModelSpec | None
+              ) -> tuple[Forward, Forward | None, Hardware]:
+    target_fwd = target.served_as(point.target_dtype).architecture().forward(
+        point.tp, point.ep, dp_attention=point.dp_attention)
+    draft_fwd = None
+    if draft is not None:
+        d_tp = point.draft_tp or (1 if point.dp_attention else point.tp)
+        draft_fwd = draft.served_as(point.draft_dtype).architecture().forward(d_tp)
+    return target_fwd, draft_fwd, hardware_of(point.gpu)
 
 
 def predict(point: Point, params: StepParams, data: CalibrationData,
             tau: float | None = None) -> Prediction:
-    """Throughputs and speedup at the point; `tau` replaces the published τ (anchoring)."""
-    target = data.models[point.target].forward(point.tp)
-    draft = data.models[point.draft].forward(point.tp) if point.draft else None
-    times = step_times(target, draft, point.shape, point.concurrency, point.context,
-                       hardware_of(point.gpu), params)
-    base = point.concurrency / times.decode
+    """Throughputs (in the point's throughput scope) and speedup at the point; `tau`
+    replaces the published τ (anchoring)."""
+    times = times_at(point, params, data)
+    base = point.published_scale(point.batch / times.decode)
     used = tau if tau is not None else point.tau
     if used is None or point.method is None:
         return Prediction(base, None, None, None, False)
-    spec = point.concurrency * used / times.speculative(used)
+    spec = point.published_scale(point.batch * used / times.speculative(used))
     return Prediction(base, spec, spec / base, used, tau is not None)
 
 
-def fit_loss(points: list[Point], data: CalibrationData) -> Callable[[StepParams], float]:
-    def loss(p: StepParams) -> float:
-        total = 0.0
-        for pt in points:
-            pred = predict(pt, p, data)
-            if pt.baseline_tok_s:
-                total += math.log(pred.baseline_tok_s / pt.baseline_tok_s) ** 2
-            if pt.speculative_tok_s and pred.speculative_tok_s:
-                total += math.log(pred.speculative_tok_s / pt.speculative_tok_s) ** 2
-        return total
-    return loss
+def baseline_ratio(point: Point, pred: Prediction) -> float | None:
+    """Predicted / published baseline: from TPOT where published (the step model times
+    decode steps; a benchmark's output throughput also counts prefill and TTFT), else
+    from the throughput."""
+    if point.baseline_tpot_ms:
+        per_seq = pred.baseline_tok_s if point.throughput_scope == "per_user" else None
+        if per_seq is None:
+            per_seq = pred.baseline_tok_s / point.published_scale(point.batch)
+        return per_seq * point.baseline_tpot_ms / 1e3
+    return pred.baseline_tok_s / point.baseline_tok_s if point.baseline_tok_s else None
 
 
-def identifiable(points: list[Point]) -> list[str]:
-    """The parameters these points can pin down; the others keep UNCALIBRATED's values
-    (no tensor parallelism: no all-reduce cost; one concurrency: no per-token cost). η_f
-    stays at its prior: the published points are nearly all bandwidth- or overhead-bound,
-    so a fit would set it anywhere (it matters once verify turns compute-bound)."""
-    free = ["eta_bw", "forward_s", "speculative_s", "draft_s"]
+# ------------------------------------------------------------------ fitting
+
+SHARED = ("eta_bw", "eta_flops", "forward_s", "speculative_s", "allreduce_s", "token_s",
+          "moe_locality")
+
+
+def identifiable(points: Sequence[Point], data: CalibrationData) -> list[str]:
+    """The parameters these points can pin down; the others keep their priors (no tensor
+    parallelism: no all-reduce cost; one concurrency: no per-token cost; no speculative
+    point with τ: no per-step or per-draft cost; no MoE verify: no routing locality)."""
+    spec = [p for p in points if p.method is not None and p.tau is not None]
+    free = ["eta_bw", "eta_flops", "forward_s"]
+    if spec:
+        free.append("speculative_s")
     if any(p.tp > 1 for p in points):
         free.append("allreduce_s")
     if len({p.concurrency for p in points}) > 1:
         free.append("token_s")
+    if any(data.models[p.target].experts for p in spec):
+        free.append("moe_locality")
+    free += [f"draft_s.{d}" for d in sorted({p.drafter for p in spec})]
     return free
 
 
-def refit(data: CalibrationData) -> list[Fitted]:
-    """Fit every GPU family × engine that has points with role `fit`."""
+def _start(fits_prior: StepParams = UNCALIBRATED) -> dict[str, float]:
+    out = {n: float(getattr(fits_prior, n)) for n in SHARED}
+    out.update({f"draft_s.{d}": v for d, v in DRAFT_PRIORS.items()})
+    return out
+
+
+def _params(values: Mapping[str, float], drafter: str) -> StepParams:
+    shared = {n: values[n] for n in SHARED}
+    return StepParams(draft_s=values.get(f"draft_s.{drafter}", UNCALIBRATED.draft_s),
+                      **shared)
+
+
+def fit_group(points: Sequence[Point], data: CalibrationData) -> tuple[dict[str, float],
+                                                                       list[str],
+                                                                       dict[str, str]]:
+    """Fit one GPU family × engine: log residuals of every published throughput (or a
+    speedup given alone), each source weighted 1/√(its points) so one long sweep does not
+    outvote the other sources."""
+    per_source: dict[str, int] = {}
+    for p in points:
+        per_source[p.source_key] = per_source.get(p.source_key, 0) + 1
+    free = identifiable(points, data)
+
+    drafters = sorted({pt.drafter for pt in points})
+
+    def residuals(values: Mapping[str, float]) -> list[float]:
+        out: list[float] = []
+        params = {d: _params(values, d) for d in drafters}
+        for pt in points:
+            w = 1 / math.sqrt(per_source[pt.source_key])
+            pred = predict(pt, params[pt.drafter], data)
+            base = baseline_ratio(pt, pred)
+            if base is not None:
+                out.append(w * math.log(base))
+            if pred.speedup is None:
+                continue
+            if pt.speculative_tok_s and pred.speculative_tok_s:
+                out.append(w * math.log(pred.speculative_tok_s / pt.speculative_tok_s))
+            elif pt.speedup:
+                out.append(w * math.log(pred.speedup / pt.speedup))
+        return out
+
+    result = fit_bounded(residuals, _start(), free)
+    return result.values, free, result.at_bound
+
+
+MIN_FIT_POINTS = 3
+"""Fewest points with a published throughput (or a speedup with its τ) a GPU family ×
+engine needs for a fit of its own; with fewer it borrows the engine's fit on another
+family, and says so."""
+
+
+def refit(data: CalibrationData, exclude_source: str | None = None,
+          reuse: Sequence[Fitted] = ()) -> list[Fitted]:
+    """Fit every GPU family × engine on all its points (leaving out one source's points
+    when cross-validating). `role` is kept in the files for history only: the reported
+    accuracy is leave-one-source-out, which holds out whole sources, not points of runs
+    that are also fitted."""
     groups: dict[tuple[str, str], list[Point]] = {}
     for pt in data.points:
-        if pt.role == "fit":
+        if pt.source_key != exclude_source:
             groups.setdefault((family_of(pt.gpu), pt.engine), []).append(pt)
     out = []
     for (family, engine), points in sorted(groups.items()):
-        loss = fit_loss(points, data)
-        params = fit(loss, UNCALIBRATED, identifiable(points))
+        same = next((f for f in reuse if (f.family, f.engine) == (family, engine)
+                     and f.fitted_on == [p.id for p in points]), None)
+        if same is not None:  # the source left out has no point here: same fit
+            out.append(same)
+            continue
+        informative = [p for p in points if p.baseline_tok_s or p.baseline_tpot_ms or (
+            p.tau is not None and p.method is not None and p.published_speedup)]
+        if len(informative) < MIN_FIT_POINTS:
+            continue  # a fit of priors alone would pass for a calibration: borrow instead
+        values, free, at = fit_group(points, data)
+        drafts = {n.split(".", 1)[1]: values[n] for n in free if n.startswith("draft_s.")}
+        params = _params(values, "none")
         out.append(Fitted(family=family, engine=engine,
-                          params=params, fitted_on=[p.id for p in points]))
+                          params=params, draft_s=drafts, free=free, at_bound=at,
+                          fitted_on=[p.id for p in points]))
     return out
 
 
@@ -224,41 +564,61 @@ class Chosen:
     provenance: str
 
 
-def params_for(family: str | None, engine: str) -> Chosen:
-    """The fitted parameters for a GPU family × engine; else the same engine on another
-    family (named); else the uncalibrated defaults (said so)."""
-    fits = load().fitted
+def _pick(fits: Sequence[Fitted], family: str | None, engine: str
+          ) -> tuple[Fitted | None, str]:
     for f in fits:
         if f.family == family and f.engine == engine:
-            return Chosen(f.params, f"fitted on published {family} × {engine} measurements "
-                                    f"({len(f.fitted_on)} points, data/calibration.yaml)")
-    for f in fits:
-        if f.engine == engine:
-            where = f"GPU family {family}" if family else "a GPU declared inline"
-            return Chosen(f.params, f"no published {engine} measurements on {where}: "
-                                    f"borrowed from {f.family} × {engine} "
-                                    f"({len(f.fitted_on)} points, data/calibration.yaml)")
-    return Chosen(UNCALIBRATED, "uncalibrated defaults (no published measurements for "
-                                f"{engine})")
+            return f, "own"
+    same = [f for f in fits if f.engine == engine]
+    if same:  # the engine's fit on the most points
+        return max(same, key=lambda f: (len(f.fitted_on), f.family)), "borrowed"
+    return None, "none"
+
+
+def params_for(family: str | None, engine: str, method: str | None = None) -> Chosen:
+    """The fitted parameters for a GPU family × engine (the per-draft-forward cost of the
+    method's drafter family); else the same engine's fit of another family (named); else
+    the uncalibrated defaults (said so)."""
+    drafter = drafter_family(method) if method else "none"
+    f, how = _pick(load().fitted, family, engine)
+    if f is None:
+        return Chosen(UNCALIBRATED.model_copy(update={"draft_s": DRAFT_PRIORS.get(
+            drafter, UNCALIBRATED.draft_s)}),
+            f"uncalibrated defaults (no published measurements for {engine})")
+    draft_note = "" if drafter == "none" or drafter in f.draft_s else (
+        f"; no {drafter} points there: its per-draft-forward cost is the prior")
+    if how == "own":
+        return Chosen(f.for_drafter(drafter),
+                      f"fitted on published {family} × {engine} measurements "
+                      f"({len(f.fitted_on)} points, data/calibration.yaml){draft_note}")
+    where = f"GPU family {family}" if family else "a GPU declared inline"
+    return Chosen(f.for_drafter(drafter),
+                  f"no published {engine} measurements on {where}: borrowed from "
+                  f"{f.family} × {engine} ({len(f.fitted_on)} points){draft_note}")
 
 
 # ------------------------------------------------------------------ validation
 
 BAND = (0.8, 1.25)
-"""Done-when band for predicted / published speedup (issue 14)."""
+"""Done-when band for predicted / published speedup."""
 FLAT = 0.05
 """A published sweep whose last speedup is within ±5% of its first has no direction (that
 is within run-to-run noise); a predicted trend's direction is the sign of its change."""
+Mode = Literal["cross-validated", "in-sample", "as stored"]
 
 
 class Row(Strict):
     id: str
     role: str
+    source: str = Field(description="the independent source (leave-one-source-out key)")
     gpu: str
+    family: str
     engine: str
+    drafter: str
     target: str
     draft: str | None
     shape: str
+    depth: int
     concurrency: int
     tau: float | None
     tau_anchored: bool
@@ -269,30 +629,52 @@ class Row(Strict):
     predicted_baseline: float
     baseline_ratio: float | None
     params: str
-    source: str
+    beyond_full_acceptance: bool = Field(default=False, description="the published "
+                                         "speedup exceeds the model's at full acceptance")
 
 
 class SweepCheck(Strict):
     sweep: str
-    concurrencies: list[int]
+    kind: Literal["concurrency", "depth"]
+    x: list[int] = Field(description="concurrencies or depths, ascending")
     published: list[float]
     predicted: list[float]
     published_direction: str
     predicted_direction: str
+    published_best: int | None = Field(default=None, description="depth sweeps: best depth")
+    predicted_best: int | None = None
     ok: bool
 
 
-class Evaluation(Strict):
-    rows: list[Row]
-    sweeps: list[SweepCheck]
+class GroupSummary(Strict):
+    family: str
+    engine: str
+    drafter: str
+    points: int
     known_tau: int
     within_band: int
-    held_out_known_tau: int
-    held_out_within_band: int
+    median_abs_error_pct: float | None
+    baseline_points: int
+    baseline_median_abs_error_pct: float | None
+
+
+class Evaluation(Strict):
+    mode: Mode
+    rows: list[Row]
+    sweeps: list[SweepCheck]
+    groups: list[GroupSummary]
+    points: int
+    sources: int
+    known_tau: int
+    within_band: int
     median_abs_error_pct: float
     worst_ratio: float
     worst_id: str
+    baseline_points: int
     baseline_median_abs_error_pct: float
+    baseline_worst_ratio: float
+    beyond_full_acceptance: int = Field(default=0, description="published speedups the "
+                                        "model cannot reach even at full acceptance")
     fits: list[Fitted]
 
     @property
@@ -305,27 +687,21 @@ class Evaluation(Strict):
 
     @property
     def passes(self) -> bool:
-        return self.share_within >= 0.8 and self.sweeps_ok
-
-
-def _chosen(fits: list[Fitted], family: str, engine: str) -> tuple[StepParams, str]:
-    for f in fits:
-        if f.family == family and f.engine == engine:
-            return f.params, f"{family} × {engine}"
-    for f in fits:
-        if f.engine == engine:
-            return f.params, f"{f.family} × {engine} (borrowed)"
-    return UNCALIBRATED, "uncalibrated"
+        return (self.share_within >= 0.8 and self.sweeps_ok
+                and self.baseline_median_abs_error_pct <= 12.0)
 
 
 def _anchor_tau(point: Point, published: float, params: StepParams,
                 data: CalibrationData) -> float:
     """The τ at which the model reproduces a published speedup (sweeps without τ)."""
-    target = data.models[point.target].forward(point.tp)
-    draft = data.models[point.draft].forward(point.tp) if point.draft else None
-    t = step_times(target, draft, point.shape, point.concurrency, point.context,
-                   hardware_of(point.gpu), params)
-    return published * (t.draft + t.verify) / (t.decode - published * t.per_token)
+    t = times_at(point, params, data)
+    room = t.decode - published * t.per_token
+    return published * (t.draft + t.verify) / room if room > 0 else math.inf
+
+
+def _max_speedup(point: Point, params: StepParams, data: CalibrationData) -> float:
+    """The model's speedup at full acceptance (every drafted token accepted)."""
+    return predict(point, params, data, float(point.shape.max_tokens)).speedup or 0.0
 
 
 def _direction(first: float, last: float, band: float = FLAT) -> str:
@@ -343,86 +719,346 @@ def _shape_text(p: Point) -> str:
     return f"{p.method} k={p.num_speculative_tokens}"
 
 
-def evaluate(data: CalibrationData | None = None,
-             fits: list[Fitted] | None = None) -> Evaluation:
-    data = data or load()
-    fits = data.fitted if fits is None else fits
+def _fit_label(fits: Sequence[Fitted], family: str, engine: str) -> tuple[StepParams, str,
+                                                                          Fitted | None]:
+    f, how = _pick(fits, family, engine)
+    if f is None:
+        return UNCALIBRATED, "uncalibrated", None
+    return f.params, f"{f.family} × {engine}" + (" (borrowed)" if how == "borrowed" else ""), f
+
+
+def _predict_rows(points: Sequence[Point], data: CalibrationData,
+                  fits_for: Mapping[str, Sequence[Fitted]] | None,
+                  default_fits: Sequence[Fitted]) -> list[Row]:
+    """Rows for `points`; each point's fits are `fits_for[its source]` when given (the fits
+    made without its source), else `default_fits`."""
     anchors: dict[str, float] = {}
+    unreachable: set[str] = set()
     rows: list[Row] = []
-    for pt in sorted(data.points, key=lambda p: (p.sweep or p.id, p.concurrency, p.id)):
-        params, label = _chosen(fits, family_of(pt.gpu), pt.engine)
+    for pt in sorted(points, key=lambda p: (p.sweep or p.id, p.concurrency, p.depth, p.id)):
+        fits = fits_for[pt.source_key] if fits_for is not None else default_fits
+        family = family_of(pt.gpu)
+        _, label, f = _fit_label(fits, family, pt.engine)
+        params = f.for_drafter(pt.drafter) if f is not None else UNCALIBRATED
         published = pt.published_speedup
         tau = None
         if pt.tau is None and pt.sweep and published is not None and pt.method:
-            if pt.sweep not in anchors:  # the sweep's lowest concurrency anchors its τ
+            if pt.sweep not in anchors:  # the sweep's first point anchors its τ
                 anchors[pt.sweep] = _anchor_tau(pt, published, params, data)
-            tau = anchors[pt.sweep]
+            # no τ beyond the most tokens a step yields: a published speedup the model
+            # cannot reach at full acceptance is said so, not bent into an impossible τ
+            tau = min(anchors[pt.sweep], float(pt.shape.max_tokens))
+            if anchors[pt.sweep] > pt.shape.max_tokens:
+                unreachable.add(pt.id)
         pred = predict(pt, params, data, tau)
         ratio = pred.speedup / published if pred.speedup and published else None
         rows.append(Row(
-            id=pt.id, role=pt.role, gpu=pt.gpu, engine=f"{pt.engine} {pt.engine_version}",
-            target=pt.target, draft=pt.draft, shape=_shape_text(pt),
+            id=pt.id, role=pt.role, source=pt.source_key, gpu=pt.gpu, family=family,
+            engine=f"{pt.engine} {pt.engine_version}", drafter=pt.drafter,
+            target=pt.target, draft=pt.draft, shape=_shape_text(pt), depth=pt.depth,
             concurrency=pt.concurrency, tau=pred.tau_used, tau_anchored=pred.tau_anchored,
             published_speedup=published, predicted_speedup=pred.speedup, ratio=ratio,
             published_baseline=pt.baseline_tok_s, predicted_baseline=pred.baseline_tok_s,
-            baseline_ratio=pred.baseline_tok_s / pt.baseline_tok_s if pt.baseline_tok_s
-            else None, params=label, source=pt.source))
-    known = [r for r in rows if r.ratio is not None and not r.tau_anchored]
-    held = [r for r in known if r.role == "validate"]
+            baseline_ratio=baseline_ratio(pt, pred), params=label,
+            beyond_full_acceptance=pt.id in unreachable or (
+                published is not None and pt.method is not None
+                and _max_speedup(pt, params, data) < published)))
+    return rows
 
-    def inside(r: Row) -> bool:
-        return r.ratio is not None and BAND[0] <= r.ratio <= BAND[1]
 
-    errors = sorted(abs(r.ratio - 1) for r in known if r.ratio is not None)
-    worst = max(known, key=lambda r: abs(math.log(r.ratio or 1.0)))
-    base_errors = sorted(abs(r.baseline_ratio - 1) for r in rows if r.baseline_ratio)
-    sweeps = []
-    names = sorted({r_pt.sweep for r_pt in data.points if r_pt.sweep})
-    for name in names:
-        members = sorted((r for r in rows if any(p.id == r.id and p.sweep == name
-                                                   for p in data.points)
-                          and r.ratio is not None), key=lambda r: r.concurrency)
+def _sweeps(points: Sequence[Point], rows: Sequence[Row]) -> list[SweepCheck]:
+    by_id = {r.id: r for r in rows}
+    out = []
+    for name in sorted({p.sweep for p in points if p.sweep}):
+        members = [p for p in points if p.sweep == name and by_id[p.id].ratio is not None]
         if len(members) < 2:
             continue
-        pub = [m.published_speedup or 0.0 for m in members]
-        pre = [m.predicted_speedup or 0.0 for m in members]
+        if any(p.sweep_kind == "config" for p in members):
+            continue  # other draft settings: no direction to match
+        kind: Literal["concurrency", "depth"] = \
+            "depth" if len({p.concurrency for p in members}) == 1 else "concurrency"
+        members.sort(key=lambda p: p.depth if kind == "depth" else p.concurrency)
+        pub = [by_id[p.id].published_speedup or 0.0 for p in members]
+        pre = [by_id[p.id].predicted_speedup or 0.0 for p in members]
+        xs = [p.depth if kind == "depth" else p.concurrency for p in members]
         pub_dir = _direction(pub[0], pub[-1])
         pre_dir = _direction(pre[0], pre[-1], band=0.0)
-        sweeps.append(SweepCheck(
-            sweep=name, concurrencies=[m.concurrency for m in members],
-            published=[round(x, 3) for x in pub], predicted=[round(x, 3) for x in pre],
-            published_direction=pub_dir, predicted_direction=pre_dir,
-            ok=pub_dir == "flat" or pre_dir == pub_dir))
-    return Evaluation(
-        rows=rows, sweeps=sweeps, known_tau=len(known),
-        within_band=sum(1 for r in known if inside(r)), held_out_known_tau=len(held),
-        held_out_within_band=sum(1 for r in held if inside(r)),
-        median_abs_error_pct=round(100 * _median(errors), 1),
-        worst_ratio=round(worst.ratio or 1.0, 3), worst_id=worst.id,
-        baseline_median_abs_error_pct=round(100 * _median(base_errors), 1), fits=fits)
+        ok = pub_dir == "flat" or pre_dir == pub_dir
+        best_pub = best_pre = None
+        if kind == "depth":
+            best_pub = xs[pub.index(max(pub))]
+            best_pre = xs[pre.index(max(pre))]
+            ok = ok and abs(xs.index(best_pub) - xs.index(best_pre)) <= 1
+        out.append(SweepCheck(
+            sweep=name, kind=kind, x=xs, published=[round(x, 3) for x in pub],
+            predicted=[round(x, 3) for x in pre], published_direction=pub_dir,
+            predicted_direction=pre_dir, published_best=best_pub, predicted_best=best_pre,
+            ok=ok))
+    return out
 
 
-def _median(values: list[float]) -> float:
+def _median(values: Sequence[float]) -> float:
     if not values:
         return 0.0
-    n = len(values)
-    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
-def fits_yaml(fits: list[Fitted]) -> str:
-    """The `fitted:` block of data/calibration.yaml, as `--refit --write` stores it."""
+def _inside(r: Row) -> bool:
+    return r.ratio is not None and BAND[0] <= r.ratio <= BAND[1]
+
+
+def _groups(rows: Sequence[Row]) -> list[GroupSummary]:
+    keys = sorted({(r.family, r.engine.split()[0], r.drafter) for r in rows})
+    out = []
+    for fam, eng, dr in keys:
+        mine = [r for r in rows if (r.family, r.engine.split()[0], r.drafter) == (fam, eng, dr)]
+        known = [r for r in mine if r.ratio is not None and not r.tau_anchored]
+        base = [r for r in mine if r.baseline_ratio is not None]
+        out.append(GroupSummary(
+            family=fam, engine=eng, drafter=dr, points=len(mine), known_tau=len(known),
+            within_band=sum(1 for r in known if _inside(r)),
+            median_abs_error_pct=round(100 * _median([abs((r.ratio or 1) - 1)
+                                                      for r in known]), 1) if known else None,
+            baseline_points=len(base),
+            baseline_median_abs_error_pct=round(100 * _median(
+                [abs((r.baseline_ratio or 1) - 1) for r in base]), 1) if base else None))
+    return out
+
+
+def _summary(mode: Mode, points: Sequence[Point], rows: list[Row],
+             fits: list[Fitted]) -> Evaluation:
+    known = [r for r in rows if r.ratio is not None and not r.tau_anchored]
+    errors = [abs((r.ratio or 1) - 1) for r in known]
+    worst = max(known, key=lambda r: abs(math.log(r.ratio or 1.0)), default=None)
+    base = [r for r in rows if r.baseline_ratio]
+    base_worst = max((r.baseline_ratio or 1.0 for r in base),
+                     key=lambda x: abs(math.log(x)), default=1.0)
+    return Evaluation(
+        mode=mode, rows=rows, sweeps=_sweeps(points, rows), groups=_groups(rows),
+        points=len(rows), sources=len({r.source for r in rows}), known_tau=len(known),
+        within_band=sum(1 for r in known if _inside(r)),
+        median_abs_error_pct=round(100 * _median(errors), 1),
+        worst_ratio=round(worst.ratio or 1.0, 3) if worst else 1.0,
+        worst_id=worst.id if worst else "–", baseline_points=len(base),
+        baseline_median_abs_error_pct=round(100 * _median(
+            [abs((r.baseline_ratio or 1) - 1) for r in base]), 1),
+        baseline_worst_ratio=round(base_worst, 3),
+        beyond_full_acceptance=sum(1 for r in rows if r.beyond_full_acceptance), fits=fits)
+
+
+def evaluate(data: CalibrationData | None = None, fits: list[Fitted] | None = None,
+             mode: Mode = "as stored") -> Evaluation:
+    """Every point predicted: with the stored (or given) fits, or cross-validated."""
+    data = data or load()
+    if mode == "cross-validated":
+        return cross_validate(data)
+    fits = data.fitted if fits is None else fits
+    rows = _predict_rows(data.points, data, None, fits)
+    return _summary(mode, data.points, rows, fits)
+
+
+def cross_validate(data: CalibrationData | None = None) -> Evaluation:
+    """Leave-one-source-out: every point predicted with parameters fitted without any
+    point of its source (a sweep's τ anchor too comes from those parameters)."""
+    data = data or load()
+    return _cross_validate(data)
+
+
+def loso_fits(data: CalibrationData) -> dict[str, list[Fitted]]:
+    """Source → the fits made without any of its points (a group the source has no point
+    in keeps the full fit)."""
+    full = refit(data)
+    return {s: refit(data, exclude_source=s, reuse=full)
+            for s in sorted({p.source_key for p in data.points})}
+
+
+def _cross_validate(data: CalibrationData,
+                    fits_for: Mapping[str, Sequence[Fitted]] | None = None) -> Evaluation:
+    fits_for = loso_fits(data) if fits_for is None else fits_for
+    rows = _predict_rows(data.points, data, fits_for, data.fitted)
+    return _summary("cross-validated", data.points, rows, data.fitted)
+
+
+@cache
+def stored_loso_fits() -> dict[str, list[Fitted]]:
+    """`loso_fits` of the package's data (computed once a process)."""
+    return loso_fits(load())
+
+
+@cache
+def stored_cross_validation() -> Evaluation:
+    """The cross-validated evaluation of the package's data (computed once a process)."""
+    return _cross_validate(load(), stored_loso_fits())
+
+
+# ------------------------------------------------------------------ error bands
+
+MIN_BAND_POINTS = 6
+"""Fewer cross-validated points than this in a GPU family × engine × drafter family: the
+band is borrowed from the wider pool (same engine × drafter, then the engine, then all)
+and widened ×1.5 in log, and labelled so."""
+WIDEN = 1.5
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    v = sorted(values)
+    if len(v) == 1:
+        return v[0]
+    pos = q * (len(v) - 1)
+    i = math.floor(pos)
+    j = min(i + 1, len(v) - 1)
+    return v[i] + (v[j] - v[i]) * (pos - i)
+
+
+def error_bands(ev: Evaluation) -> list[ErrorBand]:
+    """The 10th-90th percentile of the cross-validated ratios, per GPU family × engine ×
+    drafter family (speedups with a published τ; baseline throughputs under "none")."""
+    groups: dict[tuple[str, str, str, str], list[float]] = {}
+    for r in ev.rows:
+        eng = r.engine.split()[0]
+        if r.ratio is not None and not r.tau_anchored:
+            groups.setdefault((r.family, eng, r.drafter, "speedup"), []).append(r.ratio)
+        if r.baseline_ratio is not None:
+            groups.setdefault((r.family, eng, "none", "throughput"), []).append(
+                r.baseline_ratio)
+    out = []
+    for (fam, eng, dr, qty), ratios in sorted(groups.items()):
+        logs = [math.log(x) for x in ratios]
+        out.append(ErrorBand(family=fam, engine=eng, drafter=dr,
+                             quantity=qty,
+                             n=len(ratios), ratio_lo=round(math.exp(_quantile(logs, 0.1)), 4),
+                             ratio_hi=round(math.exp(_quantile(logs, 0.9)), 4),
+                             median_abs_error_pct=round(100 * _median(
+                                 [abs(x - 1) for x in ratios]), 1)))
+    return out
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Where the true value lies, given the model's: [value / ratio_hi, value / ratio_lo]
+    (ratio = predicted / published, cross-validated)."""
+
+    ratio_lo: float
+    ratio_hi: float
+    n: int
+    label: str
+    few: bool
+
+    def around(self, value: float) -> tuple[float, float]:
+        return value / self.ratio_hi, value / self.ratio_lo
+
+    def around_inverse(self, value: float) -> tuple[float, float]:
+        """For a quantity inversely proportional to the predicted one (τ*, TPOT)."""
+        return value * self.ratio_lo, value * self.ratio_hi
+
+    def overlaps(self, a: float, b: float) -> bool:
+        """Whether the intervals of two predictions made with this band overlap."""
+        lo_a, hi_a = self.around(a)
+        lo_b, hi_b = self.around(b)
+        return lo_a <= hi_b and lo_b <= hi_a
+
+
+def _pooled(bands: Sequence[ErrorBand]) -> tuple[float, float, int]:
+    """A pooled band: n-weighted log quantiles."""
+    n = sum(b.n for b in bands)
+    lo = sum(b.n * math.log(b.ratio_lo) for b in bands) / n
+    hi = sum(b.n * math.log(b.ratio_hi) for b in bands) / n
+    return lo, hi, n
+
+
+def interval(family: str | None, engine: str, drafter: str,
+             quantity: Literal["speedup", "throughput"],
+             bands: Sequence[ErrorBand] | None = None) -> Interval:
+    """The cross-validated band of a GPU family × engine × drafter family; with few or no
+    points, the wider pool's band widened and labelled."""
+    bands = list(load().cross_validated if bands is None else bands)
+    mine = [b for b in bands if b.quantity == quantity]
+    if quantity == "throughput":
+        drafter = "none"
+    own = [b for b in mine if (b.family, b.engine, b.drafter) == (family, engine, drafter)]
+    name = f"{family or 'inline GPU'} × {engine} × {drafter}"
+    if own and own[0].n >= MIN_BAND_POINTS:
+        b = own[0]
+        return Interval(b.ratio_lo, b.ratio_hi, b.n,
+                        f"cross-validated on {b.n} published {name} points", False)
+    have = own[0].n if own else 0
+    for pool, what in (([b for b in mine if (b.engine, b.drafter) == (engine, drafter)],
+                        f"{engine} × {drafter} on all GPU families"),
+                       ([b for b in mine if b.engine == engine], f"all {engine} points"),
+                       (mine, "all published points")):
+        if sum(b.n for b in pool) >= MIN_BAND_POINTS:
+            lo, hi, n = _pooled(pool)
+            mid = (lo + hi) / 2
+            half = max((hi - lo) / 2, 0.05) * WIDEN
+            return Interval(round(math.exp(mid - half), 4), round(math.exp(mid + half), 4), n,
+                            f"few points ({have} for {name}): {what}' band ({n} points), "
+                            f"widened ×{WIDEN:g}", True)
+    return Interval(0.6, 1.6, 0, f"no cross-validated points for {name}: ×0.6–×1.6 assumed",
+                    True)
+
+
+# ------------------------------------------------------------------ storing
+
+def fits_yaml(fits: list[Fitted], bands: list[ErrorBand]) -> str:
+    """The `fitted:` and `cross_validated:` blocks of data/calibration.yaml, as
+    `latency_validation.py --refit --write` stores them."""
     lines = ["fitted:"]
     for f in fits:
         lines.append(f"  - family: {f.family}")
         lines.append(f"    engine: {f.engine}")
         lines.append("    params: {" + ", ".join(
             f"{k}: {v:.4g}" for k, v in f.params.model_dump().items()) + "}")
+        lines.append("    draft_s: {" + ", ".join(f"{k}: {v:.4g}"
+                                                  for k, v in sorted(f.draft_s.items())) + "}")
+        lines.append("    free: [" + ", ".join(f.free) + "]")
+        lines.append("    at_bound: {" + ", ".join(f"{k}: {v}" for k, v in
+                                                   sorted(f.at_bound.items())) + "}")
         lines.append("    fitted_on: [" + ", ".join(f.fitted_on) + "]")
+    lines.append("cross_validated:")
+    for b in bands:
+        lines.append(f"  - {{family: {b.family}, engine: {b.engine}, drafter: {b.drafter}, "
+                     f"quantity: {b.quantity}, n: {b.n}, ratio_lo: {b.ratio_lo:g}, "
+                     f"ratio_hi: {b.ratio_hi:g}, median_abs_error_pct: "
+                     f"{b.median_abs_error_pct:g}}}")
     return "\n".join(lines) + "\n"
 
 
-def write_fits(fits: list[Fitted]) -> None:
+def write_fits(fits: list[Fitted], bands: list[ErrorBand]) -> None:
     path = Path(str(resources.files("specpair").joinpath("data/calibration.yaml")))
     text = path.read_text(encoding="utf-8")
-    path.write_text(text[:text.index("\nfitted:") + 1] + fits_yaml(fits), encoding="utf-8")
+    path.write_text(text[:text.index("\nfitted:") + 1] + fits_yaml(fits, bands),
+                    encoding="utf-8")
     load.cache_clear()
+    stored_loso_fits.cache_clear()
+    stored_cross_validation.cache_clear()
+
+
+def bound_problems(data: CalibrationData) -> list[str]:
+    """Stored fits outside their bounds, or on one without a written reason."""
+    out = []
+    for f in data.fitted:
+        values = {n: float(getattr(f.params, n)) for n in SHARED}
+        values.update({f"draft_s.{d}": v for d, v in f.draft_s.items()})
+        on_bound = dict(f.at_bound)
+        for name, v in values.items():
+            b = BOUNDS[name] if name in BOUNDS else DRAFT_BOUNDS[name.split(".", 1)[1]]
+            if not b.lo * 0.999 <= v <= b.hi * 1.001:
+                out.append(f"{f.family} × {f.engine}: {name} = {v:g} outside "
+                           f"[{b.lo:g}, {b.hi:g}]")
+            span = 0.005 * math.log(b.hi / b.lo)
+            if name in f.free and math.log(v / b.lo) <= span:
+                on_bound.setdefault(name, "lower")
+            elif name in f.free and math.log(b.hi / v) <= span:
+                on_bound.setdefault(name, "upper")
+        for name, side in sorted(on_bound.items()):
+            key = f"{f.family} × {f.engine}: {name}"
+            if not data.bound_reasons.get(key, "").strip():
+                out.append(f"{key} is on its {side} bound without a written reason "
+                           "(data/calibration.yaml bound_reasons)")
+    return out
+
+
+def sources(points: Iterable[Point]) -> list[str]:
+    return sorted({p.source_key for p in points})

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import Literal
 
 from pydantic import Field
 
@@ -39,7 +40,17 @@ from specpair.budget.model import Budget, Scenario
 from specpair.resolve import ResolvedArtifact, ResolvedPair
 from specpair.schema.common import Method, Strict
 from specpair.schema.runbook import Workload
-from specpair.stepmodel import Forward, Hardware, Shape, StepParams, StepTimes, step_times
+from specpair.stepmodel import (
+    Architecture,
+    Forward,
+    Hardware,
+    Shape,
+    StepParams,
+    StepTimes,
+    drafter_family,
+    shape_for,
+    step_times,
+)
 
 CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 SLO_MARGIN = 0.10
@@ -71,8 +82,25 @@ class Point(Strict):
                                              "sequence; T_decode includes it once, a "
                                              "speculative step τ times")
     break_even: float = Field(description="τ*: tokens per verify step at which S = 1")
+    break_even_range: tuple[float, float] = Field(description="τ*'s interval from the "
+                                                  "cross-validated error (see uncertainty)")
     speedup_at_reference: float | None
+    speedup_at_reference_range: tuple[float, float] | None = None
     speedup_at_slo: float
+    speedup_at_slo_range: tuple[float, float]
+    tpot_ms_at_slo: float = Field(description="time per output token at the SLO's τ")
+    tpot_ms_at_slo_range: tuple[float, float]
+
+
+class Uncertainty(Strict):
+    """The cross-validated error band of this GPU family × engine × drafter family
+    (ratio = predicted / published, 10th-90th percentile, leave-one-source-out)."""
+
+    speedup_ratio: tuple[float, float]
+    speedup_basis: str
+    throughput_ratio: tuple[float, float]
+    throughput_basis: str
+    few_points: bool = Field(description="borrowed from a wider pool and widened")
 
 
 class Parameters(Strict):
@@ -106,14 +134,17 @@ class LatencyModel(Strict):
     no_gain_at_slo: list[int] = Field(description="concurrencies of the curve where τ* ≥ SLO")
     slo_verdict: str
     slo_ok: bool
+    slo_status: Literal["pass", "fail", "uncertain", "unreachable"] = Field(
+        description="uncertain: the SLO lies inside τ*'s interval (measure)")
     hints: list[str]
     parameters: Parameters
+    uncertainty: Uncertainty
     assumptions: list[str]
 
 
 def draft_shape(pair: ResolvedPair) -> Shape:
     spec = pair.runbook.speculation
-    return calibration.shape_for(spec.method.value, spec.num_speculative_tokens,
+    return shape_for(spec.method.value, spec.num_speculative_tokens,
                                  spec.block_size, spec.num_steps, spec.topk,
                                  spec.num_draft_tokens)
 
@@ -124,54 +155,45 @@ def _is_fp8(art: ResolvedArtifact) -> bool:
     return fp8 * 2 > sum(by_dtype.values())
 
 
-def _attention_flops(art: ResolvedArtifact, shards: int) -> float:
-    """FLOPs per token and per token of context: QKᵀ and AV over the full-attention
-    layers (MLA absorbed: scores and values on the latent)."""
-    g = art.geometry
-    if g.attention == "mla" and g.kv_lora_rank:
-        per_head = 2 * g.kv_lora_rank + (g.qk_rope_head_dim or 0)
-    else:
-        per_head = g.head_dim + g.v_head_dim
-    return 2 * g.num_attention_heads * per_head * g.full_attention_layers / shards
-
-
-def _forward(art: ResolvedArtifact, weight_bytes: int, active_params: int, shards: int,
-             kv: int, tp: int) -> Forward:
-    """A model's per-rank forward: dense weights always read, routed experts by coverage.
+def architecture(art: ResolvedArtifact, weight_bytes: int, active_params: int) -> Architecture:
+    """A resolved artifact as the step model's model description (the same path the
+    calibration points take): dense weights always read, routed experts by coverage.
 
     With the expert layout in the geometry the routed part is exact (E experts of known
     size, top-k); without it a MoE falls back to its active fraction of all weights."""
+    g = art.geometry
     total = art.weights.total_params or 1
-    per_param = weight_bytes / total
-    moe = art.geometry.moe
-    flops = 2 * active_params / shards
-    common = {"attention_flops_per_context_token": _attention_flops(art, shards),
-              "allreduces": calibration.TP_ALLREDUCES_PER_LAYER
-              * art.geometry.num_hidden_layers if tp > 1 else 0,
-              "fp8": _is_fp8(art)}
-    if moe is not None and moe.routed_params < total:
-        routed = moe.routed_params * per_param
-        return Forward((weight_bytes - routed) / shards, flops, kv, routed / shards,
-                       moe.active_experts / moe.experts, **common)  # type: ignore[arg-type]
-    fraction = art.weights.active_fraction
-    if fraction < 1.0:
-        return Forward(0.0, flops, kv, weight_bytes / shards, fraction,
-                       **common)  # type: ignore[arg-type]
-    return Forward(weight_bytes / shards, flops, kv, **common)  # type: ignore[arg-type]
+    moe = g.moe
+    mla = g.attention == "mla" and g.kv_lora_rank
+    routed = float(moe.routed_params) if moe is not None and moe.routed_params < total else 0.0
+    return Architecture(
+        params=float(total), bytes_per_param=weight_bytes / total,
+        layers=g.num_hidden_layers, attention_layers=g.full_attention_layers,
+        heads=g.num_attention_heads, kv_heads=g.num_key_value_heads, head_dim=g.head_dim,
+        v_head_dim=g.v_head_dim, kv_bytes_per_token=0.0,
+        active_params=float(active_params) if active_params < total else None,
+        experts=moe.experts if routed and moe is not None else 0,
+        top_k=moe.active_experts if routed and moe is not None else 0,
+        routed_params=routed,
+        attention_per_head=2 * (g.kv_lora_rank or 0) + (g.qk_rope_head_dim or 0) if mla
+        else None,
+        fp8=_is_fp8(art))
 
 
 def forwards(pair: ResolvedPair, budget: Budget) -> tuple[Forward, Forward | None]:
     dep = pair.runbook.deployment
-    tp, pp = dep.parallel.tensor, dep.parallel.pipeline
+    par = dep.parallel
     spec_scn = budget.speculative or budget.baseline
-    target = _forward(pair.target, pair.target_own_weight_bytes, pair.target_own_active_params,
-                      tp * pp, spec_scn.cell_target, tp)
+    target = architecture(pair.target, pair.target_own_weight_bytes,
+                          pair.target_own_active_params).forward(
+        par.tensor, par.expert, par.pipeline, kv_per_rank=spec_scn.cell_target)
     if pair.draft is None or pair.runbook.speculation.method is Method.NGRAM:
         return target, None
     d_w = pair.draft.weights
-    d_tp = dep.parallel.draft_tensor or tp
-    draft = _forward(pair.draft, d_w.weight_bytes, d_w.active_params or d_w.total_params,
-                     d_tp, spec_scn.cell_draft, d_tp)
+    d_tp = par.draft_tensor or par.tensor
+    draft = architecture(pair.draft, d_w.weight_bytes,
+                         d_w.active_params or d_w.total_params).forward(
+        d_tp, kv_per_rank=spec_scn.cell_draft)
     return target, draft
 
 
@@ -216,19 +238,67 @@ class _Setup:
     context: int
     hw: Hardware
     params: StepParams
+    speedup_band: calibration.Interval
+    throughput_band: calibration.Interval
 
 
 def _times(s: _Setup, batch: int) -> StepTimes:
     return step_times(s.target, s.draft, s.shape, batch, s.context, s.hw, s.params)
 
 
+def _r(pair: tuple[float, float], digits: int = 4) -> tuple[float, float]:
+    return round(pair[0], digits), round(pair[1], digits)
+
+
 def point(s: _Setup, batch: int, reference: float | None, slo: float) -> Point:
     t = _times(s, batch)
+    even = t.break_even()
+    tpot = t.speculative(slo) / slo * 1e3
+    # a speculative TPOT is off by both the step model's throughput error and its speedup
+    # error; the speedup band is measured on exactly these speculative points
     return Point(concurrency=batch, t_decode_s=t.decode, t_draft_s=t.draft,
                  t_verify_s=t.verify, t_per_token_s=t.per_token,
-                 break_even=round(t.break_even(), 4),
+                 break_even=round(even, 4),
+                 break_even_range=_r(s.speedup_band.around_inverse(even)),
                  speedup_at_reference=round(t.speedup(reference), 4) if reference else None,
-                 speedup_at_slo=round(t.speedup(slo), 4))
+                 speedup_at_reference_range=_r(s.speedup_band.around(t.speedup(reference)))
+                 if reference else None,
+                 speedup_at_slo=round(t.speedup(slo), 4),
+                 speedup_at_slo_range=_r(s.speedup_band.around(t.speedup(slo))),
+                 tpot_ms_at_slo=round(tpot, 3),
+                 tpot_ms_at_slo_range=_r(tpot_range(s, tpot), 3))
+
+
+def tpot_range(s: _Setup, tpot_ms: float) -> tuple[float, float]:
+    """TPOT's interval: the throughput band (inverse) widened by the speedup band."""
+    lo, hi = s.throughput_band.around_inverse(tpot_ms)
+    if s.shape.passes or s.shape.verify > 1:
+        lo, hi = lo * s.speedup_band.ratio_lo, hi * s.speedup_band.ratio_hi
+    return lo, hi
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A predicted value with its cross-validated interval and where the band comes from."""
+
+    value: float
+    lo: float
+    hi: float
+    basis: str
+
+
+def expected_speedup(pair: ResolvedPair, budget: Budget, concurrency: int,
+                     tau: float | None = None) -> Estimate:
+    """The expected speedup of the pair at `concurrency` sequences and acceptance `tau`
+    (default: the SLO's), with its interval: the one function every output that states a
+    speedup (verdict, plan, dashboard, site) should call."""
+    s = setup(pair, budget)
+    acc = pair.runbook.acceptance
+    t = _times(s, concurrency)
+    used = tau if tau is not None else acc.slo.min_length
+    value = t.speedup(used)
+    lo, hi = s.speedup_band.around(value)
+    return Estimate(round(value, 4), round(lo, 4), round(hi, 4), s.speedup_band.label)
 
 
 def parameters(pair: ResolvedPair, budget: Budget) -> Parameters:
@@ -240,18 +310,30 @@ def parameters(pair: ResolvedPair, budget: Budget) -> Parameters:
         if own is not None:
             return Parameters(values=own.params, source=own.provenance)
     gpu = pair.gpu_spec
-    chosen = calibration.params_for(gpu.family, pair.runbook.engine.name.value)
+    chosen = calibration.params_for(gpu.family, pair.runbook.engine.name.value,
+                                    pair.runbook.speculation.method.value)
     return Parameters(values=chosen.params, source=chosen.provenance)
+
+
+def bands(pair: ResolvedPair) -> tuple[calibration.Interval, calibration.Interval]:
+    """The cross-validated speedup and throughput bands of the pair's GPU family ×
+    engine × drafter family."""
+    engine = pair.runbook.engine.name.value
+    family = pair.gpu_spec.family
+    drafter = drafter_family(pair.runbook.speculation.method.value)
+    return (calibration.interval(family, engine, drafter, "speedup"),
+            calibration.interval(family, engine, drafter, "throughput"))
 
 
 def setup(pair: ResolvedPair, budget: Budget, params: StepParams | None = None) -> _Setup:
     gpu = pair.gpu_spec
     target, draft = forwards(pair, budget)
     context, _ = expected_context(pair)
+    speedup_band, throughput_band = bands(pair)
     return _Setup(target, draft, draft_shape(pair), context,
                   Hardware(gpu.bandwidth_bytes_per_s, gpu.bf16_dense_flops,
                            gpu.fp8_dense_flops),
-                  params or parameters(pair, budget).values)
+                  params or parameters(pair, budget).values, speedup_band, throughput_band)
 
 
 def model(pair: ResolvedPair, budget: Budget) -> LatencyModel:
@@ -278,25 +360,37 @@ def model(pair: ResolvedPair, budget: Budget) -> LatencyModel:
                      if p.concurrency >= here_c and p.break_even >= tau), None)
 
     needed = here.break_even * (1 + SLO_MARGIN)
-    ok = slo >= needed
+    even_lo, even_hi = here.break_even_range
     where = f"at concurrency {here_c}" + (
         f" (the runbook expects {requested}; the deployment holds {cap})"
         if requested > cap else "")
+    band = f"τ* {here.break_even:.2f} [{even_lo:.2f}–{even_hi:.2f}]"
+    lo_s, hi_s = here.speedup_at_slo_range
     hints: list[str] = []
+    status: Literal["pass", "fail", "uncertain", "unreachable"]
     if slo > s.shape.max_tokens:
-        ok = False
+        status = "unreachable"
         verdict = (f"SLO {slo} exceeds the most tokens one step can yield "
                    f"({s.shape.max_tokens}): unreachable")
         hints.append(f"lower the SLO to at most {s.shape.max_tokens}, or lengthen the "
                      "block / the number of drafted tokens")
-    elif ok:
-        verdict = (f"SLO {slo} clears break-even τ* = {here.break_even:.2f} (+10% → "
-                   f"{needed:.2f}) {where}: expected speedup {here.speedup_at_slo:.2f}× at "
-                   "the SLO")
+    elif even_lo <= slo <= even_hi:
+        status = "uncertain"
+        verdict = (f"uncertain: measure. SLO {slo} lies inside break-even {band} {where} "
+                   f"(the interval is the model's cross-validated error: "
+                   f"{s.speedup_band.label}); expected speedup at the SLO "
+                   f"{here.speedup_at_slo:.2f}× [{lo_s:.2f}–{hi_s:.2f}]")
+        hints.append("measure this pair at this concurrency (`specpair bench`, then "
+                     "`specpair calibrate`): the model cannot tell pass from fail here")
+    elif slo >= needed:
+        status = "pass"
+        verdict = (f"SLO {slo} clears break-even {band} (+10% → {needed:.2f}) {where}: "
+                   f"expected speedup {here.speedup_at_slo:.2f}× [{lo_s:.2f}–{hi_s:.2f}] "
+                   "at the SLO")
     else:
-        verdict = (f"SLO {slo} is below break-even τ* = {here.break_even:.2f} + 10% "
-                   f"(= {needed:.2f}) {where}: at that acceptance the pair is slower than "
-                   "the target alone")
+        status = "fail"
+        verdict = (f"SLO {slo} is below break-even {band} + 10% (= {needed:.2f}) {where}: "
+                   "at that acceptance the pair is slower than the target alone")
         lower = [p for p in curve if p.concurrency < here_c
                  and p.break_even * (1 + SLO_MARGIN) <= slo]
         if lower and lower[-1].speedup_at_slo > here.speedup_at_slo:
@@ -305,6 +399,7 @@ def model(pair: ResolvedPair, budget: Budget) -> LatencyModel:
                          f"{lower[-1].speedup_at_slo:.2f}×")
         hints.append(f"raise the SLO to at least {needed:.2f} only if measured acceptance "
                      "supports it; otherwise a cheaper draft or a shorter block lowers τ*")
+    ok = status in ("pass", "uncertain")
     if requested > cap:
         hints.append(f"the runbook expects {requested} concurrent sequences but the "
                      f"deployment holds {cap} ({cap_reason}): raise the KV budget or lower "
@@ -322,11 +417,16 @@ def model(pair: ResolvedPair, budget: Budget) -> LatencyModel:
         "a per-output-token cost is paid with and without a draft: it lowers the speedup "
         "at high concurrency but not τ*",
     ]
+    assumptions.append(
+        f"intervals: predicted / published ratios, 10th-90th percentile, leave-one-source-out"
+        f" — speedup and τ*: {s.speedup_band.label}; throughput and TPOT: "
+        f"{s.throughput_band.label}")
     if s.target.routed_bytes or (s.draft is not None and s.draft.routed_bytes):
         assumptions.append(
-            "MoE: dense weights read every step; of the routed experts, the share N tokens "
-            "touch under uniform routing, 1 − (1 − k/E)^N (tree tokens of one sequence "
-            "often share experts, so this can overstate a wide verify)")
+            "MoE: dense weights read every step; of the routed experts, the share the "
+            "step's tokens touch, 1 − (1 − k/E)^N with N = sequences × w^ρ (the w verify "
+            "tokens of one sequence share experts; ρ "
+            f"{s.params.moe_locality:.2f} fitted, 1 = uniform routing)")
     return LatencyModel(
         method=rb.speculation.method.value, draft_passes=s.shape.passes,
         tokens_per_draft_pass=s.shape.tokens_per_pass, verify_width=s.shape.verify,
@@ -336,5 +436,11 @@ def model(pair: ResolvedPair, budget: Budget) -> LatencyModel:
         at_concurrency=here, curve=curve,
         stops_paying_at_slo=stops(slo), stops_paying_at_reference=stops(reference),
         no_gain_at_slo=[p.concurrency for p in curve if p.break_even >= slo],
-        slo_verdict=verdict, slo_ok=ok, hints=hints, parameters=params,
+        slo_verdict=verdict, slo_ok=ok, slo_status=status, hints=hints, parameters=params,
+        uncertainty=Uncertainty(
+            speedup_ratio=(s.speedup_band.ratio_lo, s.speedup_band.ratio_hi),
+            speedup_basis=s.speedup_band.label,
+            throughput_ratio=(s.throughput_band.ratio_lo, s.throughput_band.ratio_hi),
+            throughput_basis=s.throughput_band.label,
+            few_points=s.speedup_band.few or s.throughput_band.few),
         assumptions=assumptions)

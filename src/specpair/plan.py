@@ -25,11 +25,9 @@ each depth the same way, so the written runbook states the floor of the shape it
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
@@ -54,7 +52,15 @@ from specpair.launch import build_for
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import KVDtype, Method, Strict
 from specpair.schema.runbook import Runbook
-from specpair.stepmodel import Forward, Hardware, StepParams, StepTimes, forward_time, step_times
+from specpair.stepmodel import (
+    Forward,
+    Hardware,
+    StepParams,
+    StepTimes,
+    drafter_family,
+    forward_time,
+    step_times,
+)
 
 TP_SIZES = (1, 2, 4, 8, 16)
 MAX_DEPTH = 8
@@ -274,6 +280,8 @@ class Evaluator:
     context: int
     prompt: int
     tau: float | None
+    speedup_band: calibration.Interval | None = None
+    throughput_band: calibration.Interval | None = None
     _prefill: float = 0.0
 
     def __post_init__(self) -> None:
@@ -285,6 +293,16 @@ class Evaluator:
     def times(self, batch: int) -> StepTimes:
         return step_times(self.target, self.draft if self.tau is not None else None,
                           self.shape, batch, self.context, self.hw, self.params)
+
+    def throughput_ratio(self) -> tuple[float, float]:
+        """predicted / true throughput, 10th-90th percentile: the baseline band, and for a
+        draft the speedup band on top."""
+        lo = hi = 1.0
+        if self.throughput_band is not None:
+            lo, hi = self.throughput_band.ratio_lo, self.throughput_band.ratio_hi
+        if self.tau is not None and self.speedup_band is not None:
+            lo, hi = lo * self.speedup_band.ratio_lo, hi * self.speedup_band.ratio_hi
+        return lo, hi
 
     def at(self, batch: int) -> Operating:
         t = self.times(batch)
@@ -344,12 +362,16 @@ class Row(Strict):
     capacity: int = Field(description="most sequences one replica holds at the expected "
                                       "context")
     tokens_per_s_per_gpu: float
+    tokens_per_s_per_gpu_range: tuple[float, float] = Field(
+        description="interval from the step model's cross-validated error")
     tokens_per_s_per_request: float
     tpot_ms: float
+    tpot_ms_range: tuple[float, float]
     ttft_ms: float
     tau: float | None = Field(description="expected tokens per verify step at this depth")
     tau_slo: float | None = Field(description="the SLO carried to this depth")
     break_even: float | None = Field(description="τ* at this concurrency")
+    break_even_range: tuple[float, float] | None = None
     slo_margin_pct: float | None = Field(description="(SLO τ / τ* − 1) · 100")
     kv_tokens: int
     budget_fits: bool
@@ -417,34 +439,20 @@ class Plan(Strict):
 # ------------------------------------------------------------------ the planner
 
 
-@cache
-def _validation_rows() -> tuple[tuple[str, str, float], ...]:
-    """(GPU family, engine, |ratio − 1|) of every published point with a known τ."""
-    ev = calibration.evaluate()
-    out = []
-    for r in ev.rows:
-        if r.ratio is None or r.tau_anchored:
-            continue
-        out.append((calibration.family_of(r.gpu), r.engine.split()[0], abs(r.ratio - 1)))
-    return tuple(out)
-
-
-def validation(family: str | None, engine: str) -> tuple[float | None, str]:
-    """The step model's median |predicted / published − 1| on this family × engine's
-    published speedups (else on the engine's other families), and the sentence saying so."""
-    rows = _validation_rows()
-    own = [e for f, eng, e in rows if f == family and eng == engine]
-    if own:
-        pct = round(100 * statistics.median(own), 1)
-        return pct, (f"median absolute error {pct:.1f}% on {len(own)} published {family} × "
-                     f"{engine} speedup(s)")
-    same = [e for _, eng, e in rows if eng == engine]
-    where = f"{family}" if family else "an inline GPU"
-    if same:
-        pct = round(100 * statistics.median(same), 1)
-        return pct, (f"no published {engine} points on {where}; {pct:.1f}% median absolute "
-                     f"error on the {len(same)} {engine} points of other families")
-    return None, f"no published {engine} points: uncalibrated"
+def validation(family: str | None, engine: str, method: str | None
+               ) -> tuple[float | None, str]:
+    """The step model's cross-validated (leave-one-source-out) error on this GPU family ×
+    engine × drafter family, and the sentence saying where it comes from."""
+    drafter = drafter_family(method) if method else "none"
+    quantity: Literal["speedup", "throughput"] = "speedup" if method else "throughput"
+    band = calibration.interval(family, engine, drafter, quantity)
+    own = next((b for b in calibration.load().cross_validated
+                if (b.family, b.engine, b.drafter, b.quantity)
+                == (family, engine, "none" if quantity == "throughput" else drafter,
+                    quantity)), None)
+    pct = own.median_abs_error_pct if own is not None and not band.few else None
+    return pct, (f"{quantity} ×{band.ratio_lo:.2f}–×{band.ratio_hi:.2f} "
+                 f"(predicted / published, 10th-90th percentile): {band.label}")
 
 
 @dataclass
@@ -583,8 +591,9 @@ class Planner:
         if self.own_params is not None and self.own_params[0] == gpu_key:
             return self.own_params[1], self.own_params[2], (None, "fitted on this pair's "
                                                             "own bench records")
-        chosen = calibration.params_for(family, engine)
-        return chosen.params, chosen.provenance, validation(family, engine)
+        method = self.pair.runbook.speculation.method.value
+        chosen = calibration.params_for(family, engine, method)
+        return chosen.params, chosen.provenance, validation(family, engine, method)
 
     # -- one candidate
 
@@ -607,7 +616,7 @@ class Planner:
         params, source, validation = self.params_for(pair.gpu)
         s = setup(pair, budget, params)
         return (Evaluator(s.target, s.draft, s.shape, s.hw, params, s.context, self.prompt,
-                          tau), source, validation)
+                          tau, s.speedup_band, s.throughput_band), source, validation)
 
     def _meets(self, op: Operating) -> bool:
         t = self.targets
@@ -746,17 +755,26 @@ class Planner:
             margin = round(100 * (tau_slo / op.break_even - 1), 1)
         key = f"{d.label()} · {s.label}"
         self.evaluators[key] = ev
+        r_lo, r_hi = ev.throughput_ratio()
+        per_gpu = op.throughput * replicas / total_gpus
+        even_range = None
+        if op.break_even is not None and ev.speedup_band is not None:
+            lo_e, hi_e = ev.speedup_band.around_inverse(op.break_even)
+            even_range = (round(lo_e, 3), round(hi_e, 3))
         return Row(
             key=key, gpu=d.gpu, gpus=total_gpus, replicas=replicas,
             tensor=d.tensor, kv_cache_dtype=d.kv.value, memory_fraction=d.memory_fraction,
             shape=s.label, depth=s.depth, concurrency=op.concurrency, capacity=cap,
-            tokens_per_s_per_gpu=round(op.throughput * replicas / total_gpus, 1),
+            tokens_per_s_per_gpu=round(per_gpu, 1),
+            tokens_per_s_per_gpu_range=(round(per_gpu / r_hi, 1), round(per_gpu / r_lo, 1)),
             tokens_per_s_per_request=round(op.per_request, 1),
-            tpot_ms=round(op.tpot_s * 1e3, 2), ttft_ms=round(op.ttft_s * 1e3, 1),
+            tpot_ms=round(op.tpot_s * 1e3, 2),
+            tpot_ms_range=(round(op.tpot_s * 1e3 * r_lo, 2), round(op.tpot_s * 1e3 * r_hi, 2)),
+            ttft_ms=round(op.ttft_s * 1e3, 1),
             tau=None if tau is None else round(tau, 3),
             tau_slo=None if tau_slo is None else round(tau_slo, 2),
             break_even=None if op.break_even is None else round(op.break_even, 3),
-            slo_margin_pct=margin, kv_tokens=scenario.max_total_tokens,
+            break_even_range=even_range, slo_margin_pct=margin, kv_tokens=scenario.max_total_tokens,
             budget_fits=scenario.fits, budget_verdict=scenario.verdict, meets_targets=meets,
             notes=notes, check_failures=findings, passes_check=meets and not findings,
             changes=effective_changes(self.pair, changes if s.speculative else {
@@ -854,10 +872,9 @@ def plan(pair: ResolvedPair, opts: Options | None = None) -> Plan:
         assumptions=_assumptions(planner))
 
 
-TIE = 0.02
-"""Candidates within 2% of the best are a tie: the step model's median error on published
-points is about 4%, so a change must buy more than that band to be worth recommending;
-among ties the one that changes the fewest runbook fields wins."""
+def _tied(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Two predictions whose cross-validated intervals overlap: the model cannot rank them."""
+    return a[0] <= b[1] and b[0] <= a[1]
 
 
 def _change_count(r: Row) -> int:
@@ -886,13 +903,21 @@ def _recommended_first(rows: list[Row], planner: Planner) -> list[Row]:
         return rows
     top = rows[0]
     if planner.mode == "rate":
-        ties = [r for r in rows if r.gpus == top.gpus and r.tokens_per_s_per_request >=
-                top.tokens_per_s_per_request * (1 - TIE)]
+        # replicas are counted, not predicted: ties among the fewest GPUs on per-request speed
+        ties = [r for r in rows if r.gpus == top.gpus and _tied(
+            _scaled(r, r.tokens_per_s_per_request), _scaled(top, top.tokens_per_s_per_request))]
     else:
-        ties = [r for r in rows if r.tokens_per_s_per_gpu >= top.tokens_per_s_per_gpu *
-                (1 - TIE)]
+        ties = [r for r in rows if _tied(r.tokens_per_s_per_gpu_range,
+                                         top.tokens_per_s_per_gpu_range)]
     pick = min(ties, key=lambda r: (_change_count(r), rows.index(r)))
     return [pick] + [r for r in rows if r is not pick]
+
+
+def _scaled(r: Row, value: float) -> tuple[float, float]:
+    """`value`'s interval with the row's relative throughput interval."""
+    lo, hi = r.tokens_per_s_per_gpu_range
+    base = r.tokens_per_s_per_gpu or 1.0
+    return value * lo / base, value * hi / base
 
 
 def _current(planner: Planner) -> Row | None:

@@ -37,9 +37,13 @@ def _row(i: int | str, r: Row, esc: Escape) -> list[str]:
     return [str(i), esc(f"{r.gpus} × {r.gpu}" + (f" ({r.replicas} replicas)"
                                                  if r.replicas > 1 else "")),
             str(r.tensor), esc(r.kv_cache_dtype), _mem(r), esc(r.shape), str(r.concurrency),
-            f"{r.tokens_per_s_per_gpu:,.1f}", f"{r.tokens_per_s_per_request:,.1f}",
-            f"{r.tpot_ms:.1f}", f"{r.ttft_ms:.0f}", _f(r.tau), _f(r.tau_slo),
-            _f(r.break_even), "–" if r.slo_margin_pct is None else f"{r.slo_margin_pct:+.0f}%",
+            f"{r.tokens_per_s_per_gpu:,.1f} [{r.tokens_per_s_per_gpu_range[0]:,.0f}–"
+            f"{r.tokens_per_s_per_gpu_range[1]:,.0f}]", f"{r.tokens_per_s_per_request:,.1f}",
+            f"{r.tpot_ms:.1f} [{r.tpot_ms_range[0]:.1f}–{r.tpot_ms_range[1]:.1f}]",
+            f"{r.ttft_ms:.0f}", _f(r.tau), _f(r.tau_slo),
+            _f(r.break_even) + ("" if r.break_even_range is None else
+                                f" [{r.break_even_range[0]:.2f}–{r.break_even_range[1]:.2f}]"),
+            "–" if r.slo_margin_pct is None else f"{r.slo_margin_pct:+.0f}%",
             f"fits: {r.capacity:,} seq" if r.budget_fits else "over",
             "–" if r.validation_pct is None else f"{r.validation_pct:.0f}%",
             verdict]
@@ -125,8 +129,9 @@ def markdown(p: Plan, top: int = 10, esc: Escape = cell, site: bool = False) -> 
     if shown:
         if p.best is not None:
             out.append(f"{heading}# Ranked candidates\n\n")
-            out.append("Best first (the first row is the recommendation: within 2% of the "
-                       "top, the fewest changes win). ")
+            out.append("Best first (the first row is the recommendation: among the "
+                       "candidates whose throughput interval overlaps the top's, the model "
+                       "cannot rank them, so the fewest changes win). ")
         else:
             out.append(f"{heading}# Closest candidates (none passes)\n\n")
             out.append("What each misses is in the last column. ")
@@ -134,9 +139,11 @@ def markdown(p: Plan, top: int = 10, esc: Escape = cell, site: bool = False) -> 
         out.append(esc("τ: expected tokens per step at the draft's depth; "
                        "τ SLO: the SLO at that depth; τ*: break-even at that concurrency; "
                        "margin: SLO over τ*; budget: the engine's memory budget and the "
-                       "sequences its KV pool holds at the expected context; model err.: the "
-                       "step model's median error on published speedups of that GPU family "
-                       "× engine.") + "\n\n")
+                       "sequences its KV pool holds at the expected context; [lo–hi]: the "
+                       "interval from the step model's cross-validated error "
+                       "(leave-one-source-out, 10th-90th percentile) of that GPU family × "
+                       "engine × drafter family; model err.: its median cross-validated error "
+                       "(– where borrowed from a wider pool).") + "\n\n")
         out.append(table(HEADER, [_row(i + 1, r, esc) for i, r in enumerate(shown)]))
         if len(p.rows) > top:
             more = "<code>specpair plan --json</code>" if site else "`--json`"

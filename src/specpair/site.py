@@ -107,8 +107,10 @@ def pair_page(pair: ResolvedPair, changes: str | None) -> tuple[str, dict[str, b
             ["acceptance SLO", f"τ ≥ {latency.slo:g} ({text(rb.acceptance.slo.scope)}, "
                                f"p{rb.acceptance.slo.percentile}, basis "
                                f"{text(rb.acceptance.slo.basis)})"],
-            ["break-even τ*", f"{latency.at_concurrency.break_even:.2f} at concurrency "
-                              f"{latency.concurrency}"],
+            ["break-even τ*", f"{latency.at_concurrency.break_even:.2f} "
+                              f"[{latency.at_concurrency.break_even_range[0]:.2f}–"
+                              f"{latency.at_concurrency.break_even_range[1]:.2f}] at "
+                              f"concurrency {latency.concurrency}"],
             ["draft share of KV", f"{budget.draft_share_of_kv_pct}% of every token's bytes; "
                                   f"{budget.capacity_lost_pct}% of the token capacity"],
             ["cold start", f"{staging.cold_start_s:g} s of {staging.budget_s:g} s"]]
@@ -154,7 +156,8 @@ def pair_page(pair: ResolvedPair, changes: str | None) -> tuple[str, dict[str, b
     lines.append(f"![Expected speedup against acceptance]({pair.name}/speedup.svg){CHART}\n\n")
     lines.append(f"![Break-even acceptance against concurrency]({pair.name}/break-even.svg)"
                  f"{CHART}\n\n")
-    verdict_kind = "success" if latency.slo_ok else "failure"
+    verdict_kind = {"pass": "success", "uncertain": "warning"}.get(latency.slo_status,
+                                                                   "failure")
     lines.append(f'!!! {verdict_kind} "SLO against break-even"\n    {text(latency.slo_verdict)}\n')
     lines.append(_alerts_section(pair, charts_out))
     lines.append(_plan_section(pair, charts_out))

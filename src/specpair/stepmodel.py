@@ -5,8 +5,8 @@ Every forward costs a fixed part and a roofline part:
     T_forward = fixed + allreduces · allreduce_s
                 + max(bytes / (η_bw · bandwidth), FLOPs / (η_f · peak))
 
-- bytes: the weights the step reads (dense part always; routed experts by the share N
-  tokens touch under uniform routing, 1 − (1 − k/E)^N) plus the KV it reads, batch ×
+- bytes: the weights the step reads (dense part always; of the routed experts the share
+  the step's tokens touch, see `Forward.routed_coverage`) plus the KV it reads, batch ×
   context × bytes per token, at the *expected* context (prompt plus half the output);
 - FLOPs: 2 × active parameters per token, plus attention, per token 2 · heads ·
   (head_dim + v_head_dim) per layer and per token of context;
@@ -14,25 +14,131 @@ Every forward costs a fixed part and a roofline part:
   else dense BF16;
 - fixed: the engine's per-forward cost (scheduler, sampling, kernel launches), plus a
   per-speculative-step cost (rejection sampling, tree/mask bookkeeping, draft extend) on
-  the verify, and a separate per-draft-forward cost;
+  the verify, and a separate per-draft-forward cost *per drafter family*;
 - allreduces: two per layer under tensor parallelism, each `allreduce_s`.
 
 Then T_decode = forward(1 token per sequence), T_verify = forward(verify width) +
 speculative_s, T_draft = passes × draft forward, and S(τ) = τ · T_decode / (T_draft +
-T_verify). The six parameters (η_bw, η_f, forward_s, speculative_s, draft_s, allreduce_s)
-are fitted per GPU family × engine on published measurements (`data/calibration.yaml`)
-or on a pair's own bench records (`specpair calibrate`).
+T_verify). Every parameter is physical and bounded (`BOUNDS`, each with its reason); the
+fit (`fit_bounded`, scipy's bounded trust-region least squares) stays inside them and says
+which parameters ended on a bound.
+
+One model-description path: a runbook's resolved geometry and a calibration point's
+model entry both become an `Architecture`, and `Architecture.forward(tp, ep)` is the only
+place bytes, FLOPs and all-reduces per rank are derived.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from pydantic import Field
 
 from specpair.schema.common import Strict
+
+TP_ALLREDUCES_PER_LAYER = 2  # attention output and MLP output, under tensor parallelism
+
+
+class UnknownMethod(ValueError):
+    """A speculative method the step model has no shape or drafter family for."""
+
+
+# ------------------------------------------------------------------ drafter families
+
+DRAFTER_FAMILIES = ("eagle", "eagle3", "mtp", "block", "draft-model", "ngram")
+"""Per-draft-forward costs are kept per family: EAGLE-1/2 (one decoder layer on the
+target's last hidden state), EAGLE-3 (fused three-layer features, its own small vocab),
+MTP/NextN (the target's own prediction layer), block drafters DFlash/DSpark (one forward
+over the whole block), a separate draft model, and n-gram lookup (CPU, no GPU forward)."""
+
+_METHOD_FAMILY = {"EAGLE": "eagle", "EAGLE3": "eagle3", "MTP": "mtp", "NEXTN": "mtp",
+                  "DFLASH": "block", "DSPARK": "block", "STANDALONE": "draft-model",
+                  "DRAFT_MODEL": "draft-model", "NGRAM": "ngram"}
+
+
+def drafter_family(method: str) -> str:
+    """The drafter family of a method name (runbook or calibration spelling)."""
+    family = _METHOD_FAMILY.get(method.upper())
+    if family is None:
+        raise UnknownMethod(
+            f"unknown speculative method {method!r}: the step model has no draft shape or "
+            f"per-draft-forward cost for it; use one of {', '.join(sorted(_METHOD_FAMILY))} "
+            "(or null for a baseline-only point)")
+    return family
+
+
+# ------------------------------------------------------------------ model description
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """What the step model needs to know of one model, whatever described it."""
+
+    params: float                 # all parameters
+    bytes_per_param: float        # weight bytes / parameters, as stored
+    layers: int
+    attention_layers: int         # layers that read per-token KV of the whole context
+    heads: int
+    kv_heads: int
+    head_dim: int
+    v_head_dim: int
+    kv_bytes_per_token: float     # all layers, all ranks (the budget's cell, or derived)
+    active_params: float | None = None
+    experts: int = 0              # routed experts per MoE layer (0: dense)
+    top_k: int = 0
+    routed_params: float = 0.0    # all routed experts of all MoE layers
+    attention_per_head: int | None = None   # MLA absorbed: 2·kv_lora_rank + rope dim
+    fp8: bool = False
+    window_layers: int = 0        # sliding-window layers: KV read up to `window` tokens
+    window: int = 0
+
+    def forward(self, tp: int = 1, ep: int = 1, pp: int = 1,
+                kv_per_rank: float | None = None, dp_attention: bool = False) -> Forward:
+        """The forward on one rank under tensor parallelism `tp`, pipeline `pp` and expert
+        parallelism `ep` (EP shards whole experts over `ep` ranks; without it each expert is
+        sliced over the TP ranks, so either divides the routed bytes by its degree).
+        `kv_per_rank`: the budget's KV bytes per token per rank where one exists, else
+        derived from the heads (KV heads replicate beyond TP = KV heads).
+        `dp_attention` (SGLang --enable-dp-attention): every rank holds the whole attention
+        and dense part and its own sequences' KV; the routed experts are sharded over the
+        ranks and see the tokens of all of them."""
+        if dp_attention:
+            f = self.forward(1, 1, pp, kv_per_rank)
+            ranks = max(ep, tp)
+            return replace(f, routed_bytes=f.routed_bytes / ranks, routed_batch_scale=ranks,
+                           allreduces=TP_ALLREDUCES_PER_LAYER * self.layers if ranks > 1
+                           else 0)
+        shards = tp * pp
+        per_head = self.attention_per_head or (self.head_dim + self.v_head_dim)
+        attention = 2 * self.heads * per_head * self.attention_layers / shards
+        active = self.active_params or self.params
+        allreduces = TP_ALLREDUCES_PER_LAYER * self.layers if tp > 1 else 0
+        kv = kv_per_rank if kv_per_rank is not None else \
+            self.kv_bytes_per_token / min(tp, max(self.kv_heads, 1)) / pp
+        per_layer = self.kv_bytes_per_token / max(self.attention_layers, 1)
+        window_kv = 0.0 if kv_per_rank is not None or not self.window else \
+            per_layer * self.window_layers / min(tp, max(self.kv_heads, 1)) / pp
+        window_flops = 2 * self.heads * per_head * self.window_layers / shards
+        all_bytes = self.params * self.bytes_per_param
+        routed_bytes = self.routed_params * self.bytes_per_param
+        share = self.top_k / self.experts if self.experts and self.routed_params else 0.0
+        window = {"window": self.window, "window_kv_bytes_per_token": window_kv,
+                  "window_attention_flops": window_flops}
+        if share:
+            routed_ranks = max(ep, tp) * pp
+            return Forward((all_bytes - routed_bytes) / shards, 2 * active / shards, kv,
+                           routed_bytes / routed_ranks, share, attention, allreduces, self.fp8,
+                           **window)  # type: ignore[arg-type]
+        if self.active_params and self.active_params < self.params:
+            # a MoE without its expert layout: its active fraction of all the weights
+            return Forward(0.0, 2 * active / shards, kv, all_bytes / shards,
+                           self.active_params / self.params, attention, allreduces, self.fp8,
+                           **window)  # type: ignore[arg-type]
+        return Forward(all_bytes / shards, 2 * active / shards, kv,
+                       attention_flops_per_context_token=attention, allreduces=allreduces,
+                       fp8=self.fp8, **window)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -47,23 +153,109 @@ class Forward:
     attention_flops_per_context_token: float = 0.0
     allreduces: int = 0         # per forward; 0 without tensor parallelism
     fp8: bool = False           # FP8 weights: FP8 tensor-core FLOPs where the GPU has them
+    routed_batch_scale: int = 1  # data-parallel attention: ranks whose tokens meet here
+    window: int = 0             # sliding-window layers read at most this many tokens of KV
+    window_kv_bytes_per_token: float = 0.0
+    window_attention_flops: float = 0.0
 
-    def memory(self, batch: int, tokens_per_seq: int, context: int) -> float:
-        n = batch * tokens_per_seq
-        # N tokens routed uniformly touch 1 − (1 − k/E)^N of the experts
-        routed = self.routed_bytes * (1 - (1 - self.routed_share) ** n) if self.routed_bytes \
-            else 0.0
-        return self.weight_bytes + routed + batch * context * self.kv_bytes_per_token
+    def routed_coverage(self, batch: int, tokens_per_seq: int, locality: float) -> float:
+        """Share of the routed experts a forward reads.
+
+        Sequences route independently: N independent tokens touch 1 − (1 − k/E)^N of the
+        experts. The tokens *one* sequence verifies in a step are consecutive positions of
+        one text, and consecutive tokens pick largely the same experts (expert-reuse in
+        MoE routing traces); they count as w^ρ independent tokens, ρ = `locality` (1:
+        uniform routing, the upper bound). ρ is fitted under bounds, so a published
+        small-batch MoE sweep decides how much a wide verify costs."""
+        if not self.routed_bytes:
+            return 0.0
+        n = batch * self.routed_batch_scale * tokens_per_seq ** locality
+        return float(1 - (1 - self.routed_share) ** n)
+
+    def memory(self, batch: int, tokens_per_seq: int, context: int,
+               locality: float = 1.0) -> float:
+        routed = self.routed_bytes * self.routed_coverage(batch, tokens_per_seq, locality)
+        windowed = min(context, self.window) * self.window_kv_bytes_per_token
+        return self.weight_bytes + routed + batch * (context * self.kv_bytes_per_token
+                                                     + windowed)
 
     def flops(self, batch: int, tokens_per_seq: int, context: int) -> float:
-        per_token = self.flops_per_token + context * self.attention_flops_per_context_token
+        per_token = self.flops_per_token + context * self.attention_flops_per_context_token \
+            + min(context, self.window) * self.window_attention_flops
         return per_token * batch * tokens_per_seq
 
     def time(self, batch: int, tokens_per_seq: int, context: int, bandwidth: float,
-             flops: float) -> float:
+             flops: float, locality: float = 1.0) -> float:
         """The roofline part alone, at the bandwidth and FLOP/s given."""
-        return max(self.memory(batch, tokens_per_seq, context) / bandwidth,
+        return max(self.memory(batch, tokens_per_seq, context, locality) / bandwidth,
                    self.flops(batch, tokens_per_seq, context) / flops)
+
+
+# ------------------------------------------------------------------ parameters and bounds
+
+
+@dataclass(frozen=True)
+class Bound:
+    lo: float
+    hi: float
+    why: str
+
+
+SAMPLER_TOKEN_S = 41.6e-6
+"""A sampler's measured cost per token at batch 1: vLLM's sampler benchmark (PR #23997,
+benchmark_sampler_core.py) reports ~24K tokens/s greedy at batch 1 and ~96K at batch 4,
+i.e. ≤ 41.6 µs per token per sequence, falling with the batch. A per-output-token cost per
+sequence above that would be more than sampling plus its launch costs; the engines
+detokenise and stream off the GPU's critical path."""
+
+BOUNDS: dict[str, Bound] = {
+    "eta_bw": Bound(0.30, 0.92, "achieved share of peak HBM bandwidth for decode GEMV / "
+                    "grouped-GEMM kernels: ~0.9 is what bandwidth tests reach on H100/H200 "
+                    "(STREAM-class copies); below 0.3 no tuned serving kernel runs"),
+    "eta_flops": Bound(0.20, 0.85, "achieved share of dense tensor peak for serving GEMMs: "
+                       "cuBLAS/CUTLASS large GEMMs reach 0.7-0.8; skinny verify GEMMs less"),
+    "forward_s": Bound(1e-4, 8e-3, "per-forward fixed cost of a Python serving engine with "
+                       "CUDA graphs (scheduler iteration, input prep, graph replay, sampler "
+                       "launch): ≥ 0.1 ms, and a step of several ms at batch 1 is a bug"),
+    "speculative_s": Bound(2e-5, 6e-3, "per-speculative-step extra (rejection sampling, "
+                           "tree mask, draft extend, KV bookkeeping of accepted tokens)"),
+    "allreduce_s": Bound(2e-6, 6e-5, "one small-message all-reduce over NVLink/xGMI: custom "
+                         "all-reduce kernels take a few µs, NCCL ring ≲ 50 µs"),
+    "token_s": Bound(1e-7, SAMPLER_TOKEN_S, "per output token per sequence, at most a "
+                     "sampler's measured cost (vLLM PR #23997: ~24K tokens/s at batch 1, "
+                     "≤ 41.6 µs)"),
+    "moe_locality": Bound(0.2, 1.0, "ρ: the w verify tokens of one sequence count as w^ρ "
+                          "independent tokens for expert coverage; 1 is uniform routing"),
+}
+DRAFT_BOUNDS: dict[str, Bound] = {
+    "eagle": Bound(2e-5, 1.5e-3, "one decoder layer forward plus its launch/prep per drafted "
+                   "position"),
+    "eagle3": Bound(2e-5, 1.5e-3, "one decoder layer over fused features plus its launch/"
+                    "prep per drafted position"),
+    "mtp": Bound(2e-5, 2e-3, "the target's NextN layer per drafted position"),
+    "block": Bound(2e-5, 3e-3, "one block-drafter forward (DFlash/DSpark) per step"),
+    "draft-model": Bound(5e-5, 4e-3, "a separate model's forward (its own graph) per "
+                         "drafted position"),
+    "ngram": Bound(1e-6, 2e-3, "CPU n-gram lookup per step (no GPU forward)"),
+}
+
+
+RECORD_BOUNDS: dict[str, Bound] = {
+    name: Bound(lo, hi, "a pair's own bench records may come from any machine (a CPU test "
+                "host too): only what a positive, finite cost allows")
+    for name, (lo, hi) in {"eta_bw": (0.01, 1.0), "eta_flops": (0.01, 1.0),
+                           "forward_s": (1e-5, 1.0), "speculative_s": (1e-6, 1.0),
+                           "draft_s": (1e-6, 1.0), "allreduce_s": (1e-6, 1e-3),
+                           "token_s": (1e-7, 0.1), "moe_locality": (0.2, 1.0)}.items()}
+"""Bounds for `specpair calibrate` on a pair's own records (not the published fits)."""
+
+
+def bound_of(name: str, table: Mapping[str, Bound] | None = None) -> Bound:
+    if table is not None:
+        return table[name]
+    if name.startswith("draft_s."):
+        return DRAFT_BOUNDS[name.split(".", 1)[1]]
+    return BOUNDS[name]
 
 
 class StepParams(Strict):
@@ -71,17 +263,21 @@ class StepParams(Strict):
     eta_flops: float = Field(gt=0, le=1, description="achieved share of peak dense FLOP/s")
     forward_s: float = Field(ge=0, description="fixed cost of one target forward")
     speculative_s: float = Field(ge=0, description="fixed extra cost of a speculative step")
-    draft_s: float = Field(ge=0, description="fixed cost of one draft forward")
+    draft_s: float = Field(ge=0, description="fixed cost of one draft forward (of the "
+                                             "drafter family in use)")
     allreduce_s: float = Field(ge=0, description="one tensor-parallel all-reduce")
     token_s: float = Field(default=0.0, ge=0, description="per output token and sequence "
-                           "(detokenise, stream, per-request bookkeeping), serial")
+                           "(sampling, per-request bookkeeping), serial")
+    moe_locality: float = Field(default=1.0, gt=0, le=1, description="ρ: one sequence's w "
+                                "verify tokens touch experts like w^ρ independent tokens")
 
     def describe(self) -> str:
         return (f"η_bw {self.eta_bw:.2f}, η_f {self.eta_flops:.2f}, per forward "
                 f"{self.forward_s * 1e3:.2f} ms, per speculative step "
                 f"{self.speculative_s * 1e3:.2f} ms, per draft forward "
                 f"{self.draft_s * 1e3:.2f} ms, per all-reduce {self.allreduce_s * 1e6:.0f} µs, "
-                f"per output token {self.token_s * 1e6:.0f} µs")
+                f"per output token {self.token_s * 1e6:.1f} µs, expert-routing locality ρ "
+                f"{self.moe_locality:.2f}")
 
 
 @dataclass(frozen=True)
@@ -100,6 +296,28 @@ class Shape:
     tokens_per_pass: int  # tokens per sequence in one draft forward
     verify: int          # tokens per sequence the target verifies
     max_tokens: int      # most tokens one step can yield
+
+
+def shape_for(method: str, gamma: int | None, block: int | None, steps: int | None,
+              topk: int, draft_tokens: int | None) -> Shape:
+    """Draft forwards and verify width of one speculative step, per method ("NONE": no
+    draft). An unknown method is an `UnknownMethod` error, never a default shape."""
+    if method == "NONE":
+        return Shape(0, 0, 1, 1)
+    family = drafter_family(method)
+    if family == "ngram":
+        g = gamma or 1
+        return Shape(0, 0, g + 1, g + 1)
+    if family == "block":
+        b = block or 1
+        if method.upper() == "DSPARK":
+            return Shape(1, b, b + 1, b + 1)
+        return Shape(1, b, b, b)
+    if topk > 1 or (steps is not None and draft_tokens is not None):
+        s = steps or 1
+        return Shape(s, topk, draft_tokens or s + 1, s + 1)
+    g = gamma or steps or 1
+    return Shape(g, 1, g + 1, g + 1)
 
 
 @dataclass(frozen=True)
@@ -124,7 +342,8 @@ class StepTimes:
 def forward_time(fwd: Forward, batch: int, tokens: int, context: int, hw: Hardware,
                  p: StepParams, fixed: float) -> float:
     return fixed + fwd.allreduces * p.allreduce_s + fwd.time(
-        batch, tokens, context, p.eta_bw * hw.bandwidth, p.eta_flops * hw.peak(fwd))
+        batch, tokens, context, p.eta_bw * hw.bandwidth, p.eta_flops * hw.peak(fwd),
+        p.moe_locality)
 
 
 def step_times(target: Forward, draft: Forward | None, shape: Shape, batch: int,
@@ -134,76 +353,71 @@ def step_times(target: Forward, draft: Forward | None, shape: Shape, batch: int,
     t_ver = forward_time(target, batch, shape.verify, context, hw, p,
                          p.forward_s + p.speculative_s)
     t_draft = 0.0
-    if draft is not None and shape.passes:
+    if shape.passes and draft is not None:
         t_draft = shape.passes * forward_time(draft, batch, shape.tokens_per_pass, context,
                                               hw, p, p.draft_s)
+    elif shape.verify > 1 and not shape.passes:
+        t_draft = p.draft_s  # n-gram: the proposer's CPU lookup, no GPU forward
     return StepTimes(t_dec, t_draft, t_ver, per_token)
 
 
 # ------------------------------------------------------------------ fitting
 
-FIT_NAMES = ("eta_bw", "eta_flops", "forward_s", "speculative_s", "draft_s", "allreduce_s",
-             "token_s")
-# wide enough for a CPU test host as well as a GPU (a pair's own records may be either)
-BOUNDS = {"eta_bw": (0.01, 1.0), "eta_flops": (0.01, 1.0), "forward_s": (1e-5, 1.0),
-          "speculative_s": (1e-6, 1.0), "draft_s": (1e-6, 1.0), "allreduce_s": (1e-6, 1e-3),
-          "token_s": (1e-7, 0.1)}
+
+@dataclass(frozen=True)
+class FitResult:
+    values: dict[str, float]
+    at_bound: dict[str, str]   # parameter → "lower" / "upper"
+    cost: float
 
 
-def _clamp(name: str, value: float) -> float:
-    lo, hi = BOUNDS[name]
-    return min(hi, max(lo, value))
+PRIOR_WEIGHT = 0.1
+"""Each free parameter also pays (0.1 · ln(value / prior))²: a weak pull to the prior that
+keeps a parameter the points barely see at its prior and breaks ties between parameters
+the points trade against each other (it matches one point's ln 2 residual only ×1000 off
+the prior, so it never outvotes the data)."""
 
 
-def fit(loss: Callable[[StepParams], float], start: StepParams,
-        free: Sequence[str] = FIT_NAMES, iterations: int = 600) -> StepParams:
-    """Minimise `loss` over the free parameters (Nelder-Mead in log space, deterministic).
+def fit_bounded(residuals: Callable[[Mapping[str, float]], Sequence[float]],
+                start: Mapping[str, float], free: Sequence[str],
+                prior_weight: float = PRIOR_WEIGHT,
+                bounds: Mapping[str, Bound] | None = None) -> FitResult:
+    """Least squares in log space within each parameter's physical `Bound`.
 
-    Parameters outside `free` keep their starting values; all stay within BOUNDS."""
-    base = start.model_dump()
+    scipy's trust-region-reflective solver keeps every iterate inside the box and is
+    deterministic; a value within 0.5% (in log) of a bound is reported as on it."""
+    import numpy as np
+    from scipy.optimize import least_squares  # type: ignore[import-untyped]
 
-    def params(x: Sequence[float]) -> StepParams:
-        values = dict(base)
-        for name, v in zip(free, x, strict=True):
-            values[name] = _clamp(name, math.exp(v))
-        return StepParams.model_validate(values)
+    names = list(free)
+    lo = np.array([math.log(bound_of(n, bounds).lo) for n in names])
+    hi = np.array([math.log(bound_of(n, bounds).hi) for n in names])
+    prior = np.array([min(max(math.log(start[n]), lo[i]), hi[i])
+                      for i, n in enumerate(names)])
 
-    def f(x: Sequence[float]) -> float:
-        return loss(params(x))
+    def values(x: Iterable[float]) -> dict[str, float]:
+        out = dict(start)
+        out.update({n: math.exp(float(v)) for n, v in zip(names, x, strict=True)})
+        return out
 
-    x0 = [math.log(_clamp(n, base[n])) for n in free]
-    simplex = [x0] + [[v + (0.5 if i == j else 0.0) for j, v in enumerate(x0)]
-                      for i in range(len(x0))]
-    values = [f(x) for x in simplex]
-    for _ in range(iterations):
-        order = sorted(range(len(simplex)), key=lambda i: values[i])
-        simplex = [simplex[i] for i in order]
-        values = [values[i] for i in order]
-        if values[-1] - values[0] < 1e-12:
-            break
-        centroid = [sum(x[j] for x in simplex[:-1]) / (len(simplex) - 1)
-                    for j in range(len(x0))]
-        worst = simplex[-1]
-        reflected = [c + (c - w) for c, w in zip(centroid, worst, strict=True)]
-        fr = f(reflected)
-        if fr < values[0]:
-            expanded = [c + 2 * (c - w) for c, w in zip(centroid, worst, strict=True)]
-            fe = f(expanded)
-            simplex[-1], values[-1] = (expanded, fe) if fe < fr else (reflected, fr)
-        elif fr < values[-2]:
-            simplex[-1], values[-1] = reflected, fr
-        else:
-            contracted = [c + 0.5 * (w - c) for c, w in zip(centroid, worst, strict=True)]
-            fc = f(contracted)
-            if fc < values[-1]:
-                simplex[-1], values[-1] = contracted, fc
-            else:
-                top = simplex[0]
-                simplex = [top] + [[b + 0.5 * (v - b) for b, v in zip(top, x, strict=True)]
-                                   for x in simplex[1:]]
-                values = [values[0]] + [f(x) for x in simplex[1:]]
-    winner = min(range(len(simplex)), key=lambda i: values[i])
-    fitted = params(simplex[winner])
-    # round so the stored values and every output derived from them are stable
-    return StepParams.model_validate({k: float(f"{v:.4g}")
-                                      for k, v in fitted.model_dump().items()})
+    def f(x: np.ndarray) -> np.ndarray:
+        r = list(residuals(values(x)))
+        return np.array(r + list(prior_weight * (x - prior)), dtype=float)
+
+    x0 = np.clip(prior, lo + 1e-9, hi - 1e-9)
+    if not names:
+        return FitResult(dict(start), {}, float(np.sum(f(x0) ** 2)))
+    res = least_squares(f, x0, bounds=(lo, hi), method="trf", x_scale=1.0,
+                        diff_step=1e-4, xtol=1e-10, ftol=1e-10, max_nfev=400)
+    at: dict[str, str] = {}
+    for i, n in enumerate(names):
+        span = 0.005 * max(hi[i] - lo[i], 1e-9)
+        if res.x[i] <= lo[i] + span:
+            at[n] = "lower"
+        elif res.x[i] >= hi[i] - span:
+            at[n] = "upper"
+    fitted = {k: float(f"{v:.4g}") for k, v in values(res.x).items()}
+    for n in names:  # rounding must not step outside the bound
+        b = bound_of(n, bounds)
+        fitted[n] = min(b.hi, max(b.lo, fitted[n]))
+    return FitResult(fitted, at, float(res.cost))

@@ -14,6 +14,6 @@ exec vllm serve meta-llama/Llama-3.3-70B-Instruct \
   --max-model-len 8192 \
   --kv-cache-dtype auto \
   --block-size 16 \
-  --max-num-seqs 64 \
+  --max-num-seqs 16 \
   --host 0.0.0.0 \
   --port 8000

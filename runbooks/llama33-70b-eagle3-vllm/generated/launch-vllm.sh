@@ -14,7 +14,7 @@ exec vllm serve meta-llama/Llama-3.3-70B-Instruct \
   --max-model-len 8192 \
   --kv-cache-dtype auto \
   --block-size 16 \
-  --max-num-seqs 64 \
+  --max-num-seqs 16 \
   --speculative-config '{"method":"eagle3","model":"RedHatAI/Llama-3.3-70B-Instruct-speculator.eagle3","num_speculative_tokens":3,"revision":"main"}' \
   --per-request-spec-decode-metrics summary \
   --host 0.0.0.0 \

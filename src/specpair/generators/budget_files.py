@@ -15,8 +15,33 @@ from specpair.writer import dump_json
 def generate(pair: ResolvedPair) -> dict[str, bytes]:
     b = compute(pair)
     return {"budget.json": dump_json(b.model_dump(mode="json")),
-            "budget.md": markdown(pair, b).encode(),
+            "budget.md": (markdown(pair, b) + served(pair, b)).encode(),
             "budget.csv": csv_rows(b).encode()}
+
+
+def served(pair: ResolvedPair, b: Budget) -> str:
+    """What the budgeted deployment serves at its headline concurrency, by the step model,
+    each figure with its cross-validated interval (breakeven.md has the whole curve)."""
+    from specpair.latency import model
+
+    m = model(pair, b)
+    here = m.at_concurrency
+    tps = here.concurrency * 1e3 / here.tpot_ms_at_slo
+    lo_t, hi_t = here.tpot_ms_at_slo_range
+    rows = [["concurrency held", f"{m.concurrency} (capacity {m.capacity})"],
+            ["TPOT at the SLO's τ (ms)", f"{here.tpot_ms_at_slo:.2f} [{lo_t:.2f}–{hi_t:.2f}]"],
+            ["output tokens/s at the SLO's τ", f"{tps:,.0f} [{here.concurrency * 1e3 / hi_t:,.0f}"
+                                               f"–{here.concurrency * 1e3 / lo_t:,.0f}]"],
+            ["break-even τ*", f"{here.break_even:.2f} [{here.break_even_range[0]:.2f}–"
+                              f"{here.break_even_range[1]:.2f}]"],
+            ["expected speedup at the SLO", f"{here.speedup_at_slo:.2f}× "
+                                            f"[{here.speedup_at_slo_range[0]:.2f}–"
+                                            f"{here.speedup_at_slo_range[1]:.2f}]"]]
+    return ("\n## What this budget serves\n\nBy the step model at the headline concurrency; "
+            "[lo–hi] is its cross-validated error (speedup and τ*: "
+            f"{cell(m.uncertainty.speedup_basis)}; TPOT: "
+            f"{cell(m.uncertainty.throughput_basis)}). The curve is in `breakeven.md`.\n\n"
+            + table(["", "value"], rows))
 
 
 def _summary_rows(b: Budget) -> list[list[str]]:

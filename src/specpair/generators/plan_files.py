@@ -43,6 +43,13 @@ def _f(x: float | None) -> str:
     return "–" if x is None else f"{x:.2f}"
 
 
+def _rng(x: float | None, r: tuple[float, float] | None) -> str:
+    return "–" if x is None or r is None else f"{x:.2f} [{r[0]:.2f}–{r[1]:.2f}]"
+
+
+VERDICT_MARK = {"pass": "✅ ", "fail": "❌ ", "unreachable": "❌ ", "uncertain": "⚠️ "}
+
+
 def breakeven_markdown(pair: ResolvedPair, m: LatencyModel) -> str:
     rb = pair.runbook
     here = m.at_concurrency
@@ -58,31 +65,40 @@ def breakeven_markdown(pair: ResolvedPair, m: LatencyModel) -> str:
            f"{m.expected_context:,} tokens per sequence; the deployment holds {m.capacity} "
            f"concurrent sequences at that context ({cell(m.capacity_reason)}).\n\n",
            table(["", "value"], [
-               ["break-even τ* at " + at, _f(here.break_even)],
+               ["break-even τ* at " + at, _rng(here.break_even, here.break_even_range)],
                ["acceptance SLO (min τ, " + rb.acceptance.slo.scope.replace("_", " ")
                 + f", p{rb.acceptance.slo.percentile})", _f(m.slo)],
                ["reference acceptance", _f(m.reference) + (
                    f" ({cell(rb.acceptance.reference.source)})" if rb.acceptance.reference
                    else "")],
-               ["expected speedup at the SLO", _f(here.speedup_at_slo) + "×"],
-               ["expected speedup at the reference", _f(here.speedup_at_reference) + "×"],
+               ["expected speedup at the SLO", _rng(here.speedup_at_slo,
+                                                    here.speedup_at_slo_range) + "×"],
+               ["expected speedup at the reference",
+                _rng(here.speedup_at_reference, here.speedup_at_reference_range) + "×"],
+               ["TPOT at the SLO (ms)", _rng(here.tpot_ms_at_slo, here.tpot_ms_at_slo_range)],
                [f"speculation stops paying (at the SLO) above concurrency {m.concurrency} at",
                 stops],
                ["concurrencies without gain at the SLO",
                 ", ".join(map(str, m.no_gain_at_slo)) or "none"],
-               ["verdict", ("✅ " if m.slo_ok else "❌ ") + cell(m.slo_verdict)],
-           ])]
+               ["verdict", VERDICT_MARK[m.slo_status] + cell(m.slo_verdict)],
+           ]),
+           f"\n[lo–hi]: the step model's cross-validated error band (leave-one-source-out, "
+           f"predicted / published, 10th-90th percentile). Speedup and τ*: "
+           f"{cell(m.uncertainty.speedup_basis)}; TPOT: "
+           f"{cell(m.uncertainty.throughput_basis)}.\n"]
     if m.hints:
         out.append("\nWhat to change:\n\n" + "".join(f"- {cell(h)}\n" for h in m.hints))
     out += ["\n## Break-even and speedup by concurrency\n\n",
             f"Up to the {m.capacity} sequences the deployment holds. T decode includes "
             "the per-output-token cost once; a speculative step pays T draft + T verify + "
             "τ × that cost.\n\n",
-            table(["concurrency", "τ*", "T decode (ms)", "T draft (ms)", "T verify (ms)",
-                   "speedup at SLO", "speedup at reference"],
-                  [[str(p.concurrency), _f(p.break_even), f"{p.t_decode_s * 1e3:.2f}",
-                    f"{p.t_draft_s * 1e3:.2f}", f"{p.t_verify_s * 1e3:.2f}",
-                    _f(p.speedup_at_slo), _f(p.speedup_at_reference)] for p in m.curve]),
+            table(["concurrency", "τ* [interval]", "T decode (ms)", "T draft (ms)",
+                   "T verify (ms)", "speedup at SLO", "speedup at reference"],
+                  [[str(p.concurrency), _rng(p.break_even, p.break_even_range),
+                    f"{p.t_decode_s * 1e3:.2f}", f"{p.t_draft_s * 1e3:.2f}",
+                    f"{p.t_verify_s * 1e3:.2f}", _rng(p.speedup_at_slo, p.speedup_at_slo_range),
+                    _rng(p.speedup_at_reference, p.speedup_at_reference_range)]
+                   for p in m.curve]),
             "\n## Model\n\nS(τ, B) = τ · T_decode / (T_draft + T_verify); τ* = (T_draft + "
             "T_verify) / T_decode; each forward costs a fixed part plus max(bytes / (η_bw · "
             "bandwidth), FLOPs / (η_f · peak)) per rank. Parameters: "
