@@ -115,7 +115,7 @@ def main() -> int:
     cv = calibration.cross_validate(data)
     ins = calibration.evaluate(data, mode="in-sample")
     if args.refit and args.write:
-        calibration.write_fits(data.fitted, calibration.error_bands(cv))
+        calibration.write_fits(data.fitted, calibration.error_bands(cv), cv)
     if args.json:
         print(json.dumps({"cross_validated": _json(cv), "in_sample": _json(ins)}, indent=1,
                          sort_keys=True))

@@ -49,6 +49,14 @@ def test_the_stored_fits_are_what_the_points_give() -> None:
         [f.model_dump() for f in data.fitted]
 
 
+def test_the_stored_cross_validation_is_what_the_points_give() -> None:
+    """The site shows the stored evaluation; refitting every source must reproduce it."""
+    fresh = calibration.fresh_cross_validation()
+    assert fresh.model_dump() == calibration.stored_cross_validation().model_dump()
+    assert calibration.cross_validation_json(fresh).encode() == (
+        Path(calibration.__file__).parent / calibration.CROSS_VALIDATION_FILE).read_bytes()
+
+
 def test_the_stored_error_bands_are_the_cross_validated_ones() -> None:
     data = calibration.load()
     cv = calibration.stored_cross_validation()
