@@ -54,8 +54,11 @@ def test_entry_records_its_source(entry: dict[str, Any]) -> None:
     assert entry["folder"] == entry["model_id"].replace("/", "__")
     assert re.fullmatch(r"[\w.-]+/[\w.-]+", entry["repository"])
     assert entry["path"]
-    # a git blob is pinned by its commit, a registry artifact by its own digest
-    if entry["commit"] is None:
+    # a git blob is pinned by its commit, a registry artifact by its own digest; a file
+    # taken from a page that showed no revision says so instead
+    if entry["commit"] is None and "revision" in entry:
+        assert entry["revision"]
+    elif entry["commit"] is None:
         assert re.fullmatch(r"[0-9a-f]{64}", entry.get("artifact_sha256") or "")
         assert entry.get("distribution") and entry.get("artifact")
     else:
