@@ -288,8 +288,11 @@ def _layer_layout(base: Mapping[str, Any], layers: int, heads: int, head_dim: in
     """Each layer's kind, from whichever layout style the config uses:
     `layer_types`, `full_attention_interval` (every N-th layer is attention, the rest Gated
     DeltaNet) or Bailing's `layer_group_size`; a plain config is all full attention."""
+    derived_types = isinstance(base.get("layer_types"), list) and bool(base["layer_types"])
     for key, why in UNMODELLED_LAYOUT_KEYS.items():
-        if key != "attention_chunk_size" and base.get(key) not in (None, [], 0, False):
+        if key == "attention_chunk_size" or (key == "sliding_window_pattern" and derived_types):
+            continue  # consumed: read with the layer kinds (the pattern through layer_types)
+        if base.get(key) not in (None, [], 0, False):
             raise NotModelled(key, why)
     if base.get("model_type") != "bailing_hybrid":
         # mamba_ssm_dtype only sets the dtype of a state read from the linear_* keys

@@ -134,7 +134,7 @@ def _through_class(data: dict[str, Any]) -> tuple[ConfigView, ConfigView | None,
         return None
     try:
         instance = cls.from_dict(dict(data))
-    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+    except Exception as exc:  # the class's own validators raise their own error types
         raise ValueError(f"transformers {TRANSFORMERS_VERSION} {cls.__name__} rejects the "
                          f"config: {exc}") from exc
     text = instance.get_text_config(decoder=True)
