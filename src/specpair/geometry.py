@@ -112,7 +112,8 @@ class Geometry(Strict):
     layers: list[LayerKV] | None = Field(
         default=None, description="each decoder layer's cache, in layer order, as read "
                                   "from the config; unset (hand-declared or older locks): "
-                                  "the counts above in the order full, sliding, chunked")
+                                  "the counts above in the order linear, full, sliding, "
+                                  "chunked")
 
     @model_validator(mode="after")
     def _consistent(self) -> Geometry:
@@ -154,7 +155,7 @@ class Geometry(Strict):
 
     def layer_list(self, derived: bool = False) -> list[LayerKV]:
         """Every decoder layer's cache in layer order (`layers`, or, for geometries
-        declared by counts, the counts in the order full, sliding, chunked, linear).
+        declared by counts, the counts in the order linear, full, sliding, chunked).
         With `derived`, the layers the counts give, in the order `layers` has."""
         if self.layers is not None and not derived:
             return list(self.layers)
@@ -167,12 +168,14 @@ class Geometry(Strict):
         return self._counted()
 
     def _counted(self) -> list[LayerKV]:
+        # without a layer list, linear layers come first: Qwen3-Next / Qwen3.5 put
+        # attention on the last layer of every `full_attention_interval` run
         linear = self.linear_attention.layers if self.linear_attention else 0
-        return ([self._layer("full", None)] * self.full_attention_layers
+        return ([LayerKV(kind="linear")] * linear
+                + [self._layer("full", None)] * self.full_attention_layers
                 + [self._layer("sliding", self.sliding_window)] * self.sliding_window_layers
                 + [self._layer("chunked", self.attention_chunk_size)]
-                * self.chunked_attention_layers
-                + [LayerKV(kind="linear")] * linear)
+                * self.chunked_attention_layers)
 
     def in_layer_order(self, kinds: list[LayerKind]) -> Geometry:
         """This geometry with its `layers` listed in the given order of kinds."""
@@ -312,6 +315,12 @@ def _layer_layout(base: Mapping[str, Any], layers: int, heads: int, head_dim: in
             raise ValueError(f"layer_types lists {len(layer_types)} layers, "
                              f"num_hidden_layers is {layers}")
         kinds = [_LAYER_KINDS[t] for t in layer_types[:layers]]
+        if isinstance(interval, int) and interval > 0 and "linear" in kinds and kinds != [
+                "full" if (i + 1) % interval == 0 else "linear" for i in range(layers)]:
+            # SGLang 0.5.23's own Qwen3-Next / Qwen3.5 config classes place the layers by
+            # the interval, transformers' by layer_types: the engines would disagree
+            raise NotModelled("layer_types", f"linear/full layers that disagree with "
+                              f"full_attention_interval {interval}")
     elif isinstance(interval, int) and interval > 0:
         # Qwen3NextConfig.layers_block_type: attention where (i + 1) % interval == 0
         kinds = ["full" if (i + 1) % interval == 0 else "linear" for i in range(layers)]
@@ -405,6 +414,12 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
     speculators = config.get("speculators_config") or {}
 
     layout = _layer_layout(base, layers, heads, head_dim)
+    if base.get("model_type") in hf_config.ENGINE_OWN_CLASSES:
+        for key in hf_config.LAYOUT_FACTS:
+            if key not in decoder.written and base.get(key) is not None:
+                raise NotModelled(key, f"not in config.json; SGLang reads model_type "
+                                  f"{base.get('model_type')} with its own config class, whose "
+                                  "default need not be transformers'")
 
     is_mla = all(base.get(k) is not None for k in _MLA_KEYS)
     moe = None

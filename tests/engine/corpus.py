@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,9 @@ def config(folder: str, root: Path = CONFIGS) -> dict[str, Any]:
     return loaded
 
 
+@cache
 def geometry(folder: str, root: Path = CONFIGS) -> Geometry:
+    """The config's geometry (read once: pairs are made per TP size and KV dtype)."""
     return from_hf_config(config(folder, root))
 
 

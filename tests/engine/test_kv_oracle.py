@@ -84,12 +84,13 @@ def argv_for_engine(argv: list[str | EnvRef]) -> list[str]:
     return [str(a) for a in argv[2:]]  # drop `sglang serve` / `vllm serve`
 
 
-def sglang_cases(pairs: list[CorpusPair] | None = None
+def sglang_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = TENSOR_PARALLEL,
+                 kvs: tuple[str, ...] = KV_DTYPES
                  ) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
     cases = []
     for corpus in PAIRS if pairs is None else pairs:
-        for tp in TENSOR_PARALLEL:
-            for kv, hybrid in [(kv, hybrid) for kv in KV_DTYPES for hybrid in (True, False)]:
+        for tp in tps:
+            for kv, hybrid in [(kv, hybrid) for kv in kvs for hybrid in (True, False)]:
                 pair = make_pair(corpus, "sglang", "0.5.23", tp, kv,
                                  {"hybrid_kv_pools": hybrid})
                 if pair is None or (not hybrid and not local_layers(pair.target.geometry)):
@@ -137,12 +138,13 @@ def test_sglang_pools_equal_the_engines() -> None:
     assert_registry_verified("sglang 0.5.23", [name for name, _, _ in cases])
 
 
-def vllm_cases(pairs: list[CorpusPair] | None = None
+def vllm_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = TENSOR_PARALLEL,
+               kvs: tuple[str, ...] = KV_DTYPES
                ) -> tuple[list[tuple[str, dict[str, Any], dict[str, Any]]], list[str]]:
     cases, refused = [], []
     for corpus in PAIRS if pairs is None else pairs:
-        for tp in TENSOR_PARALLEL:
-            for kv in KV_DTYPES:
+        for tp in tps:
+            for kv in kvs:
                 for hybrid in (True, False):
                     pair = make_pair(corpus, "vllm", "0.33.0", tp, kv,
                                      {"hybrid_kv_pools": hybrid})
