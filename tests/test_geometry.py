@@ -181,3 +181,13 @@ def test_the_lock_says_which_class_read_the_config() -> None:
     nas = FIXTURES / "corpus" / "nvidia__Llama-3_3-Nemotron-Super-49B-v1" / "config.json"
     assert "auto_map" in json.loads(nas.read_text())
     assert "custom config code not run" in config_source(nas.read_text())
+
+
+def test_a_declared_lock_says_which_class_read_its_config() -> None:
+    from specpair.declare import declared_artifact
+    from specpair.schema.lock import Source
+
+    config = FIXTURES / "configs" / "Qwen__Qwen3-8B" / "config.json"
+    lock = declared_artifact(Source(repo="Qwen/Qwen3-8B"), config, 16 << 30)
+    assert lock.sources["geometry"].endswith("through transformers 5.19.0 Qwen3Config")
+    assert "geometry" in lock.unconfirmed  # a declared lock stays declared
