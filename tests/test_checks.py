@@ -122,6 +122,12 @@ BREAKERS: dict[str, Callable[[], tuple[ResolvedPair, dict[str, Any]]]] = {
     "SP603": lambda: (with_runbook(_unverified_target(), deployment={
         "assumptions": {"unverified_layouts": ["DeciLMForCausalLM"]}}), {}),
     "SP604": lambda: (_unverified_target(), {}),
+    # vLLM's Gemma 3 multimodal class lacks SupportsEagle3 (data/method_support.yaml)
+    "SP308": lambda: (_artifact(make_pair(dense(36), dense(1), engine="vllm",
+                                          version="0.33.0", speculation={
+                                              "method": "EAGLE3", "num_speculative_tokens": 3}),
+                                "target", geometry=dense(36).model_copy(update={
+                                    "architecture": "Gemma3ForConditionalGeneration"})), {}),
     "SP701": lambda: (with_runbook(good(), acceptance={"slo": {"min_length": 1.01}},
                                    deployment={"concurrency": 256}), {}),
     "SP702": lambda: (good(), {}),

@@ -154,3 +154,40 @@ def test_override_keeps_the_layer_order_and_redraws_shapes() -> None:
     assert changed.layers is not None
     assert [la.kind for la in changed.layers] == [la.kind for la in g.layers]
     assert {la.kv_heads for la in changed.layers} == {4}
+
+
+def test_gemma3_published_config_gets_its_defaults_from_transformers() -> None:
+    # google/gemma-3-1b-it's config.json (MLC's vendored copy, unchanged) has no
+    # layer_types: the 5 local : 1 global pattern of the Gemma 3 report (sliding_window_pattern
+    # 6) becomes full attention on every 6th layer, as Gemma3TextConfig derives it
+    config = json.loads((FIXTURES / "corpus" / "mlc-ai__mlc-llm-preset-gemma3_1b_it"
+                         / "config.json").read_text())
+    assert "layer_types" not in config and config["sliding_window_pattern"] == 6
+    g = from_hf_config(config)
+    assert g.layers is not None
+    assert [la.kind for la in g.layers] == [
+        "full" if (i + 1) % 6 == 0 else "sliding" for i in range(config["num_hidden_layers"])]
+    assert g.sliding_window == config["sliding_window"]
+    assert g.max_position_embeddings == config["max_position_embeddings"]
+
+
+def test_the_lock_says_which_class_read_the_config() -> None:
+    from specpair.hub import config_source
+
+    llama = (FIXTURES / "configs" / "meta-llama__Llama-3.1-8B-Instruct" / "config.json")
+    assert config_source(llama.read_text()) == (
+        "config.json through transformers 5.19.0 LlamaConfig")
+    # Nemotron-NAS ships its own config class (auto_map): never run, read as written
+    nas = FIXTURES / "corpus" / "nvidia__Llama-3_3-Nemotron-Super-49B-v1" / "config.json"
+    assert "auto_map" in json.loads(nas.read_text())
+    assert "custom config code not run" in config_source(nas.read_text())
+
+
+def test_a_declared_lock_says_which_class_read_its_config() -> None:
+    from specpair.declare import declared_artifact
+    from specpair.schema.lock import Source
+
+    config = FIXTURES / "configs" / "Qwen__Qwen3-8B" / "config.json"
+    lock = declared_artifact(Source(repo="Qwen/Qwen3-8B"), config, 16 << 30)
+    assert lock.sources["geometry"].endswith("through transformers 5.19.0 Qwen3Config")
+    assert "geometry" in lock.unconfirmed  # a declared lock stays declared

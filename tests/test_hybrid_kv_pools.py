@@ -49,9 +49,8 @@ def test_sliding_targets_of_other_architectures_keep_one_pool_in_sglang() -> Non
     # Gemma-3-style sliding layers are not in SGLang's hybrid-SWA list: counted in full
     gemma_like = GPT_OSS.model_copy(update={"architecture": "Gemma3ForCausalLM"})
     pair = make_pair(gemma_like, None, speculation=NGRAM,
-                     deployment={"gpu": "H200-141GB", "memory_fraction": 0.9,
-                                 "assumptions": {"unverified_layouts": ["Gemma3ForCausalLM"]}})
+                     deployment={"gpu": "H200-141GB", "memory_fraction": 0.9})
     budget = compute(pair)
     assert budget.baseline.swa_tokens is None
-    # not in the oracle's allowlist: budgeted only as declared, and marked so
-    assert budget.unverified and "Gemma3ForCausalLM" in budget.unverified[0]
+    # Gemma 3 is on the allowlist (the KV oracle checks google/gemma-3-1b-it's config)
+    assert budget.unverified == []

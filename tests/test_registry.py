@@ -24,7 +24,8 @@ def test_every_entry_names_corpus_configs_of_its_architecture(engine: str) -> No
     for architecture, folders in registry.verified()[engine].items():
         assert folders, architecture
         for folder in folders:
-            g = from_hf_config(json.loads((CONFIGS / folder / "config.json").read_text()))
+            root = CONFIGS if (CONFIGS / folder).is_dir() else FIXTURES / "corpus"
+            g = from_hf_config(json.loads((root / folder / "config.json").read_text()))
             if architecture.endswith(" MTP layers"):
                 # the target's built-in draft layers: the config must ship some
                 assert architecture == f"{g.architecture} MTP layers", folder
@@ -65,3 +66,17 @@ def test_a_verified_pair_carries_no_unverified_note() -> None:
     pair = make_pair(dense(36), None, speculation={"method": "NGRAM",
                                                    "num_speculative_tokens": 3})
     assert compute(pair).unverified == []
+
+
+def test_the_readme_table_is_the_registrys() -> None:
+    readme = (FIXTURES.parents[1] / "README.md").read_text(encoding="utf-8")
+    begin = readme.index(registry.README_BEGIN)
+    end = readme.index(registry.README_END) + len(registry.README_END)
+    indent = readme[readme.rindex("\n", 0, begin) + 1:begin]
+    block = "\n".join(line.removeprefix(indent) for line in readme[begin:end].split("\n"))
+    assert block + "\n" == registry.architectures_markdown(), (
+        "README's architecture table is stale: paste specpair.registry."
+        "architectures_markdown() between its markers")
+    # what the table says comes from the data, not from text written by hand
+    assert "| `Llama4ForConditionalGeneration` | verified | verified |" in block
+    assert "`block_configs`" in block

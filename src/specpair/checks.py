@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from specpair import registry
+from specpair import method_support, registry
 from specpair.budget import compute
 from specpair.budget.model import Budget
 from specpair.errors import Location, SpecpairError
@@ -464,6 +464,18 @@ def _eagle_hidden(ctx: Context) -> Iterator[tuple[str, str, str]]:
 
 
 # --------------------------------------------------------------------------- context, parallel
+
+
+@rule("SP308", "method-supported", "error", "The engine can run the method on the target",
+      "EAGLE-3 reads auxiliary hidden states that only some target classes expose; the "
+      "engine refuses the pair at model load, after both checkpoints are downloaded.",
+      waivable=False)
+def _method_supported(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    method = ctx.pair.runbook.speculation.method
+    found = method_support.refusal(ctx.pair.engine, method.value,
+                                   registry.layout_architecture(ctx.pair.target.geometry))
+    if found is not None:
+        yield found[0], "speculation.method", found[1]
 
 
 @rule("SP401", "draft-context", "warning", "The draft covers the serving context length",

@@ -12,7 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from specpair.errors import SpecpairError
-from specpair.hub import TORCH_TO_SAFETENSORS, bundled_geometry, geometry_from_config
+from specpair.hub import (
+    TORCH_TO_SAFETENSORS,
+    bundled_geometry,
+    config_source,
+    geometry_from_config,
+)
 from specpair.load import read_text
 from specpair.runbooks import LoadedRunbook
 from specpair.schema.lock import ArtifactLock, Lock, Source, Tokenizer, Weights
@@ -29,7 +34,8 @@ def _source(art: Artifact) -> Source:
 
 
 def declared_artifact(source: Source, config: Path, weight_bytes: int) -> ArtifactLock:
-    geometry = geometry_from_config(read_text(config), str(config))
+    text = read_text(config)
+    geometry = geometry_from_config(text, str(config))
     dtype = TORCH_TO_SAFETENSORS.get(geometry.dtype.lower())
     params = {dtype: weight_bytes // BYTES_PER[dtype]} if dtype else {}
     return ArtifactLock(
@@ -39,7 +45,9 @@ def declared_artifact(source: Source, config: Path, weight_bytes: int) -> Artifa
         download_bytes=weight_bytes,
         tokenizer=Tokenizer(vocab_size=geometry.vocab_size, provenance="declared"),
         unconfirmed=list(UNCONFIRMED),
-        sources={"geometry": f"declared: {config.name} given to `specpair lock --declare`",
+        # which class read it, or that its custom config code was not run (facts as written)
+        sources={"geometry": f"declared: {config.name} given to `specpair lock --declare`; "
+                             f"{config_source(text)}",
                  "weights": "declared: weight bytes given on the command line; parameters "
                             f"= bytes / {geometry.dtype} size",
                  "tokenizer": "declared: config.json vocab_size",

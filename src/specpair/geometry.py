@@ -112,7 +112,8 @@ class Geometry(Strict):
     layers: list[LayerKV] | None = Field(
         default=None, description="each decoder layer's cache, in layer order, as read "
                                   "from the config; unset (hand-declared or older locks): "
-                                  "the counts above in the order full, sliding, chunked")
+                                  "the counts above in the order linear, full, sliding, "
+                                  "chunked")
 
     @model_validator(mode="after")
     def _consistent(self) -> Geometry:
@@ -154,7 +155,7 @@ class Geometry(Strict):
 
     def layer_list(self, derived: bool = False) -> list[LayerKV]:
         """Every decoder layer's cache in layer order (`layers`, or, for geometries
-        declared by counts, the counts in the order full, sliding, chunked, linear).
+        declared by counts, the counts in the order linear, full, sliding, chunked).
         With `derived`, the layers the counts give, in the order `layers` has."""
         if self.layers is not None and not derived:
             return list(self.layers)
@@ -167,12 +168,14 @@ class Geometry(Strict):
         return self._counted()
 
     def _counted(self) -> list[LayerKV]:
+        # without a layer list, linear layers come first: Qwen3-Next / Qwen3.5 put
+        # attention on the last layer of every `full_attention_interval` run
         linear = self.linear_attention.layers if self.linear_attention else 0
-        return ([self._layer("full", None)] * self.full_attention_layers
+        return ([LayerKV(kind="linear")] * linear
+                + [self._layer("full", None)] * self.full_attention_layers
                 + [self._layer("sliding", self.sliding_window)] * self.sliding_window_layers
                 + [self._layer("chunked", self.attention_chunk_size)]
-                * self.chunked_attention_layers
-                + [LayerKV(kind="linear")] * linear)
+                * self.chunked_attention_layers)
 
     def in_layer_order(self, kinds: list[LayerKind]) -> Geometry:
         """This geometry with its `layers` listed in the given order of kinds."""
@@ -288,8 +291,11 @@ def _layer_layout(base: Mapping[str, Any], layers: int, heads: int, head_dim: in
     """Each layer's kind, from whichever layout style the config uses:
     `layer_types`, `full_attention_interval` (every N-th layer is attention, the rest Gated
     DeltaNet) or Bailing's `layer_group_size`; a plain config is all full attention."""
+    derived_types = isinstance(base.get("layer_types"), list) and bool(base["layer_types"])
     for key, why in UNMODELLED_LAYOUT_KEYS.items():
-        if key != "attention_chunk_size" and base.get(key) not in (None, [], 0, False):
+        if key == "attention_chunk_size" or (key == "sliding_window_pattern" and derived_types):
+            continue  # consumed: read with the layer kinds (the pattern through layer_types)
+        if base.get(key) not in (None, [], 0, False):
             raise NotModelled(key, why)
     if base.get("model_type") != "bailing_hybrid":
         # mamba_ssm_dtype only sets the dtype of a state read from the linear_* keys
@@ -309,6 +315,12 @@ def _layer_layout(base: Mapping[str, Any], layers: int, heads: int, head_dim: in
             raise ValueError(f"layer_types lists {len(layer_types)} layers, "
                              f"num_hidden_layers is {layers}")
         kinds = [_LAYER_KINDS[t] for t in layer_types[:layers]]
+        if isinstance(interval, int) and interval > 0 and "linear" in kinds and kinds != [
+                "full" if (i + 1) % interval == 0 else "linear" for i in range(layers)]:
+            # SGLang 0.5.23's own Qwen3-Next / Qwen3.5 config classes place the layers by
+            # the interval, transformers' by layer_types: the engines would disagree
+            raise NotModelled("layer_types", f"linear/full layers that disagree with "
+                              f"full_attention_interval {interval}")
     elif isinstance(interval, int) and interval > 0:
         # Qwen3NextConfig.layers_block_type: attention where (i + 1) % interval == 0
         kinds = ["full" if (i + 1) % interval == 0 else "linear" for i in range(layers)]
@@ -335,9 +347,11 @@ def _layer_layout(base: Mapping[str, Any], layers: int, heads: int, head_dim: in
     elif base.get("sliding_window") and base.get("use_sliding_window", True) is not False \
             and base.get("model_type") in ("mistral", "mixtral", "qwen2", "qwen3", "qwen2_moe",
                                            "qwen3_moe", "starcoder2", "phi3"):
-        # a window on every layer (Mistral-style): the engines keep a sliding cache for
-        # all layers, which specpair does not model
-        raise NotModelled("sliding_window", "a sliding window on every layer")
+        # a window on every layer (Mistral-style): vLLM 0.33.0 gives every layer a
+        # window-sized cache, SGLang 0.5.23 (not a hybrid-SWA architecture) a full one;
+        # no corpus config of this layout is verified against either engine
+        raise NotModelled("sliding_window", "a sliding window on every layer (vLLM keeps "
+                                            "a window-sized cache, SGLang a full one)")
     linear_count = kinds.count("linear")
     linear = None
     if linear_count and base.get("model_type") == "bailing_hybrid":
@@ -402,6 +416,12 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
     speculators = config.get("speculators_config") or {}
 
     layout = _layer_layout(base, layers, heads, head_dim)
+    if base.get("model_type") in hf_config.ENGINE_OWN_CLASSES:
+        for key in hf_config.LAYOUT_FACTS:
+            if key not in decoder.written and base.get(key) is not None:
+                raise NotModelled(key, f"not in config.json; SGLang reads model_type "
+                                  f"{base.get('model_type')} with its own config class, whose "
+                                  "default need not be transformers'")
 
     is_mla = all(base.get(k) is not None for k in _MLA_KEYS)
     moe = None

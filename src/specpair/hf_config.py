@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 TRANSFORMERS_VERSION = "5.19.0"
@@ -30,6 +30,17 @@ TRANSFORMERS_VERSION = "5.19.0"
 # (vllm transformers_utils/config.py::_CONFIG_REGISTRY, sglang
 # utils/hf_transformers/common.py: `kimi_k2` and `deepseek_v32` are DeepseekV3Config).
 ENGINE_ALIASES = {"kimi_k2": "deepseek_v3", "deepseek_v32": "deepseek_v3"}
+
+# Model types SGLang 0.5.23 reads with config classes of its own
+# (utils/hf_transformers/common.py::_CONFIG_REGISTRY), not transformers': their defaults
+# may differ, so a layout fact the file leaves out is not known to be the engines' one.
+ENGINE_OWN_CLASSES = frozenset({
+    "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text",
+    "kimi_linear", "nemotron_h", "bailing_hybrid", "falcon_h1", "granitemoehybrid"})
+# the facts a layout is computed from, which such a file must spell out
+LAYOUT_FACTS = ("num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                "head_dim", "hidden_size", "linear_num_value_heads", "linear_num_key_heads",
+                "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim")
 
 # Draft formats whose decoder is a nested config of an ordinary model type (vLLM's
 # SpeculatorsConfig reads `transformer_layer_config` through its own model_type).
@@ -98,6 +109,8 @@ class DecoderConfig:
     """transformers class that supplied defaults; None: read as written (custom code)"""
     custom_code: bool
     """the checkpoint ships its own config code (auto_map) that specpair did not run"""
+    written: Mapping[str, Any] = field(default_factory=dict)
+    """the decoder's keys as the file spells them (no class defaults)"""
 
     @property
     def merged(self) -> Mapping[str, Any]:
@@ -134,7 +147,7 @@ def _through_class(data: dict[str, Any]) -> tuple[ConfigView, ConfigView | None,
         return None
     try:
         instance = cls.from_dict(dict(data))
-    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+    except Exception as exc:  # the class's own validators raise their own error types
         raise ValueError(f"transformers {TRANSFORMERS_VERSION} {cls.__name__} rejects the "
                          f"config: {exc}") from exc
     text = instance.get_text_config(decoder=True)
@@ -145,6 +158,15 @@ def _through_class(data: dict[str, Any]) -> tuple[ConfigView, ConfigView | None,
 
 def read(config: dict[str, Any]) -> DecoderConfig:
     """The decoder's config, as the engines' AutoConfig gives it."""
+    decoder = _read(config)
+    nested = next((config[k] for k in ("text_config", *NESTED_DECODER_KEYS)
+                   if isinstance(config.get(k), dict)), None)
+    written = {**config, **nested} if nested is not None else config
+    return DecoderConfig(decoder.outer, decoder.text, decoder.config_class,
+                         decoder.custom_code, written)
+
+
+def _read(config: dict[str, Any]) -> DecoderConfig:
     custom = isinstance(config.get("auto_map"), dict) and bool(config["auto_map"])
     for key in NESTED_DECODER_KEYS:
         nested = config.get(key)

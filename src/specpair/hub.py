@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from specpair import hf_config
 from specpair.errors import SpecpairError
 from specpair.geometry import Geometry, NotModelled, from_hf_config
 from specpair.schema.lock import ArtifactLock, Source, Tokenizer, Weights
@@ -55,6 +56,18 @@ def geometry_from_config(text: str, where: str) -> Any:
         raise SpecpairError.single(where, f"config.json does not describe a decoder: {detail}",
                                    "declare the geometry in the lock by hand, or fix the "
                                    "config") from None
+
+
+def config_source(text: str) -> str:
+    """Where the lock's geometry came from: the transformers class that read config.json,
+    or that the file was read as written (its custom config code is never run)."""
+    try:
+        decoder = hf_config.read(json.loads(text))
+    except (ValueError, TypeError, AttributeError):
+        return "config.json"
+    custom = " (ships custom config code: auto_map not run)" if decoder.custom_code and \
+        decoder.config_class is None else ""
+    return decoder.source + custom
 
 
 def parse_safetensors_header(header: dict[str, Any]) -> tuple[dict[str, int], int]:
@@ -172,7 +185,8 @@ def _index_total_size(ckpt: Checkpoint) -> int:
     return total
 
 
-def _from_index(ckpt: Checkpoint, files: dict[str, int], geometry: Any) -> ArtifactLock:
+def _from_index(ckpt: Checkpoint, files: dict[str, int], geometry: Any,
+                source: str = "config.json") -> ArtifactLock:
     """A checkpoint folder without its shards (air-gapped planning): weight bytes from the
     shard index; parameters per dtype follow from the config's dtype and are listed as
     unconfirmed, since only the shards' headers state them."""
@@ -190,7 +204,7 @@ def _from_index(ckpt: Checkpoint, files: dict[str, int], geometry: Any) -> Artif
             vocab_size=tokenizer_vocab(tok_files, geometry.vocab_size),
             files=sorted(tok_files), provenance=ckpt.provenance),
         unconfirmed=["weights.params_by_dtype"] + ([] if tok_files else ["tokenizer"]),
-        sources={"geometry": "config.json", "weights": f"{INDEX} metadata.total_size; "
+        sources={"geometry": source, "weights": f"{INDEX} metadata.total_size; "
                  f"parameters = bytes / {geometry.dtype} size",
                  "tokenizer": "tokenizer files" if tok_files else "config.json vocab_size",
                  "download_bytes": f"{INDEX} total_size + file listing"})
@@ -203,11 +217,12 @@ def resolve_checkpoint(ckpt: Checkpoint) -> tuple[ArtifactLock, dict[str, dict[s
     if "config.json" not in files:
         raise SpecpairError.single(ckpt.where, "no config.json in the checkpoint",
                                    "point at a Hugging Face style checkpoint")
-    geometry = geometry_from_config(ckpt.read("config.json").decode("utf-8", "replace"),
-                                    f"{ckpt.where}/config.json")
+    text = ckpt.read("config.json").decode("utf-8", "replace")
+    geometry = geometry_from_config(text, f"{ckpt.where}/config.json")
+    source = config_source(text)
     if not any(f.endswith(".safetensors") for f in files):
         if INDEX in files:
-            return _from_index(ckpt, files, geometry), {}
+            return _from_index(ckpt, files, geometry, source), {}
         raise SpecpairError.single(
             ckpt.where, f"no .safetensors files and no {INDEX} in the checkpoint",
             "specpair reads weight bytes from safetensors headers or the shard index; copy "
@@ -231,7 +246,7 @@ def resolve_checkpoint(ckpt: Checkpoint) -> tuple[ArtifactLock, dict[str, dict[s
             fingerprint=tokenizer_fingerprint(tok_files) if tok_files else None,
             vocab_size=tokenizer_vocab(tok_files, geometry.vocab_size),
             files=sorted(tok_files), provenance=ckpt.provenance),
-        sources={"geometry": "config.json", "weights": "safetensors headers",
+        sources={"geometry": source, "weights": "safetensors headers",
                  "tokenizer": "tokenizer files", "download_bytes": "file listing"})
     return lock, headers
 

@@ -73,3 +73,41 @@ def check(engine: str, models: list[tuple[str, Geometry]], declared: list[str]
     notes = [f"{u.message}; declared in deployment.assumptions."
              "unverified_layouts" for u in missing if u.architecture in declared]
     return refused, notes
+
+
+README_BEGIN = "<!-- architectures: generated from data/verified_layouts.yaml -->"
+README_END = "<!-- /architectures -->"
+
+
+def architectures_markdown() -> str:
+    """The README's table: per architecture, whether each engine release budgets it
+    (verified by the KV oracle) and runs EAGLE-3 on it; then the layout keys refused by
+    name. Generated from the registries, so it cannot drift from what specpair does."""
+    from specpair.geometry import UNMODELLED_LAYOUT_KEYS
+    from specpair.method_support import support
+
+    engines = sorted(verified())
+    archs = sorted({a for e in engines for a in verified()[e]})
+    head = ["Architecture", *[f"{e}: budget" for e in engines],
+            *[f"{e}: EAGLE-3 target" for e in engines]]
+    rows = []
+    for arch in archs:
+        cells = ["verified" if arch in verified()[e] else "refused (not verified)"
+                 for e in engines]
+        for e in engines:
+            entry = support().get(e, {}).get("EAGLE3")
+            cells.append("—" if entry is None or arch.endswith(" MTP layers")
+                         or arch not in entry.supported | entry.unsupported
+                         else "yes" if arch in entry.supported else "no (engine refuses)")
+        rows.append([f"`{arch}`", *cells])
+    lines = [README_BEGIN, "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head),
+             *("| " + " | ".join(r) + " |" for r in rows), "",
+             "Any other architecture is refused by name (declare it in "
+             "`deployment.assumptions.unverified_layouts` to budget it unverified; SP603 "
+             "fails until waived). Config keys that change the layout and that the mapping "
+             "does not read are refused at lock, by key:", "",
+             "| Key | Why |", "|---|---|",
+             *(f"| `{k}` | {why} |" for k, why in UNMODELLED_LAYOUT_KEYS.items()),
+             "", README_END]
+    return "\n".join(lines) + "\n"

@@ -8,7 +8,9 @@ layers, or None for a draft-free method) and the speculation block of its runboo
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,8 @@ from specpair.schema.runbook import Runbook
 from tests.pairs import SHA, artifact
 
 CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "configs"
+# the outside corpus: every config of public collections, taken wholesale (SOURCES.json)
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
 BUNDLED = "bundled"
 
 EAGLE3 = {"method": "EAGLE3", "num_speculative_tokens": 3}
@@ -37,6 +41,11 @@ class CorpusPair:
     speculation: dict[str, Any]
     engines: tuple[str, ...] = ("sglang", "vllm")
     """engines that can load the pair; specpair must refuse it for the others"""
+    root: Path = CONFIGS
+    """the folder holding the config folders"""
+
+    def path(self, folder: str) -> Path:
+        return self.root / folder
 
 
 PAIRS = [
@@ -89,13 +98,24 @@ TENSOR_PARALLEL = (1, 2, 4, 8)
 KV_DTYPES = ("auto", "fp8_e4m3")
 
 
-def config(folder: str) -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads((CONFIGS / folder / "config.json").read_text())
+def config(folder: str, root: Path = CONFIGS) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((root / folder / "config.json").read_text())
     return loaded
 
 
-def geometry(folder: str) -> Geometry:
-    return from_hf_config(config(folder))
+@cache
+def geometry(folder: str, root: Path = CONFIGS) -> Geometry:
+    """The config's geometry (read once: pairs are made per TP size and KV dtype)."""
+    return from_hf_config(config(folder, root))
+
+
+def corpus_targets() -> list[CorpusPair]:
+    """Every target config of the outside corpus, served alone (NGRAM: no draft pool), so
+    that each one's own layout meets both engines' pool code."""
+    entries = json.loads((CORPUS / "SOURCES.json").read_text(encoding="utf-8"))
+    return [CorpusPair("corpus-" + re.sub(r"[^a-z0-9]+", "-", e["folder"].lower()).strip("-"),
+                       e["folder"], None, NGRAM, root=CORPUS)
+            for e in entries if e["role"] == "target"]
 
 
 def local_layers(g: Geometry) -> int:
@@ -117,12 +137,12 @@ def make_pair(corpus: CorpusPair, engine: str, version: str, tp: int, kv: str,
               deployment: dict[str, Any] | None = None) -> ResolvedPair | None:
     """The pair as a runbook over the local config folders; None when its head counts do
     not split over `tp` ranks (the engines refuse such a launch)."""
-    target = geometry(corpus.target)
+    target = geometry(corpus.target, corpus.root)
     draft: Geometry | None
     data: dict[str, Any] = {
         "pair": {"name": corpus.name, "title": corpus.name, "owner": "tests"},
         "engine": {"name": engine, "version": version},
-        "target": {"path": str(CONFIGS / corpus.target)},
+        "target": {"path": str(corpus.path(corpus.target))},
         "speculation": corpus.speculation,
         "deployment": {"gpu": "H200-141GB", "context_length": 2048, "memory_fraction": 0.9,
                        "parallel": {"tensor": tp}, "kv_cache_dtype": kv,
@@ -137,8 +157,8 @@ def make_pair(corpus: CorpusPair, engine: str, version: str, tp: int, kv: str,
         data["draft"] = {"bundled": True}
         data["staging"] = {"order": ["target"]}
     else:
-        draft = geometry(corpus.draft)
-        data["draft"] = {"path": str(CONFIGS / corpus.draft)}
+        draft = geometry(corpus.draft, corpus.root)
+        data["draft"] = {"path": str(corpus.path(corpus.draft))}
     rb = Runbook.model_validate(data)
     pair = ResolvedPair(
         name=corpus.name, source_file=f"runbooks/{corpus.name}/runbook.yaml", runbook=rb,
@@ -153,5 +173,5 @@ def make_pair(corpus: CorpusPair, engine: str, version: str, tp: int, kv: str,
     return pair
 
 
-__all__ = ["BUNDLED", "CONFIGS", "KV_DTYPES", "PAIRS", "REFUSED", "SHA", "TENSOR_PARALLEL",
-           "CorpusPair", "make_pair"]
+__all__ = ["BUNDLED", "CONFIGS", "CORPUS", "KV_DTYPES", "PAIRS", "REFUSED", "SHA",
+           "TENSOR_PARALLEL", "CorpusPair", "make_pair"]

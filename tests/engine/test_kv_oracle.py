@@ -28,10 +28,13 @@ from tests.engine.conftest import HERE
 from tests.engine.corpus import (
     BUNDLED,
     CONFIGS,
+    CORPUS,
     KV_DTYPES,
     PAIRS,
     REFUSED,
     TENSOR_PARALLEL,
+    CorpusPair,
+    corpus_targets,
     geometry,
     local_layers,
     make_pair,
@@ -53,9 +56,13 @@ def _record(name: str, pair: Any) -> None:
 
 
 def assert_registry_verified(engine: str, exact: list[str]) -> None:
-    """Every allowlisted architecture of `engine` has exact oracle cases."""
+    """Every allowlisted architecture of `engine` verified by the pairs' configs
+    (tests/fixtures/configs) has exact oracle cases; the outside corpus's entries are
+    checked by test_the_whole_corpus_is_exact_or_refused_by_name."""
     covered = set().union(*(ARCHITECTURES[name] for name in exact))
-    missing = sorted(set(registry.verified()[engine]) - covered)
+    from_pairs = {arch for arch, folders in registry.verified()[engine].items()
+                  if any((CONFIGS / folder).is_dir() for folder in folders)}
+    missing = sorted(from_pairs - covered)
     assert not missing, f"{engine}: allowlisted without an exact oracle case: {missing}"
 KV_BUDGET = 61 * (1 << 30) + 123_457
 REST_GIB = KV_BUDGET / (1 << 30)
@@ -77,11 +84,13 @@ def argv_for_engine(argv: list[str | EnvRef]) -> list[str]:
     return [str(a) for a in argv[2:]]  # drop `sglang serve` / `vllm serve`
 
 
-def sglang_cases() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+def sglang_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = TENSOR_PARALLEL,
+                 kvs: tuple[str, ...] = KV_DTYPES
+                 ) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
     cases = []
-    for corpus in PAIRS:
-        for tp in TENSOR_PARALLEL:
-            for kv, hybrid in [(kv, hybrid) for kv in KV_DTYPES for hybrid in (True, False)]:
+    for corpus in PAIRS if pairs is None else pairs:
+        for tp in tps:
+            for kv, hybrid in [(kv, hybrid) for kv in kvs for hybrid in (True, False)]:
                 pair = make_pair(corpus, "sglang", "0.5.23", tp, kv,
                                  {"hybrid_kv_pools": hybrid})
                 if pair is None or (not hybrid and not local_layers(pair.target.geometry)):
@@ -129,11 +138,13 @@ def test_sglang_pools_equal_the_engines() -> None:
     assert_registry_verified("sglang 0.5.23", [name for name, _, _ in cases])
 
 
-def vllm_cases() -> tuple[list[tuple[str, dict[str, Any], dict[str, Any]]], list[str]]:
+def vllm_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = TENSOR_PARALLEL,
+               kvs: tuple[str, ...] = KV_DTYPES
+               ) -> tuple[list[tuple[str, dict[str, Any], dict[str, Any]]], list[str]]:
     cases, refused = [], []
-    for corpus in PAIRS:
-        for tp in TENSOR_PARALLEL:
-            for kv in KV_DTYPES:
+    for corpus in PAIRS if pairs is None else pairs:
+        for tp in tps:
+            for kv in kvs:
                 for hybrid in (True, False):
                     pair = make_pair(corpus, "vllm", "0.33.0", tp, kv,
                                      {"hybrid_kv_pools": hybrid})
@@ -159,11 +170,11 @@ def vllm_cases() -> tuple[list[tuple[str, dict[str, Any], dict[str, Any]]], list
                             "capacity_tokens": int(blocks / per_request * dep.context_length),
                             "max_concurrency": blocks / per_request}
                     draft = corpus.draft if corpus.draft in (None, BUNDLED) \
-                        else str(CONFIGS / corpus.draft)
+                        else str(corpus.path(corpus.draft))
                     if corpus.speculation["method"] == "NGRAM":
                         draft = None
                     cases.append((name, ours, {
-                        "target": str(CONFIGS / corpus.target), "draft": draft, "tp": tp,
+                        "target": str(corpus.path(corpus.target)), "draft": draft, "tp": tp,
                         "draft_tp": dep.parallel.draft_tensor or tp,
                         # the command's --block-size, not specpair's aligned one
                         "block_size": dep.page_size or vllm_budget.DEFAULT_BLOCK_SIZE,
@@ -216,3 +227,75 @@ def test_hybrid_switch_flags_parse_in_both_engines() -> None:
         assert flag in argv
         (verdict,) = parse(engine, [argv])
         assert verdict["ok"], verdict["error"]
+
+
+def _exact(engine_script: str, cases: list[tuple[str, dict[str, Any], dict[str, Any]]],
+           env: dict[str, str] | None = None) -> dict[str, str | None]:
+    """case name → None when the engine computes what specpair does, else why not."""
+    found = run_engine(engine_script, [c for _, _, c in cases], env) if cases else []
+    verdicts: dict[str, str | None] = {}
+    for (name, ours, _), theirs in zip(cases, found, strict=True):
+        if not theirs["ok"]:
+            verdicts[name] = f"engine error: {theirs['error'][:300]}"
+        else:
+            got = {k: theirs[k] for k in ours}
+            verdicts[name] = None if got == ours else f"specpair {ours} engine {got}"
+    return verdicts
+
+
+def test_the_whole_corpus_is_exact_or_refused_by_name() -> None:
+    """Every target config of the outside corpus, alone (NGRAM) × TP × KV dtype: where the
+    allowlist says an architecture is verified, every case is exact in that engine; every
+    other config is refused, by the layout key (at lock) or by its architecture."""
+    targets = corpus_targets()
+    assert len(targets) >= 80, len(targets)
+    by_key: dict[str, str] = {}
+    runnable: list[CorpusPair] = []
+    for corpus in targets:
+        try:
+            geometry(corpus.target, corpus.root)
+        except (NotModelled, ValueError, KeyError) as refusal:  # what `specpair lock` says
+            by_key[corpus.target] = getattr(refusal, "key", None) or str(refusal)[:120]
+            continue
+        runnable.append(corpus)
+    report: dict[str, dict[str, Any]] = {}
+    failures = []
+    for engine, script, build, env in (
+            ("sglang 0.5.23", "sglang_pools.py", sglang_cases, None),
+            ("vllm 0.33.0", "vllm_kv_plan.py", lambda p: vllm_cases(p)[0],
+             {"PYTHONPATH": os.environ["SPECPAIR_VLLM_SOURCES"]})):
+        cases, by_calculator = [], {}
+        for corpus in runnable:
+            try:
+                cases += build([corpus])
+            except SpecpairError as refusal:  # a calculator's "not modelled"
+                by_calculator[corpus.target] = str(refusal).splitlines()[0][:160]
+        verdicts = _exact(script, cases, env)
+        allowed = registry.verified()[engine]
+        per_config: dict[str, list[str | None]] = {}
+        folder_of = {c.name: c.target for c in runnable}
+        for name, verdict in verdicts.items():
+            per_config.setdefault(folder_of[name.split()[0]], []).append(verdict)
+        exact = {c for c, vs in per_config.items() if all(v is None for v in vs)}
+        for folder, vs in per_config.items():
+            arch = registry.layout_architecture(geometry(folder, CORPUS))
+            if arch in allowed and folder not in exact:
+                failures.append((engine, folder, arch, next(v for v in vs if v)))
+        by_arch = {c for c in per_config
+                   if registry.layout_architecture(geometry(c, CORPUS)) not in allowed}
+        for arch, folders in allowed.items():
+            for folder in folders:
+                if (CORPUS / folder).is_dir() and not (CONFIGS / folder).is_dir() \
+                        and folder not in exact:
+                    failures.append((engine, folder, arch, "allowlisted, not exact"))
+        report[engine] = {
+            "cases": len(verdicts), "exact cases": sum(v is None for v in verdicts.values()),
+            "configs budgeted (verified, exact)": len(set(per_config) - by_arch),
+            "refused by architecture": len(by_arch | set(by_calculator)),
+            "unverified but exact (allowlist candidates)": sorted(
+                {registry.layout_architecture(geometry(c, CORPUS)) for c in by_arch & exact}),
+        }
+    print(f"corpus: {len(targets)} target configs; refused by layout key at lock: "
+          f"{len(by_key)} {sorted(set(by_key.values()))}")
+    print(json.dumps(report, indent=1))
+    assert not failures, json.dumps(failures, indent=1)[:20000]

@@ -278,7 +278,11 @@ def missing_module(target: str) -> str | None:
     from vllm.model_executor.models import ModelRegistry
     from vllm.transformers_utils.config import get_config
 
-    for arch in getattr(get_config(target, trust_remote_code=False), "architectures", []):
+    try:
+        config = get_config(target, trust_remote_code=False)
+    except Exception:  # a config transformers cannot read: the error says so already
+        return None
+    for arch in getattr(config, "architectures", []):
         model = ModelRegistry.models.get(arch)
         try:
             importlib.import_module(getattr(model, "module_name", "builtins"))

@@ -339,15 +339,16 @@ def kv_plan(pair: ResolvedPair, speculative: bool = True
     draft_tp = dep.parallel.draft_tensor or tp
     block = dep.page_size or DEFAULT_BLOCK_SIZE
     state = _hybrid_state(pair, block, speculative)
-    s_specs: list[LayerSpec] = []
+    state_spec: LayerSpec | None = None
     if state is not None and target.linear_attention is not None:
         block = state.block
         per_token, _ = page_bytes(target, tp, 1, kv_bytes(dep.kv_cache_dtype, target))
-        # Qwen3-Next / Qwen3.5 put attention on every `full_attention_interval`-th layer,
-        # the last of each run, so layer 0 is linear and its state group comes first
-        s_specs = [LayerSpec("state", block * per_token, None, (0, 0, 0, 0))] * \
-            target.linear_attention.layers
-    t_specs = s_specs + layer_specs(target, tp, block, kv_bytes(dep.kv_cache_dtype, target))
+        state_spec = LayerSpec("state", block * per_token, None, (0, 0, 0, 0))
+    # in layer order (the order of the groups follows the first layer of each kind)
+    attention = iter(layer_specs(target, tp, block, kv_bytes(dep.kv_cache_dtype, target)))
+    t_specs = [state_spec if layer.kind == "linear" and state_spec is not None
+               else next(attention) for layer in target.layer_list()
+               if layer.kind != "linear" or state_spec is not None]
     if pp > 1:
         if target.sliding_window_layers or target.chunked_attention_layers:
             raise SpecpairError.single(

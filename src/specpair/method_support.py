@@ -1,0 +1,54 @@
+"""Which target architectures an engine release can run a method on (data/method_support.yaml).
+
+EAGLE-3 drafts read auxiliary hidden states from the target, so the target's model class
+must expose them: vLLM 0.33.0 checks its `SupportsEagle3` interface when the model loads,
+SGLang 0.5.23 calls the class's `set_eagle3_layers_to_capture`. Without it the engine
+refuses the pair only after both checkpoints are loaded. The data is read from each
+engine's own model registry by tests/engine/test_method_support.py, which fails when the
+engine and this file disagree; here it is reviewed data, so the gate needs no engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+import yaml
+
+
+@dataclass(frozen=True)
+class MethodSupport:
+    reason: str
+    """the engine's own error, `{architecture}` standing for the target's class"""
+    where: str
+    supported: frozenset[str]
+    unsupported: frozenset[str]
+
+
+@cache
+def support() -> dict[str, dict[str, MethodSupport]]:
+    """engine label → method → what the engine's registry says."""
+    text = resources.files("specpair").joinpath("data/method_support.yaml").read_text(
+        encoding="utf-8")
+    return {engine: {method: MethodSupport(entry["reason"], entry["where"],
+                                           frozenset(entry["supported"]),
+                                           frozenset(entry["unsupported"]))
+                     for method, entry in methods.items()}
+            for engine, methods in yaml.safe_load(text).items()}
+
+
+def refusal(engine: str, method: str, architecture: str) -> tuple[str, str] | None:
+    """(message, hint) when `engine` cannot run `method` on this target architecture."""
+    entry = support().get(engine, {}).get(method)
+    if entry is None or architecture in entry.supported:
+        return None
+    if architecture in entry.unsupported:
+        return (f"{engine} cannot run {method} on {architecture}: "
+                f"\"{entry.reason.format(architecture=architecture)}\" ({entry.where})",
+                f"use a method the target's model class supports, or a target whose class "
+                f"{engine.split()[0]} can capture auxiliary hidden states from")
+    return (f"{method} support of {architecture} on {engine} is not in specpair's reviewed "
+            "data (data/method_support.yaml)",
+            "add the architecture to tests/engine/test_method_support.py's probe and the "
+            "data file with the engine's answer")

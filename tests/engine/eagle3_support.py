@@ -1,0 +1,71 @@
+"""Whether each engine release can run EAGLE-3 on a target architecture, from the
+engine's own model registry (run by tests/engine/test_method_support.py).
+
+Reads `{"engine": "sglang"|"vllm", "architectures": [...]}` on stdin and prints one JSON
+object: architecture → true (the class exposes auxiliary hidden states), false (it does
+not), or null (the engine's registry has no such architecture).
+
+- vLLM 0.33.0: the class `ModelRegistry` resolves for the architecture, checked with
+  `interfaces.supports_eagle3` (the check gpu_model_runner.py makes at load:
+  "Model does not support EAGLE3 interface").
+- SGLang 0.5.23: the class `ModelRegistry.models` maps the architecture to, checked for
+  `set_eagle3_layers_to_capture` (attention_backend_setup.py::
+  configure_aux_hidden_state_capture raises without it).
+
+Stand-in: `IN_PROCESS_REGISTRY` as in vllm_kv_plan.py (vLLM loads model classes in a
+subprocess for CUDA safety; in-process gives the same class). torchvision is served
+inert as there (NO_TORCHVISION): model files import it, registry lookups call none of it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from typing import Any
+
+
+def vllm_support(architectures: list[str]) -> dict[str, bool | None]:
+    from vllm.model_executor.models import ModelRegistry, registry
+    from vllm.model_executor.models.interfaces import supports_eagle3
+
+    registry._run_in_subprocess = lambda fn: fn()  # IN_PROCESS_REGISTRY
+    found: dict[str, bool | None] = {}
+    for arch in architectures:
+        if arch not in ModelRegistry.models:
+            found[arch] = None
+            continue
+        cls = ModelRegistry._try_load_model_cls(arch)
+        found[arch] = None if cls is None else bool(supports_eagle3(cls))
+    return found
+
+
+def sglang_support(architectures: list[str]) -> dict[str, bool | None]:
+    from sglang.srt.models.registry import ModelRegistry
+
+    models: dict[str, Any] = ModelRegistry.models
+    return {arch: (hasattr(models[arch], "set_eagle3_layers_to_capture")
+                   if arch in models else None) for arch in architectures}
+
+
+def main() -> None:
+    request = json.loads(sys.stdin.read())
+    if request["engine"] == "vllm":
+        sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+        import vllm.config
+        import vllm.model_executor.models  # noqa: F401
+        from vllm_kv_plan import InertModules
+
+        # after the engine's core is imported, so that only the model files see it
+        if importlib.util.find_spec("torchvision") is None:  # NO_TORCHVISION
+            sys.meta_path.append(InertModules("torchvision"))
+        print(json.dumps(vllm_support(request["architectures"])))
+    else:
+        from sglang_pools import _install_torchvision_placeholder
+
+        _install_torchvision_placeholder()
+        print(json.dumps(sglang_support(request["architectures"])))
+
+
+if __name__ == "__main__":
+    main()
