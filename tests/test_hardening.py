@@ -103,7 +103,15 @@ def test_the_script_args_json_and_manifest_run_the_same_argv(pair: ResolvedPair)
     index = json.loads(files["args.json"])
     data = index["engines"][pair.engine]
     argv = data["argv"]
-    script = _script_argv(files[data["script"]].decode())
+    text = files[data["script"]].decode()
+    script = _script_argv(text)
+    follower = data.get("follower_argv") or []
+    if follower:
+        # ranks other than 0 add the follower words through a bash array (empty on rank 0)
+        assert script[-1] == "${follower[@]}"
+        script = script[:-1]
+        (line,) = [t for t in text.splitlines() if t.startswith('if [ "${NODE_RANK}" != 0 ]')]
+        assert shlex.split(line.split("follower=(", 1)[1].rsplit("); fi", 1)[0]) == follower
     assert script == [f"${{{a['env']}}}" if isinstance(a, dict) else a for a in argv]
     doc = workload(files["deployment.k8s.yaml"])
     spec = doc["spec"]["template"]["spec"] if doc["kind"] == "Deployment" else \

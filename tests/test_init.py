@@ -17,8 +17,10 @@ from specpair import __version__
 from tests.conftest import REPO
 
 SCAFFOLD = [".github/workflows/specpair.yml", ".gitignore", "runbooks/deepseek-v3-mtp/lock.json",
-            "runbooks/deepseek-v3-mtp/runbook.yaml", "site/docs/index.md", "site/mkdocs.yml",
-            "specpair.toml"]
+            "runbooks/deepseek-v3-mtp/runbook.yaml",
+            "site/docs/assets/javascripts/iframe-worker/LICENSE",
+            "site/docs/assets/javascripts/iframe-worker/shim.js", "site/docs/index.md",
+            "site/docs/stylesheets/specpair.css", "site/mkdocs.yml", "specpair.toml"]
 
 
 def specpair(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -124,8 +126,13 @@ def test_the_site_template_uses_the_theme_as_this_project_does() -> None:
 
     ours = yaml.safe_load((REPO / "site/mkdocs.yml").read_text())
     scaffold = yaml.safe_load(template("mkdocs.yml"))
-    for key in ("theme", "plugins", "markdown_extensions", "docs_dir", "strict"):
+    for key in ("theme", "plugins", "markdown_extensions", "docs_dir", "strict", "extra",
+                "extra_css"):
         assert scaffold[key] == ours[key], key
+    # the files those settings name ship in the package with the same bytes
+    for rel, name in (("stylesheets/specpair.css", "specpair.css"),
+                      ("assets/javascripts/iframe-worker/shim.js", "iframe-worker-shim.js")):
+        assert template(name) == (REPO / "site/docs" / rel).read_bytes(), rel
 
 
 def test_this_repository_still_names_its_nox_sessions(tmp_path: Path) -> None:

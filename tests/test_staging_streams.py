@@ -11,6 +11,7 @@ from pathlib import Path
 from specpair.generators import launch_files
 from specpair.staging import HF_DOWNLOAD_WORKERS, plan
 from tests.hubserver import HubServer, Repo
+from tests.k8s_expansion import expand_all
 from tests.kubernetes import workload
 from tests.pairs import make_pair
 from tests.test_budget_properties import dense
@@ -34,7 +35,9 @@ def test_hf_download_opens_the_modelled_number_of_streams(tmp_path: Path) -> Non
                             draft={"repo": "org/draft", "revision": draft},
                             staging={"mode": "serial"})
         doc = workload(launch_files.generate(pair)["deployment.k8s.yaml"])
-        init = doc["spec"]["template"]["spec"]["initContainers"][0]["command"]
+        # as the kubelet runs it: `$(NAME)` expanded, `$$` reduced to `$`
+        init = expand_all(doc["spec"]["template"]["spec"]["initContainers"][0]["command"],
+                          {"HF_HOME": "/models"})
         env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "models"),
                "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
         env.pop("HF_HUB_OFFLINE", None)

@@ -37,6 +37,11 @@ FILES = {
     ".github/workflows/specpair.yml": "workflow.yml",
     "site/mkdocs.yml": "mkdocs.yml",
     "site/docs/index.md": "index.md",
+    # the pages' styles and the offline search shim (iframe-worker 1.0.4, MIT), as
+    # specpair's own site has them: the site works opened from disk, with no CDN
+    "site/docs/stylesheets/specpair.css": "specpair.css",
+    "site/docs/assets/javascripts/iframe-worker/shim.js": "iframe-worker-shim.js",
+    "site/docs/assets/javascripts/iframe-worker/LICENSE": "iframe-worker-LICENSE",
 }
 
 
