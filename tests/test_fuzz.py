@@ -123,9 +123,13 @@ def mutated(draw: st.DrawFn) -> tuple[str, Any, Any]:
                 and not isinstance(current, bool):
             # a plausible number that stays a number: the budget, plan and site then run
             factor = draw(st.sampled_from([0, 0.5, 2, 3, 1e3, 1e6, 1e12, 2**53, 1e-9]))
-            scaled = current * factor
+            try:
+                scaled = current * factor
+            except OverflowError:  # an earlier mutation set a whole number past float range
+                scaled = current * 2
+            # (the range check first: a whole number past float range cannot be floated)
             _set(data, path, int(scaled) if isinstance(current, int) and
-                 float(scaled).is_integer() and abs(scaled) < 2**63 else scaled)
+                 abs(scaled) < 2**63 and float(scaled).is_integer() else scaled)
         elif action in ("set", "scale"):
             _set(data, path, draw(VALUES))
         elif action == "delete":
