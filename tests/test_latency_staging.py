@@ -57,17 +57,19 @@ def _eagle(draft_layers: int = 1, context: int = 512, concurrency: int = 1):  # 
 
 
 def test_a_dense_pair_gains_less_as_concurrency_grows() -> None:
-    # every published dense sweep falls (EAGLE-3 paper Table 5: 1.75× at batch 2 down to
-    # 1.01× at 56): verify grows compute-bound while decode stays weight-bound
-    for engine, version in (("sglang", "0.5.23"), ("vllm", "0.33.0")):
-        pair = make_pair(dense(32), dense(1), engine=engine, version=version,
-                         speculation={"method": "EAGLE3", "num_speculative_tokens": 4},
-                         deployment={"context_length": 512, "concurrency": 48,
-                                     "max_running_requests": 48},
-                         target_bytes=16 << 30, draft_bytes=400 << 20)
-        curve = model(pair, compute(pair)).curve
-        assert curve[0].concurrency == 1 and curve[-1].concurrency >= 32
-        assert curve[-1].speedup_at_slo < curve[0].speedup_at_slo, engine
+    # the published dense sweep (EAGLE-3 paper, Table 5: vLLM on an RTX 3090, Llama-3.1-8B
+    # with an EAGLE-3 chain of 2, 1.75x at batch 2 down to 1.21x at 48): verify grows
+    # compute-bound while decode stays weight-bound. Only that setting is asserted: no
+    # published dense SGLang sweep is in the calibration data (the cross-validated sweep
+    # checks in test_calibration.py cover every published one)
+    pair = make_pair(dense(32), dense(1), engine="vllm", version="0.33.0",
+                     speculation={"method": "EAGLE3", "num_speculative_tokens": 2},
+                     deployment={"gpu": "RTX-3090-24GB", "context_length": 512,
+                                 "concurrency": 48, "max_running_requests": 48},
+                     target_bytes=16 << 30, draft_bytes=400 << 20)
+    curve = model(pair, compute(pair)).curve
+    assert curve[0].concurrency == 1 and curve[-1].concurrency >= 32
+    assert curve[-1].speedup_at_slo < curve[0].speedup_at_slo
 
 
 def test_a_bigger_draft_raises_break_even() -> None:

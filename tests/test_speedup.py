@@ -27,7 +27,7 @@ PAIRS = {p.name: p for p in load_pairs(REPO)}
 def verdict_speedup(name: str) -> float:
     """The "expected speedup N×" of the pair's verdict, as the plan output prints it."""
     text = (REPO / "runbooks" / name / "generated" / "breakeven.md").read_text()
-    found = re.search(r"expected speedup (\d+\.\d+)×", text)
+    found = re.search(r"expected speedup (?:at the SLO )?(\d+\.\d+)×", text)
     assert found, f"{name}: no expected speedup in breakeven.md"
     return float(found.group(1))
 

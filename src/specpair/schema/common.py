@@ -43,6 +43,8 @@ def inert(text: str) -> str:
 _UNSAFE_IN_TEXT = UNSAFE_CHARS.replace("\\x00-\\x1f", "\\x00-\\x08\\x0b-\\x1f")
 """The same, less tab and newline: multi-line text (a description, a prompt) keeps them."""
 
+ArchitectureName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
+"""A model class name as config.json's `architectures` lists it (a Python identifier)."""
 ShortText = Annotated[str, StringConstraints(min_length=1, max_length=200,
                                              pattern=rf"^[^{UNSAFE_CHARS}]*$")]
 LongText = Annotated[str, StringConstraints(max_length=4000,

@@ -15,6 +15,7 @@ from pydantic import Field, StringConstraints
 from specpair.geometry import GeometryOverride
 from specpair.schema.alerting import AlertWindows
 from specpair.schema.common import (
+    ArchitectureName,
     CommitSha,
     KVDtype,
     LocalPath,
@@ -117,7 +118,7 @@ class Assumptions(Strict):
         default=None, description="vLLM: activation peak of the profile run per rank")
     cuda_graph_bytes: NonNegativeInt | None = Field(
         default=None, description="vLLM: CUDA-graph memory estimate per rank")
-    unverified_layouts: list[str] = Field(
+    unverified_layouts: list[ArchitectureName] = Field(
         default_factory=list,
         description="architectures to budget although the KV oracle has not verified their "
                     "layout for this engine release (data/verified_layouts.yaml); every "
