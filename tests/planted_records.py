@@ -34,18 +34,18 @@ def staging_record(pair: str) -> dict[str, Any]:
         "dominant_phase": "engine_start", "fits": False, "log_file": "deploy.log"}
 
 
-def _leaves(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+def string_leaves(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
     if isinstance(value, dict):
         for key, item in value.items():
-            yield from _leaves(item, (*path, key))
+            yield from string_leaves(item, (*path, key))
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            yield from _leaves(item, (*path, index))
+            yield from string_leaves(item, (*path, index))
     elif isinstance(value, str):
         yield path
 
 
-def _set(data: Any, path: tuple[Any, ...], value: str) -> None:
+def set_at(data: Any, path: tuple[Any, ...], value: str) -> None:
     for key in path[:-1]:
         data = data[key]
     data[path[-1]] = value
@@ -82,9 +82,9 @@ def free_text_fields(root: Path, folder: Path, pair: str, probe: str
     records, paths = _records(pair), _paths(folder)
     fields: dict[str, list[tuple[Any, ...]]] = {kind: [] for kind in records}
     for kind, data in records.items():
-        for leaf in list(_leaves(data)):
+        for leaf in list(string_leaves(data)):
             candidate = json.loads(json.dumps(data))
-            _set(candidate, leaf, probe)
+            set_at(candidate, leaf, probe)
             files = {paths[k]: candidate if k == kind else records[k] for k in records}
             if _accepted(root, folder, files):
                 fields[kind].append(leaf)
@@ -99,6 +99,6 @@ def plant(folder: Path, pair: str, payload: str,
     records, paths = _records(pair), _paths(folder)
     for kind, data in records.items():
         for leaf in fields[kind]:
-            _set(data, leaf, payload)
+            set_at(data, leaf, payload)
         paths[kind].parent.mkdir(parents=True, exist_ok=True)
         paths[kind].write_text(json.dumps(data, ensure_ascii=False))

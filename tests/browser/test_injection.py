@@ -30,7 +30,7 @@ from specpair.resolve import resolve
 from specpair.runbooks import load_lock, load_runbook
 from tests.browser.conftest import chromium, serve
 from tests.conftest import REPO
-from tests.planted_records import free_text_fields, plant
+from tests.planted_records import free_text_fields, plant, set_at, string_leaves
 
 # One per context a runbook string can land in: <title> and <head>, element text,
 # double- and single-quoted attributes, Markdown links and autolinks, reference links,
@@ -100,23 +100,6 @@ return found;
 """
 
 
-def _string_leaves(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _string_leaves(item, (*path, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _string_leaves(item, (*path, index))
-    elif isinstance(value, str):
-        yield path
-
-
-def _set(data: Any, path: tuple[Any, ...], value: str) -> None:
-    for key in path[:-1]:
-        data = data[key]
-    data[path[-1]] = value
-
-
 def _accepts(folder: Path, data: dict[str, Any], lock: dict[str, Any]) -> bool:
     """Whether specpair loads and resolves the runbook as written."""
     (folder / "runbook.yaml").write_text(json.dumps(data, ensure_ascii=False))
@@ -134,10 +117,10 @@ def _free_text_fields(scratch: Path, data: dict[str, Any],
     probe = max(BUNDLES, key=len)
     fields = []
     lock = dict(lock, pair=scratch.name)  # a pair's name must equal its folder's
-    for path in _string_leaves(data):
+    for path in string_leaves(data):
         candidate = json.loads(json.dumps(data))
         candidate["pair"]["name"] = scratch.name
-        _set(candidate, path, probe)
+        set_at(candidate, path, probe)
         if _accepts(scratch, candidate, lock):
             fields.append(path)
     return fields
@@ -167,7 +150,7 @@ def planted_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[s
             name = f"{example}-p{number}"
             copy, copy_lock = json.loads(json.dumps(data)), dict(lock, pair=name)
             for path in fields:
-                _set(copy, path, payload)
+                set_at(copy, path, payload)
             copy["pair"]["name"] = name
             folder = root / "runbooks" / name
             folder.mkdir()
