@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from specpair.analysis import Analysis
 from specpair.build import load_pairs
 from specpair.generators import dashboard_files, monitoring_files
 from tests.conftest import REPO
@@ -32,8 +33,9 @@ def exprs(board: dict[str, Any]) -> list[str]:
 
 def test_dashboards_are_byte_identical_across_processes() -> None:
     script = ("import sys; from pathlib import Path; from specpair.build import load_pairs; "
+              "from specpair.analysis import Analysis; "
               "from specpair.generators import dashboard_files as d; "
-              "[sys.stdout.buffer.write(d.generate(p)[d.DASHBOARD]) "
+              "[sys.stdout.buffer.write(d.generate(Analysis(p))[d.DASHBOARD]) "
               "for p in load_pairs(Path(sys.argv[1]))]")
     runs = []
     for seed in ("1", "2"):
@@ -48,7 +50,7 @@ def test_dashboards_are_byte_identical_across_processes() -> None:
 
 def test_every_query_is_promql_that_promtool_accepts(tmp_path: Path) -> None:
     for name, pair in PAIRS.items():
-        board = json.loads(dashboard_files.generate(pair)[dashboard_files.DASHBOARD])
+        board = json.loads(dashboard_files.generate(Analysis(pair))[dashboard_files.DASHBOARD])
         queries = [e.replace("$instance", ".*").replace("$namespace", ".*")
                    for e in exprs(board)]
         assert queries
@@ -61,8 +63,9 @@ def test_every_query_is_promql_that_promtool_accepts(tmp_path: Path) -> None:
 
 def test_dashboards_plot_what_the_rules_record_and_the_budget() -> None:
     for name, pair in PAIRS.items():
-        board = json.loads(dashboard_files.generate(pair)[dashboard_files.DASHBOARD])
-        groups = rule_groups(monitoring_files.generate(pair)[monitoring_files.RULES].decode())
+        analysis = Analysis(pair)
+        board = json.loads(dashboard_files.generate(analysis)[dashboard_files.DASHBOARD])
+        groups = rule_groups(monitoring_files.generate(analysis)[monitoring_files.RULES].decode())
         recorded = {r["record"] for g in groups for r in g["rules"] if "record" in r}
         used = {n for e in exprs(board) for n in re.findall(r"specpair:[a-z0-9_:]+", e)}
         assert used and used <= recorded, used - recorded

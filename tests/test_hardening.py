@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from specpair.analysis import Analysis
 from specpair.build import load_pairs
 from specpair.cli import main
 from specpair.generators import launch_files
@@ -99,7 +100,7 @@ def _pairs() -> list[ResolvedPair]:
 @pytest.mark.parametrize("pair", _pairs(), ids=lambda p: f"{p.name}-{p.engine.split()[0]}-"
                          f"{p.runbook.deployment.nodes}")
 def test_the_script_args_json_and_manifest_run_the_same_argv(pair: ResolvedPair) -> None:
-    files = launch_files.generate(pair)
+    files = launch_files.generate(Analysis(pair))
     index = json.loads(files["args.json"])
     data = index["engines"][pair.engine]
     argv = data["argv"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from specpair.analysis import Analysis
 from specpair.budget import compute
 from specpair.generators import plan_files
 from specpair.latency import (
@@ -162,10 +163,10 @@ FAKE_ENGINE = textwrap.dedent("""\
 
 def run_stage(tmp_path: Path, fail: str = "") -> subprocess.CompletedProcess[str]:
     pair = with_runbook(_eagle(), deployment={"port": 39123, "host": "127.0.0.1"})
-    files = {**plan_files.generate(pair)}
+    files = {**plan_files.generate(Analysis(pair))}
     from specpair.generators import launch_files
 
-    files |= launch_files.generate(pair)
+    files |= launch_files.generate(Analysis(pair))
     for name, content in files.items():
         (tmp_path / name).write_bytes(content)
     bin_dir = tmp_path / "bin"

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from specpair.analysis import Analysis
 from specpair.build import load_pairs
 from specpair.errors import SpecpairError
 from specpair.generators import launch_files
@@ -67,7 +68,7 @@ def test_hostile_values_stay_single_arguments(tmp_path: Path, engine: str) -> No
                                                              "block_size": 16})
     pair = with_runbook(pair, target={"repo": None, "revision": None, "path": HOSTILE},
                         staging={"warmup": {"prompt": "'; rm -rf / #"}})
-    files = launch_files.generate(pair)
+    files = launch_files.generate(Analysis(pair))
     name = engine.split()[0]
     script = files[f"launch-{name}.sh"].decode()
     assert subprocess.run(["bash", "-n", "-c", script], check=False).returncode == 0
@@ -83,7 +84,7 @@ def test_hostile_values_stay_single_arguments(tmp_path: Path, engine: str) -> No
 def test_multi_node_script_needs_its_rank(tmp_path: Path) -> None:
     pair = make_pair(QWEN3_32B_LIKE, DSPARK_5L, deployment={
         "gpus_per_node": 4, "nodes": 2, "parallel": {"tensor": 8}})
-    files = launch_files.generate(pair)
+    files = launch_files.generate(Analysis(pair))
     script = files["launch-sglang.sh"].decode()
     missing = run_script(script, tmp_path, "sglang")
     assert missing.returncode != 0 and "set DIST_INIT_ADDR" in missing.stderr
@@ -107,7 +108,7 @@ def test_multi_node_script_needs_its_rank(tmp_path: Path) -> None:
 
 def test_single_node_manifest_probes_and_stages() -> None:
     (pair,) = [p for p in load_pairs(REPO) if p.name == "ling-3-flash-dspark"]
-    doc = workload(launch_files.generate(pair)["deployment.k8s.yaml"])
+    doc = workload(launch_files.generate(Analysis(pair))["deployment.k8s.yaml"])
     assert doc["kind"] == "Deployment"
     spec = doc["spec"]["template"]["spec"]
     server = spec["containers"][0]
@@ -209,6 +210,6 @@ def test_primary_engine_preflight_error_fails_the_build(repo_copy: Path) -> None
 
 def test_translation_that_breaks_the_other_engine_is_explained() -> None:
     (pair,) = [p for p in load_pairs(REPO) if p.name == "llama31-8b-eagle3"]
-    index = json.loads(launch_files.generate(pair)["args.json"])
+    index = json.loads(launch_files.generate(Analysis(pair))["args.json"])
     assert index["engines"]["vllm 0.33.0"]["generated"] is False
     assert any("single chain" in why for why in index["engines"]["vllm 0.33.0"]["why"])

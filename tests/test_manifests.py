@@ -11,6 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from specpair.analysis import Analysis
 from specpair.build import load_pairs
 from specpair.generators import launch_files, monitoring_files
 from specpair.resolve import ResolvedPair
@@ -46,7 +47,7 @@ VARIANTS = {"sglang-2-nodes": sglang_two_nodes, "vllm-2-nodes": vllm_two_nodes,
 
 
 def manifests(pair: ResolvedPair) -> dict[str, bytes]:
-    files = {**launch_files.generate(pair), **monitoring_files.generate(pair)}
+    files = {**launch_files.generate(Analysis(pair)), **monitoring_files.generate(Analysis(pair))}
     return {k: v for k, v in files.items() if k.endswith(".k8s.yaml")}
 
 
@@ -69,7 +70,8 @@ def test_every_manifest_passes_the_api_schemas_and_crds(text: bytes) -> None:
 
 def test_the_schemas_refuse_what_the_api_server_refuses() -> None:
     """The validators can fail: an unknown field (strict), a wrong type, a CRD's own rule."""
-    deployment = workload(launch_files.generate(PAIRS["qwen3-8b-dflash"])["deployment.k8s.yaml"])
+    files = launch_files.generate(Analysis(PAIRS["qwen3-8b-dflash"]))
+    deployment = workload(files["deployment.k8s.yaml"])
     server = deployment["spec"]["template"]["spec"]["containers"][0]
     server["resource"] = server.pop("resources")
     for minor in MINORS:
@@ -79,7 +81,7 @@ def test_the_schemas_refuse_what_the_api_server_refuses() -> None:
     server["ports"][0]["containerPort"] = "http"
     with pytest.raises(jsonschema.ValidationError):
         validate(deployment)
-    lws = workload(launch_files.generate(vllm_two_nodes())["deployment.k8s.yaml"])
+    lws = workload(launch_files.generate(Analysis(vllm_two_nodes()))["deployment.k8s.yaml"])
     lws["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "Always"  # not in the CRD's enum
     with pytest.raises(jsonschema.ValidationError, match="Always"):
         validate(lws)
@@ -153,7 +155,7 @@ def test_what_a_platform_sets_reaches_the_objects() -> None:
 @pytest.mark.parametrize("make", [sglang_two_nodes, vllm_two_nodes], ids=["sglang", "vllm"])
 def test_multi_node_groups_stage_per_pod_and_only_the_leader_serves(make: Any) -> None:
     pair = make()
-    lws = workload(launch_files.generate(pair)["deployment.k8s.yaml"])
+    lws = workload(launch_files.generate(Analysis(pair))["deployment.k8s.yaml"])
     template = lws["spec"]["leaderWorkerTemplate"]
     (claim,) = template["volumeClaimTemplates"]
     # one claim per pod: every node's init container stages its own copy, so RWO works
@@ -175,7 +177,7 @@ def test_multi_node_groups_stage_per_pod_and_only_the_leader_serves(make: Any) -
 
 
 def test_the_vllm_script_starts_ranks_above_zero_headless(tmp_path: Path) -> None:
-    script = launch_files.generate(vllm_two_nodes())["launch-vllm.sh"].decode()
+    script = launch_files.generate(Analysis(vllm_two_nodes()))["launch-vllm.sh"].decode()
     for rank, headless in (("0", False), ("1", True)):
         result = run_script(script, tmp_path, "vllm",
                             {"NODE_RANK": rank, "MASTER_ADDR": "127.0.0.1"})

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from specpair.alerts import PAIR_LABEL, thresholds
+from specpair.alerts import PAIR_LABEL
+from specpair.analysis import Analysis
 from specpair.build import load_pairs
 from specpair.generators import monitoring_files
 from specpair.monitoring import EngineMetrics, for_engine
@@ -86,7 +87,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("rules")
     paths = {}
     for name, pair in PAIRS.items():
-        files = monitoring_files.generate(pair)
+        files = monitoring_files.generate(Analysis(pair))
         rules = folder / f"{name}.rules.yaml"
         rules.write_bytes(files[monitoring_files.RULES])
         manifest = files[monitoring_files.MANIFEST].decode()
@@ -107,7 +108,7 @@ def test_promtool_accepts_every_generated_rule_file(generated: dict[str, Path]) 
 
 def test_the_podmonitor_labels_every_series_with_the_pair() -> None:
     for name, pair in PAIRS.items():
-        docs = list(yaml.safe_load_all(monitoring_files.generate(pair)[
+        docs = list(yaml.safe_load_all(monitoring_files.generate(Analysis(pair))[
             monitoring_files.MANIFEST]))
         (monitor,) = [d for d in docs if d["kind"] == "PodMonitor"]
         (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
@@ -128,7 +129,7 @@ def test_the_podmonitor_labels_every_series_with_the_pair() -> None:
 
 def scenarios(pair: ResolvedPair, rules: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     m = for_engine(pair.engine)
-    t = thresholds(pair)
+    t = Analysis(pair).thresholds
     name = pair.name
     top = max(tau for _, tau in t.curve)
     good = max(t.slo_min, top) + 1.0           # above the SLO and every break-even τ*
@@ -268,7 +269,7 @@ def test_a_failing_expectation_fails_promtool(generated: dict[str, Path], tmp_pa
     name = "llama31-8b-eagle3"
     pair = PAIRS[name]
     rules = alert_rules(rule_groups(generated[name].read_text()))
-    t = thresholds(pair)
+    t = Analysis(pair).thresholds
     m = for_engine(pair.engine)
     wrong = [{"interval": "1m",
               "input_series": [*engine_counters(m, name, "a", t.slo_min + 1),
@@ -282,12 +283,12 @@ def test_a_failing_expectation_fails_promtool(generated: dict[str, Path], tmp_pa
 
 def test_a_runbook_change_shows_in_the_rules() -> None:
     pair = PAIRS["llama31-8b-eagle3"]
-    before = monitoring_files.generate(pair)[monitoring_files.RULES].decode()
+    before = monitoring_files.generate(Analysis(pair))[monitoring_files.RULES].decode()
     slo = pair.runbook.acceptance.slo.model_copy(update={"min_length": 3.25})
     acceptance = pair.runbook.acceptance.model_copy(update={"slo": slo})
     changed = pair.model_copy(update={"runbook": pair.runbook.model_copy(
         update={"acceptance": acceptance})})
-    after = monitoring_files.generate(changed)[monitoring_files.RULES].decode()
+    after = monitoring_files.generate(Analysis(changed))[monitoring_files.RULES].decode()
     assert "< 3.25" in after and "< 3.25" not in before
 
 
@@ -312,7 +313,7 @@ def long_horizon(pair: ResolvedPair, rules: dict[str, dict[str, Any]]) -> list[d
     9h, every record still answers, and a late first request is reported, then let go
     once its process's start leaves the 6-hour window (not turned into uptime - 6h)."""
     m = for_engine(pair.engine)
-    t = thresholds(pair)
+    t = Analysis(pair).thresholds
     name = pair.name
     good = max(t.slo_min, *(tau for _, tau in t.curve)) + 1.0
     late = int(t.cold_start_budget_s // 60) + 5
@@ -376,12 +377,12 @@ def test_vllm_data_parallel_has_no_first_request_rule() -> None:
         "parallel": pair.runbook.deployment.parallel.model_copy(update={"data": 2})})
     dp = pair.model_copy(update={"runbook": pair.runbook.model_copy(
         update={"deployment": deployment})})
-    text = monitoring_files.generate(dp)[monitoring_files.RULES].decode()
+    text = monitoring_files.generate(Analysis(dp))[monitoring_files.RULES].decode()
     names = {r.get("alert") or r.get("record") for g in rule_groups(text) for r in g["rules"]}
     assert "SpecpairFirstRequestOverColdStartBudget" not in names
     assert "specpair:time_to_first_request_seconds" not in names
     assert "multiprocess registry" in text.split("groups:")[0]
-    single = monitoring_files.generate(pair)[monitoring_files.RULES].decode()
+    single = monitoring_files.generate(Analysis(pair))[monitoring_files.RULES].decode()
     assert "SpecpairFirstRequestOverColdStartBudget" in single
 
 
@@ -410,13 +411,13 @@ def test_the_stated_detection_delays_hold_in_promtool(name: str, windows: dict[s
     from tests.test_launch import with_runbook
 
     pair = with_runbook(PAIRS[name], alerts=windows) if windows else PAIRS[name]
-    files = monitoring_files.generate(pair)
+    files = monitoring_files.generate(Analysis(pair))
     text = files[monitoring_files.RULES].decode()
     rules_path = tmp_path / "rules.yaml"
     rules_path.write_bytes(files[monitoring_files.RULES])
     rules = alert_rules(rule_groups(text))
     m = for_engine(pair.engine)
-    t = thresholds(pair)
+    t = Analysis(pair).thresholds
     good = max(t.slo_min, *(tau for _, tau in t.curve)) + 1.0
     hour = 120
     steps = [(hour, 600 / good), (hour, 600.0), (hour, 600 / good)]

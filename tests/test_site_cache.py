@@ -29,10 +29,10 @@ def test_cached_pages_equal_fresh_ones_and_changes_redraw(tmp_path: Path,
     drawn: list[str] = []
     real = site.pair_page
 
-    def counting(pair: site.ResolvedPair, changes: str | None) -> tuple[str, dict[str, bytes],
-                                                                       dict[str, object]]:
-        drawn.append(pair.name)
-        return real(pair, changes)
+    def counting(analysis: site.Analysis, changes: str | None) -> tuple[
+            str, dict[str, bytes], dict[str, object]]:
+        drawn.append(analysis.pair.name)
+        return real(analysis, changes)
 
     monkeypatch.setattr(site, "pair_page", counting)
     assert files(site.render(PAIRS, {}, cache=cache)) == fresh

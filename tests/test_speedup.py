@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from specpair import charts
-from specpair.alerts import thresholds
+from specpair.analysis import Analysis
 from specpair.budget import compute
 from specpair.build import load_pairs
 from specpair.generators import dashboard_files, monitoring_files
@@ -35,11 +35,11 @@ def verdict_speedup(name: str) -> float:
 @pytest.mark.parametrize("name", sorted(PAIRS))
 def test_the_recorded_speedup_is_the_verdicts_at_the_slo(name: str, tmp_path: Path) -> None:
     pair = PAIRS[name]
-    t = thresholds(pair)
+    t = Analysis(pair).thresholds
     m = for_engine(pair.engine)
     latency = model(pair, compute(pair))
     rules = tmp_path / "rules.yaml"
-    rules.write_bytes(monitoring_files.generate(pair)[monitoring_files.RULES])
+    rules.write_bytes(monitoring_files.generate(Analysis(pair))[monitoring_files.RULES])
     expected = latency.at_concurrency.speedup_at_slo
     if latency.slo_ok:  # else the verdict says "slower than the target alone", no number
         assert abs(expected - verdict_speedup(name)) < 0.006
@@ -57,7 +57,7 @@ def test_the_recorded_speedup_is_the_verdicts_at_the_slo(name: str, tmp_path: Pa
 
 def test_the_dashboard_plots_the_recorded_speedup() -> None:
     for name, pair in PAIRS.items():
-        board = json.loads(dashboard_files.generate(pair)[dashboard_files.DASHBOARD])
+        board = json.loads(dashboard_files.generate(Analysis(pair))[dashboard_files.DASHBOARD])
         (panel,) = [p for p in board["panels"] if p.get("title", "").startswith("Speedup")]
         (target,) = panel["targets"]
         assert target["expr"].startswith("specpair:modelled_speedup{"), name

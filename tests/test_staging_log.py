@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from specpair.analysis import Analysis
 from specpair.generators import launch_files, plan_files
 from specpair.resolve import ResolvedPair
 from specpair.staging_log import EXIT_STATUS, parse
@@ -103,7 +104,8 @@ def pair_on(hub: HubServer, budget_s: float = 120, warmup_timeout_s: float = 30,
 
 
 def write_scripts(pair: ResolvedPair, folder: Path) -> Path:
-    for name, content in (plan_files.generate(pair) | launch_files.generate(pair)).items():
+    analysis = Analysis(pair)
+    for name, content in (plan_files.generate(analysis) | launch_files.generate(analysis)).items():
         (folder / name).write_bytes(content)
     bin_dir = folder / "bin"
     bin_dir.mkdir()
@@ -249,7 +251,7 @@ def test_a_warmup_that_times_out_fails_in_warmup(tmp_path: Path, hub: HubServer)
 def test_the_manifest_init_container_and_warmup_hook_write_the_same_log(
         tmp_path: Path, hub: HubServer) -> None:
     pair, sizes = pair_on(hub)
-    doc = workload(launch_files.generate(pair)["deployment.k8s.yaml"])
+    doc = workload(launch_files.generate(Analysis(pair))["deployment.k8s.yaml"])
     spec = doc["spec"]["template"]["spec"]
     # as the kubelet runs them: `$(NAME)` expanded, `$$` reduced to `$`
     pod_env = {"HF_HOME": "/models"}
@@ -286,7 +288,7 @@ def test_the_manifest_init_container_and_warmup_hook_write_the_same_log(
     assert record.total_s >= staging.seconds + sum(
         p.seconds for p in record.phases if p.phase != "staging")
     missing = with_runbook(pair, draft={"repo": "org/draft", "revision": "f" * 40})
-    doc = workload(launch_files.generate(missing)["deployment.k8s.yaml"])
+    doc = workload(launch_files.generate(Analysis(missing))["deployment.k8s.yaml"])
     init = expand_all(doc["spec"]["template"]["spec"]["initContainers"][0]["command"],
                       pod_env)
     failed = subprocess.run(init, env=env, capture_output=True, text=True, timeout=120,

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from specpair.analysis import Analysis
 from specpair.generators import launch_files
 from specpair.staging import HF_DOWNLOAD_WORKERS, plan
 from tests.hubserver import HubServer, Repo
@@ -34,7 +35,7 @@ def test_hf_download_opens_the_modelled_number_of_streams(tmp_path: Path) -> Non
                             target={"repo": "org/sharded", "revision": commit},
                             draft={"repo": "org/draft", "revision": draft},
                             staging={"mode": "serial"})
-        doc = workload(launch_files.generate(pair)["deployment.k8s.yaml"])
+        doc = workload(launch_files.generate(Analysis(pair))["deployment.k8s.yaml"])
         # as the kubelet runs it: `$(NAME)` expanded, `$$` reduced to `$`
         init = expand_all(doc["spec"]["template"]["spec"]["initContainers"][0]["command"],
                           {"HF_HOME": "/models"})

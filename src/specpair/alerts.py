@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from specpair.budget import compute
-from specpair.latency import Point, model
+from specpair.budget.model import Budget
+from specpair.latency import LatencyModel, Point
 from specpair.monitoring import EngineMetrics, for_engine
 from specpair.resolve import ResolvedPair
 from specpair.schema.alerting import AlertWindows, seconds
-from specpair.staging import plan
+from specpair.staging import StagingPlan
 
 PAIR_LABEL = "specpair_pair"
 BY = f"{PAIR_LABEL}, instance"
@@ -58,11 +58,11 @@ class Thresholds:
     max_total_tokens: int
 
 
-def thresholds(pair: ResolvedPair) -> Thresholds:
+def thresholds(pair: ResolvedPair, budget: Budget, latency: LatencyModel,
+               staging: StagingPlan) -> Thresholds:
+    """From the pair's analysis (`Analysis.thresholds`): the rules, the dashboard and the
+    site read the same numbers."""
     rb = pair.runbook
-    budget = compute(pair)
-    latency = model(pair, budget)
-    staging = plan(pair)
     scenario = budget.speculative or budget.baseline
     weights = {w.key: w.value for w in budget.weights}
     slo = rb.acceptance.slo
@@ -205,10 +205,9 @@ def _seconds(value: float) -> str:
     return f"{max(1, round(value))}s"
 
 
-def groups(pair: ResolvedPair) -> list[dict[str, Any]]:
+def groups(pair: ResolvedPair, t: Thresholds) -> list[dict[str, Any]]:
     """The pair's rule groups, as Prometheus's rule-file `groups:` list."""
     metrics = for_engine(pair.engine, pair.source_file)
-    t = thresholds(pair)
     name = pair.name
     s = selector(name)
     windows = pair.runbook.alerts

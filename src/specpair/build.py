@@ -1,4 +1,4 @@
-"""The build pipeline: load → resolve → generate → write, for every runbook.
+"""The build pipeline: load → resolve → analyse → generate → write, for every runbook.
 
 Every runbook is loaded and resolved before anything is written; one bad runbook fails
 the build with all problems of all files and leaves every previous output as it was.
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specpair import writer
+from specpair.analysis import Analysis
 from specpair.errors import Location, Problem, SpecpairError
 from specpair.generators import PAIR_GENERATORS, TREE_GENERATORS
 from specpair.resolve import ResolvedPair, resolve
@@ -79,9 +80,10 @@ def render(root: Path, pairs: list[ResolvedPair]) -> writer.Outputs:
     for pair in pairs:
         folder = Path(_display(root, runbooks_dir / pair.name)) / GENERATED_DIR
         outputs.owned_dirs.add(folder)
+        analysis = Analysis(pair)  # one per pair: every generator reads the same numbers
         try:
             for pair_generator in PAIR_GENERATORS:
-                for name, content in pair_generator(pair).items():
+                for name, content in pair_generator(analysis).items():
                     outputs.add(folder / name, content)
         except SpecpairError as exc:
             problems.extend(exc.problems)

@@ -25,14 +25,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from specpair import file_policy
-from specpair.budget import compute
+from specpair.analysis import Analysis
 from specpair.errors import SpecpairError
-from specpair.latency import model
 from specpair.project import ADOPTED, Commands
 from specpair.project import commands as repo_commands
 from specpair.resolve import ResolvedPair
 from specpair.schema.runbook import Runbook
-from specpair.staging import plan
 
 
 @dataclass
@@ -184,12 +182,13 @@ def classify(key: str) -> str:
 
 def _numbers(pair: ResolvedPair) -> dict[str, Any]:
     try:
-        budget = compute(pair)
+        a = Analysis(pair)
+        budget = a.budget
         scenario = budget.speculative or budget.baseline
-        latency = model(pair, budget)
+        latency = a.latency
         return {"cell_draft": scenario.cell_draft, "tokens": scenario.max_total_tokens,
                 "lost": budget.capacity_lost_pct, "fits": scenario.fits,
-                "tau": latency.at_concurrency.break_even, "cold": plan(pair).cold_start_s,
+                "tau": latency.at_concurrency.break_even, "cold": a.staging.cold_start_s,
                 # the alert rules' other thresholds (specpair.alerts)
                 "slo": pair.runbook.acceptance.slo.min_length,
                 "cold_budget": pair.runbook.staging.cold_start_budget_s}

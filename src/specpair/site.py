@@ -16,16 +16,14 @@ import re
 from pathlib import Path
 
 from specpair import charts
-from specpair.budget import compute
-from specpair.checks import Context, failing, run
+from specpair.analysis import Analysis
+from specpair.checks import failing
 from specpair.errors import SpecpairError
 from specpair.generators import card_files, dashboard_files, launch_files, monitoring_files
-from specpair.latency import model
 from specpair.render import gib, num
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import inert
 from specpair.schema.lock import Fallback, VocabMapping
-from specpair.staging import plan
 from specpair.writer import Outputs
 
 PAGES = Path("site/docs/pairs")
@@ -80,15 +78,13 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def pair_page(pair: ResolvedPair, changes: str | None) -> tuple[str, dict[str, bytes], dict[
+def pair_page(a: Analysis, changes: str | None) -> tuple[str, dict[str, bytes], dict[
         str, object]]:
+    pair = a.pair
     rb = pair.runbook
-    budget = compute(pair)
-    latency = model(pair, budget)
-    staging = plan(pair)
-    findings = run(Context(pair))
+    budget, latency, staging, findings = a.budget, a.latency, a.staging, a.findings
     failures = failing(findings)
-    launch = launch_files.generate(pair)
+    launch = launch_files.generate(a)
     index = json.loads(launch["args.json"])
     spec = budget.speculative or budget.baseline
     charts_out = {"memory.svg": charts.memory(budget), "speedup.svg": charts.speedup(latency),
@@ -159,8 +155,8 @@ def pair_page(pair: ResolvedPair, changes: str | None) -> tuple[str, dict[str, b
     verdict_kind = {"pass": "success", "uncertain": "warning"}.get(latency.slo_status,
                                                                    "failure")
     lines.append(f'!!! {verdict_kind} "SLO against break-even"\n    {text(latency.slo_verdict)}\n')
-    lines.append(_alerts_section(pair, charts_out))
-    lines.append(_plan_section(pair, charts_out))
+    lines.append(_alerts_section(a, charts_out))
+    lines.append(_plan_section(a, charts_out))
     lines.append("\n## Staging plan\n\n")
     lines.append(_table(["step", "seconds", "detail"], [
         [text(s.name), f"{s.seconds:g}", text(s.detail)] for s in staging.steps]
@@ -175,7 +171,7 @@ def pair_page(pair: ResolvedPair, changes: str | None) -> tuple[str, dict[str, b
     lines.append("\n## Change checklist\n\n")
     lines.append(changes or "No change to this pair in the compared revisions.\n")
     lines.append("\n## Pair card\n\n")
-    card = card_files.render_markdown(pair, escape=text)
+    card = card_files.render_markdown(pair, staging, escape=text)
     lines.append(card.split("\n", 1)[1].strip() + "\n")  # drop its title
     lines.append("\n## Provenance\n\n")
     prov = []
@@ -198,13 +194,12 @@ def pair_page(pair: ResolvedPair, changes: str | None) -> tuple[str, dict[str, b
     return "".join(lines), charts_out, summary
 
 
-def _plan_section(pair: ResolvedPair, files: dict[str, bytes]) -> str:
+def _plan_section(a: Analysis, files: dict[str, bytes]) -> str:
     """`specpair plan` with the runbook's own GPU and concurrency: the ranked candidates
     and the Pareto front as a chart."""
     from specpair import plan_report
-    from specpair.plan import plan as search
 
-    found = search(pair)
+    pair, found = a.pair, a.plan_search
     points = [(r.tokens_per_s_per_request, r.tokens_per_s_per_gpu, r.depth > 0, False)
               for r in found.rows if r.passes_check]
     points += [(f.tokens_per_s_per_request, f.tokens_per_s_per_gpu, f.speculative, True)
@@ -215,15 +210,15 @@ def _plan_section(pair: ResolvedPair, files: dict[str, bytes]) -> str:
             f"({pair.name}/plan-front.svg){CHART}\n\n" + body)
 
 
-def _alerts_section(pair: ResolvedPair, files: dict[str, bytes]) -> str:
+def _alerts_section(a: Analysis, files: dict[str, bytes]) -> str:
     """The alert thresholds and links to the rules, manifest and dashboard (copied beside
     the page so the links resolve on the site)."""
-    from specpair.alerts import detection, thresholds, watches_first_request
+    from specpair.alerts import detection, watches_first_request
     from specpair.monitoring import for_engine
 
-    generated = {**monitoring_files.generate(pair), **dashboard_files.generate(pair)}
+    pair, t = a.pair, a.thresholds
+    generated = {**monitoring_files.generate(a), **dashboard_files.generate(a)}
     files.update(generated)
-    t = thresholds(pair)
     metrics = for_engine(pair.engine, pair.source_file)
     w = pair.runbook.alerts
     rows = [
@@ -326,7 +321,7 @@ def render(pairs: list[ResolvedPair], changes: dict[str, str],
         name = key("pair-page", pair.model_dump(mode="json"), changes.get(pair.name))
         hit = pages.get(name) if pages is not None else None
         try:
-            page, svgs, summary = hit or pair_page(pair, changes.get(pair.name))
+            page, svgs, summary = hit or pair_page(Analysis(pair), changes.get(pair.name))
         except SpecpairError as exc:
             problems.extend(exc.problems)
             continue

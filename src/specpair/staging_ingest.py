@@ -8,11 +8,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from specpair.analysis import Analysis
 from specpair.errors import SpecpairError
 from specpair.generators import card_files, plan_files
 from specpair.resolve import ResolvedPair
 from specpair.runbooks import GENERATED_DIR
-from specpair.staging import plan
 from specpair.staging_calibration import calibrate
 from specpair.staging_log import (
     STAGING_DIR,
@@ -48,10 +48,11 @@ def ingest(pair: ResolvedPair, runbook: Path, log: Path, engine_log: Path | None
     path = folder / STAGING_DIR / file_name(record)
     atomic_write(path, dump_json(record.model_dump(mode="json")))
     pair = pair.model_copy(update={"staging_records": load_records(folder)})
-    files = card_files.generate(pair) | plan_files.generate(pair)
+    analysis = Analysis(pair)
+    files = card_files.generate(analysis) | plan_files.generate(analysis)
     for name in ("card.md", "card.json", "staging.md", "staging.json"):
         atomic_write(folder / GENERATED_DIR / name, files[name])
-    cold = plan_files.measured_of(pair, plan(pair))
+    cold = plan_files.measured_of(pair, analysis.staging)
     assert cold is not None, "the record was just stored"
     return f"staging record written to {path}\n" + plan_files.measured_markdown(cold)
 

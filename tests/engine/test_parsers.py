@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from specpair.analysis import Analysis
 from tests.engine.conftest import REPO, parse
 
 
@@ -78,7 +79,7 @@ def test_multi_node_groups_parse_and_vllm_workers_run_headless() -> None:
     from tests.test_manifests import sglang_two_nodes, vllm_two_nodes
 
     for engine, make in (("sglang", sglang_two_nodes), ("vllm", vllm_two_nodes)):
-        doc = workload(launch_files.generate(make())["deployment.k8s.yaml"])
+        doc = workload(launch_files.generate(Analysis(make()))["deployment.k8s.yaml"])
         template = doc["spec"]["leaderWorkerTemplate"]
         argvs = []
         for role, rank in (("leaderTemplate", "0"), ("workerTemplate", "1")):

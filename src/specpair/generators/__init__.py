@@ -1,7 +1,9 @@
-"""Generators: pure functions from resolved pairs to in-memory files.
+"""Generators: pure functions from analysed pairs to in-memory files.
 
-A pair generator returns {file name: bytes} for `runbooks/<pair>/generated/`; a tree
-generator returns {path relative to the repository root: bytes}. Neither touches disk.
+A pair generator reads the pair's one `Analysis` (budget, latency model, staging plan,
+launches, thresholds: each computed once however many generators read it) and returns
+{file name: bytes} for `runbooks/<pair>/generated/`; a tree generator returns {path
+relative to the repository root: bytes}. Neither touches disk.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from specpair.analysis import Analysis
 from specpair.generators import (
     budget_files,
     card_files,
@@ -21,7 +24,7 @@ from specpair.generators import (
 )
 from specpair.resolve import ResolvedPair
 
-PairGenerator = Callable[[ResolvedPair], dict[str, bytes]]
+PairGenerator = Callable[[Analysis], dict[str, bytes]]
 TreeGenerator = Callable[[list[ResolvedPair]], dict[Path, bytes]]
 
 PAIR_GENERATORS: list[PairGenerator] = [pair_json.generate, budget_files.generate,

@@ -5,26 +5,24 @@ from __future__ import annotations
 import csv
 import io
 
-from specpair.budget import compute
+from specpair.analysis import Analysis
 from specpair.budget.model import Budget, Scenario
+from specpair.latency import LatencyModel
 from specpair.render import cell, gib, num, table, value
 from specpair.resolve import ResolvedPair
 from specpair.writer import dump_json
 
 
-def generate(pair: ResolvedPair) -> dict[str, bytes]:
-    b = compute(pair)
+def generate(a: Analysis) -> dict[str, bytes]:
+    b = a.budget
     return {"budget.json": dump_json(b.model_dump(mode="json")),
-            "budget.md": (markdown(pair, b) + served(pair, b)).encode(),
+            "budget.md": (markdown(a.pair, b) + served(a.latency)).encode(),
             "budget.csv": csv_rows(b).encode()}
 
 
-def served(pair: ResolvedPair, b: Budget) -> str:
+def served(m: LatencyModel) -> str:
     """What the budgeted deployment serves at its headline concurrency, by the step model,
     each figure with its cross-validated interval (breakeven.md has the whole curve)."""
-    from specpair.latency import model
-
-    m = model(pair, b)
     here = m.at_concurrency
     tps = here.concurrency * 1e3 / here.tpot_ms_at_slo
     lo_t, hi_t = here.tpot_ms_at_slo_range

@@ -7,12 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from specpair.analysis import Analysis
 from specpair.bench.record import Cell, Measurement, percentile
 from specpair.generators.plan_files import measured_markdown, measured_of
 from specpair.render import cell as esc
 from specpair.render import table
 from specpair.resolve import ResolvedPair
-from specpair.staging import plan
+from specpair.staging import StagingPlan
 from specpair.writer import dump_json
 
 CAVEAT = ("Measured on the workloads named here only. Acceptance, and so speedup, depends "
@@ -53,11 +54,12 @@ def judge(pair: ResolvedPair, c: Cell) -> dict[str, Any]:
             "verdict": verdict}
 
 
-def render_markdown(pair: ResolvedPair, escape: Callable[[object], str] = esc) -> str:
+def render_markdown(pair: ResolvedPair, staging: StagingPlan,
+                    escape: Callable[[object], str] = esc) -> str:
     """card.md's text; `escape` makes runbook and record text inert for where it lands
     (the site passes its stricter Markdown escaping). A recorded start adds the measured
     against modelled cold start."""
-    cold = measured_of(pair, plan(pair))
+    cold = measured_of(pair, staging)
     tail = measured_markdown(cold, escape=escape) if cold is not None else ""
     m = pair.measurement
     if m is None:
@@ -69,7 +71,8 @@ def render_markdown(pair: ResolvedPair, escape: Callable[[object], str] = esc) -
     return markdown(pair, m, [judge(pair, c) for c in m.cells], escape) + tail
 
 
-def generate(pair: ResolvedPair) -> dict[str, bytes]:
+def generate(a: Analysis) -> dict[str, bytes]:
+    pair = a.pair
     m = pair.measurement
     data: dict[str, Any] = {"pair": pair.name, "measured": False}
     if m is not None:
@@ -77,10 +80,10 @@ def generate(pair: ResolvedPair) -> dict[str, bytes]:
                 "engine": m.protocol.engine, "target": m.protocol.target,
                 "draft": m.protocol.draft, "results": [judge(pair, c) for c in m.cells],
                 "caveat": CAVEAT}
-    cold = measured_of(pair, plan(pair))
+    cold = measured_of(pair, a.staging)
     if cold is not None:
         data["cold_start"] = cold.model_dump(mode="json")
-    return {"card.json": dump_json(data), "card.md": render_markdown(pair).encode()}
+    return {"card.json": dump_json(data), "card.md": render_markdown(pair, a.staging).encode()}
 
 
 def _num(x: float | None, suffix: str = "") -> str:

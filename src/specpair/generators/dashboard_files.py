@@ -20,9 +20,9 @@ from grafana_foundation_sdk.cog import builder as cogbuilder
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import dashboard as model
 
-from specpair.alerts import Thresholds, selector, thresholds
+from specpair.alerts import Thresholds, selector
+from specpair.analysis import Analysis
 from specpair.monitoring import EngineMetrics, for_engine
-from specpair.resolve import ResolvedPair
 
 DASHBOARD = "dashboard.grafana.json"
 PanelBuilder = cogbuilder.Builder[model.Panel]
@@ -128,9 +128,10 @@ def staging_panels(pair: str, t: Thresholds, m: EngineMetrics) -> list[PanelBuil
     return [cold, up]
 
 
-def build(pair: ResolvedPair) -> dict[str, object]:
+def build(a: Analysis) -> dict[str, object]:
+    pair = a.pair
     m = for_engine(pair.engine, pair.source_file)
-    t = thresholds(pair)
+    t = a.thresholds
     name = pair.name
     board = dashboard.Dashboard(f"specpair: {pair.runbook.pair.title}") \
         .uid(f"specpair-{name}"[:40]).tags(["specpair", name, pair.engine]) \
@@ -161,6 +162,6 @@ def build(pair: ResolvedPair) -> dict[str, object]:
     return built
 
 
-def generate(pair: ResolvedPair) -> dict[str, bytes]:
-    text = json.dumps(build(pair), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+def generate(a: Analysis) -> dict[str, bytes]:
+    text = json.dumps(build(a), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     return {DASHBOARD: text.encode()}

@@ -19,10 +19,9 @@ from typing import Any
 
 import yaml
 
-from specpair.errors import Problem, SpecpairError
-from specpair.launch import ENGINES, EnvRef, Launch, build_for
+from specpair.analysis import Analysis
+from specpair.launch import EnvRef, Launch
 from specpair.resolve import ResolvedPair
-from specpair.runbooks import load_location
 from specpair.schema.common import inert
 from specpair.writer import dump_json
 
@@ -274,16 +273,13 @@ def manifest(pair: ResolvedPair, launch: Launch) -> str:
         for doc in docs)
 
 
-def generate(pair: ResolvedPair) -> dict[str, bytes]:
+def generate(a: Analysis) -> dict[str, bytes]:
+    pair, launches = a.pair, a.launches  # the runbook engine's launch errors raise there
     files: dict[str, bytes] = {}
     index: dict[str, Any] = {"runbook_engine": pair.engine, "engines": {}}
-    for engine in ENGINES:
+    for engine, launch in launches.by_engine.items():
         primary = engine == pair.engine
-        launch = build_for(pair, engine)
         if launch.errors:
-            if primary:
-                raise SpecpairError([Problem(load_location(pair.source_file, p.field),
-                                             p.message, p.fix) for p in launch.errors])
             index["engines"][engine] = {"generated": False, "why": [
                 f"{p.field}: {p.message}" for p in launch.errors]}
             continue
@@ -293,7 +289,7 @@ def generate(pair: ResolvedPair) -> dict[str, bytes]:
         files[f"launch-{slug(engine)}.sh"] = shell_script(pair, launch, primary).encode()
         if primary:
             files["deployment.k8s.yaml"] = manifest(pair, launch).encode()
-            baseline = build_for(pair, engine, speculate=False)
+            baseline = launches.baseline
             files[f"launch-{slug(engine)}-baseline.sh"] = shell_script(
                 pair, baseline, primary, baseline=True).encode()
             index["baseline"] = {"script": f"launch-{slug(engine)}-baseline.sh",

@@ -8,7 +8,8 @@ from typing import Any
 
 import yaml
 
-from specpair.alerts import PAIR_LABEL, detection, groups, thresholds, watches_first_request
+from specpair.alerts import PAIR_LABEL, Thresholds, detection, groups, watches_first_request
+from specpair.analysis import Analysis
 from specpair.generators.launch_files import cell_text
 from specpair.monitoring import for_engine
 from specpair.resolve import ResolvedPair
@@ -38,9 +39,8 @@ def dump(data: Any) -> str:
                          allow_unicode=True))
 
 
-def header(pair: ResolvedPair) -> str:
+def header(pair: ResolvedPair, t: Thresholds) -> str:
     m = for_engine(pair.engine, pair.source_file)
-    t = thresholds(pair)
     lines = [
         f"{cell_text(pair.runbook.pair.title)}: acceptance SLO, break-even and fallback rules "
         f"for {pair.engine}.",
@@ -88,14 +88,16 @@ def pod_monitor(pair: ResolvedPair) -> dict[str, Any]:
                                       "replacement": pair.name}]}]}}
 
 
-def prometheus_rule(pair: ResolvedPair) -> dict[str, Any]:
+def prometheus_rule(pair: ResolvedPair, rule_groups: list[dict[str, Any]]) -> dict[str, Any]:
     return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
             "metadata": {"name": f"{pair.name}-specpair", "labels": object_labels(pair)},
-            "spec": {"groups": groups(pair)}}
+            "spec": {"groups": rule_groups}}
 
 
-def generate(pair: ResolvedPair) -> dict[str, bytes]:
-    head = header(pair)
-    rules = head + dump({"groups": groups(pair)})
-    manifest = head + dump(prometheus_rule(pair)) + "---\n" + dump(pod_monitor(pair))
+def generate(a: Analysis) -> dict[str, bytes]:
+    pair = a.pair
+    head = header(pair, a.thresholds)
+    rule_groups = groups(pair, a.thresholds)
+    rules = head + dump({"groups": rule_groups})
+    manifest = head + dump(prometheus_rule(pair, rule_groups)) + "---\n" + dump(pod_monitor(pair))
     return {RULES: rules.encode(), MANIFEST: manifest.encode()}

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from specpair.resolve import ResolvedPair
+from specpair.analysis import Analysis
 from specpair.writer import dump_json
 
 
-def generate(pair: ResolvedPair) -> dict[str, bytes]:
+def generate(a: Analysis) -> dict[str, bytes]:
+    pair = a.pair
     # the card and staging.json have the measurements
     data = pair.model_dump(mode="json", exclude={"measurement", "staging_records"})
     data["generated_by"] = "specpair build (do not edit; edit the runbook and rebuild)"

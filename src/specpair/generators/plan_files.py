@@ -7,20 +7,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from specpair.budget import compute
+from specpair.analysis import Analysis
 from specpair.generators.stage_script import stage_script
-from specpair.latency import LatencyModel, model
+from specpair.latency import LatencyModel
 from specpair.render import cell, num, table
 from specpair.resolve import ResolvedPair
-from specpair.staging import StagingPlan, plan
+from specpair.staging import StagingPlan
 from specpair.staging_calibration import Comparison, StagingCalibration, calibrate, compare
 from specpair.staging_log import rate
 from specpair.writer import dump_json
 
 
-def generate(pair: ResolvedPair) -> dict[str, bytes]:
-    latency = model(pair, compute(pair))
-    staging = plan(pair)
+def generate(a: Analysis) -> dict[str, bytes]:
+    pair, latency, staging = a.pair, a.latency, a.staging
     data = staging.model_dump(mode="json")
     measured = measured_of(pair, staging)
     calibration = calibrate(pair)

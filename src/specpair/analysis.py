@@ -1,0 +1,96 @@
+"""The analysis of one resolved pair: every number the outputs show, computed once.
+
+load → resolve → **analyse** → generate → write. The build, the site and impact make one
+`Analysis` per pair and every generator reads from it: the budget, the latency model
+(refitted from the pair's bench record where it has one), the staging plan, the launch
+commands, the alert thresholds, the gate's findings and (for the site) the plan search.
+
+Each part is computed on first use and then kept, so a reader that needs only the budget
+does not pay for the plan search, and an error (a budget the engine refuses, a launch the
+runbook cannot express) is raised where it is first needed, located as before. Nothing
+here caches by object identity: the analysis lives as long as the pair it was made for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from specpair import alerts
+from specpair.budget import compute
+from specpair.budget.model import Budget
+from specpair.checks import Context, Finding, run
+from specpair.errors import Problem, SpecpairError
+from specpair.latency import LatencyModel, model
+from specpair.launch import ENGINES, Launch, build_for
+from specpair.resolve import ResolvedPair
+from specpair.runbooks import load_location
+from specpair.staging import StagingPlan, plan
+
+if TYPE_CHECKING:  # the planner is imported when the site first asks for a plan
+    from specpair.plan import Plan
+
+
+@dataclass(frozen=True)
+class Launches:
+    """The launch of every supported engine (the runbook's own first) and the runbook
+    engine's launch without speculation (the baseline)."""
+
+    by_engine: dict[str, Launch]
+    baseline: Launch
+
+
+class Analysis:
+    def __init__(self, pair: ResolvedPair) -> None:
+        self.pair = pair
+
+    @cached_property
+    def budget(self) -> Budget:
+        return compute(self.pair)
+
+    @cached_property
+    def latency(self) -> LatencyModel:
+        return model(self.pair, self.budget)
+
+    @cached_property
+    def staging(self) -> StagingPlan:
+        return plan(self.pair)
+
+    @cached_property
+    def launches(self) -> Launches:
+        """Every engine's launch; the runbook engine's errors refuse the pair (located in
+        the runbook), another engine's are shown as the reason it is not generated."""
+        pair = self.pair
+        by_engine = {engine: build_for(pair, engine) for engine in ENGINES}
+        errors = by_engine[pair.engine].errors
+        if errors:
+            raise SpecpairError([Problem(load_location(pair.source_file, p.field),
+                                         p.message, p.fix) for p in errors])
+        return Launches(by_engine, build_for(pair, pair.engine, speculate=False))
+
+    @cached_property
+    def thresholds(self) -> alerts.Thresholds:
+        return alerts.thresholds(self.pair, self.budget, self.latency, self.staging)
+
+    @cached_property
+    def findings(self) -> list[Finding]:
+        """The gate's findings over this analysis's budget, model and staging plan (a
+        budget the engine refuses is the gate's SP501, not an error here)."""
+        try:
+            budget: Budget | None = self.budget
+            latency: LatencyModel | None = self.latency
+        except SpecpairError:
+            budget = latency = None
+        return run(Context(self.pair, budget=budget, latency=latency, staging=self.staging))
+
+    @cached_property
+    def plan_search(self) -> Plan:
+        """`specpair plan` with the runbook's own GPU and concurrency (the site's Plan)."""
+        from specpair.plan import plan as search
+
+        return search(self.pair)
+
+
+def analyse(pairs: list[ResolvedPair]) -> list[Analysis]:
+    return [Analysis(pair) for pair in pairs]

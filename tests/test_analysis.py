@@ -1,0 +1,67 @@
+"""One analysis per pair: a build and a site compute each pair's budget, latency model
+(refitted from its bench record where it has one), staging plan and launches once, however
+many generators, alert rules, dashboards and pages read them."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from specpair import budget, latency, launch, site, staging
+from specpair.build import load_pairs, render
+from tests.conftest import REPO
+
+PAIRS = load_pairs(REPO)
+
+# the functions that compute a pair's numbers, wherever a module imported them by name
+COUNTED: dict[str, Callable[..., Any]] = {
+    "budget": budget.compute, "latency model": latency.model, "staging plan": staging.plan,
+    "launch": launch.build_for}
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[tuple[str, str]]]:
+    counted: Counter[tuple[str, str]] = Counter()
+
+    def counting(what: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(pair: Any, *args: Any, **kwargs: Any) -> Any:
+            # the pair itself, not the planner's candidates (copies under the same name);
+            # staging's what-ifs plan the other modes (a second argument)
+            own = next((p.name for p in PAIRS if p is pair), None)
+            if own is not None and (what != "staging plan" or not args):
+                counted[(what, own)] += 1
+            return real(pair, *args, **kwargs)
+        return wrapper
+
+    for module in [m for name, m in sys.modules.items() if name.startswith("specpair")]:
+        for attr, value in list(vars(module).items()):
+            for what, real in COUNTED.items():
+                if value is real:
+                    monkeypatch.setattr(module, attr, counting(what, real))
+    yield counted
+
+
+def test_a_build_computes_each_pair_once(calls: Counter[tuple[str, str]]) -> None:
+    pairs = PAIRS
+    render(REPO, pairs)
+    for pair in pairs:
+        got = {what: calls[(what, pair.name)] for what in COUNTED}
+        # one launch per supported engine and one baseline of the runbook's own
+        want = {"budget": 1, "latency model": 1, "staging plan": 1,
+                "launch": len(launch.ENGINES) + 1}
+        assert got == want, pair.name
+
+
+def test_a_site_page_computes_each_pair_once(calls: Counter[tuple[str, str]]) -> None:
+    pairs = PAIRS[:2]
+    site.render(pairs, {})
+    for pair in pairs:
+        got = {what: calls[(what, pair.name)] for what in COUNTED}
+        # the gate's launch rules (SP6xx in checks.py) still build their own launch;
+        # the rule catalogue's context is where that goes next (issue 26 item 2)
+        assert {k: v for k, v in got.items() if k != "launch"} == {
+            "budget": 1, "latency model": 1, "staging plan": 1}, pair.name
