@@ -1,8 +1,8 @@
 """A content-addressed cache of generated site pages (`site/.cache/pages/`, not committed).
 
 A pair's page is a pure function of the resolved pair (runbook, lock, measurements), its
-change checklist, and the code and libraries that draw it: planning every candidate and
-drawing five matplotlib charts costs about a second a pair, so a catalogue regenerated
+change checklist, and the code and libraries that draw it: planning every candidate costs
+most of a second a pair, so a catalogue regenerated
 after one change redraws only that pair. The key hashes all of those inputs: specpair's
 own files (sources and data), the versions of its dependencies, the pair as JSON and the
 checklist text. An entry is written atomically and read whole; a run keeps only the
@@ -22,7 +22,7 @@ from typing import Any
 from specpair.writer import atomic_write
 
 FORMAT = "specpair.page-cache/1"
-LIBRARIES = ("matplotlib", "PyYAML", "grafana-foundation-sdk", "pydantic", "jsonnet",
+LIBRARIES = ("PyYAML", "grafana-foundation-sdk", "pydantic", "jsonnet",
              "huggingface_hub")
 
 

@@ -159,49 +159,113 @@ def load(browser: webdriver.Chrome, url: str) -> None:
         "return document.readyState") == "complete")
 
 
-def smallest_glyph(svg: Path) -> float:
-    """The smallest font size in a matplotlib SVG, in its own units: glyphs are written as
-    paths under `scale(s -s)` with s = font size / 100."""
-    sizes = [float(s) * 100 for s in re.findall(r"scale\(([0-9.]+) -\1\)", svg.read_text())]
+def smallest_text(svg: Path) -> float:
+    """The smallest font size in a chart, as a fraction of its viewBox width (times the
+    image's width on the page: CSS pixels). Both writers: text elements with font-size
+    (charts.py) and matplotlib's glyphs as paths under `scale(s -s)`, s = size / 100."""
+    content = svg.read_text()
+    units = float(re.search(r'viewBox="0 0 ([0-9.]+)', content).group(1))
+    sizes = [float(s) for s in re.findall(r'font-size="([0-9.]+)"', content)]
+    sizes += [float(s) * 100 for s in re.findall(r"scale\(([0-9.]+) -\1\)", content)]
     assert sizes, svg
-    return min(sizes)
+    return min(sizes) / units
+
+
+@pytest.fixture
+def page_at(browser: webdriver.Chrome, server: str, request: pytest.FixtureRequest
+            ) -> Iterator[webdriver.Chrome]:
+    """The pair page `name` loaded at `width` px (both from the test's parameters); one
+    bug per test, so each check shows on its own whether it fails on the pre-fix site."""
+    name, width = request.node.callspec.params["name"], request.node.callspec.params["width"]
+    browser.set_window_size(width, 1000)
+    try:
+        load(browser, f"{server}/pairs/{name}.html")
+        yield browser
+    finally:
+        browser.set_window_size(1280, 2000)
 
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("name", PAIR_PAGES)
-def test_pair_pages_read_right_at_two_widths(browser: webdriver.Chrome, server: str,
-                                             built_site: Path, name: str, width: int) -> None:
-    browser.set_window_size(width, 1000)
-    try:
-        load(browser, f"{server}/pairs/{name}.html")
-        article = browser.find_element(By.CSS_SELECTOR, "article")
-        # τ* in the plan legend keeps its asterisks (no <em> from a pair of them)
-        assert "SLO over τ*;" in article.text
-        assert not article.find_elements(By.XPATH, ".//p[contains(., 'τ SLO: the SLO')]//em")
-        # the monitoring sentence shows metric names as code, not literal backticks
-        (monitoring,) = [p for p in article.find_elements(By.TAG_NAME, "p")
-                         if "exports no per-request acceptance metric" in p.text]
-        assert "`" not in monitoring.text and monitoring.find_elements(By.TAG_NAME, "code")
-        # the runbook's own engine is the first launch tab
-        first_tab = browser.find_element(By.CSS_SELECTOR, ".tabbed-labels label").text
-        assert first_tab == ("vLLM" if "vllm" in name else "SGLang")
-        if width >= 1440:
-            wide = browser.execute_script("""
-              return [...document.querySelectorAll('article table')].filter(t => {
-                const box = t.closest('.md-typeset__scrollwrap') || t.parentElement;
-                return t.scrollWidth > box.clientWidth + 1;
-              }).map(t => t.querySelector('th').innerText);""")
-            assert wide == [], f"tables behind a horizontal scroll at {width} px: {wide}"
-        for img in browser.find_elements(By.CSS_SELECTOR, "article img"):
-            src = img.get_attribute("src").rsplit("/pairs/", 1)[1]
-            svg = built_site / "pairs" / src
-            units = float(re.search(r'viewBox="0 0 ([0-9.]+)', svg.read_text()).group(1))
-            px = smallest_glyph(svg) * img.size["width"] / units
-            assert px >= 9, f"{src}: {px:.1f} px text at {width} px"
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        browser.save_screenshot(str(SCREENSHOTS / f"{name}-{width}.png"))
-    finally:
-        browser.set_window_size(1280, 2000)
+def test_the_plan_legend_keeps_the_asterisks_of_tau_star(page_at: webdriver.Chrome, name: str,
+                                                          width: int) -> None:
+    article = page_at.find_element(By.CSS_SELECTOR, "article")
+    assert "SLO over τ*;" in article.text  # a pair of asterisks would become <em>
+    assert not article.find_elements(By.XPATH, ".//p[contains(., 'τ SLO: the SLO')]//em")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("name", PAIR_PAGES)
+def test_the_monitoring_sentence_shows_metric_names_as_code(page_at: webdriver.Chrome,
+                                                             name: str, width: int) -> None:
+    article = page_at.find_element(By.CSS_SELECTOR, "article")
+    (monitoring,) = [p for p in article.find_elements(By.TAG_NAME, "p")
+                     if "exports no per-request acceptance metric" in p.text]
+    assert "`" not in monitoring.text and monitoring.find_elements(By.TAG_NAME, "code")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("name", PAIR_PAGES)
+def test_the_first_launch_tab_is_the_runbook_engine(page_at: webdriver.Chrome, name: str,
+                                                     width: int) -> None:
+    first_tab = page_at.find_element(By.CSS_SELECTOR, ".tabbed-labels label").text
+    assert first_tab == ("vLLM" if "vllm" in name else "SGLang")
+
+
+@pytest.mark.parametrize("width", (1440,))
+@pytest.mark.parametrize("name", PAIR_PAGES)
+def test_no_table_scrolls_sideways_at_1440_px(page_at: webdriver.Chrome, name: str,
+                                              width: int) -> None:
+    wide = page_at.execute_script("""
+      return [...document.querySelectorAll('article table')].filter(t => {
+        const box = t.closest('.md-typeset__scrollwrap') || t.parentElement;
+        return t.scrollWidth > box.clientWidth + 1;
+      }).map(t => t.querySelector('th').innerText);""")
+    assert wide == [], f"tables behind a horizontal scroll at {width} px: {wide}"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("name", PAIR_PAGES)
+def test_chart_text_is_at_least_9_px(page_at: webdriver.Chrome, built_site: Path, name: str,
+                                     width: int) -> None:
+    images = page_at.find_elements(By.CSS_SELECTOR, "article img")
+    assert images
+    for img in images:
+        src = img.get_attribute("src").rsplit("/pairs/", 1)[1]
+        px = smallest_text(built_site / "pairs" / src) * img.size["width"]
+        assert px >= 9, f"{src}: {px:.1f} px text at {width} px"
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page_at.save_screenshot(str(SCREENSHOTS / f"{name}-{width}.png"))
+
+
+@pytest.mark.parametrize("name", PAIR_PAGES)
+def test_chart_text_stays_inside_the_chart(browser: webdriver.Chrome, built_site: Path,
+                                           name: str) -> None:
+    """Each chart opened on its own: Chromium's own text layout (its fonts, not the
+    writer's width estimate) keeps every label inside the viewBox and off the others."""
+    charts = sorted((built_site / "pairs" / name).glob("*.svg"))
+    assert len(charts) >= 4
+    for svg in charts:
+        assert b"<text" in svg.read_bytes(), svg  # labels as text, laid out by the browser
+        load(browser, svg.as_uri())
+        problems = browser.execute_script("""
+          const root = document.documentElement.getBoundingClientRect();
+          const texts = [...document.querySelectorAll('text')].map(
+            t => [t, t.getBoundingClientRect()]);
+          const out = [];
+          for (const [t, b] of texts)
+            if (b.left < root.left - 0.5 || b.top < root.top - 0.5 ||
+                b.right > root.right + 0.5 || b.bottom > root.bottom + 0.5)
+              out.push('outside: ' + t.textContent);
+          for (let i = 0; i < texts.length; i++)
+            for (let j = i + 1; j < texts.length; j++) {
+              const [a, p] = texts[i], [b, q] = texts[j];
+              if (p.left < q.right - 1 && q.left < p.right - 1 &&
+                  p.top < q.bottom - 1 && q.top < p.bottom - 1)
+                out.push('overlap: ' + a.textContent + ' / ' + b.textContent);
+            }
+          return out;""")
+        assert problems == [], f"{svg.name}: {problems}"
 
 
 def test_the_change_checklist_names_its_base_plainly(browser: webdriver.Chrome,
