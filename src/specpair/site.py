@@ -21,6 +21,7 @@ from specpair.checks import Context, failing, run
 from specpair.errors import SpecpairError
 from specpair.generators import card_files, dashboard_files, launch_files, monitoring_files
 from specpair.latency import model
+from specpair.registry import UNVERIFIED_MARK, UNVERIFIED_MEANING
 from specpair.render import gib, num
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import inert
@@ -100,6 +101,9 @@ def pair_page(pair: ResolvedPair, changes: str | None) -> tuple[str, dict[str, b
                  f"{text(pair.engine)} · {text(rb.speculation.method.value)} · {status}\n\n")
     if rb.pair.description:
         lines.append(f"{text(rb.pair.description)}\n\n")
+    for note in budget.unverified:  # before any number taken from the budget
+        lines.append(f'!!! danger "{UNVERIFIED_MARK}"\n    {text(note)}. '
+                     f"{text(UNVERIFIED_MEANING)}\n\n")
     lines.append("## Overview\n\n")
     rows = [["target", _artifact(pair, "target")], ["draft", _artifact(pair, "draft")],
             ["GPU", f"{text(rb.deployment.parallel.tensor)} × {text(pair.gpu)}"],

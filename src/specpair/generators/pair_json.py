@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from specpair.registry import declared_notes
 from specpair.resolve import ResolvedPair
 from specpair.writer import dump_json
 
@@ -10,4 +11,6 @@ def generate(pair: ResolvedPair) -> dict[str, bytes]:
     # the card and staging.json have the measurements
     data = pair.model_dump(mode="json", exclude={"measurement", "staging_records"})
     data["generated_by"] = "specpair build (do not edit; edit the runbook and rebuild)"
+    if declared_notes(pair):  # only pairs that declare an unverified layout carry the key
+        data["unverified"] = declared_notes(pair)
     return {"pair.json": dump_json(data)}
