@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from specpair import calibration, hardware
+from specpair import calibration, hardware, registry
 from specpair.acceptance import AcceptanceCurve, from_tau, measured_curve
 from specpair.bench.workloads import generate
 from specpair.budget import compute
@@ -434,6 +434,9 @@ class Plan(Strict):
     seconds: float
     ms_per_candidate: float
     assumptions: list[str]
+    unverified: list[str] = Field(
+        default_factory=list, description="the runbook's declared unverified KV layouts: "
+                                          "every candidate's budget is unverified")
 
 
 # ------------------------------------------------------------------ the planner
@@ -869,7 +872,7 @@ def plan(pair: ResolvedPair, opts: Options | None = None) -> Plan:
         best_speculative=next((r for r in good if r.depth > 0), None), current=current,
         counts=counts, refusals=dict(sorted(st.refusals.items())), seconds=round(elapsed, 3),
         ms_per_candidate=round(1e3 * elapsed / max(1, st.candidates), 2),
-        assumptions=_assumptions(planner))
+        assumptions=_assumptions(planner), unverified=registry.declared_notes(pair))
 
 
 def _tied(a: tuple[float, float], b: tuple[float, float]) -> bool:

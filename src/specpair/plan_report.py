@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 
 from specpair.plan import Plan, Row
+from specpair.registry import UNVERIFIED_MARK, UNVERIFIED_MEANING
 from specpair.render import table
 
 Escape = Callable[[object], str]
@@ -123,6 +124,8 @@ def markdown(p: Plan, top: int = 10, esc: Escape = cell, site: bool = False) -> 
     limits = [f"TPOT ≤ {t['tpot_ms']:g} ms" for _ in [0] if t.get("tpot_ms")] + \
         [f"TTFT ≤ {t['ttft_ms']:g} ms" for _ in [0] if t.get("ttft_ms")]
     out.append((" · " + ", ".join(limits)) if limits else "")
+    out += [f"\n\n**{esc(UNVERIFIED_MARK)}**: {esc(note)}. {esc(UNVERIFIED_MEANING)}"
+            for note in p.unverified]
     out.append("\n\n" + summary(p, timing) + "\n\n")
     out.append(recommendation(p, esc, site) + "\n")
     shown = p.rows[:top]
@@ -169,6 +172,8 @@ def markdown(p: Plan, top: int = 10, esc: Escape = cell, site: bool = False) -> 
 
 def as_json(p: Plan, timing: bool = True) -> str:
     data = p.model_dump(mode="json")
+    if not data["unverified"]:  # only plans that declare an unverified layout carry the key
+        data.pop("unverified")
     if not timing:
         data.pop("seconds")
         data.pop("ms_per_candidate")

@@ -13,10 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import TYPE_CHECKING
 
 import yaml
 
 from specpair.geometry import Geometry
+from specpair.schema.common import Method
+
+if TYPE_CHECKING:
+    from specpair.resolve import ResolvedPair
 
 
 @cache
@@ -73,6 +78,42 @@ def check(engine: str, models: list[tuple[str, Geometry]], declared: list[str]
     notes = [f"{u.message}; declared in deployment.assumptions."
              "unverified_layouts" for u in missing if u.architecture in declared]
     return refused, notes
+
+
+def pair_models(pair: ResolvedPair) -> list[tuple[str, Geometry]]:
+    """The models whose KV the pair's budget holds: the target, and the draft unless the
+    method keeps no draft pool (NGRAM)."""
+    models = [("target", pair.target.geometry)]
+    if pair.draft is not None and pair.runbook.speculation.method is not Method.NGRAM:
+        models.append(("draft", pair.draft.geometry))
+    return models
+
+
+UNVERIFIED_MARK = "Unverified budget"
+"""The words every output that carries a budget-derived number starts its note with."""
+
+
+def declared_notes(pair: ResolvedPair) -> list[str]:
+    """The pair's declared unverified layouts, as the notes every output shows; refusals
+    of undeclared ones are the budget's (specpair.budget.check_layouts)."""
+    return check(pair.engine, pair_models(pair),
+                 pair.runbook.deployment.assumptions.unverified_layouts)[1]
+
+
+def marks(pair: ResolvedPair) -> list[str]:
+    """One line per declared unverified layout, for a comment or a page: the mark, the
+    note, and what it means for the numbers."""
+    return [mark(note) for note in declared_notes(pair)]
+
+
+UNVERIFIED_MEANING = ("The numbers follow the engine's rules but no KV oracle checked this "
+                      "layout; the gate's SP603 fails unless waived.")
+
+
+def mark(note: str) -> str:
+    """A declared layout's note as text outputs show it (JSON outputs carry the bare notes
+    under `unverified`)."""
+    return f"{UNVERIFIED_MARK}: {note}. {UNVERIFIED_MEANING}"
 
 
 README_BEGIN = "<!-- architectures: generated from data/verified_layouts.yaml -->"

@@ -20,6 +20,7 @@ from specpair.analysis import Analysis
 from specpair.checks import failing
 from specpair.errors import SpecpairError
 from specpair.generators import card_files, dashboard_files, launch_files, monitoring_files
+from specpair.registry import UNVERIFIED_MARK, UNVERIFIED_MEANING
 from specpair.render import gib, num
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import inert
@@ -96,6 +97,9 @@ def pair_page(a: Analysis, changes: str | None) -> tuple[str, dict[str, bytes], 
                  f"{text(pair.engine)} · {text(rb.speculation.method.value)} · {status}\n\n")
     if rb.pair.description:
         lines.append(f"{text(rb.pair.description)}\n\n")
+    for note in budget.unverified:  # before any number taken from the budget
+        lines.append(f'!!! danger "{UNVERIFIED_MARK}"\n    {text(note)}. '
+                     f"{text(UNVERIFIED_MEANING)}\n\n")
     lines.append("## Overview\n\n")
     rows = [["target", _artifact(pair, "target")], ["draft", _artifact(pair, "draft")],
             ["GPU", f"{text(rb.deployment.parallel.tensor)} × {text(pair.gpu)}"],

@@ -15,6 +15,11 @@ speculative flags; `ModelConfig` reads the config.json; `configure_kv_cache_dtyp
 own steps; `KVCacheConfigurator` and `create_memory_pool_configurator` size the pools.
 
 Stand-ins, because no GPU runs here:
+- `RESOLVED_SPECULATION` (cases with `"resolve_speculative": true`): the engine resolves
+  its speculative arguments (a block drafter's draft tokens, among others) in
+  `ServerArgs.resolve_once`, whose pipeline stops without an accelerator. Such a case runs
+  the engine's own speculative step (`handle_speculative_decoding`) alone, with the device
+  a GPU host resolves (`--device cuda`); the other cases skip resolution as before.
 - `NO_LOADED_MODEL`: the runner passes its loaded `nn.Module`; none is loaded here. The
   pool code reads only optional attributes from it (a PP slice, a quantized-KV config);
   without them the engine uses the config's layer count and the model dtype.
@@ -63,7 +68,8 @@ def _register_cuda_quantization() -> None:
 NO_LOADED_MODEL = None
 
 
-def size(argv: list[str], rest_gib: float) -> dict[str, Any]:
+def size(argv: list[str], rest_gib: float, resolve_speculative: bool = False
+         ) -> dict[str, Any]:
     import torch
     from sglang.srt.configs.model_config import ModelConfig
     from sglang.srt.mem_cache import kv_cache_dtype
@@ -88,7 +94,17 @@ def size(argv: list[str], rest_gib: float) -> dict[str, Any]:
     from sglang.srt.server_args import prepare_server_args
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
-    server_args = prepare_server_args(argv)
+    if resolve_speculative:
+        # RESOLVED_SPECULATION: the engine resolves its speculative arguments in
+        # ServerArgs.resolve_once, whose pipeline needs an accelerator; run its own
+        # speculative step alone, with the device a GPU host resolves (cuda)
+        from sglang.srt.arg_groups.resolution_hooks import run_hook
+        from sglang.srt.arg_groups.speculative_hook import handle_speculative_decoding
+
+        server_args = prepare_server_args([*argv, "--device", "cuda"])
+        run_hook(handle_speculative_decoding, server_args)
+    else:
+        server_args = prepare_server_args(argv)
     get_context().set_server_args(server_args)
     model_config = ModelConfig.from_server_args(server_args)
     algorithm = SpeculativeAlgorithm.from_string(get_spec().speculative_algorithm)
@@ -150,7 +166,8 @@ def main() -> None:
     results = []
     for case in json.loads(sys.stdin.read()):
         try:
-            results.append(size(case["argv"], float(case["rest_gib"])))
+            results.append(size(case["argv"], float(case["rest_gib"]),
+                                bool(case.get("resolve_speculative"))))
         except Exception as error:  # reported per case to the test
             results.append({"ok": False, "error": f"{type(error).__name__}: {error}",
                             "trace": traceback.format_exc(limit=6)[-2000:]})

@@ -243,6 +243,10 @@ def _exact(engine_script: str, cases: list[tuple[str, dict[str, Any], dict[str, 
     return verdicts
 
 
+DRAFT_FOLDERS = {e["folder"] for e in json.loads(
+    (CORPUS / "SOURCES.json").read_text(encoding="utf-8")) if e["role"] == "draft"}
+
+
 def test_the_whole_corpus_is_exact_or_refused_by_name() -> None:
     """Every target config of the outside corpus, alone (NGRAM) × TP × KV dtype: where the
     allowlist says an architecture is verified, every case is exact in that engine; every
@@ -285,8 +289,9 @@ def test_the_whole_corpus_is_exact_or_refused_by_name() -> None:
                    if registry.layout_architecture(geometry(c, CORPUS)) not in allowed}
         for arch, folders in allowed.items():
             for folder in folders:
+                # drafts' entries: tests/engine/test_draft_oracle.py
                 if (CORPUS / folder).is_dir() and not (CONFIGS / folder).is_dir() \
-                        and folder not in exact:
+                        and folder not in exact and folder not in DRAFT_FOLDERS:
                     failures.append((engine, folder, arch, "allowlisted, not exact"))
         report[engine] = {
             "cases": len(verdicts), "exact cases": sum(v is None for v in verdicts.values()),

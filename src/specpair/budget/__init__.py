@@ -19,7 +19,6 @@ from specpair.budget.model import Budget
 from specpair.errors import Problem, SpecpairError
 from specpair.hardware import GPU
 from specpair.resolve import ResolvedPair
-from specpair.schema.common import Method
 
 CALCULATORS: dict[str, Callable[[ResolvedPair, GPU], Budget]] = {
     sglang_0_5_23.ENGINE: sglang_0_5_23.budget,
@@ -35,10 +34,7 @@ def check_layouts(pair: ResolvedPair) -> list[str]:
     unless the runbook declares them; returns the declared ones' notes."""
     from specpair.runbooks import load_location  # positions for the build's errors
 
-    models = [("target", pair.target.geometry)]
-    if pair.draft is not None and pair.runbook.speculation.method is not Method.NGRAM:
-        models.append(("draft", pair.draft.geometry))
-    refused, notes = registry.check(pair.engine, models,
+    refused, notes = registry.check(pair.engine, registry.pair_models(pair),
                                     pair.runbook.deployment.assumptions.unverified_layouts)
     if refused:
         where = load_location(pair.source_file, "deployment.assumptions.unverified_layouts")

@@ -9,7 +9,8 @@ from typing import Any
 
 from specpair.analysis import Analysis
 from specpair.bench.record import Cell, Measurement, percentile
-from specpair.generators.plan_files import measured_markdown, measured_of
+from specpair.generators.plan_files import measured_markdown, measured_of, unverified_lines
+from specpair.registry import declared_notes
 from specpair.render import cell as esc
 from specpair.render import table
 from specpair.resolve import ResolvedPair
@@ -61,14 +62,18 @@ def render_markdown(pair: ResolvedPair, staging: StagingPlan,
     against modelled cold start."""
     cold = measured_of(pair, staging)
     tail = measured_markdown(cold, escape=escape) if cold is not None else ""
+    # the card's capacity and break-even come from the budget: say when it is unverified
+    head = "".join(unverified_lines(pair, escape))
     m = pair.measurement
     if m is None:
-        return (f"# Pair card: {escape(pair.runbook.pair.title)}\n\nNot measured yet. Run the "
-                "measurement protocol against a baseline and a speculative server started "
+        return (f"# Pair card: {escape(pair.runbook.pair.title)}\n\n{head}Not measured yet. "
+                "Run the measurement protocol against a baseline and a speculative server started "
                 "from the generated launch scripts:\n\n```sh\nspecpair bench "
                 f"{pair.source_file} --baseline http://HOST:PORT --spec http://HOST:PORT "
                 "--concurrency 1,4,16\n```\n" + tail)
-    return markdown(pair, m, [judge(pair, c) for c in m.cells], escape) + tail
+    card = markdown(pair, m, [judge(pair, c) for c in m.cells], escape)
+    title, _, rest = card.partition("\n\n")
+    return f"{title}\n\n{head}{rest}" + tail
 
 
 def generate(a: Analysis) -> dict[str, bytes]:
@@ -83,6 +88,8 @@ def generate(a: Analysis) -> dict[str, bytes]:
     cold = measured_of(pair, a.staging)
     if cold is not None:
         data["cold_start"] = cold.model_dump(mode="json")
+    if declared_notes(pair):  # only pairs that declare an unverified layout carry the key
+        data["unverified"] = declared_notes(pair)
     return {"card.json": dump_json(data), "card.md": render_markdown(pair, a.staging).encode()}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from specpair.analysis import Analysis
+from specpair.registry import declared_notes
 from specpair.writer import dump_json
 
 
@@ -11,4 +12,6 @@ def generate(a: Analysis) -> dict[str, bytes]:
     # the card and staging.json have the measurements
     data = pair.model_dump(mode="json", exclude={"measurement", "staging_records"})
     data["generated_by"] = "specpair build (do not edit; edit the runbook and rebuild)"
+    if declared_notes(pair):  # only pairs that declare an unverified layout carry the key
+        data["unverified"] = declared_notes(pair)
     return {"pair.json": dump_json(data)}

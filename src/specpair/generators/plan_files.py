@@ -10,6 +10,7 @@ from collections.abc import Callable
 from specpair.analysis import Analysis
 from specpair.generators.stage_script import stage_script
 from specpair.latency import LatencyModel
+from specpair.registry import UNVERIFIED_MARK, UNVERIFIED_MEANING, declared_notes
 from specpair.render import cell, num, table
 from specpair.resolve import ResolvedPair
 from specpair.staging import StagingPlan
@@ -21,6 +22,9 @@ from specpair.writer import dump_json
 def generate(a: Analysis) -> dict[str, bytes]:
     pair, latency, staging = a.pair, a.latency, a.staging
     data = staging.model_dump(mode="json")
+    breakeven = latency.model_dump(mode="json")
+    if declared_notes(pair):  # only pairs that declare an unverified layout carry the key
+        breakeven["unverified"] = declared_notes(pair)
     measured = measured_of(pair, staging)
     calibration = calibrate(pair)
     if measured is not None:  # only pairs with recorded starts carry these keys
@@ -28,7 +32,7 @@ def generate(a: Analysis) -> dict[str, bytes]:
     if calibration is not None:
         data["calibration"] = calibration.model_dump(mode="json")
     return {
-        "breakeven.json": dump_json(latency.model_dump(mode="json")),
+        "breakeven.json": dump_json(breakeven),
         "breakeven.md": breakeven_markdown(pair, latency).encode(),
         "staging.json": dump_json(data),
         "staging.md": (staging_markdown(pair, staging) + (measured_markdown(measured) if
@@ -36,6 +40,12 @@ def generate(a: Analysis) -> dict[str, bytes]:
                                             else "")).encode(),
         "stage-and-launch.sh": stage_script(pair, staging).encode(),
     }
+
+
+def unverified_lines(pair: ResolvedPair, escape: Callable[[object], str] = cell) -> list[str]:
+    """A page's paragraphs for the pair's declared unverified layouts (none otherwise)."""
+    return [f"**{escape(UNVERIFIED_MARK)}**: {escape(note)}. {escape(UNVERIFIED_MEANING)}\n\n"
+            for note in declared_notes(pair)]
 
 
 def _f(x: float | None) -> str:
@@ -58,6 +68,7 @@ def breakeven_markdown(pair: ResolvedPair, m: LatencyModel) -> str:
         f" (runbook: {m.requested_concurrency}; the deployment holds {m.capacity})"
         if m.requested_concurrency > m.capacity else "")
     out = [f"# Acceptance and break-even: {cell(rb.pair.title)}\n\n",
+           *unverified_lines(pair),
            f"Method **{m.method}**: {m.draft_passes} draft forward(s) of "
            f"{m.tokens_per_draft_pass} token(s) per sequence, verify width {m.verify_width}, "
            f"at most {m.max_tokens_per_step} tokens per step. Expected context "
