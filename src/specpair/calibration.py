@@ -782,7 +782,8 @@ def _predict_rows(points: Sequence[Point], data: CalibrationData,
             first, alpha = anchors[pt.sweep]
             if alpha is None:  # unknown acceptance: the anchor's τ, capped
                 tau = min(first, float(n))
-                unreachable.add(pt.id)
+                if first > n:  # this point's published speedup needs more than n tokens
+                    unreachable.add(pt.id)
             else:
                 # the same per-token acceptance at every point: τ grows with a deeper
                 # draft as acceptance theory says (a concurrency sweep keeps its τ)
