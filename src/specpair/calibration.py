@@ -38,6 +38,7 @@ from specpair.stepmodel import (
     UnknownMethod,
     drafter_family,
     fit_bounded,
+    link_for,
     shape_for,
     step_times,
 )
@@ -135,7 +136,7 @@ class ModelSpec(Strict):
             experts=self.experts or 0, top_k=self.top_k or 0, routed_params=routed,
             attention_per_head=per_head, fp8=self.fp8,
             window_layers=self.sliding_window_layers if self.sliding_window else 0,
-            window=self.sliding_window or 0)
+            window=self.sliding_window or 0, hidden=self.hidden or 0)
 
 
 class Point(Strict):
@@ -152,6 +153,9 @@ class Point(Strict):
     ep: int = 1
     draft_tp: int | None = Field(default=None, description="the draft's own TP (default: "
                                  "the target's)")
+    gpu_p2p: bool | None = Field(default=None, description="false where the source says "
+                                 "the GPUs lack peer-to-peer (all-reduces staged through "
+                                 "host memory); default: as the card ships")
     target: str
     draft: str | None = None
     method: str | None = None
@@ -388,11 +392,12 @@ def family_of(gpu_key: str, where: str = "") -> str:
     return found.family
 
 
-def hardware_of(gpu_key: str) -> Hardware:
+def hardware_of(gpu_key: str, p2p: bool | None = None) -> Hardware:
     gpu = hardware.lookup(gpu_key)
     if gpu is None:
         raise CalibrationError(f"unknown GPU {gpu_key!r}: {hardware.unknown_hint(gpu_key)}")
-    return Hardware(gpu.bandwidth_bytes_per_s, gpu.bf16_dense_flops, gpu.fp8_dense_flops)
+    return Hardware(gpu.bandwidth_bytes_per_s, gpu.bf16_dense_flops, gpu.fp8_dense_flops,
+                    link_for(gpu.key, gpu.family, p2p))
 
 
 @dataclass(frozen=True)
@@ -424,7 +429,7 @@ def _forwards(point: Point, target: ModelSpec, draft: ModelSpec | None
     if draft is not None:
         d_tp = point.draft_tp or (1 if point.dp_attention else point.tp)
         draft_fwd = draft.served_as(point.draft_dtype).architecture().forward(d_tp)
-    return target_fwd, draft_fwd, hardware_of(point.gpu)
+    return target_fwd, draft_fwd, hardware_of(point.gpu, point.gpu_p2p)
 
 
 def predict(point: Point, params: StepParams, data: CalibrationData,
@@ -553,7 +558,8 @@ def refit(data: CalibrationData, exclude_source: str | None = None,
         drafts = {n.split(".", 1)[1]: values[n] for n in free if n.startswith("draft_s.")}
         params = _params(values, "none")
         out.append(Fitted(family=family, engine=engine,
-                          params=params, draft_s=drafts, free=free, at_bound=at,
+                          params=params, draft_s=drafts, free=free,
+                          at_bound=dict(sorted(at.items())),  # as data/calibration.yaml has it
                           fitted_on=[p.id for p in points]))
     return out
 
@@ -699,6 +705,28 @@ def _anchor_tau(point: Point, published: float, params: StepParams,
     return published * (t.draft + t.verify) / room if room > 0 else math.inf
 
 
+def chain_tau(alpha: float, tokens: int) -> float:
+    """Tokens a step yields when each drafted token is accepted with probability α given
+    its predecessors were (Leviathan et al. 2023, eq. 1): (1 − α^n) / (1 − α), n = the
+    most tokens a step can yield."""
+    if alpha >= 1.0:
+        return float(tokens)
+    return (1 - alpha ** tokens) / (1 - alpha)
+
+
+def acceptance_rate(tau: float, tokens: int) -> float:
+    """The α at which `chain_tau(α, tokens)` = τ (bisection; τ is increasing in α)."""
+    if tau >= tokens:
+        return 1.0
+    if tau <= 1.0:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if chain_tau(mid, tokens) < tau else (lo, mid)
+    return (lo + hi) / 2
+
+
 def _max_speedup(point: Point, params: StepParams, data: CalibrationData) -> float:
     """The model's speedup at full acceptance (every drafted token accepted)."""
     return predict(point, params, data, float(point.shape.max_tokens)).speedup or 0.0
@@ -732,7 +760,9 @@ def _predict_rows(points: Sequence[Point], data: CalibrationData,
                   default_fits: Sequence[Fitted]) -> list[Row]:
     """Rows for `points`; each point's fits are `fits_for[its source]` when given (the fits
     made without its source), else `default_fits`."""
-    anchors: dict[str, float] = {}
+    # sweep → its first point's τ and per-token acceptance α (None: the model cannot
+    # reach that point's speedup even at full acceptance, so α is unknown)
+    anchors: dict[str, tuple[float, float | None]] = {}
     unreachable: set[str] = set()
     rows: list[Row] = []
     for pt in sorted(points, key=lambda p: (p.sweep or p.id, p.concurrency, p.depth, p.id)):
@@ -743,13 +773,21 @@ def _predict_rows(points: Sequence[Point], data: CalibrationData,
         published = pt.published_speedup
         tau = None
         if pt.tau is None and pt.sweep and published is not None and pt.method:
-            if pt.sweep not in anchors:  # the sweep's first point anchors its τ
-                anchors[pt.sweep] = _anchor_tau(pt, published, params, data)
-            # no τ beyond the most tokens a step yields: a published speedup the model
-            # cannot reach at full acceptance is said so, not bent into an impossible τ
-            tau = min(anchors[pt.sweep], float(pt.shape.max_tokens))
-            if anchors[pt.sweep] > pt.shape.max_tokens:
-                unreachable.add(pt.id)
+            n = pt.shape.max_tokens
+            if pt.sweep not in anchors:  # the sweep's first point anchors its acceptance
+                first = _anchor_tau(pt, published, params, data)
+                # no τ beyond the most tokens a step yields: a published speedup the model
+                # cannot reach at full acceptance is said so, not bent into an impossible τ
+                anchors[pt.sweep] = (first, acceptance_rate(first, n) if first < n else None)
+            first, alpha = anchors[pt.sweep]
+            if alpha is None:  # unknown acceptance: the anchor's τ, capped
+                tau = min(first, float(n))
+                if first > n:  # this point's published speedup needs more than n tokens
+                    unreachable.add(pt.id)
+            else:
+                # the same per-token acceptance at every point: τ grows with a deeper
+                # draft as acceptance theory says (a concurrency sweep keeps its τ)
+                tau = chain_tau(alpha, n)
         pred = predict(pt, params, data, tau)
         ratio = pred.speedup / published if pred.speedup and published else None
         rows.append(Row(
@@ -958,13 +996,22 @@ def error_bands(ev: Evaluation) -> list[ErrorBand]:
 @dataclass(frozen=True)
 class Interval:
     """Where the true value lies, given the model's: [value / ratio_hi, value / ratio_lo]
-    (ratio = predicted / published, cross-validated)."""
+    (ratio = predicted / published, cross-validated).
+
+    The ratios always bracket 1, so the interval contains the point estimate it is
+    printed beside: where the cross-validated ratios of a group all lie on one side of 1
+    (a bias), the interval reaches from the estimate to where the bias says the truth
+    lies, instead of excluding the estimate (`ErrorBand` keeps the raw quantiles)."""
 
     ratio_lo: float
     ratio_hi: float
     n: int
     label: str
     few: bool
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ratio_lo", min(self.ratio_lo, 1.0))
+        object.__setattr__(self, "ratio_hi", max(self.ratio_hi, 1.0))
 
     def around(self, value: float) -> tuple[float, float]:
         return value / self.ratio_hi, value / self.ratio_lo
@@ -1060,6 +1107,7 @@ def write_fits(fits: list[Fitted], bands: list[ErrorBand], cv: Evaluation) -> No
 def bound_problems(data: CalibrationData) -> list[str]:
     """Stored fits outside their bounds, or on one without a written reason."""
     out = []
+    on_a_bound: set[str] = set()
     for f in data.fitted:
         values = {n: float(getattr(f.params, n)) for n in SHARED}
         values.update({f"draft_s.{d}": v for d, v in f.draft_s.items()})
@@ -1076,9 +1124,14 @@ def bound_problems(data: CalibrationData) -> list[str]:
                 on_bound.setdefault(name, "upper")
         for name, side in sorted(on_bound.items()):
             key = f"{f.family} × {f.engine}: {name}"
+            on_a_bound.add(key)
             if not data.bound_reasons.get(key, "").strip():
                 out.append(f"{key} is on its {side} bound without a written reason "
                            "(data/calibration.yaml bound_reasons)")
+    # a reason for a parameter a refit moved off its bound would explain what is not so
+    out += [f"{key}: a written reason, but the stored fit is not on a bound (remove it "
+            "from data/calibration.yaml bound_reasons)"
+            for key in sorted(set(data.bound_reasons) - on_a_bound)]
     return out
 
 

@@ -48,6 +48,7 @@ from specpair.stepmodel import (
     StepParams,
     StepTimes,
     drafter_family,
+    link_for,
     shape_for,
     step_times,
 )
@@ -177,7 +178,7 @@ def architecture(art: ResolvedArtifact, weight_bytes: int, active_params: int) -
         routed_params=routed,
         attention_per_head=2 * (g.kv_lora_rank or 0) + (g.qk_rope_head_dim or 0) if mla
         else None,
-        fp8=_is_fp8(art))
+        fp8=_is_fp8(art), hidden=g.hidden_size)
 
 
 def forwards(pair: ResolvedPair, budget: Budget) -> tuple[Forward, Forward | None]:
@@ -332,7 +333,7 @@ def setup(pair: ResolvedPair, budget: Budget, params: StepParams | None = None) 
     speedup_band, throughput_band = bands(pair)
     return _Setup(target, draft, draft_shape(pair), context,
                   Hardware(gpu.bandwidth_bytes_per_s, gpu.bf16_dense_flops,
-                           gpu.fp8_dense_flops),
+                           gpu.fp8_dense_flops, link_for(gpu.key, gpu.family)),
                   params or parameters(pair, budget).values, speedup_band, throughput_band)
 
 

@@ -15,7 +15,11 @@ Every forward costs a fixed part and a roofline part:
 - fixed: the engine's per-forward cost (scheduler, sampling, kernel launches), plus a
   per-speculative-step cost (rejection sampling, tree/mask bookkeeping, draft extend) on
   the verify, and a separate per-draft-forward cost *per drafter family*;
-- allreduces: two per layer under tensor parallelism, each `allreduce_s`.
+- allreduces: two per layer under tensor parallelism, each `allreduce_s` (its latency)
+  plus its message over the GPUs' link: a ring all-reduce sends 2(n−1)/n of the
+  activations (hidden × 2 bytes per token of the forward) from every rank, at the link's
+  per-direction bandwidth (`LINKS`; PCIe without peer-to-peer stages through host memory).
+  This is what makes a wide verify at high concurrency expensive on PCIe cards.
 
 Then T_decode = forward(1 token per sequence), T_verify = forward(verify width) +
 speculative_s, T_draft = passes × draft forward, and S(τ) = τ · T_decode / (T_draft +
@@ -93,6 +97,8 @@ class Architecture:
     fp8: bool = False
     window_layers: int = 0        # sliding-window layers: KV read up to `window` tokens
     window: int = 0
+    hidden: int = 0               # residual width (the all-reduced activations); 0: heads ×
+    #                               head_dim, which equals it for the families served here
 
     def forward(self, tp: int = 1, ep: int = 1, pp: int = 1,
                 kv_per_rank: float | None = None, dp_attention: bool = False) -> Forward:
@@ -109,12 +115,14 @@ class Architecture:
             ranks = max(ep, tp)
             return replace(f, routed_bytes=f.routed_bytes / ranks, routed_batch_scale=ranks,
                            allreduces=TP_ALLREDUCES_PER_LAYER * self.layers if ranks > 1
-                           else 0)
+                           else 0, allreduce_bytes_per_token=self.allreduce_bytes_per_token(
+                               ranks))
         shards = tp * pp
         per_head = self.attention_per_head or (self.head_dim + self.v_head_dim)
         attention = 2 * self.heads * per_head * self.attention_layers / shards
         active = self.active_params or self.params
         allreduces = TP_ALLREDUCES_PER_LAYER * self.layers if tp > 1 else 0
+        ar_bytes = self.allreduce_bytes_per_token(tp)
         kv = kv_per_rank if kv_per_rank is not None else \
             self.kv_bytes_per_token / min(tp, max(self.kv_heads, 1)) / pp
         per_layer = self.kv_bytes_per_token / max(self.attention_layers, 1)
@@ -125,7 +133,8 @@ class Architecture:
         routed_bytes = self.routed_params * self.bytes_per_param
         share = self.top_k / self.experts if self.experts and self.routed_params else 0.0
         window = {"window": self.window, "window_kv_bytes_per_token": window_kv,
-                  "window_attention_flops": window_flops}
+                  "window_attention_flops": window_flops,
+                  "allreduce_bytes_per_token": ar_bytes}
         if share:
             routed_ranks = max(ep, tp) * pp
             return Forward((all_bytes - routed_bytes) / shards, 2 * active / shards, kv,
@@ -139,6 +148,18 @@ class Architecture:
         return Forward(all_bytes / shards, 2 * active / shards, kv,
                        attention_flops_per_context_token=attention, allreduces=allreduces,
                        fp8=self.fp8, **window)  # type: ignore[arg-type]
+
+
+    def allreduce_bytes_per_token(self, ranks: int) -> float:
+        """Bytes one rank sends per token of a forward in one ring all-reduce of the
+        BF16 activations over `ranks` ranks: 2(n−1)/n × hidden × 2."""
+        if ranks <= 1:
+            return 0.0
+        width = self.hidden or self.heads * self.head_dim
+        return 2 * (ranks - 1) / ranks * width * ACTIVATION_BYTES
+
+
+ACTIVATION_BYTES = 2  # BF16 activations are what the TP all-reduces carry
 
 
 @dataclass(frozen=True)
@@ -157,8 +178,10 @@ class Forward:
     window: int = 0             # sliding-window layers read at most this many tokens of KV
     window_kv_bytes_per_token: float = 0.0
     window_attention_flops: float = 0.0
+    allreduce_bytes_per_token: float = 0.0  # one all-reduce's bytes per rank and token
 
-    def routed_coverage(self, batch: int, tokens_per_seq: int, locality: float) -> float:
+    def routed_coverage(self, batch: int, tokens_per_seq: int, locality: float,
+                        chain: int | None = None) -> float:
         """Share of the routed experts a forward reads.
 
         Sequences route independently: N independent tokens touch 1 − (1 − k/E)^N of the
@@ -166,15 +189,22 @@ class Forward:
         one text, and consecutive tokens pick largely the same experts (expert-reuse in
         MoE routing traces); they count as w^ρ independent tokens, ρ = `locality` (1:
         uniform routing, the upper bound). ρ is fitted under bounds, so a published
-        small-batch MoE sweep decides how much a wide verify costs."""
+        small-batch MoE sweep decides how much a wide verify costs.
+
+        A tree verify (`chain` = its depth, the most tokens a step yields, below its width)
+        holds `tokens_per_seq / chain` branches: siblings are different tokens at one
+        position, so each branch routes on its own and only along a branch does the
+        locality hold: (w / chain) · chain^ρ independent tokens."""
         if not self.routed_bytes:
             return 0.0
-        n = batch * self.routed_batch_scale * tokens_per_seq ** locality
+        depth = min(chain or tokens_per_seq, tokens_per_seq)
+        n = batch * self.routed_batch_scale * tokens_per_seq / depth * depth ** locality
         return float(1 - (1 - self.routed_share) ** n)
 
     def memory(self, batch: int, tokens_per_seq: int, context: int,
-               locality: float = 1.0) -> float:
-        routed = self.routed_bytes * self.routed_coverage(batch, tokens_per_seq, locality)
+               locality: float = 1.0, chain: int | None = None) -> float:
+        routed = self.routed_bytes * self.routed_coverage(batch, tokens_per_seq, locality,
+                                                          chain)
         windowed = min(context, self.window) * self.window_kv_bytes_per_token
         return self.weight_bytes + routed + batch * (context * self.kv_bytes_per_token
                                                      + windowed)
@@ -185,9 +215,9 @@ class Forward:
         return per_token * batch * tokens_per_seq
 
     def time(self, batch: int, tokens_per_seq: int, context: int, bandwidth: float,
-             flops: float, locality: float = 1.0) -> float:
+             flops: float, locality: float = 1.0, chain: int | None = None) -> float:
         """The roofline part alone, at the bandwidth and FLOP/s given."""
-        return max(self.memory(batch, tokens_per_seq, context, locality) / bandwidth,
+        return max(self.memory(batch, tokens_per_seq, context, locality, chain) / bandwidth,
                    self.flops(batch, tokens_per_seq, context) / flops)
 
 
@@ -281,10 +311,60 @@ class StepParams(Strict):
 
 
 @dataclass(frozen=True)
+class Link:
+    bandwidth: float  # bytes/s per direction between two ranks, as an all-reduce sees it
+    why: str
+
+
+LINKS: dict[str, Link] = {
+    "nvlink3": Link(300e9, "A100 NVLink 3: 600 GB/s bidirectional per GPU (NVIDIA A100 "
+                    "datasheet), 300 GB/s each way"),
+    "nvlink4": Link(450e9, "H100/H200 SXM NVLink 4: 900 GB/s bidirectional per GPU (NVIDIA "
+                    "H100 datasheet), 450 GB/s each way"),
+    "nvlink5": Link(900e9, "B200/B300/GB200 NVLink 5: 1.8 TB/s bidirectional per GPU "
+                    "(NVIDIA Blackwell datasheet), 900 GB/s each way"),
+    "xgmi": Link(448e9, "MI300X/MI325X/MI355X Infinity Fabric: 7 links × 64 GB/s to the "
+                 "other GPUs of the platform (AMD MI300X datasheet)"),
+    "pcie4": Link(32e9, "PCIe 4.0 x16 with peer-to-peer: 32 GB/s each way"),
+    "pcie5": Link(64e9, "PCIe 5.0 x16 with peer-to-peer: 64 GB/s each way"),
+    "pcie4-host": Link(10e9, "PCIe 4.0 without GPU peer-to-peer, staged through host memory "
+                       "(NCCL's SHM transport): ~19-21 GB/s bidirectional measured by CUDA's "
+                       "p2pBandwidthLatencyTest with P2P disabled on A40s (NVIDIA/nccl-tests "
+                       "issue #74), ~10 GB/s each way"),
+    "pcie5-host": Link(20e9, "PCIe 5.0 without GPU peer-to-peer, staged through host memory: "
+                       "the PCIe 4.0 measurement (nccl-tests #74) scaled by the link's 2× "
+                       "(ASSUMED: no published Gen5 host-staged figure found)"),
+}
+_NVLINK_OF = {"ampere": "nvlink3", "hopper": "nvlink4", "blackwell": "nvlink5",
+              "cdna3": "xgmi", "cdna4": "xgmi"}
+_PCIE_OF = {"ampere": "pcie4", "ada": "pcie4", "hopper": "pcie5", "blackwell-rtx": "pcie5"}
+
+
+def link_for(gpu_key: str, family: str | None, p2p: bool | None = None) -> str:
+    """The link between a GPU's tensor-parallel ranks: NVLink/xGMI on SXM/OAM boards,
+    PCIe on PCIe cards and workstation GPUs (GeForce cards have no peer-to-peer: `p2p`
+    None means "as the card ships"). A family without a link figure gets PCIe 4.0."""
+    pcie = "pcie" in gpu_key.lower() or family not in _NVLINK_OF \
+        or gpu_key.upper().startswith(("RTX", "A10", "L4"))
+    if not pcie and family is not None:
+        return _NVLINK_OF[family]
+    base = _PCIE_OF.get(family or "", "pcie4")
+    consumer = gpu_key.upper().startswith("RTX-") and "PRO" not in gpu_key.upper()
+    if p2p is False or (p2p is None and consumer):
+        return f"{base}-host"
+    return base
+
+
+@dataclass(frozen=True)
 class Hardware:
     bandwidth: float
     bf16_flops: float
     fp8_flops: float | None = None
+    link: str = "nvlink4"  # `LINKS` key: what the TP all-reduces cross
+
+    @property
+    def link_bandwidth(self) -> float:
+        return LINKS[self.link].bandwidth
 
     def peak(self, forward: Forward) -> float:
         return self.fp8_flops if forward.fp8 and self.fp8_flops else self.bf16_flops
@@ -340,10 +420,12 @@ class StepTimes:
 
 
 def forward_time(fwd: Forward, batch: int, tokens: int, context: int, hw: Hardware,
-                 p: StepParams, fixed: float) -> float:
-    return fixed + fwd.allreduces * p.allreduce_s + fwd.time(
+                 p: StepParams, fixed: float, chain: int | None = None) -> float:
+    message = batch * fwd.routed_batch_scale * tokens * fwd.allreduce_bytes_per_token \
+        / hw.link_bandwidth
+    return fixed + fwd.allreduces * (p.allreduce_s + message) + fwd.time(
         batch, tokens, context, p.eta_bw * hw.bandwidth, p.eta_flops * hw.peak(fwd),
-        p.moe_locality)
+        p.moe_locality, chain)
 
 
 def step_times(target: Forward, draft: Forward | None, shape: Shape, batch: int,
@@ -351,7 +433,7 @@ def step_times(target: Forward, draft: Forward | None, shape: Shape, batch: int,
     per_token = batch * p.token_s
     t_dec = forward_time(target, batch, 1, context, hw, p, p.forward_s) + per_token
     t_ver = forward_time(target, batch, shape.verify, context, hw, p,
-                         p.forward_s + p.speculative_s)
+                         p.forward_s + p.speculative_s, chain=shape.max_tokens)
     t_draft = 0.0
     if shape.passes and draft is not None:
         t_draft = shape.passes * forward_time(draft, batch, shape.tokens_per_pass, context,
