@@ -23,7 +23,7 @@ from typing import Literal
 import yaml
 from pydantic import Field, ValidationError
 
-from specpair import hardware
+from specpair import hardware, yaml_data
 from specpair.schema.common import Strict
 from specpair.stepmodel import (
     BOUNDS,
@@ -302,7 +302,7 @@ def _package_text(name: str) -> str | None:
 def read_points(text: str, where: str) -> PointsFile:
     """One points file, with the file and field of what is wrong."""
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml_data.safe_load(text)
     except yaml.YAMLError as exc:
         raise CalibrationError(f"{where}: not YAML: {exc}") from exc
     if not isinstance(raw, dict):
@@ -334,7 +334,7 @@ def _merge_models(*groups: Mapping[str, ModelSpec]) -> dict[str, ModelSpec]:
 
 @cache
 def load() -> CalibrationData:
-    base = CalibrationData.model_validate(yaml.safe_load(_package_text("calibration.yaml")
+    base = CalibrationData.model_validate(yaml_data.safe_load(_package_text("calibration.yaml")
                                                          or ""))
     extra_text = _package_text("published_points.yaml")
     if extra_text is None:
