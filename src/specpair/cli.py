@@ -367,10 +367,16 @@ def _bench(args: argparse.Namespace) -> int:
 
     root = _root(args)
     pair = _one_pair(root, args.runbook)
-    levels: list[int] = args.concurrency
-    measurement = run(pair, args.baseline.rstrip("/"), args.spec.rstrip("/"), levels,
-                      args.time_limit)
     folder = Path(os.path.abspath(args.runbook)).parent
+    if args.against:
+        from specpair.bench.against import gate
+
+        return gate(pair, folder, Path(args.against), args.baseline.rstrip("/"),
+                    args.spec.rstrip("/"), args.concurrency, args.time_limit, args.workloads,
+                    Path(args.sarif) if args.sarif else None, _display(root, Path(args.runbook)))
+    levels: list[int] = args.concurrency or [1, 4, 16]
+    measurement = run(pair, args.baseline.rstrip("/"), args.spec.rstrip("/"), levels,
+                      args.time_limit, folder=folder, only=args.workloads)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     record = folder / MEASUREMENTS_DIR / f"{stamp}.json"
     with exclusive(root):  # a build running meanwhile would write the card of before
@@ -387,6 +393,24 @@ def _bench(args: argparse.Namespace) -> int:
     print(f"measurement written to {record}")
     print((folder / GENERATED_DIR / "card.md").read_text())
     return EXIT_OK
+
+
+def _slo(args: argparse.Namespace) -> int:
+    from specpair import slo
+
+    root = _root(args)
+    pair = _one_pair(root, args.runbook)
+    folder = Path(os.path.abspath(args.runbook)).parent
+    if args.prometheus:
+        proposal = slo.from_prometheus(pair, args.prometheus.rstrip("/"),
+                                       slo.duration(args.since), args.margin)
+    else:
+        record, name = slo.latest_record(folder)
+        proposal = slo.from_record(pair, record, name, args.margin)
+    print(slo.report(proposal), end="")
+    if not args.write:
+        return EXIT_OK
+    return slo.write(proposal, Path(args.runbook), args.runbook)
 
 
 def _calibrate(args: argparse.Namespace) -> int:
@@ -576,12 +600,35 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("runbook", help="runbook file")
     p.add_argument("--baseline", required=True, help="URL of the target-only server")
     p.add_argument("--spec", required=True, help="URL of the speculative server")
-    p.add_argument("--concurrency", type=_levels, default=[1, 4, 16],
-                   help="comma-separated levels (default 1,4,16)")
+    p.add_argument("--concurrency", type=_levels, default=None,
+                   help="comma-separated levels (default 1,4,16; with --against the "
+                   "record's)")
     p.add_argument("--time-limit", type=float, default=600.0,
                    help="seconds per run (server × workload × concurrency)")
+    p.add_argument("--workloads", type=lambda t: {x for x in t.split(",") if x},
+                   help="comma-separated workload names to run (default all)")
+    p.add_argument("--against", metavar="RECORD", help="the regression gate: replay the "
+                   "record's request sets on this (candidate) deployment and compare per "
+                   "class; exits 1 beyond acceptance.regression's tolerances")
+    p.add_argument("--sarif", help="with --against: where to write the SARIF log (default "
+                   "measurements/against/<UTC time>.sarif)")
     p.add_argument("--root", help=ROOT_HELP)
     p.set_defaults(func=_bench)
+
+    p = sub.add_parser("slo", help="the acceptance SLO from your own traffic")
+    actions = p.add_subparsers(dest="action", required=True)
+    q = actions.add_parser("propose", help="propose min τ at the runbook's scope and "
+                           "percentile from the latest replay record or from Prometheus")
+    q.add_argument("runbook", help="runbook file")
+    q.add_argument("--prometheus", metavar="URL", help="query the pair's τ recording rule "
+                   "on this Prometheus server instead of the latest record")
+    q.add_argument("--since", default="7d", help="with --prometheus: how far back (7d)")
+    q.add_argument("--margin", type=_fraction, default=0.05,
+                   help="the SLO is the interval's low end less this fraction (0.05)")
+    q.add_argument("--write", action="store_true", help="edit the runbook in place: "
+                   "min_length, basis own_traffic and the provenance")
+    q.add_argument("--root", help=ROOT_HELP)
+    q.set_defaults(func=_slo)
 
     p = sub.add_parser("plan", help="search deployments of a pair: GPU, TP, KV dtype, memory "
                                      "fraction, draft depth or no draft; rank them")
