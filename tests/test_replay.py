@@ -196,3 +196,22 @@ def test_slo_propose_writes_provenance_the_gate_then_requires(repo_copy: Path) -
     # raised by hand past what the traffic supports: the gate says so
     runbook.write_text(edited.replace("min_length: 2.85", "min_length: 3.4"))
     assert "SP702" in rules()
+
+
+def test_gate_sarif_validates_against_the_sarif_2_1_0_schema() -> None:
+    import os
+
+    import jsonschema
+
+    from specpair.bench.against import sarif
+
+    schema_path = os.environ.get("SPECPAIR_SARIF_SCHEMA")
+    assert schema_path, ("the tests session provides the SARIF 2.1.0 schema "
+                         "(nox -s tests fetches it from the npm registry)")
+    good = [outcome(i, "chat", 3.5, [0, 1, 1, 8]) for i in range(4)]
+    worse = [outcome(i, "chat", 2.0, [4, 4, 1, 1]) for i in range(4)]
+    found = compare(Regression(), record(good), record(worse), "r.json")
+    assert found
+    log = json.loads(sarif(found, "runbooks/p/runbook.yaml"))
+    jsonschema.validate(log, json.loads(Path(schema_path).read_text()))
+    assert {r["ruleId"] for r in log["runs"][0]["results"]} == {"SPB01"}
