@@ -361,7 +361,7 @@ def _bench(args: argparse.Namespace) -> int:
     import datetime as dt
 
     from specpair.bench.runner import run
-    from specpair.build import _display, exclusive, render
+    from specpair.build import _display, exclusive
     from specpair.runbooks import GENERATED_DIR, MEASUREMENTS_DIR
     from specpair.writer import atomic_write, dump_json
 
@@ -384,15 +384,23 @@ def _bench(args: argparse.Namespace) -> int:
         # the card, break-even (fitted on the latest record) and what follows from it
         # (alert thresholds, dashboards) all change: regenerate every output of this
         # pair, so that `build --check` stays clean after a bench run
-        measured = _one_pair(root, args.runbook)
-        outputs = render(root, [measured])
-        generated = Path(_display(root, folder)) / GENERATED_DIR
-        for rel, content in outputs.files.items():
-            if rel.parent == generated:
-                atomic_write(root / rel, content)
+        _regenerate(root, args.runbook)
     print(f"measurement written to {record}")
     print((folder / GENERATED_DIR / "card.md").read_text())
     return EXIT_OK
+
+
+def _regenerate(root: Path, runbook: str) -> None:
+    """Rewrite the generated outputs of one pair (caller holds the build lock)."""
+    from specpair.build import _display, render
+    from specpair.runbooks import GENERATED_DIR
+    from specpair.writer import atomic_write
+
+    pair = _one_pair(root, runbook)
+    generated = Path(_display(root, Path(os.path.abspath(runbook)).parent)) / GENERATED_DIR
+    for rel, content in render(root, [pair]).files.items():
+        if rel.parent == generated:
+            atomic_write(root / rel, content)
 
 
 def _slo(args: argparse.Namespace) -> int:
@@ -410,7 +418,13 @@ def _slo(args: argparse.Namespace) -> int:
     print(slo.report(proposal), end="")
     if not args.write:
         return EXIT_OK
-    return slo.write(proposal, Path(args.runbook), args.runbook)
+    from specpair.build import exclusive
+
+    with exclusive(root):  # the SLO reaches alert rules, dashboards, card: regenerate
+        status = slo.write(proposal, Path(args.runbook), args.runbook)
+        if status == EXIT_OK:
+            _regenerate(root, args.runbook)
+    return status
 
 
 def _calibrate(args: argparse.Namespace) -> int:

@@ -43,7 +43,7 @@ class RequestOutcome(Strict):
     tpot_s: float | None = None
     e2e_s: float = 0.0
     tau: float | None = Field(default=None, description="the engine's per-request τ "
-                                                        "(bonus token included)")
+                              "(bonus token included); None without a verify step")
     histogram: list[int] = Field(default_factory=list, description="vLLM: verify steps that "
                                  "accepted exactly j draft tokens, j = 0..K")
     spec_steps: int | None = None
@@ -115,12 +115,15 @@ def outcome(request: ReplayRequest, sample: ReplaySample) -> RequestOutcome:
     spec = sample.spec or {}
     histogram = [int(x) for x in spec.get("acceptance_histogram") or []]
     steps = spec.get("num_spec_steps")
+    # no verify step, no acceptance: vLLM then reports mean_acceptance_length 1.0, which
+    # is a placeholder, not a measurement; the request counts as run without speculation
+    tau = None if steps == 0 else sample.acceptance
     answer = (",".join(map(str, sample.token_ids)) if sample.token_ids else sample.text)
     return RequestOutcome(
         index=request.index, label=request.label, greedy=request.temperature == 0,
         output_tokens=tokens, ttft_s=_round(sample.ttft_s),
         tpot_s=_round(tpot), e2e_s=round(sample.e2e_s, 5),
-        tau=_round(sample.acceptance), histogram=histogram,
+        tau=_round(tau), histogram=histogram,
         spec_steps=int(steps) if isinstance(steps, int) else None,
         answer_sha256=digest(answer.encode()), schema_valid=schema_valid(request, sample.text))
 
