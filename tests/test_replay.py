@@ -215,3 +215,24 @@ def test_gate_sarif_validates_against_the_sarif_2_1_0_schema() -> None:
     log = json.loads(sarif(found, "runbooks/p/runbook.yaml"))
     jsonschema.validate(log, json.loads(Path(schema_path).read_text()))
     assert {r["ruleId"] for r in log["runs"][0]["results"]} == {"SPB01"}
+
+
+def test_impact_checklist_of_a_draft_change_names_the_gate(tmp_path: Path) -> None:
+    from specpair.impact import checklist
+    from tests.test_checks import good
+
+    base = good()
+    folder = tmp_path / "runbooks" / "p"
+    (folder / "measurements").mkdir(parents=True)
+    (folder / "measurements" / "20261201T100500Z.json").write_text("{}")
+    head = base.model_copy(update={
+        "source_file": str(folder / "runbook.yaml"),
+        "measurement": record([outcome(0, "chat", 3.5, [0, 1, 1, 8])])})
+    items = checklist({"draft"}, base, head)
+    gate = [i for i in items if "--against" in i]
+    assert gate == [f"Gate the candidate on the recorded traffic before rollout: `specpair "
+                    f"bench {folder / 'runbook.yaml'} --against {folder}/measurements/"
+                    "20261201T100500Z.json --baseline URL --spec URL` (τ per class and "
+                    "depth, fallback share, throughput, greedy answers token for token, "
+                    "JSON-schema validity)"], items
+    assert not [i for i in checklist({"draft"}, base, base) if "--against" in i]
