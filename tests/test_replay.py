@@ -150,7 +150,7 @@ def test_replay_workloads_are_validated_by_field(tmp_path: Path) -> None:
     text = info.value.render()
     assert f"runbook.yaml:{line}:5: workloads[0].sha256: a replay workload needs sha256" in text
     assert "workloads[0].prompts: a replay workload takes no prompts" in text
-    assert "deployment.mean_context: only replay workloads" in text
+    assert "workloads: only replay workloads" in text
 
 
 def test_slo_propose_writes_provenance_the_gate_then_requires(repo_copy: Path) -> None:

@@ -83,10 +83,11 @@ def check_runbook(rb: Runbook, folder_name: str | None = None) -> list[Finding]:
                 add(("workloads", i, key), f"a {w.kind} workload takes no {key}",
                     "a replay's requests carry their own count and max_tokens; a "
                     "synthetic set reads no file")
-    if rb.workloads and all(w.kind == "replay" for w in rb.workloads) \
-            and rb.deployment.mean_context is None:
-        add(("deployment", "mean_context"), "only replay workloads, and no mean context",
-            "declare deployment.mean_context: the latency model does not read replay files")
+    if rb.workloads and all(w.kind == "replay" for w in rb.workloads):
+        add(("workloads",), "only replay workloads: the latency model and the plan size "
+            "prompts and answers from synthetic workloads (they do not read replay files)",
+            "add a short-homogeneous or long-diverse workload sized like the replayed "
+            "traffic; `specpair bench --workloads NAME` runs the replay alone")
     _check_waivers(rb, add)
     return found
 
