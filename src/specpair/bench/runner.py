@@ -137,7 +137,10 @@ def run(pair: ResolvedPair, baseline: str, spec: str, concurrency: list[int],
         speculation=rb.speculation.model_dump(mode="json", exclude_none=True),
         workloads=[w.model_dump(mode="json", exclude_none=True) for w in chosen],
         prompt_sets=prompt_sets,
-        sampling={"ignore_eos": True, "stream": True, "stop_rule": "max_tokens"},
+        sampling=({"ignore_eos": True, "stream": True, "stop_rule": "max_tokens"}
+                  if any(w.kind != "replay" for w in chosen) else {})
+        | ({"replay": "each captured request's own sampling and stop rule, streamed"}
+           if any(w.kind == "replay" for w in chosen) else {}),
         concurrency=concurrency, baseline_url=baseline, speculative_url=spec,
         minimal_request=minimal or {"withheld": "replay workloads only: no prompt text "
                                                 "goes into a record"})
