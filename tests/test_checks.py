@@ -146,7 +146,13 @@ BREAKERS: dict[str, Callable[[], tuple[ResolvedPair, dict[str, Any]]]] = {
 
 
 def passing() -> ResolvedPair:
-    pair = with_runbook(good(), acceptance={"slo": {"min_length": 3.0, "basis": "own_traffic"}},
+    # own_traffic with the provenance `specpair slo propose --write` gives it (SP702)
+    provenance = {"source": "record", "reference": "20261201T100500Z.json",
+                  "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T10:05:00Z",
+                  "samples": 400, "value": 3.3, "interval_low": 3.2, "interval_high": 3.4,
+                  "margin": 0.05}
+    pair = with_runbook(good(), acceptance={"slo": {"min_length": 3.0, "basis": "own_traffic",
+                                                    "provenance": provenance}},
                         codesign={"feature_layers": [1, 9, 17, 25, 33], "block_size": 7})
     return pair
 

@@ -65,7 +65,8 @@ def _usable(cell: Cell) -> bool:
 def operating_points(pair: ResolvedPair, record: Measurement) -> list[Operating]:
     from specpair import latency
 
-    contexts = {w.name: latency.workload_context(w) for w in pair.runbook.workloads}
+    contexts = {w.name: c for w in pair.runbook.workloads
+                if (c := latency.workload_context(w)) is not None}
     fallback = latency.expected_context(pair)[0]
     by_c: dict[int, list[Cell]] = {}
     for cell in record.cells:

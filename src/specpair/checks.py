@@ -602,11 +602,21 @@ def _slo(ctx: Context) -> Iterator[tuple[str, str, str]]:
 def _basis(ctx: Context) -> Iterator[tuple[str, str, str]]:
     acc = ctx.pair.runbook.acceptance
     copied = acc.reference is not None and acc.slo.min_length == acc.reference.mean_length
+    how = ("replay your captured requests (a `kind: replay` workload) with `specpair bench`, "
+           "then `specpair slo propose RUNBOOK --write`")
+    prov = acc.slo.provenance
     if acc.slo.basis != "own_traffic" or copied:
         yield ((f"the SLO copies the benchmark mean {acc.reference.mean_length}" if copied and
                 acc.reference else f"the SLO's basis is {acc.slo.basis}"),
-               "acceptance.slo.basis", "run `specpair bench` on this service's traffic and "
-                                       "set basis: own_traffic")
+               "acceptance.slo.basis", how)
+    elif prov is None:
+        yield ("the SLO says own_traffic but names no provenance (record or Prometheus "
+               "query)", "acceptance.slo.provenance", how)
+    elif acc.slo.min_length > prov.interval_low:
+        yield (f"min_length {acc.slo.min_length:g} is above what the traffic supports (the "
+               f"low end {prov.interval_low:g} of p{acc.slo.percentile} τ's interval in "
+               f"{prov.source} {prov.reference})", "acceptance.slo.min_length",
+               "propose again from newer traffic rather than raise it by hand")
 
 
 # --------------------------------------------------------------------------- staging, engine

@@ -361,16 +361,22 @@ def _bench(args: argparse.Namespace) -> int:
     import datetime as dt
 
     from specpair.bench.runner import run
-    from specpair.build import _display, exclusive, render
+    from specpair.build import _display, exclusive
     from specpair.runbooks import GENERATED_DIR, MEASUREMENTS_DIR
     from specpair.writer import atomic_write, dump_json
 
     root = _root(args)
     pair = _one_pair(root, args.runbook)
-    levels: list[int] = args.concurrency
-    measurement = run(pair, args.baseline.rstrip("/"), args.spec.rstrip("/"), levels,
-                      args.time_limit)
     folder = Path(os.path.abspath(args.runbook)).parent
+    if args.against:
+        from specpair.bench.against import gate
+
+        return gate(pair, folder, Path(args.against), args.baseline.rstrip("/"),
+                    args.spec.rstrip("/"), args.concurrency, args.time_limit, args.workloads,
+                    Path(args.sarif) if args.sarif else None, _display(root, Path(args.runbook)))
+    levels: list[int] = args.concurrency or [1, 4, 16]
+    measurement = run(pair, args.baseline.rstrip("/"), args.spec.rstrip("/"), levels,
+                      args.time_limit, folder=folder, only=args.workloads)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     record = folder / MEASUREMENTS_DIR / f"{stamp}.json"
     with exclusive(root):  # a build running meanwhile would write the card of before
@@ -378,15 +384,47 @@ def _bench(args: argparse.Namespace) -> int:
         # the card, break-even (fitted on the latest record) and what follows from it
         # (alert thresholds, dashboards) all change: regenerate every output of this
         # pair, so that `build --check` stays clean after a bench run
-        measured = _one_pair(root, args.runbook)
-        outputs = render(root, [measured])
-        generated = Path(_display(root, folder)) / GENERATED_DIR
-        for rel, content in outputs.files.items():
-            if rel.parent == generated:
-                atomic_write(root / rel, content)
+        _regenerate(root, args.runbook)
     print(f"measurement written to {record}")
     print((folder / GENERATED_DIR / "card.md").read_text())
     return EXIT_OK
+
+
+def _regenerate(root: Path, runbook: str) -> None:
+    """Rewrite the generated outputs of one pair (caller holds the build lock)."""
+    from specpair.build import _display, render
+    from specpair.runbooks import GENERATED_DIR
+    from specpair.writer import atomic_write
+
+    pair = _one_pair(root, runbook)
+    generated = Path(_display(root, Path(os.path.abspath(runbook)).parent)) / GENERATED_DIR
+    for rel, content in render(root, [pair]).files.items():
+        if rel.parent == generated:
+            atomic_write(root / rel, content)
+
+
+def _slo(args: argparse.Namespace) -> int:
+    from specpair import slo
+
+    root = _root(args)
+    pair = _one_pair(root, args.runbook)
+    folder = Path(os.path.abspath(args.runbook)).parent
+    if args.prometheus:
+        proposal = slo.from_prometheus(pair, args.prometheus.rstrip("/"),
+                                       slo.duration(args.since), args.margin)
+    else:
+        record, name = slo.latest_record(folder)
+        proposal = slo.from_record(pair, record, name, args.margin)
+    print(slo.report(proposal), end="")
+    if not args.write:
+        return EXIT_OK
+    from specpair.build import exclusive
+
+    with exclusive(root):  # the SLO reaches alert rules, dashboards, card: regenerate
+        status = slo.write(proposal, Path(args.runbook), args.runbook)
+        if status == EXIT_OK:
+            _regenerate(root, args.runbook)
+    return status
 
 
 def _calibrate(args: argparse.Namespace) -> int:
@@ -576,12 +614,35 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("runbook", help="runbook file")
     p.add_argument("--baseline", required=True, help="URL of the target-only server")
     p.add_argument("--spec", required=True, help="URL of the speculative server")
-    p.add_argument("--concurrency", type=_levels, default=[1, 4, 16],
-                   help="comma-separated levels (default 1,4,16)")
+    p.add_argument("--concurrency", type=_levels, default=None,
+                   help="comma-separated levels (default 1,4,16; with --against the "
+                   "record's)")
     p.add_argument("--time-limit", type=float, default=600.0,
                    help="seconds per run (server × workload × concurrency)")
+    p.add_argument("--workloads", type=lambda t: {x for x in t.split(",") if x},
+                   help="comma-separated workload names to run (default all)")
+    p.add_argument("--against", metavar="RECORD", help="the regression gate: replay the "
+                   "record's request sets on this (candidate) deployment and compare per "
+                   "class; exits 1 beyond acceptance.regression's tolerances")
+    p.add_argument("--sarif", help="with --against: where to write the SARIF log (default "
+                   "measurements/against/<UTC time>.sarif)")
     p.add_argument("--root", help=ROOT_HELP)
     p.set_defaults(func=_bench)
+
+    p = sub.add_parser("slo", help="the acceptance SLO from your own traffic")
+    actions = p.add_subparsers(dest="action", required=True)
+    q = actions.add_parser("propose", help="propose min τ at the runbook's scope and "
+                           "percentile from the latest replay record or from Prometheus")
+    q.add_argument("runbook", help="runbook file")
+    q.add_argument("--prometheus", metavar="URL", help="query the pair's τ recording rule "
+                   "on this Prometheus server instead of the latest record")
+    q.add_argument("--since", default="7d", help="with --prometheus: how far back (7d)")
+    q.add_argument("--margin", type=_fraction, default=0.05,
+                   help="the SLO is the interval's low end less this fraction (0.05)")
+    q.add_argument("--write", action="store_true", help="edit the runbook in place: "
+                   "min_length, basis own_traffic and the provenance")
+    q.add_argument("--root", help=ROOT_HELP)
+    q.set_defaults(func=_slo)
 
     p = sub.add_parser("plan", help="search deployments of a pair: GPU, TP, KV dtype, memory "
                                      "fraction, draft depth or no draft; rank them")

@@ -230,6 +230,8 @@ def checklist(classes: set[str], base: ResolvedPair, head: ResolvedPair,
                          "protocol (`specpair bench`), re-stage the new draft (cold start "
                          f"{_arrow(b.get('cold'), h['cold'], ' s')}), re-budget KV ({budget}) "
                          "and re-check co-design (`specpair check`)")
+    if classes & {"target", "draft", "engine"} and (gate := _replay_gate(head)):
+        items.append(gate)
     if "deployment" in classes:
         items.append(f"Deployment changed: re-budget memory ({budget})")
     if "engine" in classes:
@@ -258,6 +260,22 @@ def checklist(classes: set[str], base: ResolvedPair, head: ResolvedPair,
                      f"{_arrow(b.get('tau'), h['tau'])}, cold-start budget "
                      f"{_arrow(b.get('cold_budget'), h['cold_budget'], ' s')})")
     return items
+
+
+def _replay_gate(pair: ResolvedPair) -> str | None:
+    """The regression gate of a candidate target, draft or engine: replay the pair's
+    recorded traffic (`specpair.bench.against`) against the latest record."""
+    record = pair.measurement
+    if record is None or not any(c.replay is not None for c in record.cells):
+        return None
+    folder = Path(pair.source_file).parent
+    name = next((p.name for p in sorted((folder / "measurements").glob("*.json"),
+                                        reverse=True)), None) if folder.is_dir() else None
+    recorded = f"{folder}/measurements/{name or '<latest record>.json'}"
+    return ("Gate the candidate on the recorded traffic before rollout: `specpair bench "
+            f"{pair.source_file} --against {recorded} --baseline URL --spec URL` (τ per "
+            "class and depth, fallback share, throughput, greedy answers token for token, "
+            "JSON-schema validity)")
 
 
 def _same_artifacts(a: ResolvedPair, b: ResolvedPair) -> bool:

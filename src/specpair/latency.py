@@ -199,8 +199,11 @@ def forwards(pair: ResolvedPair, budget: Budget) -> tuple[Forward, Forward | Non
 
 
 @cache  # a frozen Workload hashes by value; its prompts are generated, not read
-def workload_context(w: Workload) -> float:
-    """Mean prompt tokens (≈4 characters per token) plus half the output of one workload."""
+def workload_context(w: Workload) -> float | None:
+    """Mean prompt tokens (≈4 characters per token) plus half the output of one synthetic
+    workload; None for a replay (its file is read by `specpair bench` only)."""
+    if w.kind == "replay" or w.max_tokens is None:
+        return None
     prompts = generate(w)
     return sum(len(r.prompt) for r in prompts) / len(prompts) / CHARS_PER_TOKEN \
         + w.max_tokens / 2
@@ -212,11 +215,14 @@ def expected_context(pair: ResolvedPair) -> tuple[int, str]:
     dep = pair.runbook.deployment
     if dep.mean_context is not None:
         return min(dep.mean_context, dep.context_length), "declared (deployment.mean_context)"
-    per_workload = [workload_context(w) for w in pair.runbook.workloads]
+    synthetic = [w for w in pair.runbook.workloads if workload_context(w) is not None]
+    per_workload = [c for w in synthetic if (c := workload_context(w)) is not None]
+    if not per_workload:  # rules.check_runbook asks such runbooks for mean_context
+        return dep.context_length, "the context length (no synthetic workload to average)"
     mean = max(1, round(sum(per_workload) / len(per_workload)))
     return min(mean, dep.context_length), (
         "mean over the runbook's workloads of prompt (≈4 characters per token) + half of "
-        "max_tokens: " + ", ".join(w.name for w in pair.runbook.workloads))
+        "max_tokens: " + ", ".join(w.name for w in synthetic))
 
 
 def capacity(scenario: Scenario, context: int) -> tuple[int, str]:

@@ -51,7 +51,7 @@ from specpair.latency import (
 from specpair.launch import build_for
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import KVDtype, Method, Strict
-from specpair.schema.runbook import Runbook
+from specpair.schema.runbook import Runbook, Workload
 from specpair.stepmodel import (
     Forward,
     Hardware,
@@ -468,14 +468,24 @@ class _Stats:
     candidates: int = 0
 
 
+def _synthetic(pair: ResolvedPair) -> list[Workload]:
+    """The generated workloads (replay files are read by `specpair bench` only)."""
+    return [w for w in pair.runbook.workloads if w.kind != "replay"]
+
+
 def _mean_prompt_tokens(pair: ResolvedPair) -> int:
-    prompts = [len(r.prompt) for w in pair.runbook.workloads for r in generate(w)]
+    prompts = [len(r.prompt) for w in _synthetic(pair) for r in generate(w)]
+    if not prompts:  # the split of prompt and answer is not guessed
+        raise SpecpairError.single(pair.source_file, "the plan needs a synthetic workload "
+                                   "for the split of prompt and answer tokens; this runbook "
+                                   "has replay workloads only", "add a short-homogeneous or "
+                                   "long-diverse workload sized like the replayed traffic")
     return max(1, round(sum(prompts) / len(prompts) / CHARS_PER_TOKEN))
 
 
 def _mean_output_tokens(pair: ResolvedPair) -> float:
-    ws = pair.runbook.workloads
-    return sum(w.max_tokens for w in ws) / len(ws)
+    ws = [w.max_tokens for w in _synthetic(pair) if w.max_tokens is not None]
+    return sum(ws) / max(1, len(ws))
 
 
 def _engine_refusals(findings: list[Any]) -> list[str]:

@@ -71,6 +71,23 @@ def check_runbook(rb: Runbook, folder_name: str | None = None) -> list[Finding]:
     for i, name in enumerate(names):
         if name in names[:i]:
             add(("workloads", i, "name"), f"duplicate workload name {name!r}", "rename one")
+    for i, w in enumerate(rb.workloads):
+        replay = w.kind == "replay"
+        for key in ("prompts", "max_tokens", "file", "sha256"):
+            wanted = (key in ("file", "sha256")) == replay
+            if wanted and getattr(w, key) is None:
+                add(("workloads", i, key), f"a {w.kind} workload needs {key}",
+                    "replay: file (JSONL of requests) and its sha256 (`sha256sum FILE`); "
+                    "synthetic: prompts and max_tokens")
+            elif not wanted and getattr(w, key) is not None:
+                add(("workloads", i, key), f"a {w.kind} workload takes no {key}",
+                    "a replay's requests carry their own count and max_tokens; a "
+                    "synthetic set reads no file")
+    if rb.workloads and all(w.kind == "replay" for w in rb.workloads):
+        add(("workloads",), "only replay workloads: the latency model and the plan size "
+            "prompts and answers from synthetic workloads (they do not read replay files)",
+            "add a short-homogeneous or long-diverse workload sized like the replayed "
+            "traffic; `specpair bench --workloads NAME` runs the replay alone")
     _check_waivers(rb, add)
     return found
 

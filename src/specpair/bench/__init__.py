@@ -1,5 +1,6 @@
 """The measurement protocol: deterministic workloads, a streaming load client, engine
-metrics, and the pair card.
+metrics, and the pair card; replays of captured traffic (`replay`, `replay_cell`) with
+per-request acceptance by class (`traffic`), and the regression gate (`against`).
 
 Load generation is a small asyncio + httpx client rather than guidellm or aiperf. Both
 are capable load generators, but the protocol needs things they do not give: the same

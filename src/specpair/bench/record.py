@@ -3,33 +3,13 @@ statistics. One record keeps together everything needed to repeat or audit a run
 
 from __future__ import annotations
 
-import math
-
 from pydantic import Field
 
+from specpair.bench.stats import Stats, percentile
+from specpair.bench.traffic import ReplayCell
 from specpair.schema.common import Strict
 
-
-def percentile(values: list[float], p: float) -> float | None:
-    """Nearest-rank percentile (p in 0-100); None for no values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = max(1, math.ceil(p / 100 * len(ordered)))
-    return ordered[rank - 1]
-
-
-class Stats(Strict):
-    p50: float | None
-    p90: float | None
-    p99: float | None
-    mean: float | None
-
-    @classmethod
-    def of(cls, values: list[float]) -> Stats:
-        return cls(p50=percentile(values, 50), p90=percentile(values, 90),
-                   p99=percentile(values, 99),
-                   mean=sum(values) / len(values) if values else None)
+__all__ = ["Cell", "Measurement", "Protocol", "RunResult", "Stats", "percentile"]
 
 
 class RunResult(Strict):
@@ -65,6 +45,9 @@ class Cell(Strict):
     concurrency: int
     baseline: RunResult
     speculative: RunResult
+    replay: ReplayCell | None = Field(
+        default=None, description="a replay workload: per-request outcomes and per-class "
+                                  "statistics of both servers (no prompt text)")
 
 
 class Protocol(Strict):

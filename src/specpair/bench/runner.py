@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -71,7 +72,10 @@ def check_servers(pair: ResolvedPair, baseline: str, spec: str) -> None:
 
 
 def run(pair: ResolvedPair, baseline: str, spec: str, concurrency: list[int],
-        time_limit_s: float = 600.0, say: Callable[[str], None] | None = None) -> Measurement:
+        time_limit_s: float = 600.0, say: Callable[[str], None] | None = None,
+        folder: Path | None = None, only: set[str] | None = None) -> Measurement:
+    """`folder`: the runbook's, which replay files are relative to; `only`: the workloads
+    to run (default all)."""
     say = say or (lambda text: print(text, file=sys.stderr, flush=True))
     rb = pair.runbook
     engine = rb.engine.name.value
@@ -81,7 +85,19 @@ def run(pair: ResolvedPair, baseline: str, spec: str, concurrency: list[int],
     cells: list[Cell] = []
     minimal: dict[str, Any] = {}
     prompt_sets: dict[str, str] = {}
-    for workload in rb.workloads:
+    chosen = [w for w in rb.workloads if only is None or w.name in only]
+    for workload in chosen:
+        if workload.kind == "replay":
+            from specpair.bench import replay_cell
+
+            replayed = replay_cell.requests_of(workload, folder or Path(pair.source_file).parent)
+            assert workload.sha256 is not None
+            prompt_sets[workload.name] = "sha256:" + workload.sha256
+            cells.extend(replay_cell.measure(
+                workload, replayed, c, {"baseline": baseline, "speculative": spec}, models,
+                engine, time_limit_s, rb.acceptance.slo.percentile, scrape, say)
+                for c in concurrency)
+            continue
         requests = generate(workload)
         prompt_sets[workload.name] = fingerprint(requests)
         for c in concurrency:
@@ -119,11 +135,15 @@ def run(pair: ResolvedPair, baseline: str, spec: str, concurrency: list[int],
         target=_source(pair, "target"),
         draft=_source(pair, "draft") if pair.draft else None,
         speculation=rb.speculation.model_dump(mode="json", exclude_none=True),
-        workloads=[w.model_dump(mode="json") for w in rb.workloads],
+        workloads=[w.model_dump(mode="json", exclude_none=True) for w in chosen],
         prompt_sets=prompt_sets,
-        sampling={"ignore_eos": True, "stream": True, "stop_rule": "max_tokens"},
+        sampling=({"ignore_eos": True, "stream": True, "stop_rule": "max_tokens"}
+                  if any(w.kind != "replay" for w in chosen) else {})
+        | ({"replay": "each captured request's own sampling and stop rule, streamed"}
+           if any(w.kind == "replay" for w in chosen) else {}),
         concurrency=concurrency, baseline_url=baseline, speculative_url=spec,
-        minimal_request=minimal)
+        minimal_request=minimal or {"withheld": "replay workloads only: no prompt text "
+                                                "goes into a record"})
     return Measurement(started_at=started, protocol=protocol, cells=cells)
 
 

@@ -41,6 +41,8 @@ class Request:
 
 
 def generate(workload: Workload) -> list[Request]:
+    if workload.prompts is None or workload.max_tokens is None:
+        raise ValueError(f"workload {workload.name} is a {workload.kind}, not generated")
     rng = random.Random(workload.seed)
     requests = []
     for i in range(workload.prompts):

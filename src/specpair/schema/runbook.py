@@ -206,6 +206,24 @@ class AcceptanceReference(Strict):
     workload: ShortText | None = None
 
 
+class SloProvenance(Strict):
+    """Where an own_traffic SLO comes from: a replay record or a Prometheus query."""
+
+    source: Literal["record", "prometheus"]
+    reference: ShortText = Field(description="the record's file name under measurements/, "
+                                             "or the PromQL expression queried")
+    start: ShortText = Field(description="UTC start of the measured traffic")
+    end: ShortText = Field(description="UTC end of the measured traffic")
+    samples: PositiveInt = Field(description="per-request τ values (record) or evaluated "
+                                             "windows (Prometheus) the SLO rests on")
+    value: Annotated[float, Field(ge=1, le=1000)] = Field(
+        description="the measured percentile of τ at the SLO's scope")
+    interval_low: Annotated[float, Field(ge=1, le=1000)]
+    interval_high: Annotated[float, Field(ge=1, le=1000)]
+    margin: Annotated[float, Field(ge=0, lt=1)] = Field(
+        description="the SLO is the interval's low end less this fraction")
+
+
 class AcceptanceSLO(Strict):
     min_length: Annotated[float, Field(ge=1, le=1000)] = Field(
         description="minimum acceptance length τ the deployment must keep")
@@ -215,12 +233,30 @@ class AcceptanceSLO(Strict):
         default="provisional",
         description="own_traffic: measured on this service's traffic; benchmark: taken from a "
                     "published benchmark; provisional: set before any measurement")
+    provenance: SloProvenance | None = Field(
+        default=None, description="what an own_traffic SLO was proposed from (`specpair slo "
+        "propose --write` sets it); the gate accepts own_traffic only with it")
+
+
+class Regression(Strict):
+    """Tolerances of `specpair bench --against RECORD`, per class of the replayed traffic."""
+
+    tau_drop: Annotated[float, Field(ge=0, le=1)] = Field(
+        default=0.05, description="largest relative fall of mean τ at any draft depth")
+    fallback_rise: Annotated[float, Field(ge=0, le=1)] = Field(
+        default=0.0, description="largest rise of the share of requests that ran without "
+                                 "speculation (absolute)")
+    throughput_drop: Annotated[float, Field(ge=0, le=1)] = Field(
+        default=0.2, description="largest relative fall of output tokens/s at the same "
+                                 "concurrency")
 
 
 class Acceptance(Strict):
     reference: AcceptanceReference | None = Field(
         default=None, description="published acceptance length, if any")
     slo: AcceptanceSLO
+    regression: Regression = Field(
+        default_factory=Regression, description="tolerances of `specpair bench --against`")
 
 
 class Warmup(Strict):
@@ -270,11 +306,22 @@ class Codesign(Strict):
         default=None, description="block size the draft checkpoint was trained with")
 
 
+Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+
+
 class Workload(Strict):
+    """A synthetic set (generated from `seed`: `prompts`, `max_tokens` required) or a
+    replay of captured requests (`file`, `sha256`; each request carries its own sampling
+    and stop rule)."""
+
     name: Slug
-    kind: Literal["short-homogeneous", "long-diverse"]
-    prompts: Annotated[int, Field(ge=1, le=100_000)]
-    max_tokens: Annotated[int, Field(ge=1, le=65_536)]
+    kind: Literal["short-homogeneous", "long-diverse", "replay"]
+    prompts: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    max_tokens: Annotated[int, Field(ge=1, le=65_536)] | None = None
+    file: LocalPath | None = Field(
+        default=None, description="replay: JSONL of OpenAI chat or completion requests, "
+                                  "relative to the runbook's folder")
+    sha256: Sha256 | None = Field(default=None, description="replay: the file's sha256")
     seed: NonNegativeInt = 0
     temperature: Annotated[float, Field(ge=0, le=2)] = 0.0
 

@@ -1,0 +1,30 @@
+"""Summary statistics of a run: nearest-rank percentiles (a leaf module: the record and the
+per-class statistics both use it)."""
+
+from __future__ import annotations
+
+import math
+
+from specpair.schema.common import Strict
+
+
+def percentile(values: list[float], p: float) -> float | None:
+    """Nearest-rank percentile (p in 0-100); None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(p / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+class Stats(Strict):
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    mean: float | None
+
+    @classmethod
+    def of(cls, values: list[float]) -> Stats:
+        return cls(p50=percentile(values, 50), p90=percentile(values, 90),
+                   p99=percentile(values, 99),
+                   mean=sum(values) / len(values) if values else None)
