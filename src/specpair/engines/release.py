@@ -16,7 +16,9 @@ from specpair.engines.profile import EngineProfile
 if TYPE_CHECKING:  # annotations only: the release packages import these, not the interface
     from specpair.budget.model import Budget
     from specpair.engines.args_model import ResolvedArgs
+    from specpair.engines.bench_model import BenchProbe
     from specpair.engines.launch_model import Launch
+    from specpair.engines.logs_model import Timing
     from specpair.engines.metrics_model import EngineMetrics
     from specpair.hardware import GPU
     from specpair.resolve import ResolvedPair
@@ -40,6 +42,10 @@ class EngineRelease:
     """What the release exports on /metrics; the rules and dashboards use nothing else."""
     image: str
     """The release's published container image."""
+    log_timings: tuple[Timing, ...]
+    """Start-up log lines that time a part of the start (weight load, graph capture)."""
+    bench: BenchProbe
+    """Request fields and server checks of the measurement protocol."""
 
     @property
     def name(self) -> str:

@@ -4,7 +4,7 @@ release."""
 from __future__ import annotations
 
 from specpair.engines.release import EngineRelease
-from specpair.engines.sglang_0_5_23 import args, budget, facts, launch, metrics
+from specpair.engines.sglang_0_5_23 import args, bench, budget, facts, launch, logs, metrics
 
 RELEASE = EngineRelease(
     profile=facts.PROFILE,
@@ -12,5 +12,7 @@ RELEASE = EngineRelease(
     launch=launch.build,
     budget=budget.budget,
     metrics=metrics.METRICS,
+    log_timings=logs.TIMINGS,
+    bench=bench.PROBE,
     image="lmsysorg/sglang:v0.5.23",
 )

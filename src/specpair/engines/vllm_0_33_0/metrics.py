@@ -36,4 +36,5 @@ METRICS = EngineMetrics(
                   "the engine's start-up duration (the time to the first request after a "
                   "start is measured from the API process's start instead)"),
     source="vllm 0.33.0: vllm/v1/spec_decode/metrics.py, vllm/v1/metrics/loggers.py",
+    process_metrics_with_data_parallel=False,
 )
