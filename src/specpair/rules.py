@@ -34,8 +34,9 @@ def check_runbook(rb: Runbook, folder_name: str | None = None) -> list[Finding]:
 
     profile = registry.get_profile(rb.engine.name.value, rb.engine.version)
     if profile is None:
-        add(("engine", "version"), f"{rb.engine.name.value} {rb.engine.version} is not supported",
-            "use one of: " + ", ".join(registry.labels()))
+        supported = ", ".join(registry.labels())
+        add(("engine", "version"), f"{rb.engine.name.value} {rb.engine.version} is not supported "
+            f"(specpair supports {supported})", "use one of: " + supported)
     gpu = rb.deployment.gpu
     if isinstance(gpu, str) and hardware.lookup(gpu) is None:
         add(("deployment", "gpu"), f"unknown GPU {gpu!r}", hardware.unknown_hint(gpu))
