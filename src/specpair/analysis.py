@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING
 from specpair import alerts
 from specpair.budget import compute
 from specpair.budget.model import Budget
-from specpair.checks import Context, Finding, run
+from specpair.checks import Context, run
+from specpair.engines import registry as engines
 from specpair.errors import Problem, SpecpairError
+from specpair.findings import Finding
 from specpair.latency import LatencyModel, model
-from specpair.launch import ENGINES, Launch, build_for
+from specpair.launch import Launch, build_for
 from specpair.resolve import ResolvedPair
-from specpair.runbooks import load_location
 from specpair.staging import StagingPlan, plan
 
 if TYPE_CHECKING:  # the planner is imported when the site first asks for a plan
@@ -62,11 +63,11 @@ class Analysis:
         """Every engine's launch; the runbook engine's errors refuse the pair (located in
         the runbook), another engine's are shown as the reason it is not generated."""
         pair = self.pair
-        by_engine = {engine: build_for(pair, engine) for engine in ENGINES}
+        by_engine = {engine: build_for(pair, engine) for engine in engines.labels()}
         errors = by_engine[pair.engine].errors
         if errors:
-            raise SpecpairError([Problem(load_location(pair.source_file, p.field),
-                                         p.message, p.fix) for p in errors])
+            raise SpecpairError([Problem(pair.location(p.field), p.message, p.hint)
+                                 for p in errors])
         return Launches(by_engine, build_for(pair, pair.engine, speculate=False))
 
     @cached_property

@@ -17,13 +17,15 @@ from typing import Any
 import pytest
 
 from specpair import registry
-from specpair.budget import sglang_0_5_23 as sglang_budget
-from specpair.budget import vllm_0_33_0 as vllm_budget
+from specpair.engines.sglang_0_5_23 import args as sglang_args
+from specpair.engines.sglang_0_5_23 import budget as sglang_budget
+from specpair.engines.sglang_0_5_23 import launch as sglang_launch
+from specpair.engines.vllm_0_33_0 import args as vllm_args
+from specpair.engines.vllm_0_33_0 import budget as vllm_budget
+from specpair.engines.vllm_0_33_0.args import speculative_tokens
 from specpair.errors import SpecpairError
 from specpair.geometry import NotModelled
 from specpair.launch import EnvRef
-from specpair.launch import sglang_0_5_23 as sglang_launch
-from specpair.launch.vllm_0_33_0 import speculative_tokens
 from tests.engine.conftest import HERE
 from tests.engine.corpus import (
     BUNDLED,
@@ -104,8 +106,8 @@ def sglang_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = T
                 if pair.target.geometry.linear_attention is not None:
                     rest, plan = sglang_budget.state_plan(
                         pair.runbook, pair.target.geometry, tp, REST_GIB, True,
-                        sglang_budget.verify_width(pair.runbook.speculation),
-                        sglang_budget.SPEC_DEFAULT_MAX_RUNNING_REQUESTS)
+                        sglang_args.verify_width(pair.runbook.speculation),
+                        sglang_args.SPEC_DEFAULT_MAX_RUNNING_REQUESTS)
                     slots = plan.slots
                 available = int(rest * (1 << 30))
                 tokens, swa_tokens = sglang_budget.pool_tokens(available, cell, cells.swa, 1)
@@ -160,7 +162,7 @@ def vllm_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = TEN
                         continue
                     dep = pair.runbook.deployment
                     in_flight = vllm_budget.IN_FLIGHT_BATCHES * \
-                        vllm_budget.default_max_num_batched_tokens(pair.gpu_spec)
+                        vllm_args.default_max_num_batched_tokens(pair.gpu_spec)
                     blocks = KV_BUDGET // plan.bytes_per_block
                     per_request = plan.blocks_per_request(dep.context_length, block, in_flight)
                     # the block size the engine ends with (hybrids: aligned to the state)
@@ -177,7 +179,7 @@ def vllm_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = TEN
                         "target": str(corpus.path(corpus.target)), "draft": draft, "tp": tp,
                         "draft_tp": dep.parallel.draft_tensor or tp,
                         # the command's --block-size, not specpair's aligned one
-                        "block_size": dep.page_size or vllm_budget.DEFAULT_BLOCK_SIZE,
+                        "block_size": dep.page_size or vllm_args.DEFAULT_BLOCK_SIZE,
                         "kv_cache_dtype": "fp8_e4m3" if kv == "fp8_e4m3" else "auto",
                         "max_model_len": dep.context_length, "available_bytes": KV_BUDGET,
                         "disable_hybrid_kv_cache_manager": not hybrid,
@@ -214,7 +216,7 @@ def test_unmodelled_layouts_are_refused_by_key(folder: str, key: str) -> None:
 
 
 def test_hybrid_switch_flags_parse_in_both_engines() -> None:
-    from specpair.launch import vllm_0_33_0 as vllm_launch
+    from specpair.engines.vllm_0_33_0 import launch as vllm_launch
     from tests.engine.conftest import parse
 
     corpus = next(p for p in PAIRS if p.name == "gpt-oss-20b-ngram")

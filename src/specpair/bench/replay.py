@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -162,14 +163,12 @@ def schema_valid(request: ReplayRequest, text: str) -> bool | None:
     return bool(validator.is_valid(document))
 
 
-def request_body(model: str, request: ReplayRequest, engine: str) -> dict[str, Any]:
-    body = {**request.body, "model": model, "stream": True,
-            "stream_options": {"include_usage": True}}
-    if engine == "vllm":
-        body["return_token_ids"] = True  # token-for-token comparison of the answers
-    else:
-        body["return_spec_tokens_details"] = True
-    return body
+def request_body(model: str, request: ReplayRequest,
+                 extras: Mapping[str, Any]) -> dict[str, Any]:
+    """The captured request with our model name and streaming, plus the engine release's
+    replay fields (`BenchProbe.replay_extras`)."""
+    return {**request.body, "model": model, "stream": True,
+            "stream_options": {"include_usage": True}, **extras}
 
 
 async def stream(client: httpx.AsyncClient, url: str, request: ReplayRequest,
@@ -223,7 +222,8 @@ async def stream(client: httpx.AsyncClient, url: str, request: ReplayRequest,
     return sample
 
 
-async def run_load(url: str, model: str, requests: list[ReplayRequest], engine: str,
+async def run_load(url: str, model: str, requests: list[ReplayRequest],
+                   extras: Mapping[str, Any],
                    concurrency: int, time_limit_s: float
                    ) -> tuple[dict[int, ReplaySample], float, bool]:
     """Every request at the given concurrency, in file order; stops starting new ones at
@@ -245,7 +245,7 @@ async def run_load(url: str, model: str, requests: list[ReplayRequest], engine: 
             request = pending.pop()
             try:
                 samples[request.index] = await asyncio.wait_for(
-                    stream(client, url, request, request_body(model, request, engine)),
+                    stream(client, url, request, request_body(model, request, extras)),
                     deadline - time.perf_counter())
             except TimeoutError:
                 truncated = True

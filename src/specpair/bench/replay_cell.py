@@ -5,8 +5,9 @@ the token-for-token comparison of the greedy answers."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from specpair.bench import metrics
 from specpair.bench.client import Sample, summarize
@@ -31,7 +32,8 @@ def requests_of(workload: Workload, folder: Path) -> list[ReplayRequest]:
 
 
 def measure(workload: Workload, requests: list[ReplayRequest], concurrency: int,
-            urls: dict[str, str], models: dict[str, str], engine: str, time_limit_s: float,
+            urls: dict[str, str], models: dict[str, str], extras: Mapping[str, Any],
+            time_limit_s: float,
             percentile: int, scrape: Scrape, say: Callable[[str], None]) -> Cell:
     from specpair.bench.replay import run_load
 
@@ -43,7 +45,7 @@ def measure(workload: Workload, requests: list[ReplayRequest], concurrency: int,
         say(f"[{workload.name} c={concurrency} {role}] {len(requests)} replayed requests")
         before = scrape(url)
         samples, wall, truncated = asyncio.run(run_load(
-            url, models[role], requests, engine, concurrency, time_limit_s))
+            url, models[role], requests, extras, concurrency, time_limit_s))
         try:
             delta = metrics.delta(before, scrape(url))
         except ValueError as exc:

@@ -20,13 +20,14 @@ from typing import Any
 import yaml
 
 from specpair.analysis import Analysis
+from specpair.engines import registry as engines
+from specpair.generators import stage_script
+from specpair.generators.shell_text import cell_text, slug
 from specpair.launch import EnvRef, Launch
 from specpair.registry import declared_notes, marks
 from specpair.resolve import ResolvedPair
-from specpair.schema.common import inert
 from specpair.writer import dump_json
 
-IMAGES = {"sglang 0.5.23": "lmsysorg/sglang:v0.5.23", "vllm 0.33.0": "vllm/vllm-openai:v0.33.0"}
 LWS_ENV = {"NODE_RANK": "$(LWS_WORKER_INDEX)", "DIST_INIT_ADDR": "$(LWS_LEADER_ADDRESS):20000",
            "MASTER_ADDR": "$(LWS_LEADER_ADDRESS)"}
 
@@ -44,10 +45,6 @@ def _str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
 
 
 _NoAliasDumper.add_representer(str, _str)
-
-
-def slug(engine: str) -> str:
-    return engine.split()[0]
 
 
 def word(arg: str | EnvRef) -> str:
@@ -100,12 +97,6 @@ def shell_script(pair: ResolvedPair, launch: Launch, primary: bool,
     return "\n".join(lines) + "\n"
 
 
-def cell_text(text: str) -> str:
-    """Runbook text in a shell comment: one line, nothing that ends the comment, no
-    control character (a `cat` of the script must not drive the terminal)."""
-    return inert(" ".join(text.split()))
-
-
 def args_data(launch: Launch) -> dict[str, Any]:
     return {
         "argv": [{"env": a.name} if isinstance(a, EnvRef) else a for a in launch.argv],
@@ -116,7 +107,7 @@ def args_data(launch: Launch) -> dict[str, Any]:
         "follower_argv": launch.follower_argv,
         "port": launch.port,
         "preflight": [{"severity": p.severity, "field": p.field, "message": p.message,
-                       "fix": p.fix} for p in launch.preflight],
+                       "fix": p.hint} for p in launch.preflight],
     }
 
 
@@ -190,12 +181,9 @@ def manifest(pair: ResolvedPair, launch: Launch) -> str:
     k8s = rb.kubernetes
     name = rb.pair.name
     gpus = dep.parallel.tensor * dep.parallel.pipeline * dep.parallel.data // dep.nodes
-    image = IMAGES[launch.engine]
+    image = engines.by_label(launch.engine).image
     command = [LWS_ENV[a.name] if isinstance(a, EnvRef) else k8s_literal(a) for a in launch.argv]
-    # both log each phase in the deployment-log format (imported here: stage_script
-    # builds on this module)
-    from specpair.generators import stage_script
-
+    # both log each phase in the deployment-log format
     stage_args = _k8s_words(stage_script.init_container_command(pair, rb.staging.mode))
     budget_s = int(rb.staging.cold_start_budget_s)
     env = [{"name": "HF_HOME", "value": "/models"}, *token_env(pair)]

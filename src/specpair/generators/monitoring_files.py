@@ -8,9 +8,15 @@ from typing import Any
 
 import yaml
 
-from specpair.alerts import PAIR_LABEL, Thresholds, detection, groups, watches_first_request
+from specpair.alerts import (
+    PAIR_LABEL,
+    Thresholds,
+    detection,
+    groups,
+    watches_first_request,
+)
 from specpair.analysis import Analysis
-from specpair.generators.launch_files import cell_text
+from specpair.generators.shell_text import cell_text
 from specpair.monitoring import for_engine
 from specpair.registry import marks
 from specpair.resolve import ResolvedPair

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import shlex
 
-from specpair.generators.launch_files import cell_text, slug
+from specpair.generators.shell_text import cell_text, slug
 from specpair.registry import marks
 from specpair.resolve import ResolvedPair
 from specpair.staging import HF_DOWNLOAD_WORKERS, StagingPlan

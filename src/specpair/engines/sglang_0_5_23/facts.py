@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specpair.engines import EngineProfile
+from specpair.engines.profile import EngineProfile
 from specpair.schema.common import Method
 
 PROFILE = EngineProfile(
@@ -21,4 +21,6 @@ PROFILE = EngineProfile(
     },
     default_page_size=1,
     supports_tree_drafts=True,
+    display_name="SGLang",
+    capabilities=frozenset({"overlap_weight_loading"}),
 )

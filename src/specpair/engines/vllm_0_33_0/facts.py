@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specpair.engines import EngineProfile
+from specpair.engines.profile import EngineProfile
 from specpair.schema.common import Method
 
 PROFILE = EngineProfile(
@@ -21,4 +21,7 @@ PROFILE = EngineProfile(
     },
     default_page_size=16,
     supports_tree_drafts=False,
+    display_name="vLLM",
+    capabilities=frozenset({"draft_tensor_parallel", "heterogeneous_vocab",
+                            "multi_node_data_parallel"}),
 )
