@@ -70,7 +70,7 @@ def _reason(exc: BaseException) -> str:
 
 def vllm(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from vllm.engine.arg_utils import EngineArgs
-    from vllm.entrypoints.common.cli_args import make_arg_parser
+    from vllm.entrypoints.cli.serve import make_arg_parser  # what `vllm serve` builds
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = make_arg_parser(FlexibleArgumentParser())
@@ -116,7 +116,7 @@ class _StandInModule(types.ModuleType):
         return _Anything(name, (), {})
 
 
-class _TorchvisionStandIn(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class TorchvisionStandIn(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, name: str, path: Any = None, target: Any = None
                   ) -> importlib.machinery.ModuleSpec | None:
         if name == "torchvision" or name.startswith("torchvision."):
@@ -134,22 +134,27 @@ class _TorchvisionStandIn(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def _gpu_runtime_stub() -> None:
-    """GPU_RUNTIME_STUB: the device and its memory, as an H100 80GB node reports them."""
-    import sglang.srt.arg_groups.kv_shard_hook as kv_shard_hook
-    import sglang.srt.arg_groups.memory_hook as memory_hook
-    import sglang.srt.arg_groups.serving_hook as serving_hook
-    import sglang.srt.utils.common as common
+    """GPU_RUNTIME_STUB: the device and its memory, as an H100 80GB node reports them, in
+    every module of the release that imported the functions by name (0.5.23: its
+    arg_groups hooks; 0.5.18: server_args itself)."""
+    import importlib
+    import importlib.util
 
-    for module in (common, serving_hook):
+    for name in ("sglang.srt.utils.common", "sglang.srt.server_args",
+                 "sglang.srt.arg_groups.serving_hook", "sglang.srt.arg_groups.kv_shard_hook",
+                 "sglang.srt.arg_groups.memory_hook"):
+        if importlib.util.find_spec(name) is None:
+            continue
+        module = importlib.import_module(name)
         if hasattr(module, "get_device"):
             module.get_device = lambda *args, **kwargs: "cuda"  # type: ignore[attr-defined]
-    for module in (common, kv_shard_hook, memory_hook):
-        module.get_device_memory_capacity = (  # type: ignore[attr-defined]
-            lambda device=None: H100_MIB)
+        if hasattr(module, "get_device_memory_capacity"):
+            module.get_device_memory_capacity = (  # type: ignore[attr-defined]
+                lambda device=None: H100_MIB)
 
 
 def sglang(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    sys.meta_path.insert(0, _TorchvisionStandIn())
+    sys.meta_path.insert(0, TorchvisionStandIn())
     from sglang.srt.configs.model_config import ModelConfig
     from sglang.srt.server_args import prepare_server_args
 
@@ -165,7 +170,8 @@ def sglang(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 with contextlib.redirect_stderr(err):
                     server_args = prepare_server_args(argv[2:])
                 stage = "resolve"
-                server_args.resolve_once()
+                if hasattr(server_args, "resolve_once"):  # 0.5.18 resolves in __post_init__
+                    server_args.resolve_once()
                 stage = "check"
                 server_args.check_server_args()
                 stage = "target ModelConfig"

@@ -31,6 +31,10 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[Any, str]:
 
 
 def sglang(argvs: list[list[str]]) -> list[dict[str, Any]]:
+    from engine_startup import TorchvisionStandIn  # this script's folder is on sys.path
+
+    # 0.5.18's sglang.srt.utils imports torchvision at module level (TORCHVISION_IMPORT_STUB)
+    sys.meta_path.insert(0, TorchvisionStandIn())
     import sglang
     from sglang.srt.server_args import ServerArgs
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
@@ -58,7 +62,7 @@ def vllm(argvs: list[list[str]]) -> list[dict[str, Any]]:
 
     import vllm
     from vllm.config.speculative import SpeculativeConfig
-    from vllm.entrypoints.common.cli_args import make_arg_parser
+    from vllm.entrypoints.cli.serve import make_arg_parser  # what `vllm serve` builds
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = make_arg_parser(FlexibleArgumentParser())
@@ -98,7 +102,7 @@ def vllm_config(argvs: list[list[str]]) -> list[dict[str, Any]]:
     and VllmConfig validation runs, no weights load. Checkpoint paths must exist."""
     import vllm
     from vllm.engine.arg_utils import AsyncEngineArgs
-    from vllm.entrypoints.common.cli_args import make_arg_parser
+    from vllm.entrypoints.cli.serve import make_arg_parser  # what `vllm serve` builds
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = make_arg_parser(FlexibleArgumentParser())

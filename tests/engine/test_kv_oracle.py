@@ -182,7 +182,8 @@ def vllm_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = TEN
                         "max_model_len": dep.context_length, "available_bytes": KV_BUDGET,
                         "disable_hybrid_kv_cache_manager": not hybrid,
                         "max_in_flight_tokens": in_flight,
-                        "num_speculative_tokens": speculative_tokens(pair)}))
+                        "num_speculative_tokens": speculative_tokens(pair),
+                        "method": corpus.speculation["method"]}))
     return cases, refused
 
 
