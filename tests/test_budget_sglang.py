@@ -13,7 +13,8 @@ import pytest
 
 from specpair.budget import compute
 from specpair.budget.model import GiB
-from specpair.budget.sglang_0_5_23 import (
+from specpair.build import load_pairs
+from specpair.engines.sglang_0_5_23.budget import (
     Inputs,
     default_mem_fraction,
     exact_draft_cell,
@@ -21,7 +22,6 @@ from specpair.budget.sglang_0_5_23 import (
     state_plan,
     target_cell,
 )
-from specpair.build import load_pairs
 from specpair.geometry import Geometry, LinearAttention
 from specpair.runbooks import load_runbook
 from tests.conftest import REPO

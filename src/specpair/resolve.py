@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import Field, ValidationError
 
-from specpair import engines, hardware
+from specpair import hardware
 from specpair.bench.record import Measurement
 from specpair.errors import Problem, SpecpairError
 from specpair.geometry import Geometry, GeometryOverride
@@ -48,12 +48,6 @@ class ResolvedPair(Strict):
         default_factory=list, description="recorded cold starts, oldest first")
     vocab_mapping: VocabMapping | None = Field(
         default=None, description="the lock's vocabulary intersection (heterogeneous mode)")
-
-    @property
-    def profile(self) -> engines.EngineProfile:
-        found = engines.get_profile(self.runbook.engine.name.value, self.runbook.engine.version)
-        assert found is not None, "validated by rules.check_runbook"
-        return found
 
     @property
     def bundled_draft(self) -> ResolvedArtifact | None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from specpair import engines, hardware
+from specpair import hardware
+from specpair.engines.profile import EngineProfile
 from specpair.load import PathKey
 from specpair.schema.common import Method
 from specpair.schema.runbook import Artifact, Runbook
@@ -35,6 +36,8 @@ def check_runbook(rb: Runbook, folder_name: str | None = None) -> list[Finding]:
     if folder_name is not None and rb.pair.name != folder_name:
         add(("pair", "name"), f"pair name {rb.pair.name!r} differs from its folder "
             f"{folder_name!r}", "name the folder runbooks/<pair.name>/ (or rename the pair)")
+
+    from specpair.engines import registry as engines  # step 1 of issue 26 removes this cycle
 
     profile = engines.get_profile(rb.engine.name.value, rb.engine.version)
     if profile is None:
@@ -108,7 +111,7 @@ def _check_artifact(art: Artifact, loc: PathKey, add: Add, *, bundled: bool) -> 
             "add revision: <40-hex commit> (run `specpair lock` to find it)")
 
 
-def _check_speculation(rb: Runbook, profile: engines.EngineProfile | None, add: Add) -> None:
+def _check_speculation(rb: Runbook, profile: EngineProfile | None, add: Add) -> None:
     spec = rb.speculation
     loc = ("speculation",)
     if profile is not None and spec.method not in profile.method_names:

@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 
 from specpair import registry
-from specpair.budget import sglang_0_5_23 as sglang_budget
-from specpair.budget import vllm_0_33_0 as vllm_budget
+from specpair.engines.sglang_0_5_23 import budget as sglang_budget
+from specpair.engines.sglang_0_5_23 import launch as sglang_launch
+from specpair.engines.vllm_0_33_0 import budget as vllm_budget
+from specpair.engines.vllm_0_33_0.launch import speculative_tokens
 from specpair.errors import SpecpairError
 from specpair.geometry import NotModelled
 from specpair.launch import EnvRef
-from specpair.launch import sglang_0_5_23 as sglang_launch
-from specpair.launch.vllm_0_33_0 import speculative_tokens
 from tests.engine.conftest import HERE
 from tests.engine.corpus import (
     BUNDLED,
@@ -215,7 +215,7 @@ def test_unmodelled_layouts_are_refused_by_key(folder: str, key: str) -> None:
 
 
 def test_hybrid_switch_flags_parse_in_both_engines() -> None:
-    from specpair.launch import vllm_0_33_0 as vllm_launch
+    from specpair.engines.vllm_0_33_0 import launch as vllm_launch
     from tests.engine.conftest import parse
 
     corpus = next(p for p in PAIRS if p.name == "gpt-oss-20b-ngram")

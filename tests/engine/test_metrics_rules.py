@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from specpair.bench.metrics import delta, parse
-from specpair.monitoring import vllm_0_33_0
+from specpair.engines.vllm_0_33_0 import metrics as vllm_0_33_0_metrics
 from tests.engine.conftest import Server
 from tests.promtool import check_rules, rule_groups, run_unit_tests
 
@@ -84,7 +84,7 @@ def test_rules_use_exposed_metrics_and_match_the_bench(spec_server: Server, tiny
     check_rules(rules_file)
     groups = rule_groups(rules_file.read_text())
     exprs = "\n".join(r["expr"] for g in groups for r in g["rules"])
-    names = vllm_0_33_0.METRICS.names()
+    names = vllm_0_33_0_metrics.METRICS.names()
     assert all(n in exprs for n in names)
     # every vLLM metric the rules use, and prometheus_client's process metrics among them
     used = sorted(set(_NAME.findall(exprs)) | set(names))
@@ -140,8 +140,8 @@ def test_the_fallback_alert_fires_on_the_real_baseline(servers: dict[str, Server
     complete(base, str(args["engines"]["vllm 0.33.0"]["argv"][2]))
     after = scrape(base)
     replay = input_series(before, after, counters_only, instance="baseline", repeat=40)
-    assert any(s["series"].startswith(vllm_0_33_0.METRICS.generated_tokens) for s in replay)
-    assert not any(s["series"].startswith(vllm_0_33_0.METRICS.verify_steps) for s in replay)
+    assert any(s["series"].startswith(vllm_0_33_0_metrics.METRICS.generated_tokens) for s in replay)
+    assert not any(s["series"].startswith(vllm_0_33_0_metrics.METRICS.verify_steps) for s in replay)
     result = run_unit_tests(rules_file, [{
         "interval": "1m", "input_series": replay,
         "alert_rule_test": fallback_cases(rules_file, "baseline", fires=True)}], tmp_path)
@@ -161,19 +161,19 @@ def test_every_metric_name_is_declared_in_the_engines_source() -> None:
 
     import sglang
 
-    from specpair.monitoring import sglang_0_5_23
+    from specpair.engines.sglang_0_5_23 import metrics as sglang_0_5_23_metrics
 
     sglang_src = (Path(sglang.__file__).parent / "srt" / "observability" /
                   "metrics_collector.py").read_text()
     assert sglang.__version__ == "0.5.23"
     # process_* metrics come from prometheus_client, not the engine: the real server shows them
-    missing = [n for n in sglang_0_5_23.METRICS.names()
+    missing = [n for n in sglang_0_5_23_metrics.METRICS.names()
                if n.startswith("sglang:") and not _declared(sglang_src, n)]
     assert not missing, missing
     vllm_root = Path(os.environ["SPECPAIR_VLLM_SOURCES"]) / "vllm"
     vllm_src = "".join(
         (vllm_root / rel).read_text() for rel in ("v1/spec_decode/metrics.py",
                                                   "v1/metrics/loggers.py"))
-    missing = [n for n in vllm_0_33_0.METRICS.names()
+    missing = [n for n in vllm_0_33_0_metrics.METRICS.names()
                if n.startswith("vllm:") and not _declared(vllm_src, n)]
     assert not missing, missing

@@ -51,13 +51,13 @@ def check_servers(pair: ResolvedPair, baseline: str, spec: str) -> None:
         metrics.check_baseline_server(scrape(baseline))
         expected_k = None
         if engine == "vllm" and pair.runbook.speculation.method is not Method.NGRAM:
-            from specpair.launch.vllm_0_33_0 import speculative_tokens
+            from specpair.engines.vllm_0_33_0.launch import speculative_tokens
 
             expected_k = speculative_tokens(pair)
         metrics.check_speculative_server(scrape(spec), expected_k=expected_k, engine=engine)
         if engine == "sglang":
-            from specpair.budget.sglang_0_5_23 import verify_width
-            from specpair.engines.sglang_0_5_23 import PROFILE
+            from specpair.engines.sglang_0_5_23.budget import verify_width
+            from specpair.engines.sglang_0_5_23.facts import PROFILE
 
             info = _get(spec, "/server_info").json()
             rb = pair.runbook

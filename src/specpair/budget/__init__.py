@@ -1,31 +1,20 @@
 """The two-model memory budget, computed through the engine release's own rules.
 
-One calculator per (engine, version); each follows that release's start-up order and
-formulas and names them in every line it produces. The design sketch put pool math under
-`engines/`; it lives here (and launch commands under `specpair.launch`) so that
-`engines/` stays the small, import-cheap registry of names and method spellings that the
-loader needs, while the heavier per-release modules load only when used.
+One calculator per (engine, version), in that release's package
+(`specpair.engines.<release>.budget`); each follows the release's start-up order and
+formulas and names them in every line it produces.
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
 
 from specpair import registry
-from specpair.budget import sglang_0_5_23, vllm_0_33_0
 from specpair.budget.common import check_tensor_parallel
 from specpair.budget.model import Budget
 from specpair.errors import Problem, SpecpairError
-from specpair.hardware import GPU
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import Method
-
-CALCULATORS: dict[str, Callable[[ResolvedPair, GPU], Budget]] = {
-    sglang_0_5_23.ENGINE: sglang_0_5_23.budget,
-    vllm_0_33_0.ENGINE: vllm_0_33_0.budget,
-}
-
 
 _CACHE: dict[int, tuple[weakref.ref[ResolvedPair], Budget]] = {}
 
@@ -54,7 +43,9 @@ def compute(pair: ResolvedPair) -> Budget:
     draft_tp = pair.runbook.deployment.parallel.draft_tensor
     check_tensor_parallel(pair, draft_tp)
     notes = check_layouts(pair)
-    budget = CALCULATORS[pair.engine](pair, pair.gpu_spec)
+    from specpair.engines import registry as engines  # step 1 of issue 26 removes this cycle
+
+    budget = engines.by_label(pair.engine).budget(pair, pair.gpu_spec)
     if notes:
         budget = budget.model_copy(update={"unverified": notes})
     if len(_CACHE) > 4096:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from specpair.budget.model import Storage
 from specpair.errors import Problem, SpecpairError
 from specpair.geometry import Geometry
-from specpair.resolve import ResolvedPair
 from specpair.schema.common import DTYPE_BYTES, KVDtype
+
+if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
+    from specpair.resolve import ResolvedPair
 
 
 def model_dtype_bytes(geometry: Geometry) -> int:

@@ -19,14 +19,14 @@ from typing import Any
 
 import yaml
 
+from specpair.engines import registry as engines
 from specpair.errors import Problem, SpecpairError
-from specpair.launch import ENGINES, EnvRef, Launch, build_for
+from specpair.launch import EnvRef, Launch, build_for
 from specpair.resolve import ResolvedPair
 from specpair.runbooks import load_location
 from specpair.schema.common import inert
 from specpair.writer import dump_json
 
-IMAGES = {"sglang 0.5.23": "lmsysorg/sglang:v0.5.23", "vllm 0.33.0": "vllm/vllm-openai:v0.33.0"}
 LWS_ENV = {"NODE_RANK": "$(LWS_WORKER_INDEX)", "DIST_INIT_ADDR": "$(LWS_LEADER_ADDRESS):20000",
            "MASTER_ADDR": "$(LWS_LEADER_ADDRESS)"}
 
@@ -188,7 +188,7 @@ def manifest(pair: ResolvedPair, launch: Launch) -> str:
     k8s = rb.kubernetes
     name = rb.pair.name
     gpus = dep.parallel.tensor * dep.parallel.pipeline * dep.parallel.data // dep.nodes
-    image = IMAGES[launch.engine]
+    image = engines.by_label(launch.engine).image
     command = [LWS_ENV[a.name] if isinstance(a, EnvRef) else k8s_literal(a) for a in launch.argv]
     # both log each phase in the deployment-log format (imported here: stage_script
     # builds on this module)
@@ -277,7 +277,7 @@ def manifest(pair: ResolvedPair, launch: Launch) -> str:
 def generate(pair: ResolvedPair) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     index: dict[str, Any] = {"runbook_engine": pair.engine, "engines": {}}
-    for engine in ENGINES:
+    for engine in engines.labels():
         primary = engine == pair.engine
         launch = build_for(pair, engine)
         if launch.errors:

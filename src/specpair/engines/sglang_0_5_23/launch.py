@@ -9,18 +9,22 @@ limit (48 under speculation).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from specpair.budget.common import kv_layers
-from specpair.budget.sglang_0_5_23 import (
+from specpair.engines.sglang_0_5_23.budget import (
     DEFAULT_MAMBA_FULL_MEMORY_RATIO,
     EXTRA_BUFFER_ARCHS,
     default_mem_fraction,
     verify_width,
 )
-from specpair.engines.sglang_0_5_23 import PROFILE
-from specpair.launch import EnvRef, Launch, Preflights
-from specpair.resolve import ResolvedPair
+from specpair.engines.sglang_0_5_23.facts import PROFILE
+from specpair.launch.model import EnvRef, Launch, Preflights
 from specpair.schema.common import KVDtype, Method
 from specpair.schema.runbook import Artifact
+
+if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
+    from specpair.resolve import ResolvedPair
 
 ENGINE = "sglang 0.5.23"
 VERSION = "0.5.23"

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from specpair.budget.common import (
     kv_bytes,
@@ -35,9 +36,11 @@ from specpair.budget.model import Assumption, Budget, GiB, Line, MiB, Scenario
 from specpair.errors import SpecpairError
 from specpair.geometry import Geometry, LinearAttention
 from specpair.hardware import GPU
-from specpair.resolve import ResolvedPair
 from specpair.schema.common import KVDtype, Method
 from specpair.schema.runbook import Runbook, Speculation
+
+if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
+    from specpair.resolve import ResolvedPair
 
 ENGINE = "sglang 0.5.23"
 SPEC_DEFAULT_MAX_RUNNING_REQUESTS = 48

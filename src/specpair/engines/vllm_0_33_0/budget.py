@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from specpair.budget.common import (
     kv_bytes,
@@ -29,12 +29,14 @@ from specpair.budget.common import (
     weights_per_rank,
 )
 from specpair.budget.model import Assumption, Budget, GiB, Line, Scenario
+from specpair.engines.vllm_0_33_0.launch import speculative_tokens
 from specpair.errors import SpecpairError
 from specpair.geometry import Geometry
 from specpair.hardware import GPU
-from specpair.launch.vllm_0_33_0 import speculative_tokens
-from specpair.resolve import ResolvedPair
 from specpair.schema.common import KVDtype, Method
+
+if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
+    from specpair.resolve import ResolvedPair
 
 ENGINE = "vllm 0.33.0"
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92

@@ -5,7 +5,7 @@ config exists, so a server started without its draft has no such series at all."
 
 from __future__ import annotations
 
-from specpair.monitoring import EngineMetrics
+from specpair.monitoring.model import EngineMetrics
 
 METRICS = EngineMetrics(
     engine="vllm 0.33.0",

@@ -9,12 +9,14 @@ There is no `draft_revision`: the draft's revision is `revision` inside the JSON
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from specpair.engines.vllm_0_33_0 import PROFILE
-from specpair.launch import EnvRef, Launch, Preflights
-from specpair.resolve import ResolvedPair
+from specpair.engines.vllm_0_33_0.facts import PROFILE
+from specpair.launch.model import EnvRef, Launch, Preflights
 from specpair.schema.common import KVDtype, Method
+
+if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
+    from specpair.resolve import ResolvedPair
 
 ENGINE = "vllm 0.33.0"
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
@@ -120,7 +122,7 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
     else:
         argv += ["--gpu-memory-utilization",
                  f"{dep.memory_fraction or DEFAULT_GPU_MEMORY_UTILIZATION:g}"]
-    from specpair.budget.vllm_0_33_0 import default_max_num_seqs
+    from specpair.engines.vllm_0_33_0.budget import default_max_num_seqs
 
     argv += ["--max-model-len", str(dep.context_length),
              "--kv-cache-dtype", KV_DTYPE[dep.kv_cache_dtype],

@@ -1,0 +1,55 @@
+"""The one registry of supported engine releases, keyed by (engine, exact version).
+
+Each supported release is one package beside this module
+(`specpair/engines/<name>_<version>/`, see README.md) with its flag spellings, method
+names, launch, budget and metrics, read from that release's source
+(../shared/ENGINE_NOTES_*.md). An unknown version is an error that lists the supported
+ones: never a silent fallback to another release's rules. Adding a release is adding its
+package and one line below.
+"""
+
+from __future__ import annotations
+
+from specpair.engines import sglang_0_5_23, vllm_0_33_0
+from specpair.engines.release import EngineProfile, EngineRelease
+
+__all__ = ["RELEASES", "EngineProfile", "EngineRelease", "by_label", "find_label",
+           "get_profile", "get_release", "labels", "supported"]
+
+RELEASES: dict[tuple[str, str], EngineRelease] = {
+    (r.name, r.version): r for r in (
+        sglang_0_5_23.RELEASE,
+        vllm_0_33_0.RELEASE,
+    )
+}
+
+
+def labels() -> list[str]:
+    """Every supported release as `name version`, sorted."""
+    return sorted(r.label for r in RELEASES.values())
+
+
+supported = labels
+
+
+def get_release(name: str, version: str) -> EngineRelease | None:
+    return RELEASES.get((name, version))
+
+
+def get_profile(name: str, version: str) -> EngineProfile | None:
+    found = RELEASES.get((name, version))
+    return found.profile if found else None
+
+
+def find_label(label: str) -> EngineRelease | None:
+    """The release of a label such as `vllm 0.33.0`, or None."""
+    name, _, version = label.partition(" ")
+    return RELEASES.get((name, version))
+
+
+def by_label(label: str) -> EngineRelease:
+    """The release of a label the resolver produced (validated at load)."""
+    found = find_label(label)
+    if found is None:
+        raise KeyError(label)
+    return found

@@ -1,0 +1,50 @@
+"""The interface of one engine release: what a package under `specpair/engines/` provides.
+
+A release is known by (engine name, exact version). Its package holds everything specpair
+knows about it, read from that release's own code (../shared/ENGINE_NOTES_*.md); nothing
+outside the engine packages branches on an engine name or version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from specpair.engines.profile import EngineProfile
+
+if TYPE_CHECKING:  # annotations only: the release packages import these, not the interface
+    from specpair.budget.model import Budget
+    from specpair.hardware import GPU
+    from specpair.launch.model import Launch
+    from specpair.monitoring.model import EngineMetrics
+    from specpair.resolve import ResolvedPair
+
+__all__ = ["EngineProfile", "EngineRelease"]
+
+
+@dataclass(frozen=True)
+class EngineRelease:
+    """One supported release; registered once in `specpair.engines.registry.RELEASES`."""
+
+    profile: EngineProfile
+    launch: Callable[[ResolvedPair, bool], Launch]
+    """The server command of a pair (`speculate=False`: the same server without a draft)."""
+    budget: Callable[[ResolvedPair, GPU], Budget]
+    """The two-model memory budget, through this release's start-up order and formulas."""
+    metrics: EngineMetrics
+    """What the release exports on /metrics; the rules and dashboards use nothing else."""
+    image: str
+    """The release's published container image."""
+
+    @property
+    def name(self) -> str:
+        return self.profile.name
+
+    @property
+    def version(self) -> str:
+        return self.profile.version
+
+    @property
+    def label(self) -> str:
+        return self.profile.label

@@ -1,0 +1,14 @@
+"""vLLM 0.33.0: facts, launch, budget and metrics of this one release."""
+
+from __future__ import annotations
+
+from specpair.engines.release import EngineRelease
+from specpair.engines.vllm_0_33_0 import budget, facts, launch, metrics
+
+RELEASE = EngineRelease(
+    profile=facts.PROFILE,
+    launch=launch.build,
+    budget=budget.budget,
+    metrics=metrics.METRICS,
+    image="vllm/vllm-openai:v0.33.0",
+)

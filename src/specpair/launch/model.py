@@ -1,0 +1,58 @@
+"""What a launch is, as data: the argv, the environment a node must set (multi-node rank
+and address), and pre-flight findings (engine rules that the runbook breaks and that the
+engine would only report at start-up). Each engine release builds one (engines/<release>/).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class EnvRef:
+    """An argument that each node supplies from its environment (never from the runbook)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Preflight:
+    field: str
+    message: str
+    fix: str
+    severity: str = "error"  # error | warning
+
+
+class Preflights(list[Preflight]):
+    """The pre-flight findings of one engine release, each prefixed with its name."""
+
+    def __init__(self, engine: str) -> None:
+        super().__init__()
+        self.engine = engine
+
+    def need(self, ok: bool, field: str, message: str, fix: str,
+             severity: str = "error") -> None:
+        if not ok:
+            self.append(Preflight(field, f"{self.engine}: {message}", fix, severity))
+
+
+@dataclass
+class Launch:
+    engine: str
+    argv: list[str | EnvRef]
+    node_env: dict[str, str] = field(default_factory=dict)
+    """Environment variables each node must set (name → meaning), for multi-node runs."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Fixed environment for the server process."""
+    preflight: list[Preflight] = field(default_factory=list)
+    health_path: str = "/health"
+    """Answers once the engine is up and while it stays healthy (startup and liveness)."""
+    ready_path: str = "/health"
+    """Answers while the server should receive requests (readiness)."""
+    follower_argv: list[str] = field(default_factory=list)
+    """Arguments that nodes other than rank 0 add (multi-node runs)."""
+    port: int = 30000
+
+    @property
+    def errors(self) -> list[Preflight]:
+        return [p for p in self.preflight if p.severity == "error"]
