@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from tests.engine import releases
 from tests.engine.conftest import REPO, parse
 
 
 def example_argvs() -> dict[str, list[tuple[str, list[str]]]]:
-    found: dict[str, list[tuple[str, list[str]]]] = {"sglang": [], "vllm": []}
+    """release label → (name, argv) of every command the examples generate for it."""
+    found: dict[str, list[tuple[str, list[str]]]] = {label: [] for label in releases.FOLDERS}
     for path in sorted(REPO.glob("runbooks/*/generated/args.json")):
         index = json.loads(path.read_text())
         entries = [(e, data) for e, data in index["engines"].items() if data["generated"]]
@@ -16,30 +20,47 @@ def example_argvs() -> dict[str, list[tuple[str, list[str]]]]:
             entries.append((index["runbook_engine"], index["baseline"]))
         for engine, data in entries:
             argv = [a if isinstance(a, str) else "0" for a in data["argv"]]
-            found[engine.split()[0]].append((f"{path.parent.parent.name} {engine}", argv))
+            found[engine].append((f"{path.parent.parent.name} {engine}", argv))
     return found
 
 
-def test_every_example_command_parses() -> None:
-    for engine, items in example_argvs().items():
-        assert items, engine
-        verdicts = parse(engine, [argv for _, argv in items])
-        failures = [(name, v["error"]) for (name, _), v in zip(items, verdicts, strict=True)
-                    if not v["ok"]]
-        assert not failures, failures
-        versions = {v["version"] for v in verdicts}
-        assert versions == {"0.5.23" if engine == "sglang" else "0.33.0"}
+@pytest.mark.parametrize("release", sorted(releases.FOLDERS))
+def test_every_example_command_parses(release: str) -> None:
+    items = example_argvs()[release]
+    if release == "sglang 0.5.18":  # no package yet: the 0.5.23 commands, which it parses
+        items = [(n, a) for n, a in example_argvs()["sglang 0.5.23"]]
+    assert items, release
+    verdicts = parse(release.split()[0], [argv for _, argv in items], release)
+    failures = [(name, v["error"]) for (name, _), v in zip(items, verdicts, strict=True)
+                if not v["ok"]]
+    assert not failures, failures
+    # the code that parsed is that release's, not the installed one's
+    assert {v["version"] for v in verdicts} == {releases.version(release)}
 
 
-def test_a_misspelled_flag_fails_the_parser() -> None:
-    for engine, items in example_argvs().items():
-        name, argv = items[0]
-        misspelled = ["--speculative-algoritm" if a == "--speculative-algorithm" else
-                      "--tensor-paralel-size" if a == "--tensor-parallel-size" else a
-                      for a in argv]
-        assert misspelled != argv, name
-        (verdict,) = parse(engine, [misspelled])
-        assert not verdict["ok"] and "unrecognized arguments" in str(verdict["error"])
+@pytest.mark.parametrize("release", sorted(releases.FOLDERS))
+def test_a_misspelled_flag_fails_the_parser(release: str) -> None:
+    engine = release.split()[0]
+    name, argv = example_argvs()[f"{engine} {'0.5.23' if engine == 'sglang' else '0.33.0'}"][0]
+    misspelled = ["--speculative-algoritm" if a == "--speculative-algorithm" else
+                  "--tensor-paralel-size" if a == "--tensor-parallel-size" else a
+                  for a in argv]
+    assert misspelled != argv, name
+    (verdict,) = parse(engine, [misspelled], release)
+    assert not verdict["ok"] and "unrecognized arguments" in str(verdict["error"])
+    assert verdict["version"] == releases.version(release)
+
+
+def test_the_parsers_differ_where_the_facts_say() -> None:
+    """Reviewed facts (engines/<release>/facts.py DIFFERENCES) the parsers can show: flags
+    one release has and the other does not, methods one accepts."""
+    monokernel = ["vllm", "serve", "m", "--monokernel"]
+    medusa = ["vllm", "serve", "m", "--speculative-config",
+              json.dumps({"method": "medusa", "model": "d", "num_speculative_tokens": 3})]
+    new, old = parse("vllm", [monokernel, medusa], "vllm 0.33.0"), \
+        parse("vllm", [monokernel, medusa], "vllm 0.32.0")
+    assert [v["ok"] for v in new] == [True, False] and [v["ok"] for v in old] == [False, True]
+    assert "unrecognized arguments: --monokernel" in str(old[0]["error"])
 
 
 def test_engine_rejects_what_preflight_rejects() -> None:
