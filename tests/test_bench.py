@@ -62,10 +62,10 @@ def test_sglang_counters_give_generated_over_verify() -> None:
 def test_fallback_detector() -> None:
     no_spec = metrics.parse((FIXTURES / "vllm-0.32.0-cpu-no-spec-metrics.txt").read_text())
     with pytest.raises(metrics.FallbackError, match="no speculative-decoding metrics"):
-        metrics.check_speculative_server(no_spec, expected_k=3, engine="vllm")
-    metrics.check_speculative_server(RECORDED, expected_k=3, engine="vllm")
+        metrics.check_speculative_server(no_spec, expected_k=3)
+    metrics.check_speculative_server(RECORDED, expected_k=3)
     with pytest.raises(metrics.FallbackError, match="drafts 3 tokens per step, the runbook 5"):
-        metrics.check_speculative_server(RECORDED, expected_k=5, engine="vllm")
+        metrics.check_speculative_server(RECORDED, expected_k=5)
     with pytest.raises(metrics.FallbackError, match="not a baseline"):
         metrics.check_baseline_server(RECORDED)
     metrics.check_baseline_server(no_spec)

@@ -14,9 +14,9 @@ import pytest
 from specpair.budget import compute
 from specpair.budget.model import GiB
 from specpair.build import load_pairs
+from specpair.engines.sglang_0_5_23.args import default_mem_fraction
 from specpair.engines.sglang_0_5_23.budget import (
     Inputs,
-    default_mem_fraction,
     exact_draft_cell,
     size_pool,
     state_plan,

@@ -254,3 +254,53 @@ def test_a_snapshot_extracts_files_member_by_member(repo: Path, tmp_path: Path) 
     for rel in extracted:
         assert (snap / rel).read_bytes() == (repo / rel).read_bytes()
 
+
+
+def _argv_value(argv: list[object], flag: str) -> str:
+    words = [str(a) for a in argv]
+    return words[words.index(flag) + 1]
+
+
+def test_an_engine_release_change_lists_what_the_new_release_changes(
+        repo: Path, tmp_path: Path) -> None:
+    from specpair.impact import load_side
+    from specpair.launch import build_for
+
+    commit(repo, lambda r: edit(r, "runbooks/qwen3-8b-dflash/runbook.jsonnet",
+                                "speculation: { method: 'DFLASH', block_size: 16 },",
+                                "speculation: { method: 'DFLASH', block_size: 16 },\n"
+                                "  engine: { name: 'vllm', version: '0.33.0' },"))
+    (item,) = impact(repo, "HEAD~1", "HEAD")[0]
+    sides = [load_side(snapshot(repo, rev, tmp_path)[0]).pairs["qwen3-8b-dflash"]
+             for rev in ("HEAD~1", "HEAD")]
+    before, after = (build_for(p).argv for p in sides)
+    text = "\n".join(item.checklist)
+    # each release's own launch command spells the argument and its value
+    fraction = (f"memory fraction: flag renamed --mem-fraction-static → "
+                f"--gpu-memory-utilization, default "
+                f"{_argv_value(before, '--mem-fraction-static')} → "
+                f"{_argv_value(after, '--gpu-memory-utilization')}")
+    assert fraction in text
+    assert (f"KV page size (tokens): flag renamed --page-size → --block-size, default "
+            f"{_argv_value(before, '--page-size')} → {_argv_value(after, '--block-size')}"
+            in text.replace("KV block size", "KV page size"))
+    # the runbook sets the limit: the flag is renamed, its value carried over
+    assert _argv_value(before, "--max-running-requests") == \
+        _argv_value(after, "--max-num-seqs")
+    assert "running requests: flag renamed --max-running-requests → --max-num-seqs\n" in \
+        text + "\n"
+    assert "gate rules that now apply: " in text and "SP502" in text
+    assert "budget: KV token capacity" in text
+    assert any(i.startswith("Re-measure acceptance") for i in item.checklist)
+
+
+def test_a_release_specpair_does_not_support_is_an_error_naming_the_supported(
+        repo: Path) -> None:
+    commit(repo, lambda r: edit(r, "runbooks/qwen3-8b-dflash/runbook.jsonnet",
+                                "speculation: { method: 'DFLASH', block_size: 16 },",
+                                "speculation: { method: 'DFLASH', block_size: 16 },\n"
+                                "  engine: { name: 'sglang', version: '0.4.0' },"))
+    _, problems = impact(repo, "HEAD~1", "HEAD")
+    text = "\n".join(problems)
+    assert "sglang 0.4.0 is not supported" in text
+    assert "sglang 0.5.23" in text and "vllm 0.33.0" in text

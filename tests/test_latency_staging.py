@@ -13,12 +13,12 @@ import pytest
 from specpair.budget import compute
 from specpair.generators import plan_files
 from specpair.latency import (
-    Forward,
     leviathan_expected_tokens,
     leviathan_speedup,
     model,
 )
 from specpair.staging import download_seconds, plan
+from specpair.stepmodel import Forward
 from tests.conftest import REPO
 from tests.pairs import make_pair
 from tests.test_budget_properties import dense

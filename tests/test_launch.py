@@ -161,7 +161,7 @@ def test_every_value_is_explicit_and_no_removed_flags() -> None:
 
 
 def _errors(pair: ResolvedPair, engine: str | None = None) -> list[str]:
-    return [f"{p.field}: {p.message} | {p.fix}" for p in build_for(pair, engine).errors]
+    return [f"{p.field}: {p.message} | {p.hint}" for p in build_for(pair, engine).errors]
 
 
 @pytest.mark.parametrize(("sections", "engine", "expected"), [

@@ -147,10 +147,10 @@ def first_request_expr(metrics: EngineMetrics, pair: str) -> str:
 
 
 def watches_first_request(pair: ResolvedPair, metrics: EngineMetrics) -> bool:
-    """vLLM with data parallelism > 1 runs several API servers on prometheus_client's
-    multiprocess registry, which has no process collector: no process_start_time_seconds."""
+    """Not where data parallelism > 1 leaves the release without process metrics (vLLM's
+    API servers on prometheus_client's multiprocess registry: no process collector)."""
     dp = pair.runbook.deployment.parallel.data
-    multiprocess = pair.engine.startswith("vllm") and dp > 1
+    multiprocess = dp > 1 and not metrics.process_metrics_with_data_parallel
     return bool(metrics.process_start and metrics.requests_done) and not multiprocess
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from specpair import calibration
+from specpair import calibration, step_inputs
 from specpair.bench.record import Cell, Measurement
 from specpair.budget.model import Budget
 from specpair.resolve import ResolvedPair
@@ -63,10 +63,8 @@ def _usable(cell: Cell) -> bool:
 
 
 def operating_points(pair: ResolvedPair, record: Measurement) -> list[Operating]:
-    from specpair import latency
-
-    contexts = {w.name: latency.workload_context(w) for w in pair.runbook.workloads}
-    fallback = latency.expected_context(pair)[0]
+    contexts = {w.name: step_inputs.workload_context(w) for w in pair.runbook.workloads}
+    fallback = step_inputs.expected_context(pair)[0]
     by_c: dict[int, list[Cell]] = {}
     for cell in record.cells:
         if _usable(cell):
@@ -90,21 +88,19 @@ def fit_pair(pair: ResolvedPair, budget: Budget, record: Measurement,
              concurrencies: Iterable[int] | None = None) -> PairFit | None:
     """Fit on the record's operating points at `concurrencies` (default: all); None
     without usable cells. Every operating point is predicted, fitted on or not."""
-    from specpair import latency
-
     points = operating_points(pair, record)
     chosen = sorted(set(concurrencies) if concurrencies is not None
                     else {p.concurrency for p in points})
     train = [p for p in points if p.concurrency in chosen]
     if not train:
         return None
-    start = latency.parameters(pair.model_copy(update={"measurement": None}), budget).values
+    start = step_inputs.published_parameters(pair).values
     # start from the measured plain step at the lowest concurrency: the published fit can
     # be orders of magnitude off for another machine, and the simplex moves in log steps
     step = train[0].concurrency / train[0].baseline
     start = start.model_copy(update={"forward_s": step / 2, "speculative_s": step / 4,
                                      "draft_s": step / 4, "token_s": step / 4})
-    setup = latency.setup(pair, budget, start)
+    setup = step_inputs.setup_with(pair, budget, start)
 
     def predicted(p: StepParams, op: Operating) -> tuple[float, float]:
         t = step_times(setup.target, setup.draft, setup.shape, op.concurrency,

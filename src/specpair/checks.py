@@ -11,12 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal
 
 from specpair import method_support, registry
 from specpair.budget import compute
 from specpair.budget.model import Budget
-from specpair.errors import Location, SpecpairError
+from specpair.catalogue import BY_ID, CATALOGUE, unwaivable
+from specpair.errors import SpecpairError
+from specpair.findings import Finding
 from specpair.latency import LatencyModel, model
 from specpair.launch import build_for
 from specpair.resolve import ResolvedArtifact, ResolvedPair
@@ -24,19 +25,7 @@ from specpair.schema.common import Method
 from specpair.staging import StagingPlan, plan
 from specpair.staging_calibration import measured_cold_start
 
-Severity = Literal["error", "warning", "note"]
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
-
-
-@dataclass(frozen=True)
-class Finding:
-    rule: str
-    severity: Severity
-    message: str
-    field: str
-    hint: str
-    waived: str | None = None  # the waiver's reason
-    where: Location | None = None  # when the finding is about another file (lock.json)
 
 
 @dataclass
@@ -48,40 +37,28 @@ class Context:
     drift: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     fired: set[str] = field(default_factory=set)  # rules with findings, for SP001
+    speculate: bool = True
+    """False: judge the server without its draft (the planner's baseline candidates), by
+    the catalogue's `baseline` rules only."""
 
 
 Check = Callable[[Context], Iterator[tuple[str, str, str]]]  # message, field, hint
 
 
-@dataclass(frozen=True)
-class Rule:
-    id: str
-    name: str
-    severity: Severity
-    title: str
-    why: str
-    check: Check
-    waivable: bool = True
+RULES = CATALOGUE
+"""What each rule is (catalogue.py); `_CHECKS` holds how each is found."""
+
+_CHECKS: dict[str, Check] = {}
 
 
-RULES: list[Rule] = []
+def rule(id: str) -> Callable[[Check], Check]:
+    """Registers the check of catalogue rule `id`."""
+    assert id in BY_ID and id not in _CHECKS, id
 
-
-def rule(id: str, name: str, severity: Severity, title: str, why: str,
-         waivable: bool = True) -> Callable[[Check], Check]:
     def register(fn: Check) -> Check:
-        RULES.append(Rule(id, name, severity, title, why, fn, waivable))
+        _CHECKS[id] = fn
         return fn
     return register
-
-
-def unwaivable() -> dict[str, str]:
-    """Rule id → title of the rules whose findings mean the engine will not start."""
-    return {r.id: r.title for r in RULES if not r.waivable}
-
-
-def rule_ids() -> list[str]:
-    return [r.id for r in RULES]
 
 
 def _artifacts(ctx: Context) -> Iterator[tuple[str, object]]:
@@ -94,9 +71,7 @@ def _artifacts(ctx: Context) -> Iterator[tuple[str, object]]:
 # --------------------------------------------------------------------------- artifacts
 
 
-@rule("SP101", "revision-pinned", "error", "Artifact revisions are pinned to commits",
-      "A branch or tag moves: the draft and target that were measured together are no "
-      "longer the ones that start, and nothing in the launch command shows it.")
+@rule("SP101")
 def _pinned(ctx: Context) -> Iterator[tuple[str, str, str]]:
     for role, art in _artifacts(ctx):
         repo, revision = getattr(art, "repo", None), getattr(art, "revision", None)
@@ -108,24 +83,19 @@ def _pinned(ctx: Context) -> Iterator[tuple[str, str, str]]:
                    "run `specpair lock` with hub access and pin the commit it resolves")
 
 
-@rule("SP102", "lock-matches", "error", "The lock is present and matches the runbook",
-      "Budgets and checks read geometry from the lock; a lock of another repo or revision "
-      "describes a different checkpoint.")
+@rule("SP102")
 def _lock(ctx: Context) -> Iterator[tuple[str, str, str]]:
     for problem in ctx.problems:
         yield problem, "target", "run `specpair lock --refresh`"
 
 
-@rule("SP103", "hub-drift", "warning", "Locked branches have not moved on the hub",
-      "A moved branch means the next download differs from what was budgeted and measured.")
+@rule("SP103")
 def _drift(ctx: Context) -> Iterator[tuple[str, str, str]]:
     for drift in ctx.drift:
         yield drift, "target", "review the new commit, then `specpair lock --refresh`"
 
 
-@rule("SP104", "facts-confirmed", "warning", "Lock facts are resolved, not declared",
-      "Declared facts come from model cards and template configs; unconfirmed ones can be "
-      "off by a whole layer or head count.")
+@rule("SP104")
 def _declared(ctx: Context) -> Iterator[tuple[str, str, str]]:
     for role in ("target", "draft"):
         art = getattr(ctx.pair, role)
@@ -174,10 +144,7 @@ def provenance_problems(art: ResolvedArtifact) -> list[str]:
     return problems
 
 
-@rule("SP105", "lock-provenance", "error", "Lock provenance is consistent",
-      "A hand-written lock that claims hub provenance, or declared facts marked as "
-      "confirmed, passes as resolved: the budget and every check then trust numbers no "
-      "resolution read.")
+@rule("SP105")
 def _provenance(ctx: Context) -> Iterator[tuple[str, str, str]]:
     p = ctx.pair
     for role in ("target", "draft"):
@@ -197,12 +164,11 @@ def _heterogeneous(ctx: Context) -> bool:
     """vLLM's heterogeneous-vocabulary mode: the engine maps the two vocabularies itself
     and skips its vocab-size check (vllm/config/speculative.py `_verify_args`)."""
     rb = ctx.pair.runbook
-    return rb.speculation.heterogeneous_vocab and rb.engine.name.value == "vllm"
+    return rb.speculation.heterogeneous_vocab and \
+        "heterogeneous_vocab" in ctx.pair.release.profile.capabilities
 
 
-@rule("SP201", "vocab-size", "error", "Target and draft share the vocabulary size",
-      "vLLM refuses unequal sizes for draft_model; other methods index the target's "
-      "embedding and LM head with draft ids, so a mismatch corrupts or crashes at runtime.")
+@rule("SP201")
 def _vocab(ctx: Context) -> Iterator[tuple[str, str, str]]:
     p = ctx.pair
     if p.draft is None or p.draft.bundled or _heterogeneous(ctx):
@@ -226,9 +192,7 @@ def _vocab(ctx: Context) -> Iterator[tuple[str, str, str]]:
                "trained for this target)")
 
 
-@rule("SP202", "tokenizer-match", "error", "Target and draft tokenizers are the same",
-      "Equal vocabulary sizes with different tokenizers pass every engine check; acceptance "
-      "then collapses because draft ids mean other tokens.")
+@rule("SP202")
 def _tokenizer(ctx: Context) -> Iterator[tuple[str, str, str]]:
     p = ctx.pair
     if p.draft is None or p.draft.bundled or _heterogeneous(ctx):
@@ -245,11 +209,7 @@ COVERAGE_WARN_PCT = 50.0
 target's tokens, and every target token outside the intersection is a certain rejection."""
 
 
-@rule("SP203", "vocab-intersection", "error",
-      "The heterogeneous-vocabulary mapping can be built and is not empty",
-      "vLLM's VocabMapping raises at start-up when a tokenizer has neither unk nor eos to "
-      "map out-of-intersection ids to (vocab_mapping.py `_get_unk_token_id`); an empty "
-      "intersection starts but masks every draft logit, so no draft is ever useful.")
+@rule("SP203")
 def _intersection(ctx: Context) -> Iterator[tuple[str, str, str]]:
     if not _heterogeneous(ctx) or ctx.pair.draft is None:
         return
@@ -277,10 +237,7 @@ def _intersection(ctx: Context) -> Iterator[tuple[str, str, str]]:
                "draft", "use a draft whose tokenizer overlaps the target's")
 
 
-@rule("SP204", "vocab-coverage", "warning",
-      "The draft can propose most of the target's tokens",
-      "The draft's logits are masked to the intersection: a target token outside it can "
-      "never be drafted, which caps acceptance; vLLM itself warns below 100 shared tokens.")
+@rule("SP204")
 def _coverage(ctx: Context) -> Iterator[tuple[str, str, str]]:
     from specpair.vocab import SMALL_INTERSECTION
 
@@ -300,9 +257,7 @@ def _coverage(ctx: Context) -> Iterator[tuple[str, str, str]]:
                "the end of a sequence", "draft", "expect a rejection at every sequence end")
 
 
-@rule("SP205", "vocab-mapping-note", "note", "The vocabulary intersection is known",
-      "The heterogeneous mode drafts only within the intersection; its size and share of "
-      "each vocabulary are what the engine logs at start-up.")
+@rule("SP205")
 def _mapping_note(ctx: Context) -> Iterator[tuple[str, str, str]]:
     m = ctx.pair.vocab_mapping
     if _heterogeneous(ctx) and m is not None:
@@ -312,10 +267,7 @@ def _mapping_note(ctx: Context) -> Iterator[tuple[str, str, str]]:
                "target)", "speculation.heterogeneous_vocab", "")
 
 
-@rule("SP207", "vocab-mode-needed", "warning",
-      "The heterogeneous mode is used only for different tokenizers",
-      "The mode is not free: vLLM 0.33.0 falls back to the V1 model runner for it and masks "
-      "and remaps every draft step; a draft with the target's own tokenizer needs none of it.")
+@rule("SP207")
 def _mode_needed(ctx: Context) -> Iterator[tuple[str, str, str]]:
     p = ctx.pair
     if not _heterogeneous(ctx) or p.draft is None:
@@ -326,11 +278,7 @@ def _mode_needed(ctx: Context) -> Iterator[tuple[str, str, str]]:
                "needed", "speculation.heterogeneous_vocab", "remove heterogeneous_vocab")
 
 
-@rule("SP206", "vocab-tokenizer-revision", "warning",
-      "The mapping's tokenizers are the pinned ones",
-      "vLLM 0.33.0 loads both tokenizers for the mapping by name without a revision "
-      "(v1/spec_decode/draft_model.py, get_tokenizer): a hub repo's default branch, not "
-      "the pinned commit, decides the intersection.")
+@rule("SP206")
 def _mapping_revision(ctx: Context) -> Iterator[tuple[str, str, str]]:
     if not _heterogeneous(ctx):
         return
@@ -350,9 +298,7 @@ def _target_ids(ctx: Context) -> list[int] | None:
     return ctx.pair.draft.geometry.target_layer_ids if ctx.pair.draft else None
 
 
-@rule("SP301", "feature-layers-exist", "error", "Draft feature layers exist in the target",
-      "SGLang checks 0 ≤ id < target layers only for DFLASH-style ids; DSPARK's own ids are "
-      "taken without that check and fail (or read the wrong features) later.")
+@rule("SP301")
 def _layers_exist(ctx: Context) -> Iterator[tuple[str, str, str]]:
     ids = _target_ids(ctx)
     layers = ctx.pair.target.geometry.num_hidden_layers
@@ -376,9 +322,7 @@ def _layers_exist(ctx: Context) -> Iterator[tuple[str, str, str]]:
                        "target_layer_ids), all below the target's layer count")
 
 
-@rule("SP302", "feature-layers-match", "error", "Draft feature layers equal the declared ones",
-      "The runbook's co-design hook is the contract of a reviewed pair; a draft that reads "
-      "other layers was trained for another target or another revision of it.")
+@rule("SP302")
 def _layers_match(ctx: Context) -> Iterator[tuple[str, str, str]]:
     declared = ctx.pair.runbook.codesign.feature_layers
     ids = _target_ids(ctx)
@@ -391,10 +335,7 @@ def _layers_match(ctx: Context) -> Iterator[tuple[str, str, str]]:
                "eagle_config.eagle_aux_hidden_state_layer_ids)")
 
 
-@rule("SP303", "block-size-match", "error", "The configured block size is the checkpoint's",
-      "DSPARK treats block_size as gamma (verify width gamma + 1) and falls back to 7 when "
-      "it cannot read the draft config; a block the draft was not trained for lowers "
-      "acceptance without an error.")
+@rule("SP303")
 def _block(ctx: Context) -> Iterator[tuple[str, str, str]]:
     spec = ctx.pair.runbook.speculation
     if not spec.method.is_block_drafter or ctx.pair.draft is None:
@@ -409,10 +350,7 @@ def _block(ctx: Context) -> Iterator[tuple[str, str, str]]:
                f"{declared}", "codesign.block_size", "make them agree")
 
 
-@rule("SP304", "hidden-size", "error", "Block drafter hidden size equals the target's",
-      "DFLASH/DSPARK drafts reuse the target's embedding and LM head and project K·hidden "
-      "features; the engine does not check at start-up and fails on the first request "
-      "('target_hidden feature dim mismatch').")
+@rule("SP304")
 def _hidden(ctx: Context) -> Iterator[tuple[str, str, str]]:
     p = ctx.pair
     if p.draft is not None and p.runbook.speculation.method.is_block_drafter and \
@@ -422,9 +360,7 @@ def _hidden(ctx: Context) -> Iterator[tuple[str, str, str]]:
                "use the draft trained for this target")
 
 
-@rule("SP305", "mask-token", "error", "The mask token lies inside the target vocabulary",
-      "SGLang's DSPARK worker requires mask_token_id < the target's embedding rows; a draft "
-      "from another tokenizer fails at worker start.")
+@rule("SP305")
 def _mask(ctx: Context) -> Iterator[tuple[str, str, str]]:
     p = ctx.pair
     if p.draft is not None and p.draft.geometry.mask_token_id is not None and \
@@ -434,9 +370,7 @@ def _mask(ctx: Context) -> Iterator[tuple[str, str, str]]:
                "target")
 
 
-@rule("SP306", "verifier", "error", "The draft's declared verifier is the target",
-      "Speculators-format drafts name their verifier; vLLM even swaps the served model to "
-      "it when the draft is given as the main model.")
+@rule("SP306")
 def _verifier(ctx: Context) -> Iterator[tuple[str, str, str]]:
     p = ctx.pair
     verifier = p.draft.geometry.verifier if p.draft else None
@@ -446,11 +380,7 @@ def _verifier(ctx: Context) -> Iterator[tuple[str, str, str]]:
                "pair it with its verifier, or retrain it")
 
 
-@rule("SP307", "eagle-hidden-size", "error", "An EAGLE draft's hidden size is the target's",
-      "EAGLE and EAGLE-3 drafts take the target's hidden states as input (EAGLE-3 "
-      "concatenates three of them into its fc layer, 3 x hidden -> hidden) and share its "
-      "embeddings; neither engine compares the sizes at start-up, so the first forward "
-      "fails on a shape mismatch.")
+@rule("SP307")
 def _eagle_hidden(ctx: Context) -> Iterator[tuple[str, str, str]]:
     p = ctx.pair
     if p.draft is None or p.draft.bundled or p.runbook.speculation.method not in (
@@ -466,10 +396,7 @@ def _eagle_hidden(ctx: Context) -> Iterator[tuple[str, str, str]]:
 # --------------------------------------------------------------------------- context, parallel
 
 
-@rule("SP308", "method-supported", "error", "The engine can run the method on the target",
-      "EAGLE-3 reads auxiliary hidden states that only some target classes expose; the "
-      "engine refuses the pair at model load, after both checkpoints are downloaded.",
-      waivable=False)
+@rule("SP308")
 def _method_supported(ctx: Context) -> Iterator[tuple[str, str, str]]:
     method = ctx.pair.runbook.speculation.method
     found = method_support.refusal(ctx.pair.engine, method.value,
@@ -478,9 +405,7 @@ def _method_supported(ctx: Context) -> Iterator[tuple[str, str, str]]:
         yield found[0], "speculation.method", found[1]
 
 
-@rule("SP401", "draft-context", "warning", "The draft covers the serving context length",
-      "Drafts trained at 2k positions lose acceptance beyond it; vLLM's V2 runner even "
-      "lowers the target's max_model_len to the draft's for draft_model.")
+@rule("SP401")
 def _context(ctx: Context) -> Iterator[tuple[str, str, str]]:
     p = ctx.pair
     length = p.runbook.deployment.context_length
@@ -491,15 +416,7 @@ def _context(ctx: Context) -> Iterator[tuple[str, str, str]]:
                "measure acceptance on long prompts, or serve a shorter context")
 
 
-@rule("SP402", "context-positions", "error",
-      "The context length fits the target's position embeddings",
-      "SGLang 0.5.23 (ModelConfig._derive_context_length) and vLLM 0.33.0 "
-      "(config/model.py _get_and_verify_max_len) raise at start-up when the context "
-      "length exceeds what the target config derives (max_position_embeddings, times a "
-      "RoPE scaling factor where the engine applies one); both only allow it behind an "
-      "environment override (SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, "
-      "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1) that warns of NaNs and out-of-bounds errors.",
-      waivable=False)
+@rule("SP402")
 def _positions(ctx: Context) -> Iterator[tuple[str, str, str]]:
     p = ctx.pair
     length = p.runbook.deployment.context_length
@@ -514,27 +431,23 @@ def _positions(ctx: Context) -> Iterator[tuple[str, str, str]]:
                "geometry.target.max_position_embeddings")
 
 
-@rule("SP501", "tp-heads", "error", "Heads and KV heads of both models fit the TP size",
-      "The engines assert head divisibility at start-up, after the weights are downloaded.",
-      waivable=False)
+@rule("SP501")
 def _tp(ctx: Context) -> Iterator[tuple[str, str, str]]:
     from specpair.budget.common import check_tensor_parallel
 
     try:
-        check_tensor_parallel(ctx.pair, ctx.pair.runbook.deployment.parallel.draft_tensor)
+        check_tensor_parallel(ctx.pair, ctx.pair.runbook.deployment.parallel.draft_tensor,
+                              with_draft=ctx.speculate)
     except SpecpairError as exc:
         for problem in exc.problems:
             yield problem.message, problem.location.field or "deployment.parallel.tensor", \
                 problem.hint
 
 
-@rule("SP502", "vllm-draft-tp", "error", "vLLM draft TP is 1 or the target's",
-      "vLLM 0.33.0 raises 'cannot be other value than 1 or target model "
-      "tensor_parallel_size' while building its config.", waivable=False)
+@rule("SP502")
 def _draft_tp(ctx: Context) -> Iterator[tuple[str, str, str]]:
     par = ctx.pair.runbook.deployment.parallel
-    if ctx.pair.runbook.engine.name.value == "vllm" and par.draft_tensor not in (
-            None, 1, par.tensor):
+    if not ctx.pair.release.profile.draft_tensor_allowed(par.draft_tensor, par.tensor):
         yield (f"draft TP {par.draft_tensor} with target TP {par.tensor}",
                "deployment.parallel.draft_tensor", f"use 1 or {par.tensor}")
 
@@ -542,17 +455,16 @@ def _draft_tp(ctx: Context) -> Iterator[tuple[str, str, str]]:
 # --------------------------------------------------------------------------- memory, latency
 
 
-@rule("SP601", "memory-fits", "error", "The two-model budget fits",
-      "Draft weights and the draft KV pool come out of the same memory; the engine only "
-      "finds out after both checkpoints load.", waivable=False)
+@rule("SP601")
 def _fits(ctx: Context) -> Iterator[tuple[str, str, str]]:
-    scenario = ctx.budget.speculative if ctx.budget else None
+    if ctx.budget is None:
+        return
+    scenario = ctx.budget.speculative if ctx.speculate else ctx.budget.baseline
     if scenario is not None and not scenario.fits:
         yield scenario.verdict, "deployment.memory_fraction", "see budget.md"
 
 
-@rule("SP602", "draft-kv-share", "note", "The draft's share of the KV cache is known",
-      "A draft silently eats KV capacity: its pool has as many slots as the target's.")
+@rule("SP602")
 def _share(ctx: Context) -> Iterator[tuple[str, str, str]]:
     b = ctx.budget
     if b is not None and b.speculative is not None and b.speculative.cell_draft:
@@ -560,10 +472,7 @@ def _share(ctx: Context) -> Iterator[tuple[str, str, str]]:
                f"costs {b.capacity_lost_pct}% of the token capacity", "deployment", "")
 
 
-@rule("SP603", "layout-verified", "error", "The budget's KV layouts are verified",
-      "A layout the KV oracle has not checked against the engine's own pool code was "
-      "silently wrong on most families tried (per-block heads, two head geometries, "
-      "chunked windows): a declared unverified budget stays visible until waived.")
+@rule("SP603")
 def _verified(ctx: Context) -> Iterator[tuple[str, str, str]]:
     for note in ctx.budget.unverified if ctx.budget else []:
         yield (note, "deployment.assumptions.unverified_layouts",
@@ -571,10 +480,7 @@ def _verified(ctx: Context) -> Iterator[tuple[str, str, str]]:
                "or waive SP603 with the reason the budget is trusted")
 
 
-@rule("SP604", "layout-refused", "error", "Every KV layout is verified or declared",
-      "An architecture the oracle has not verified gets no budget at all unless the runbook "
-      "declares it: the gate must not pass a pair whose memory nobody computed.",
-      waivable=False)
+@rule("SP604")
 def _refused_layout(ctx: Context) -> Iterator[tuple[str, str, str]]:
     if ctx.budget is None:
         models = [("target", ctx.pair.target.geometry)]
@@ -588,17 +494,14 @@ def _refused_layout(ctx: Context) -> Iterator[tuple[str, str, str]]:
                 "deployment.assumptions.unverified_layouts", u.hint
 
 
-@rule("SP701", "slo-break-even", "error", "The acceptance SLO clears break-even",
-      "Below τ* the pair pays for two models and is slower than the target alone; the "
-      "margin absorbs traffic drift.")
+@rule("SP701")
 def _slo(ctx: Context) -> Iterator[tuple[str, str, str]]:
     if ctx.latency is not None and not ctx.latency.slo_ok:
         yield ctx.latency.slo_verdict, "acceptance.slo.min_length", \
             "raise the SLO only with measurements, or lower concurrency / use a cheaper draft"
 
 
-@rule("SP702", "slo-basis", "warning", "The SLO comes from the service's own traffic",
-      "A benchmark mean (often code and math) overstates acceptance on chat traffic.")
+@rule("SP702")
 def _basis(ctx: Context) -> Iterator[tuple[str, str, str]]:
     acc = ctx.pair.runbook.acceptance
     copied = acc.reference is not None and acc.slo.min_length == acc.reference.mean_length
@@ -612,18 +515,14 @@ def _basis(ctx: Context) -> Iterator[tuple[str, str, str]]:
 # --------------------------------------------------------------------------- staging, engine
 
 
-@rule("SP801", "staging-mode", "error", "The staging mode works with speculation",
-      "SGLang 0.5.23 rejects --startup-weight-load-mode overlap with any speculative "
-      "algorithm, and only after the target weights have loaded.")
+@rule("SP801")
 def _staging(ctx: Context) -> Iterator[tuple[str, str, str]]:
     if ctx.pair.runbook.staging.mode == "engine-overlap":
         yield ("engine-overlap loading cannot be combined with speculation in "
                f"{ctx.pair.engine}", "staging.mode", "use parallel-prestage or engine-prefetch")
 
 
-@rule("SP802", "cold-start", "warning", "Cold start fits the budget",
-      "Startup doubles with two artifacts; an autoscaler that waits longer than planned "
-      "turns a traffic spike into an outage.")
+@rule("SP802")
 def _cold(ctx: Context) -> Iterator[tuple[str, str, str]]:
     if ctx.pair.staging_records:  # a recorded start outranks the model
         yield from measured_cold_start(ctx.pair, ctx.staging or plan(ctx.pair))
@@ -632,28 +531,22 @@ def _cold(ctx: Context) -> Iterator[tuple[str, str, str]]:
         yield ctx.staging.verdict, "staging.cold_start_budget_s", "see staging.md"
 
 
-@rule("SP901", "engine-rules", "error", "The launch passes the engine's pre-flight rules",
-      "Launch-time rejections (unknown flags or keys, impossible combinations) cost a full "
-      "model load to discover.", waivable=False)
+@rule("SP901")
 def _engine(ctx: Context) -> Iterator[tuple[str, str, str]]:
-    launch = build_for(ctx.pair)
+    launch = build_for(ctx.pair, speculate=ctx.speculate)
     for p in launch.preflight:
         if p.severity == "error":
-            yield p.message, p.field, p.fix
+            yield p.message, p.field, p.hint
 
 
-@rule("SP902", "engine-warnings", "warning", "No engine warning that changes what runs",
-      "Warnings such as re-running one MTP layer for several tokens change acceptance "
-      "without failing the launch.")
+@rule("SP902")
 def _engine_warn(ctx: Context) -> Iterator[tuple[str, str, str]]:
     for p in build_for(ctx.pair).preflight:
         if p.severity == "warning":
-            yield p.message, p.field, p.fix
+            yield p.message, p.field, p.hint
 
 
-@rule("SP001", "waiver-used", "warning", "Every waiver waives a finding",
-      "A waiver outlives the problem it excused: once the rule stops firing, the waiver "
-      "would silently excuse the next, possibly different, finding of that rule.")
+@rule("SP001")
 def _unused_waivers(ctx: Context) -> Iterator[tuple[str, str, str]]:
     for i, waiver in enumerate(ctx.pair.runbook.waivers):
         if waiver.rule not in ctx.fired:
@@ -665,6 +558,8 @@ def _unused_waivers(ctx: Context) -> Iterator[tuple[str, str, str]]:
 
 
 def run(ctx: Context) -> list[Finding]:
+    """The findings of every rule that applies to the pair's engine release (with
+    `ctx.speculate` False: of the baseline rules, judging the server without its draft)."""
     rb = ctx.pair.runbook
     blocking = unwaivable()
     # validate refuses these waivers; a pair built in memory must not get them either
@@ -675,12 +570,15 @@ def run(ctx: Context) -> list[Finding]:
             ctx.latency = model(ctx.pair, ctx.budget)
         except SpecpairError:
             ctx.budget = None  # SP501 reports why
-    if ctx.staging is None:
+    if ctx.staging is None and ctx.speculate:
         ctx.staging = plan(ctx.pair)
+    capabilities = ctx.pair.release.profile.capabilities
     findings = []
     ctx.fired = set()
-    for r in RULES:  # SP001 is registered last: it reads which rules fired
-        for message, field_path, hint in r.check(ctx):
+    for r in RULES:  # SP001 comes last: it reads which rules fired
+        if not r.applies_to(capabilities) or not (ctx.speculate or r.baseline):
+            continue
+        for message, field_path, hint in _CHECKS[r.id](ctx):
             ctx.fired.add(r.id)
             findings.append(Finding(r.id, r.severity, message, field_path, hint,
                                     waivers.get(r.id)))
@@ -690,3 +588,7 @@ def run(ctx: Context) -> list[Finding]:
 def failing(findings: list[Finding], strict: bool = False) -> list[Finding]:
     levels = ("error", "warning") if strict else ("error",)
     return [f for f in findings if f.severity in levels and f.waived is None]
+
+
+_MISSING = sorted(set(BY_ID) - set(_CHECKS))
+assert not _MISSING, f"catalogue rules without a check: {_MISSING}"

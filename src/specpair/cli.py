@@ -225,7 +225,7 @@ def _budget(args: argparse.Namespace) -> int:
     # the rules `validate` applies: a what-if the engine could not run is refused, not budgeted
     refused = rules.check_runbook(what_if, folder_name=pair.name)
     if refused:
-        raise SpecpairError([Problem(Location("command line", 0, 0, ".".join(map(str, f.loc))),
+        raise SpecpairError([Problem(Location("command line", 0, 0, f.field),
                                      f.message, f.hint) for f in refused])
     pair = pair.model_copy(update={"runbook": what_if, "gpu": deployment["gpu"]})
     result = compute(pair)

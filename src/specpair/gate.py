@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from specpair import __version__
-from specpair.checks import RULES, Context, Finding, failing, run, unwaivable
+from specpair.catalogue import unwaivable
+from specpair.checks import RULES, Context, failing, run
 from specpair.errors import Location, Problem, SpecpairError
+from specpair.findings import Finding
 from specpair.resolve import resolve
 from specpair.runbooks import (
     LOCK_NAME,

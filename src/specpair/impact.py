@@ -9,7 +9,8 @@ and each class carries the obligation the co-design hook implies:
 - draft artifact, revision, method or block size → re-measure acceptance, re-stage,
   re-budget KV, re-check co-design;
 - both → the whole two-model plan;
-- deployment → re-budget memory; engine version → re-validate flags and defaults;
+- deployment → re-budget memory; engine release → re-validate flags and defaults, and
+  list what the new release changes (specpair.upgrade);
 - SLO → update the SLO dashboard; staging → re-estimate cold start.
 """
 
@@ -33,6 +34,7 @@ from specpair.project import commands as repo_commands
 from specpair.resolve import ResolvedPair
 from specpair.schema.runbook import Runbook
 from specpair.staging import plan
+from specpair.upgrade import upgrade_items
 
 
 @dataclass
@@ -236,6 +238,7 @@ def checklist(classes: set[str], base: ResolvedPair, head: ResolvedPair,
     if "engine" in classes:
         items.append(f"Engine changed ({base.engine} → {head.engine}): re-validate flags and "
                      f"defaults ({_code(commands.engines)})")
+        items += upgrade_items(base, head)
     if "slo" in classes:
         slo_b, slo_h = base.runbook.acceptance.slo, head.runbook.acceptance.slo
         items.append(f"SLO changed: update the SLO dashboard (min τ "

@@ -29,36 +29,30 @@ running requests.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 from typing import Literal
 
 from pydantic import Field
 
-from specpair import calibration
-from specpair.bench.workloads import generate
 from specpair.budget.model import Budget, Scenario
-from specpair.resolve import ResolvedArtifact, ResolvedPair
-from specpair.schema.common import Method, Strict
-from specpair.schema.runbook import Workload
+from specpair.calibrate import fit_pair
+from specpair.resolve import ResolvedPair
+from specpair.schema.common import Strict
+from specpair.step_inputs import (
+    Parameters,
+    _Setup,
+    expected_context,
+    published_parameters,
+    setup_with,
+)
 from specpair.stepmodel import (
-    Architecture,
-    Forward,
-    Hardware,
-    Shape,
     StepParams,
     StepTimes,
-    drafter_family,
-    shape_for,
     step_times,
 )
 
 CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 SLO_MARGIN = 0.10
 """The SLO must clear break-even by 10%: acceptance drifts with traffic."""
-CHARS_PER_TOKEN = 4
-"""Prompt tokens of the synthetic workloads, estimated from their characters (no
-tokenizer is loaded to build outputs)."""
-FP8_DTYPES = ("F8_E4M3", "F8_E5M2", "F8_E4M3FN", "FP8")
 
 
 def leviathan_expected_tokens(alpha: float, gamma: int) -> float:
@@ -103,11 +97,6 @@ class Uncertainty(Strict):
     few_points: bool = Field(description="borrowed from a wider pool and widened")
 
 
-class Parameters(Strict):
-    values: StepParams
-    source: str = Field(description="where the values come from")
-
-
 class LatencyModel(Strict):
     method: str
     draft_passes: int
@@ -142,82 +131,6 @@ class LatencyModel(Strict):
     assumptions: list[str]
 
 
-def draft_shape(pair: ResolvedPair) -> Shape:
-    spec = pair.runbook.speculation
-    return shape_for(spec.method.value, spec.num_speculative_tokens,
-                                 spec.block_size, spec.num_steps, spec.topk,
-                                 spec.num_draft_tokens)
-
-
-def _is_fp8(art: ResolvedArtifact) -> bool:
-    by_dtype = art.weights.params_by_dtype
-    fp8 = sum(n for d, n in by_dtype.items() if d.upper() in FP8_DTYPES)
-    return fp8 * 2 > sum(by_dtype.values())
-
-
-def architecture(art: ResolvedArtifact, weight_bytes: int, active_params: int) -> Architecture:
-    """A resolved artifact as the step model's model description (the same path the
-    calibration points take): dense weights always read, routed experts by coverage.
-
-    With the expert layout in the geometry the routed part is exact (E experts of known
-    size, top-k); without it a MoE falls back to its active fraction of all weights."""
-    g = art.geometry
-    total = art.weights.total_params or 1
-    moe = g.moe
-    mla = g.attention == "mla" and g.kv_lora_rank
-    routed = float(moe.routed_params) if moe is not None and moe.routed_params < total else 0.0
-    return Architecture(
-        params=float(total), bytes_per_param=weight_bytes / total,
-        layers=g.num_hidden_layers, attention_layers=g.full_attention_layers,
-        heads=g.num_attention_heads, kv_heads=g.num_key_value_heads, head_dim=g.head_dim,
-        v_head_dim=g.v_head_dim, kv_bytes_per_token=0.0,
-        active_params=float(active_params) if active_params < total else None,
-        experts=moe.experts if routed and moe is not None else 0,
-        top_k=moe.active_experts if routed and moe is not None else 0,
-        routed_params=routed,
-        attention_per_head=2 * (g.kv_lora_rank or 0) + (g.qk_rope_head_dim or 0) if mla
-        else None,
-        fp8=_is_fp8(art))
-
-
-def forwards(pair: ResolvedPair, budget: Budget) -> tuple[Forward, Forward | None]:
-    dep = pair.runbook.deployment
-    par = dep.parallel
-    spec_scn = budget.speculative or budget.baseline
-    target = architecture(pair.target, pair.target_own_weight_bytes,
-                          pair.target_own_active_params).forward(
-        par.tensor, par.expert, par.pipeline, kv_per_rank=spec_scn.cell_target)
-    if pair.draft is None or pair.runbook.speculation.method is Method.NGRAM:
-        return target, None
-    d_w = pair.draft.weights
-    d_tp = par.draft_tensor or par.tensor
-    draft = architecture(pair.draft, d_w.weight_bytes,
-                         d_w.active_params or d_w.total_params).forward(
-        d_tp, kv_per_rank=spec_scn.cell_draft)
-    return target, draft
-
-
-@cache  # a frozen Workload hashes by value; its prompts are generated, not read
-def workload_context(w: Workload) -> float:
-    """Mean prompt tokens (≈4 characters per token) plus half the output of one workload."""
-    prompts = generate(w)
-    return sum(len(r.prompt) for r in prompts) / len(prompts) / CHARS_PER_TOKEN \
-        + w.max_tokens / 2
-
-
-def expected_context(pair: ResolvedPair) -> tuple[int, str]:
-    """Tokens in context per sequence while decoding: the declared mean, else the mean over
-    the runbook's workloads of (prompt + half the output)."""
-    dep = pair.runbook.deployment
-    if dep.mean_context is not None:
-        return min(dep.mean_context, dep.context_length), "declared (deployment.mean_context)"
-    per_workload = [workload_context(w) for w in pair.runbook.workloads]
-    mean = max(1, round(sum(per_workload) / len(per_workload)))
-    return min(mean, dep.context_length), (
-        "mean over the runbook's workloads of prompt (≈4 characters per token) + half of "
-        "max_tokens: " + ", ".join(w.name for w in pair.runbook.workloads))
-
-
 def capacity(scenario: Scenario, context: int) -> tuple[int, str]:
     """Most sequences the deployment runs at once at the expected context."""
     by_kv = scenario.max_total_tokens // max(context, 1)
@@ -228,18 +141,6 @@ def capacity(scenario: Scenario, context: int) -> tuple[int, str]:
         limits.append((scenario.state_slots, "the linear-attention state slots"))
     n, reason = min(limits, key=lambda x: x[0])
     return max(n, 1), reason
-
-
-@dataclass(frozen=True)
-class _Setup:
-    target: Forward
-    draft: Forward | None
-    shape: Shape
-    context: int
-    hw: Hardware
-    params: StepParams
-    speedup_band: calibration.Interval
-    throughput_band: calibration.Interval
 
 
 def _times(s: _Setup, batch: int) -> StepTimes:
@@ -304,36 +205,14 @@ def expected_speedup(pair: ResolvedPair, budget: Budget, concurrency: int,
 def parameters(pair: ResolvedPair, budget: Budget) -> Parameters:
     """The pair's own bench records when it has them, else the published fit."""
     if pair.measurement is not None:
-        from specpair.calibrate import fit_pair
-
         own = fit_pair(pair, budget, pair.measurement)
         if own is not None:
             return Parameters(values=own.params, source=own.provenance)
-    gpu = pair.gpu_spec
-    chosen = calibration.params_for(gpu.family, pair.runbook.engine.name.value,
-                                    pair.runbook.speculation.method.value)
-    return Parameters(values=chosen.params, source=chosen.provenance)
-
-
-def bands(pair: ResolvedPair) -> tuple[calibration.Interval, calibration.Interval]:
-    """The cross-validated speedup and throughput bands of the pair's GPU family ×
-    engine × drafter family."""
-    engine = pair.runbook.engine.name.value
-    family = pair.gpu_spec.family
-    drafter = drafter_family(pair.runbook.speculation.method.value)
-    return (calibration.interval(family, engine, drafter, "speedup"),
-            calibration.interval(family, engine, drafter, "throughput"))
+    return published_parameters(pair)
 
 
 def setup(pair: ResolvedPair, budget: Budget, params: StepParams | None = None) -> _Setup:
-    gpu = pair.gpu_spec
-    target, draft = forwards(pair, budget)
-    context, _ = expected_context(pair)
-    speedup_band, throughput_band = bands(pair)
-    return _Setup(target, draft, draft_shape(pair), context,
-                  Hardware(gpu.bandwidth_bytes_per_s, gpu.bf16_dense_flops,
-                           gpu.fp8_dense_flops),
-                  params or parameters(pair, budget).values, speedup_band, throughput_band)
+    return setup_with(pair, budget, params or parameters(pair, budget).values)
 
 
 def model(pair: ResolvedPair, budget: Budget) -> LatencyModel:

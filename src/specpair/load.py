@@ -82,6 +82,11 @@ def render_path(loc: PathKey) -> str:
     return text
 
 
+def render_dotted(loc: PathKey) -> str:
+    """A path key as the dotted field path findings carry (`workloads.0.name`)."""
+    return ".".join(map(str, loc))
+
+
 def read_text(path: Path, display: Path | str | None = None) -> str:
     """Read a UTF-8 source file under the file policy (no link, a regular file, at most
     1 MiB), refusing undecodable ones with a precise error."""

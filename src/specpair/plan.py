@@ -36,22 +36,17 @@ from specpair import calibration, hardware
 from specpair.acceptance import AcceptanceCurve, from_tau, measured_curve
 from specpair.bench.workloads import generate
 from specpair.budget import compute
-from specpair.budget.common import _tp_problems
 from specpair.budget.model import Budget, Scenario
+from specpair.calibrate import fit_pair
+from specpair.catalogue import unwaivable
 from specpair.checks import Context, failing, run
 from specpair.errors import SpecpairError
-from specpair.latency import (
-    CHARS_PER_TOKEN,
-    SLO_MARGIN,
-    capacity,
-    draft_shape,
-    expected_context,
-    setup,
-)
-from specpair.launch import build_for
+from specpair.findings import Finding
+from specpair.latency import SLO_MARGIN, capacity, setup
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import KVDtype, Method, Strict
 from specpair.schema.runbook import Runbook
+from specpair.step_inputs import CHARS_PER_TOKEN, draft_shape, expected_context
 from specpair.stepmodel import (
     Forward,
     Hardware,
@@ -475,28 +470,16 @@ def _mean_output_tokens(pair: ResolvedPair) -> float:
     return sum(w.max_tokens for w in ws) / len(ws)
 
 
-def _engine_refusals(findings: list[Any]) -> list[str]:
-    from specpair.checks import unwaivable
-
+def _engine_refusals(findings: list[Finding]) -> list[str]:
     blocking = unwaivable()
     return [f.rule for f in findings if f.rule in blocking and f.severity == "error"]
 
 
-def _baseline_refusals(pair: ResolvedPair, scenario: Scenario) -> list[tuple[str, str]]:
-    """The engine rules on the target alone: what the baseline server would refuse."""
-    out = []
-    rb = pair.runbook
-    g = pair.target.geometry
-    if rb.deployment.context_length > g.max_position_embeddings:
-        out.append(("SP402", f"context length {rb.deployment.context_length:,} exceeds the "
-                             f"target's {g.max_position_embeddings:,} positions"))
-    for message in _tp_problems("target", g, rb.deployment.parallel.tensor):
-        out.append(("SP501", message))
-    if not scenario.fits:
-        out.append(("SP601", scenario.verdict))
-    for p in build_for(pair, speculate=False).errors:
-        out.append(("SP901", p.message))
-    return out
+def _baseline_refusals(pair: ResolvedPair, budget: Budget) -> list[str]:
+    """What the baseline server would refuse: the gate's own baseline rules (context,
+    the target's heads, the baseline budget, the baseline launch) on the pair without
+    its draft."""
+    return _engine_refusals(run(Context(pair, budget=budget, speculate=False)))
 
 
 def _record_mismatch(pair: ResolvedPair) -> str:
@@ -576,8 +559,6 @@ class Planner:
 
     def _own_params(self) -> tuple[str, StepParams, str] | None:
         """The pair's own fit applies on the GPU its records were measured on."""
-        from specpair.calibrate import fit_pair
-
         if self.pair.measurement is None or _record_mismatch(self.pair):
             return None
         own = fit_pair(self.pair, compute(self.pair), self.pair.measurement)
@@ -697,9 +678,9 @@ class Planner:
             self.stats.over_budget += 1
             return None
         if not s.speculative:
-            refused = _baseline_refusals(screen, scenario)
+            refused = _baseline_refusals(screen, budget)
             if refused:
-                self._refused([r for r, _ in refused])
+                self._refused(refused)
                 return None
         # the plan sets max_running_requests itself: the engine's default cap does not
         # bound it, the KV pool (and state slots) do
@@ -741,9 +722,9 @@ class Planner:
                 return None
             findings = [f"{f.rule}: {f.message}" for f in failing(got)]
         else:
-            refused_final = _baseline_refusals(final, scenario)
+            refused_final = _baseline_refusals(final, final_budget)
             if refused_final:
-                self._refused([r for r, _ in refused_final])
+                self._refused(refused_final)
                 return None
         if not meets:
             self.stats.no_point += 1

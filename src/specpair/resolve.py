@@ -7,12 +7,16 @@ downstream would otherwise describe a different checkpoint.
 
 from __future__ import annotations
 
-from pydantic import Field, ValidationError
+from pydantic import Field, PrivateAttr, ValidationError
 
 from specpair import hardware
 from specpair.bench.record import Measurement
-from specpair.errors import Problem, SpecpairError
+from specpair.engines import registry
+from specpair.engines.release import EngineRelease
+from specpair.errors import Location, Problem, SpecpairError
+from specpair.findings import path_key
 from specpair.geometry import Geometry, GeometryOverride
+from specpair.load import Document
 from specpair.runbooks import LoadedRunbook
 from specpair.schema.common import Strict
 from specpair.schema.lock import ArtifactLock, Lock, Source, Tokenizer, VocabMapping, Weights
@@ -48,6 +52,22 @@ class ResolvedPair(Strict):
         default_factory=list, description="recorded cold starts, oldest first")
     vocab_mapping: VocabMapping | None = Field(
         default=None, description="the lock's vocabulary intersection (heterogeneous mode)")
+
+    _document: Document | None = PrivateAttr(default=None)
+    """The runbook as the loader parsed it: positions for findings made after loading."""
+
+    @property
+    def release(self) -> EngineRelease:
+        """The engine release the runbook pins (the loader refused any other)."""
+        return registry.by_label(self.engine)
+
+    def location(self, field: str) -> Location:
+        """Where a dotted field path sits in the runbook, from the document the loader
+        read (a pair built in memory has none: the file alone)."""
+        if self._document is None:
+            return Location(self.source_file, 0, 0, field)
+        line, column = self._document.locate(path_key(field))
+        return Location(self.source_file, line, column, field)
 
     @property
     def bundled_draft(self) -> ResolvedArtifact | None:
@@ -141,8 +161,10 @@ def resolve(loaded: LoadedRunbook, lock: Lock, lock_display: str,
                                      _reason(exc), "fix the override")]) from None
     if problems:
         raise SpecpairError(problems)
-    return ResolvedPair(name=rb.pair.name, source_file=display, runbook=rb,
+    pair = ResolvedPair(name=rb.pair.name, source_file=display, runbook=rb,
                         engine=f"{rb.engine.name.value} {rb.engine.version}",
                         gpu=hardware.display_key(rb.deployment.gpu), target=target, draft=draft,
                         measurement=measurement, staging_records=staging_records or [],
                         vocab_mapping=lock.vocab_mapping)
+    pair._document = doc
+    return pair

@@ -9,40 +9,34 @@ points at the right line. They run only on a runbook that passed pydantic valida
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from specpair import hardware
+from specpair.catalogue import rule_ids, unwaivable
+from specpair.engines import registry
 from specpair.engines.profile import EngineProfile
-from specpair.load import PathKey
+from specpair.findings import Finding
+from specpair.load import PathKey, render_dotted
 from specpair.schema.common import Method
 from specpair.schema.runbook import Artifact, Runbook
 
 Add = Callable[[PathKey, str, str], None]
 
 
-@dataclass(frozen=True)
-class Finding:
-    loc: PathKey
-    message: str
-    hint: str
-
-
 def check_runbook(rb: Runbook, folder_name: str | None = None) -> list[Finding]:
     found: list[Finding] = []
 
     def add(loc: PathKey, message: str, hint: str) -> None:
-        found.append(Finding(loc, message, hint))
+        found.append(Finding("", "error", message, render_dotted(loc), hint))
 
     if folder_name is not None and rb.pair.name != folder_name:
         add(("pair", "name"), f"pair name {rb.pair.name!r} differs from its folder "
             f"{folder_name!r}", "name the folder runbooks/<pair.name>/ (or rename the pair)")
 
-    from specpair.engines import registry as engines  # step 1 of issue 26 removes this cycle
-
-    profile = engines.get_profile(rb.engine.name.value, rb.engine.version)
+    profile = registry.get_profile(rb.engine.name.value, rb.engine.version)
     if profile is None:
-        add(("engine", "version"), f"{rb.engine.name.value} {rb.engine.version} is not supported",
-            "use one of: " + ", ".join(engines.supported()))
+        supported = ", ".join(registry.labels())
+        add(("engine", "version"), f"{rb.engine.name.value} {rb.engine.version} is not supported "
+            f"(specpair supports {supported})", "use one of: " + supported)
     gpu = rb.deployment.gpu
     if isinstance(gpu, str) and hardware.lookup(gpu) is None:
         add(("deployment", "gpu"), f"unknown GPU {gpu!r}", hardware.unknown_hint(gpu))
@@ -60,13 +54,14 @@ def check_runbook(rb: Runbook, folder_name: str | None = None) -> list[Finding]:
         _check_artifact(rb.draft, ("draft",), add, bundled=rb.draft.bundled)
 
     _check_speculation(rb, profile, add)
-    _check_parallel(rb, add)
+    _check_parallel(rb, profile, add)
 
     roles = ["target"] + ([] if rb.draft is None or rb.draft.bundled else ["draft"])
     if sorted(rb.staging.order) != sorted(roles):
         add(("staging", "order"), f"order {rb.staging.order} must name each artifact once: "
             f"{roles}", f"write order: {roles}")
-    if rb.staging.mode == "engine-overlap" and profile and profile.name != "sglang":
+    if rb.staging.mode == "engine-overlap" and profile and \
+            "overlap_weight_loading" not in profile.capabilities:
         add(("staging", "mode"), "engine-overlap is SGLang's --startup-weight-load-mode overlap",
             "use parallel-prestage or serial")
 
@@ -79,9 +74,6 @@ def check_runbook(rb: Runbook, folder_name: str | None = None) -> list[Finding]:
 
 
 def _check_waivers(rb: Runbook, add: Add) -> None:
-    # the gate's rule catalogue; imported here because the checks import the loader
-    from specpair.checks import rule_ids, unwaivable
-
     known, blocking = rule_ids(), unwaivable()
     rules = [w.rule for w in rb.waivers]
     for i, rule in enumerate(rules):
@@ -181,7 +173,7 @@ def _check_speculation(rb: Runbook, profile: EngineProfile | None, add: Add) -> 
             "swap them")
 
 
-def _check_parallel(rb: Runbook, add: Add) -> None:
+def _check_parallel(rb: Runbook, profile: EngineProfile | None, add: Add) -> None:
     dep = rb.deployment
     par = dep.parallel
     loc = ("deployment", "parallel")
@@ -196,16 +188,19 @@ def _check_parallel(rb: Runbook, add: Add) -> None:
     if par.expert > par.tensor or par.tensor % par.expert:
         add((*loc, "expert"), f"expert parallel size {par.expert} must divide tensor "
             f"parallel size {par.tensor}", "use an expert size that divides the TP size")
-    if rb.engine.name.value == "sglang" and dep.nodes > 1 and par.data > 1:
-        add((*loc, "data"), "SGLang rejects data parallel replicas across several nodes",
-            "run one deployment per replica")
-    if par.draft_tensor is not None:
-        if rb.engine.name.value != "vllm":
-            add((*loc, "draft_tensor"), "draft_tensor applies to vLLM only (SGLang shards "
-                "the draft like the target)", "remove draft_tensor")
-        elif par.draft_tensor not in (1, par.tensor):
-            add((*loc, "draft_tensor"), f"vLLM 0.33.0 accepts draft TP 1 or the target's "
-                f"({par.tensor}), not {par.draft_tensor}", f"use 1 or {par.tensor}")
+    if profile is not None:
+        capabilities = profile.capabilities
+        if "multi_node_data_parallel" not in capabilities and dep.nodes > 1 and par.data > 1:
+            add((*loc, "data"), f"{profile.display_name} rejects data parallel replicas across "
+                "several nodes", "run one deployment per replica")
+        if par.draft_tensor is not None:
+            if "draft_tensor_parallel" not in capabilities:
+                add((*loc, "draft_tensor"), f"draft_tensor applies to vLLM only "
+                    f"({profile.display_name} shards the draft like the target)",
+                    "remove draft_tensor")
+            elif not profile.draft_tensor_allowed(par.draft_tensor, par.tensor):
+                add((*loc, "draft_tensor"), f"{profile.title} accepts draft TP 1 or the target's "
+                    f"({par.tensor}), not {par.draft_tensor}", f"use 1 or {par.tensor}")
     if dep.draft_kv_cache_dtype is not None and rb.speculation.method is Method.NGRAM:
         add(("deployment", "draft_kv_cache_dtype"), "NGRAM has no draft KV pool",
             "remove draft_kv_cache_dtype")

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ValidationError
 
 from specpair import rules
 from specpair.errors import SpecpairError
+from specpair.findings import path_key
 from specpair.load import _compose_yaml, _evaluate_jsonnet, read_text, render_path
 from specpair.runbooks import load_runbook, runbooks_root
 from specpair.schema.runbook import Runbook
@@ -310,7 +311,7 @@ def _verify(path: Path, kind: str, new_text: str, expected: Any,
         return [f"{render_path(tuple(e['loc']))}: {e['msg']}"
                 for e in exc.errors(include_url=False)]
     folder = path.parent.name if path.parent.parent.name == "runbooks" else None
-    return [f"{render_path(f.loc)}: {f.message} ({f.hint})"
+    return [f"{render_path(path_key(f.field))}: {f.message} ({f.hint})"
             for f in rules.check_runbook(runbook, folder_name=folder)]
 
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from specpair import file_policy, rules
 from specpair.errors import Location, Problem, SpecpairError
+from specpair.findings import path_key
 from specpair.load import Document, PathKey, load_document, read_text, render_path
 from specpair.schema.common import UNSAFE
 from specpair.schema.lock import Lock
@@ -87,8 +88,8 @@ def load_runbook(path: Path, display: str | None = None) -> LoadedRunbook:
     findings = rules.check_runbook(runbook, folder_name=path.parent.name
                                    if path.parent.parent.name == "runbooks" else None)
     if findings:
-        raise SpecpairError([Problem(document.location(f.loc, display), f.message, f.hint)
-                             for f in findings])
+        raise SpecpairError([Problem(document.location(path_key(f.field), display), f.message,
+                                     f.hint) for f in findings])
     return LoadedRunbook(runbook, document, path.parent)
 
 

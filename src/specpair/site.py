@@ -18,6 +18,7 @@ from pathlib import Path
 from specpair import charts
 from specpair.budget import compute
 from specpair.checks import Context, failing, run
+from specpair.engines import registry
 from specpair.errors import SpecpairError
 from specpair.generators import card_files, dashboard_files, launch_files, monitoring_files
 from specpair.latency import model
@@ -121,7 +122,7 @@ def pair_page(pair: ResolvedPair, changes: str | None) -> tuple[str, dict[str, b
     # the runbook's own engine first: the first tab is the one a reader takes as the command
     for engine, data in sorted(index["engines"].items(), key=lambda e: e[0] != pair.engine):
         label = engine.split()[0]
-        lines.append(f'=== "{"SGLang" if label == "sglang" else "vLLM"}"\n\n')
+        lines.append(f'=== "{registry.by_label(engine).profile.display_name}"\n\n')
         if data["generated"]:
             script = launch[f"launch-{label}.sh"].decode()
             note = "The runbook's engine." if data.get("primary") else \

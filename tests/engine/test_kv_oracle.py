@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from specpair import registry
+from specpair.engines.sglang_0_5_23 import args as sglang_args
 from specpair.engines.sglang_0_5_23 import budget as sglang_budget
 from specpair.engines.sglang_0_5_23 import launch as sglang_launch
 from specpair.errors import SpecpairError
@@ -104,8 +105,8 @@ def sglang_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = T
                 if pair.target.geometry.linear_attention is not None:
                     rest, plan = sglang_budget.state_plan(
                         pair.runbook, pair.target.geometry, tp, REST_GIB, True,
-                        sglang_budget.verify_width(pair.runbook.speculation),
-                        sglang_budget.SPEC_DEFAULT_MAX_RUNNING_REQUESTS)
+                        sglang_args.verify_width(pair.runbook.speculation),
+                        sglang_args.SPEC_DEFAULT_MAX_RUNNING_REQUESTS)
                     slots = plan.slots
                 available = int(rest * (1 << 30))
                 tokens, swa_tokens = sglang_budget.pool_tokens(available, cell, cells.swa, 1)
@@ -139,7 +140,7 @@ def test_sglang_pools_equal_the_engines() -> None:
 
 
 def release_module(release: str, module: str) -> Any:
-    """`budget` or `launch` of a release's package (engines/<name>_<version>/)."""
+    """`args`, `budget` or `launch` of a release's package (engines/<name>_<version>/)."""
     name, version = release.split()
     return importlib.import_module(
         f"specpair.engines.{name}_{version.replace('.', '_')}.{module}")
@@ -150,7 +151,8 @@ def vllm_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = TEN
                ) -> tuple[list[tuple[str, dict[str, Any], dict[str, Any]]], list[str]]:
     """specpair's numbers and the engine's inputs, through `release`'s own package."""
     vllm_budget = release_module(release, "budget")
-    speculative_tokens = release_module(release, "launch").speculative_tokens
+    vllm_args = release_module(release, "args")
+    speculative_tokens = vllm_args.speculative_tokens
     cases, refused = [], []
     for corpus in PAIRS if pairs is None else pairs:
         for tp in tps:
@@ -170,7 +172,7 @@ def vllm_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = TEN
                         continue
                     dep = pair.runbook.deployment
                     in_flight = vllm_budget.IN_FLIGHT_BATCHES * \
-                        vllm_budget.default_max_num_batched_tokens(pair.gpu_spec)
+                        vllm_args.default_max_num_batched_tokens(pair.gpu_spec)
                     blocks = KV_BUDGET // plan.bytes_per_block
                     per_request = plan.blocks_per_request(dep.context_length, block, in_flight)
                     # the block size the engine ends with (hybrids: aligned to the state)
@@ -187,7 +189,7 @@ def vllm_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = TEN
                         "target": str(corpus.path(corpus.target)), "draft": draft, "tp": tp,
                         "draft_tp": dep.parallel.draft_tensor or tp,
                         # the command's --block-size, not specpair's aligned one
-                        "block_size": dep.page_size or vllm_budget.DEFAULT_BLOCK_SIZE,
+                        "block_size": dep.page_size or vllm_args.DEFAULT_BLOCK_SIZE,
                         "kv_cache_dtype": "fp8_e4m3" if kv == "fp8_e4m3" else "auto",
                         "max_model_len": dep.context_length, "available_bytes": KV_BUDGET,
                         "disable_hybrid_kv_cache_manager": not hybrid,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,14 +27,16 @@ class Sample:
     error: str | None = None
 
 
-def request_body(model: str, req: Request, engine: str, stream: bool = True) -> dict[str, Any]:
+def request_body(model: str, req: Request, extras: Mapping[str, Any],
+                 stream: bool = True) -> dict[str, Any]:
+    """A completion request; `extras` are the engine release's own fields
+    (`EngineRelease.request_extras`: what makes it report per-request acceptance)."""
     body: dict[str, Any] = {"model": model, "prompt": req.prompt, "max_tokens": req.max_tokens,
                             "temperature": req.temperature, "ignore_eos": True,
                             "stream": stream}
     if stream:
         body["stream_options"] = {"include_usage": True}
-    if engine == "sglang":
-        body["return_spec_tokens_details"] = True
+    body.update(extras)
     return body
 
 
@@ -79,7 +81,8 @@ async def stream_one(client: httpx.AsyncClient, url: str, body: dict[str, Any]) 
     return sample
 
 
-async def run_load(url: str, model: str, requests: list[Request], engine: str, concurrency: int,
+async def run_load(url: str, model: str, requests: list[Request], extras: Mapping[str, Any],
+                   concurrency: int,
                    time_limit_s: float, progress: Callable[[int, int], None] | None = None
                    ) -> tuple[list[Sample], float, bool]:
     """All requests at the given concurrency; stops starting new ones at the time limit."""
@@ -101,7 +104,7 @@ async def run_load(url: str, model: str, requests: list[Request], engine: str, c
             remaining = deadline - time.perf_counter()
             try:
                 sample = await asyncio.wait_for(
-                    stream_one(client, url, request_body(model, req, engine)), remaining)
+                    stream_one(client, url, request_body(model, req, extras)), remaining)
             except TimeoutError:
                 truncated = True
                 return

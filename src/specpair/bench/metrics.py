@@ -69,13 +69,16 @@ class CounterDelta:
     # vLLM: drafts whose first k+1 tokens were all accepted, for k = 0..K-1 (see
     # `specpair.bench.acceptance` for where vLLM counts it); SGLang exports no such counter.
     accepted_per_position: tuple[float, ...] = ()
+    counts_accepted: bool = False
+    """τ = 1 + accepted / steps (the engine counts accepted draft tokens); otherwise
+    τ = generated / steps (EngineMetrics.tau_definition of the release)."""
 
     @property
     def acceptance_length(self) -> float | None:
         """Mean tokens per verify step, bonus token included, as the engines count it."""
         if not self.verify_steps:
             return None
-        if self.engine == "vllm":
+        if self.counts_accepted:
             return 1 + self.accepted / self.verify_steps
         return self.generated / self.verify_steps
 
@@ -91,7 +94,8 @@ def delta(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]
             raise ValueError(f"{VLLM_PER_POS} changed its positions between two scrapes "
                              f"({len(earlier)} then {len(positions)}): the server restarted")
         return CounterDelta("vllm", d(VLLM_DRAFTS), d(VLLM_ACCEPTED), d(VLLM_DRAFT_TOKENS), 0.0,
-                            tuple(a - b for a, b in zip(positions, earlier, strict=True)))
+                            tuple(a - b for a, b in zip(positions, earlier, strict=True)),
+                            counts_accepted=True)
     if SGLANG_VERIFY in after:
         return CounterDelta("sglang", d(SGLANG_VERIFY), 0.0, 0.0, d(SGLANG_TOKENS))
     return None
@@ -118,13 +122,15 @@ class FallbackError(Exception):
     """The server does not speculate the way the runbook says (or at all)."""
 
 
-def check_speculative_server(series: dict[str, dict[str, float]], *, expected_k: int | None,
-                             engine: str) -> None:
+def check_speculative_server(series: dict[str, dict[str, float]], *,
+                             expected_k: int | None) -> None:
+    """`expected_k`: the draft tokens per step the release labels per position (vLLM's
+    per-position counter), None where it exports none."""
     names = speculative_metric_names(series)
     if not names:
         raise FallbackError("the speculative server exposes no speculative-decoding metrics: "
                             "it runs without a draft (check its launch command and log)")
-    if engine == "vllm" and expected_k is not None and VLLM_PER_POS in series:
+    if expected_k is not None and VLLM_PER_POS in series:
         positions = {int(m.group(1)) for labels in series[VLLM_PER_POS]
                      if (m := re.search(r'position="(\d+)"', labels))}
         if positions and max(positions) + 1 != expected_k:

@@ -16,7 +16,6 @@ from specpair.bench.record import Cell, Measurement, Protocol
 from specpair.bench.workloads import fingerprint, generate
 from specpair.errors import SpecpairError
 from specpair.resolve import ResolvedPair
-from specpair.schema.common import Method
 
 
 def _get(url: str, path: str) -> httpx.Response:
@@ -46,25 +45,12 @@ def served_model(url: str) -> str:
 
 
 def check_servers(pair: ResolvedPair, baseline: str, spec: str) -> None:
-    engine = pair.runbook.engine.name.value
+    release = pair.release
     try:
         metrics.check_baseline_server(scrape(baseline))
-        expected_k = None
-        if engine == "vllm" and pair.runbook.speculation.method is not Method.NGRAM:
-            from specpair.engines.vllm_0_33_0.launch import speculative_tokens
-
-            expected_k = speculative_tokens(pair)
-        metrics.check_speculative_server(scrape(spec), expected_k=expected_k, engine=engine)
-        if engine == "sglang":
-            from specpair.engines.sglang_0_5_23.budget import verify_width
-            from specpair.engines.sglang_0_5_23.facts import PROFILE
-
-            info = _get(spec, "/server_info").json()
-            rb = pair.runbook
-            draft = rb.draft.repo or rb.draft.path if rb.draft and not rb.draft.bundled else None
-            metrics.check_sglang_server_info(
-                info, algorithm=PROFILE.method_names[rb.speculation.method],
-                draft_tokens=verify_width(rb.speculation), draft_path=draft)
+        metrics.check_speculative_server(scrape(spec),
+                                         expected_k=release.bench.draft_positions(pair))
+        release.bench.check_server(pair, lambda path: dict(_get(spec, path).json()))
     except metrics.FallbackError as exc:
         raise SpecpairError.single(spec, f"unexpected fallback: {exc}",
                                    "start the servers from the generated launch scripts") from None
@@ -74,7 +60,7 @@ def run(pair: ResolvedPair, baseline: str, spec: str, concurrency: list[int],
         time_limit_s: float = 600.0, say: Callable[[str], None] | None = None) -> Measurement:
     say = say or (lambda text: print(text, file=sys.stderr, flush=True))
     rb = pair.runbook
-    engine = rb.engine.name.value
+    extras = pair.release.bench.request_extras
     check_servers(pair, baseline, spec)
     models = {"baseline": served_model(baseline), "speculative": served_model(spec)}
     started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -94,7 +80,7 @@ def run(pair: ResolvedPair, baseline: str, spec: str, concurrency: list[int],
                     if done == total or done % max(1, total // 4) == 0:
                         say(f"[{label}] {done}/{total}")
                 samples, wall, truncated = asyncio.run(run_load(
-                    url, models[role], requests, engine, c, time_limit_s, progress))
+                    url, models[role], requests, extras, c, time_limit_s, progress))
                 try:
                     delta = metrics.delta(before, scrape(url))
                 except ValueError as exc:
@@ -109,7 +95,7 @@ def run(pair: ResolvedPair, baseline: str, spec: str, concurrency: list[int],
                     first = next((s for s in samples if s.error is None), None)
                     if first is not None:
                         minimal = {"url": f"{url}/v1/completions",
-                                   "body": request_body(models[role], requests[0], engine,
+                                   "body": request_body(models[role], requests[0], extras,
                                                         stream=False),
                                    "answer_start": first.text[:200]}
             cells.append(Cell(workload=workload.name, concurrency=c,

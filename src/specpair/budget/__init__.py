@@ -8,13 +8,16 @@ formulas and names them in every line it produces.
 from __future__ import annotations
 
 import weakref
+from typing import TYPE_CHECKING
 
 from specpair import registry
 from specpair.budget.common import check_tensor_parallel
 from specpair.budget.model import Budget
 from specpair.errors import Problem, SpecpairError
-from specpair.resolve import ResolvedPair
 from specpair.schema.common import Method
+
+if TYPE_CHECKING:  # annotations only: resolve imports the engine releases, which import this
+    from specpair.resolve import ResolvedPair
 
 _CACHE: dict[int, tuple[weakref.ref[ResolvedPair], Budget]] = {}
 
@@ -22,15 +25,13 @@ _CACHE: dict[int, tuple[weakref.ref[ResolvedPair], Budget]] = {}
 def check_layouts(pair: ResolvedPair) -> list[str]:
     """The allowlist: refuses layouts the oracle has not verified for this engine release,
     unless the runbook declares them; returns the declared ones' notes."""
-    from specpair.runbooks import load_location  # positions for the build's errors
-
     models = [("target", pair.target.geometry)]
     if pair.draft is not None and pair.runbook.speculation.method is not Method.NGRAM:
         models.append(("draft", pair.draft.geometry))
     refused, notes = registry.check(pair.engine, models,
                                     pair.runbook.deployment.assumptions.unverified_layouts)
     if refused:
-        where = load_location(pair.source_file, "deployment.assumptions.unverified_layouts")
+        where = pair.location("deployment.assumptions.unverified_layouts")
         raise SpecpairError([Problem(where, u.message, u.hint) for u in refused])
     return notes
 
@@ -43,9 +44,7 @@ def compute(pair: ResolvedPair) -> Budget:
     draft_tp = pair.runbook.deployment.parallel.draft_tensor
     check_tensor_parallel(pair, draft_tp)
     notes = check_layouts(pair)
-    from specpair.engines import registry as engines  # step 1 of issue 26 removes this cycle
-
-    budget = engines.by_label(pair.engine).budget(pair, pair.gpu_spec)
+    budget = pair.release.budget(pair, pair.gpu_spec)
     if notes:
         budget = budget.model_copy(update={"unverified": notes})
     if len(_CACHE) > 4096:

@@ -78,13 +78,13 @@ def valid_tp_sizes(geometries: list[Geometry], limit: int = 64) -> list[int]:
             if not any(_tp_problems("", g, t) for g in geometries)]
 
 
-def check_tensor_parallel(pair: ResolvedPair, draft_tp: int | None = None) -> None:
-    """Head counts must split over the TP ranks (the engines assert it at start-up)."""
-    from specpair.runbooks import load_location  # positions for the build's errors
-
+def check_tensor_parallel(pair: ResolvedPair, draft_tp: int | None = None, *,
+                          with_draft: bool = True) -> None:
+    """Head counts must split over the TP ranks (the engines assert it at start-up);
+    `with_draft=False` judges the target alone (the server without its draft)."""
     tp = pair.runbook.deployment.parallel.tensor
     models = [("target", pair.target.geometry, tp, "deployment.parallel.tensor")]
-    if pair.draft is not None:
+    if pair.draft is not None and with_draft:
         models.append(("draft", pair.draft.geometry, draft_tp or tp,
                        "deployment.parallel.draft_tensor" if draft_tp
                        else "deployment.parallel.tensor"))
@@ -95,6 +95,6 @@ def check_tensor_parallel(pair: ResolvedPair, draft_tp: int | None = None) -> No
             kv = f", {g.num_key_value_heads} KV heads" if g.attention == "mha" else ""
             hint = (f"use a tensor-parallel size the {role}'s {g.num_attention_heads} "
                     f"attention heads{kv} accept: " + ", ".join(map(str, sizes)))
-            problems.append(Problem(load_location(pair.source_file, field), message, hint))
+            problems.append(Problem(pair.location(field), message, hint))
     if problems:
         raise SpecpairError(problems)

@@ -16,8 +16,25 @@ class EngineProfile:
     default_page_size: int
     """Tokens per KV page (SGLang) or block (vLLM) when the runbook leaves it unset."""
     supports_tree_drafts: bool
+    display_name: str
+    """The engine's name as its project writes it (SGLang, vLLM)."""
+    capabilities: frozenset[str] = frozenset()
+    """What the release has that a rule can be about (`RuleSpec.requires`):
+    `heterogeneous_vocab` (a draft with its own tokenizer), `draft_tensor_parallel` (a
+    draft TP size of its own), `overlap_weight_loading` (a start-up mode that overlaps
+    weight loading), `multi_node_data_parallel` (data-parallel replicas across nodes)."""
     notes: dict[Method, str] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
         return f"{self.name} {self.version}"
+
+    def draft_tensor_allowed(self, draft_tp: int | None, tp: int) -> bool:
+        """A draft TP size of its own is 1 or the target's, where the release has one
+        (vLLM: 'cannot be other value than 1 or target model tensor_parallel_size')."""
+        return draft_tp is None or ("draft_tensor_parallel" in self.capabilities
+                                    and draft_tp in (1, tp))
+
+    @property
+    def title(self) -> str:
+        return f"{self.display_name} {self.version}"

@@ -15,9 +15,12 @@ from specpair.engines.profile import EngineProfile
 
 if TYPE_CHECKING:  # annotations only: the release packages import these, not the interface
     from specpair.budget.model import Budget
+    from specpair.engines.args_model import ResolvedArgs
+    from specpair.engines.bench_model import BenchProbe
+    from specpair.engines.launch_model import Launch
+    from specpair.engines.logs_model import Timing
+    from specpair.engines.metrics_model import EngineMetrics
     from specpair.hardware import GPU
-    from specpair.launch.model import Launch
-    from specpair.monitoring.model import EngineMetrics
     from specpair.resolve import ResolvedPair
 
 __all__ = ["EngineProfile", "EngineRelease"]
@@ -28,6 +31,9 @@ class EngineRelease:
     """One supported release; registered once in `specpair.engines.registry.RELEASES`."""
 
     profile: EngineProfile
+    server_args: Callable[[ResolvedPair, GPU], ResolvedArgs]
+    """The server arguments of a pair, resolved once with the release's defaults: what
+    the launch renders and the budget reads."""
     launch: Callable[[ResolvedPair, bool], Launch]
     """The server command of a pair (`speculate=False`: the same server without a draft)."""
     budget: Callable[[ResolvedPair, GPU], Budget]
@@ -36,6 +42,10 @@ class EngineRelease:
     """What the release exports on /metrics; the rules and dashboards use nothing else."""
     image: str
     """The release's published container image."""
+    log_timings: tuple[Timing, ...]
+    """Start-up log lines that time a part of the start (weight load, graph capture)."""
+    bench: BenchProbe
+    """Request fields and server checks of the measurement protocol."""
 
     @property
     def name(self) -> str:

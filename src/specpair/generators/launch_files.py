@@ -21,10 +21,11 @@ import yaml
 
 from specpair.engines import registry as engines
 from specpair.errors import Problem, SpecpairError
+from specpair.generators import stage_script
+from specpair.generators.shell_text import cell_text, slug
 from specpair.launch import EnvRef, Launch, build_for
 from specpair.resolve import ResolvedPair
 from specpair.runbooks import load_location
-from specpair.schema.common import inert
 from specpair.writer import dump_json
 
 LWS_ENV = {"NODE_RANK": "$(LWS_WORKER_INDEX)", "DIST_INIT_ADDR": "$(LWS_LEADER_ADDRESS):20000",
@@ -44,10 +45,6 @@ def _str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
 
 
 _NoAliasDumper.add_representer(str, _str)
-
-
-def slug(engine: str) -> str:
-    return engine.split()[0]
 
 
 def word(arg: str | EnvRef) -> str:
@@ -98,12 +95,6 @@ def shell_script(pair: ResolvedPair, launch: Launch, primary: bool,
     return "\n".join(lines) + "\n"
 
 
-def cell_text(text: str) -> str:
-    """Runbook text in a shell comment: one line, nothing that ends the comment, no
-    control character (a `cat` of the script must not drive the terminal)."""
-    return inert(" ".join(text.split()))
-
-
 def args_data(launch: Launch) -> dict[str, Any]:
     return {
         "argv": [{"env": a.name} if isinstance(a, EnvRef) else a for a in launch.argv],
@@ -114,7 +105,7 @@ def args_data(launch: Launch) -> dict[str, Any]:
         "follower_argv": launch.follower_argv,
         "port": launch.port,
         "preflight": [{"severity": p.severity, "field": p.field, "message": p.message,
-                       "fix": p.fix} for p in launch.preflight],
+                       "fix": p.hint} for p in launch.preflight],
     }
 
 
@@ -190,10 +181,7 @@ def manifest(pair: ResolvedPair, launch: Launch) -> str:
     gpus = dep.parallel.tensor * dep.parallel.pipeline * dep.parallel.data // dep.nodes
     image = engines.by_label(launch.engine).image
     command = [LWS_ENV[a.name] if isinstance(a, EnvRef) else k8s_literal(a) for a in launch.argv]
-    # both log each phase in the deployment-log format (imported here: stage_script
-    # builds on this module)
-    from specpair.generators import stage_script
-
+    # both log each phase in the deployment-log format
     stage_args = _k8s_words(stage_script.init_container_command(pair, rb.staging.mode))
     budget_s = int(rb.staging.cold_start_budget_s)
     env = [{"name": "HF_HOME", "value": "/models"}, *token_env(pair)]
@@ -283,7 +271,7 @@ def generate(pair: ResolvedPair) -> dict[str, bytes]:
         if launch.errors:
             if primary:
                 raise SpecpairError([Problem(load_location(pair.source_file, p.field),
-                                             p.message, p.fix) for p in launch.errors])
+                                             p.message, p.hint) for p in launch.errors])
             index["engines"][engine] = {"generated": False, "why": [
                 f"{p.field}: {p.message}" for p in launch.errors]}
             continue

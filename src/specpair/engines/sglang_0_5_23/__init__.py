@@ -1,14 +1,18 @@
-"""SGLang 0.5.23: facts, launch, budget and metrics of this one release."""
+"""SGLang 0.5.23: facts, server arguments, launch, budget and metrics of this one
+release."""
 
 from __future__ import annotations
 
 from specpair.engines.release import EngineRelease
-from specpair.engines.sglang_0_5_23 import budget, facts, launch, metrics
+from specpair.engines.sglang_0_5_23 import args, bench, budget, facts, launch, logs, metrics
 
 RELEASE = EngineRelease(
     profile=facts.PROFILE,
+    server_args=args.server_args,
     launch=launch.build,
     budget=budget.budget,
     metrics=metrics.METRICS,
+    log_timings=logs.TIMINGS,
+    bench=bench.PROBE,
     image="lmsysorg/sglang:v0.5.23",
 )

@@ -32,20 +32,24 @@ from specpair.budget.common import (
     storage,
     weights_per_rank,
 )
-from specpair.budget.model import Assumption, Budget, GiB, Line, MiB, Scenario
+from specpair.budget.model import Assumption, Budget, GiB, Line, Scenario
+from specpair.engines.sglang_0_5_23.args import (
+    DEFAULT_MAMBA_FULL_MEMORY_RATIO,
+    ENGINE,
+    SPEC_DEFAULT_MAX_RUNNING_REQUESTS,
+    server_args,
+    verify_width,
+)
 from specpair.errors import SpecpairError
 from specpair.geometry import Geometry, LinearAttention
 from specpair.hardware import GPU
 from specpair.schema.common import KVDtype, Method
-from specpair.schema.runbook import Runbook, Speculation
+from specpair.schema.runbook import Runbook
 
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
     from specpair.resolve import ResolvedPair
 
-ENGINE = "sglang 0.5.23"
-SPEC_DEFAULT_MAX_RUNNING_REQUESTS = 48
 DEFAULT_OTHER_ALLOCATIONS = int(0.6 * GiB)
-DEFAULT_MAMBA_FULL_MEMORY_RATIO = 0.9
 # BailingMoeV3 is in both _MAMBA_RADIX_CACHE_ARCHS and _MAMBA_EXTRA_BUFFER_ARCHS
 EXTRA_BUFFER_ARCHS = frozenset({"BailingMoeV3ForCausalLM", "Qwen3NextForCausalLM",
                                 "Qwen3_5ForConditionalGeneration",
@@ -64,75 +68,6 @@ DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8  # --swa-full-tokens-ratio
 
 
 # --------------------------------------------------------------------------- flags
-
-
-def verify_width(spec: Speculation) -> int:
-    """`--speculative-num-draft-tokens` as 0.5.23 resolves it."""
-    if spec.method is Method.DSPARK:
-        assert spec.block_size is not None
-        return spec.block_size + 1  # gamma + 1
-    if spec.method is Method.DFLASH:
-        assert spec.block_size is not None
-        return spec.block_size  # the verify window is the block
-    if spec.topk > 1:
-        assert spec.num_draft_tokens is not None
-        return spec.num_draft_tokens
-    assert spec.num_speculative_tokens is not None
-    return spec.num_speculative_tokens + 1
-
-
-@dataclass(frozen=True)
-class MemFraction:
-    value: float
-    lines: list[Line]
-
-
-def prefill_graph_sizes(max_bs: int) -> list[int]:
-    """`cuda_graph_hook.generate_prefill_cuda_graph_batch_sizes`."""
-    sizes = (list(range(4, 33, 4)) + list(range(48, 257, 16)) + list(range(288, 513, 32))
-             + list(range(576, 1025, 64)) + list(range(1280, 4097, 256))
-             + list(range(4608, max_bs + 1, 512)))
-    return [s for s in sizes if s <= max_bs]
-
-
-def default_mem_fraction(gpu_mem_mib: int, tp: int, pp: int, user_max_running: int | None,
-                         use_mla: bool) -> MemFraction:
-    """`memory_hook.handle_gpu_memory_settings` for a text model on CUDA, defaults only."""
-    gib = 1024
-    if gpu_mem_mib < 20 * gib:
-        chunked, max_bs = 2048, 8
-    elif gpu_mem_mib < 35 * gib:
-        chunked, max_bs = 4096, (48 if tp < 4 else 160)
-    elif gpu_mem_mib < 60 * gib:
-        chunked, max_bs = 4096, (32 if tp < 4 else 160)
-    elif gpu_mem_mib < 160 * gib:
-        chunked, max_bs = 8192, (256 if tp < 4 else 512)
-    else:
-        chunked, max_bs = 16384, 512
-    if user_max_running is not None and max_bs > user_max_running:
-        max_bs = user_max_running  # only a user-set value caps it; the spec default does not
-    prefill_max = min(8192, chunked) if use_mla else chunked
-    prefill_graphs = len(prefill_graph_sizes(prefill_max))
-    graph = 2 * max_bs + (1.5 * 1024 if use_mla else 8 * prefill_graphs)
-    reserved = 512 + max(chunked, 2048) * 1.5 + tp * pp / 8 * 1024 + graph
-    if gpu_mem_mib > 60 * 1024:
-        reserved = max(reserved, 10 * 1024)
-    value = round((gpu_mem_mib - reserved) / gpu_mem_mib, 3)
-    rule = f"{ENGINE} arg_groups/memory_hook.py::handle_gpu_memory_settings"
-    return MemFraction(value, [
-        Line(key="chunked_prefill_size", label="chunked prefill size (default)", value=chunked,
-             unit="tokens", rule=f"by GPU memory {gpu_mem_mib} MiB; {rule}"),
-        Line(key="decode_graph_max_bs", label="decode CUDA-graph max batch", value=max_bs,
-             unit="requests", rule="by GPU memory and TP; capped by a user-set "
-                                   "--max-running-requests only"),
-        Line(key="reserved_mib", label="reserve for activations and graphs", value=reserved,
-             unit="MiB", rule="512 + 1.5·max(chunked, 2048) + tp·pp/8·1024 + 2·decode_max_bs + "
-                              + ("1536 (MLA prefill graphs)" if use_mla else
-                                 f"8·{prefill_graphs} prefill graphs")
-                              + "; at least 10240 on GPUs over 60 GiB"),
-        Line(key="mem_fraction_static", label="--mem-fraction-static (engine default)",
-             value=value, unit="fraction", rule="round((gpu_mem − reserved) / gpu_mem, 3)"),
-    ])
 
 
 # --------------------------------------------------------------------------- cells
@@ -556,8 +491,6 @@ def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
     tp, pp = dep.parallel.tensor, dep.parallel.pipeline
     attn_tp = tp  # attention DP is not used by specpair runbooks
     target, draft = pair.target.geometry, pair.draft.geometry if pair.draft else None
-    use_mla = target.attention == "mla"
-    gpu_mib = gpu.memory_bytes // MiB
 
     assumptions: list[Assumption] = []
     a = dep.assumptions
@@ -574,14 +507,11 @@ def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
         unit="B", source="declared in runbook" if a.other_allocations_bytes is not None
         else "default 0.6 GiB (ENGINE_NOTES_SGLANG §4.8)"))
 
-    frac_lines: list[Line] = []
-    if dep.memory_fraction is not None:
-        f = dep.memory_fraction
-        frac_lines.append(Line(key="mem_fraction_static", label="--mem-fraction-static",
-                               value=f, unit="fraction", rule="declared in runbook"))
-    else:
-        mf = default_mem_fraction(gpu_mib, tp, pp, dep.max_running_requests, use_mla)
-        f, frac_lines = mf.value, mf.lines
+    args = server_args(pair, gpu)
+    f, frac_lines = args.mem_fraction_static, list(args.mem_fraction_lines)
+    # the engine's own rule for an unset limit (size_pool: the speculative default)
+    max_running = None if "max_running_requests" in args.defaulted \
+        else args.max_running_requests
 
     wt = weights_per_rank(pair.target_own_weight_bytes,
                           pair.target.weights.replicated_bytes, tp * pp)
@@ -599,9 +529,8 @@ def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
 
     cells = pool_cells(pair)
     cell_t, swa = cells.cell_target, cells.swa
-    page = dep.page_size or 1
-    base_inputs = Inputs(p_bytes, wt, 0, other, f, page, dep.context_length,
-                         dep.max_running_requests)
+    page = args.page_size
+    base_inputs = Inputs(p_bytes, wt, 0, other, f, page, dep.context_length, max_running)
     cell_line = Line(key="cell_target", label="target KV bytes per token", value=cell_t,
                      unit="B", rule=f"{cells.target_rule}; kv dtype "
                                     f"{dep.kv_cache_dtype.value}; "
@@ -609,8 +538,7 @@ def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
     baseline = size_pool("target alone", base_inputs, cell_t, 0, rb, target, attn_tp,
                          False, 1, frac_lines + [cell_line], cells.baseline_swa)
 
-    spec_inputs = Inputs(p_bytes, wt, wd, other, f, page, dep.context_length,
-                         dep.max_running_requests)
+    spec_inputs = Inputs(p_bytes, wt, wd, other, f, page, dep.context_length, max_running)
     verify = verify_width(spec)
     fallback = None
     if cells.fallback_draft is not None:

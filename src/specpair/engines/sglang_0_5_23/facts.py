@@ -21,4 +21,6 @@ PROFILE = EngineProfile(
     },
     default_page_size=1,
     supports_tree_drafts=True,
+    display_name="SGLang",
+    capabilities=frozenset({"overlap_weight_loading"}),
 )

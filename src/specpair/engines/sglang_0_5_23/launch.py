@@ -12,23 +12,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from specpair.budget.common import kv_layers
-from specpair.engines.sglang_0_5_23.budget import (
+from specpair.engines.launch_model import EnvRef, Launch, Preflights
+from specpair.engines.sglang_0_5_23.args import (
     DEFAULT_MAMBA_FULL_MEMORY_RATIO,
-    EXTRA_BUFFER_ARCHS,
-    default_mem_fraction,
+    ENGINE,
+    server_args,
     verify_width,
 )
+from specpair.engines.sglang_0_5_23.budget import EXTRA_BUFFER_ARCHS
 from specpair.engines.sglang_0_5_23.facts import PROFILE
-from specpair.launch.model import EnvRef, Launch, Preflights
 from specpair.schema.common import KVDtype, Method
 from specpair.schema.runbook import Artifact
 
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
     from specpair.resolve import ResolvedPair
 
-ENGINE = "sglang 0.5.23"
-VERSION = "0.5.23"
-SPEC_DEFAULT_MAX_RUNNING = 48
 LONGER_CONTEXT_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 
 # sglang/srt/arg_groups/choices.py QUANTIZATION_CHOICES (the --quantization and
@@ -59,6 +57,7 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
     par = dep.parallel
     checks = Preflights(ENGINE)
     need = checks.need
+    args = server_args(pair, pair.gpu_spec)
 
     model, revision = _source(rb.target)
     argv: list[str | EnvRef] = ["sglang", "serve", "--model-path", model]
@@ -116,20 +115,14 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
 
     argv += ["--tp-size", str(par.tensor), "--ep-size", str(par.expert),
              "--dp-size", str(par.data), "--pp-size", str(par.pipeline)]
-    if dep.memory_fraction is not None:
-        fraction = dep.memory_fraction
-    else:
-        fraction = default_mem_fraction(pair.gpu_spec.memory_bytes >> 20, par.tensor,
-                                        par.pipeline, dep.max_running_requests,
-                                        pair.target.geometry.attention == "mla").value
-    argv += ["--mem-fraction-static", f"{fraction:g}",
+    argv += ["--mem-fraction-static", f"{args.mem_fraction_static:g}",
              "--context-length", str(dep.context_length)]
     need(dep.kv_cache_dtype in KV_DTYPE, "deployment.kv_cache_dtype",
          f"--kv-cache-dtype has no {dep.kv_cache_dtype.value}",
          "use auto, bf16, fp8_e4m3 or fp8_e5m2")
     argv += ["--kv-cache-dtype", KV_DTYPE.get(dep.kv_cache_dtype, "auto"),
-             "--page-size", str(dep.page_size or 1),
-             "--max-running-requests", str(dep.max_running_requests or SPEC_DEFAULT_MAX_RUNNING)]
+             "--page-size", str(args.page_size),
+             "--max-running-requests", str(args.max_running_requests)]
     # the baseline keeps the speculative server's limit so both serve the same load
     if not dep.hybrid_kv_pools:
         argv.append("--disable-hybrid-swa-memory")
@@ -190,7 +183,7 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
              "use a TP size that divides the draft's heads")
         need(kv_layers(draft) > 0, "draft", "the draft has no attention layers", "check lock")
 
-    if not dep.cuda_graphs:
+    if not args.cuda_graphs:
         argv += ["--cuda-graph-backend-decode", "disabled", "--cuda-graph-backend-prefill",
                  "disabled"]
     argv += ["--host", dep.host, "--port", str(dep.port), "--enable-metrics"]

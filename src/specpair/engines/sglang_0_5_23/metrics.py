@@ -6,7 +6,7 @@ so a server that lost its draft has none."""
 
 from __future__ import annotations
 
-from specpair.monitoring.model import EngineMetrics
+from specpair.engines.metrics_model import EngineMetrics
 
 METRICS = EngineMetrics(
     engine="sglang 0.5.23",

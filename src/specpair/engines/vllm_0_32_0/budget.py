@@ -29,7 +29,7 @@ from specpair.budget.common import (
     weights_per_rank,
 )
 from specpair.budget.model import Assumption, Budget, GiB, Line, Scenario
-from specpair.engines.vllm_0_32_0.launch import speculative_tokens
+from specpair.engines.vllm_0_32_0.args import server_args
 from specpair.errors import SpecpairError
 from specpair.geometry import Geometry
 from specpair.hardware import GPU
@@ -39,8 +39,6 @@ if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
     from specpair.resolve import ResolvedPair
 
 ENGINE = "vllm 0.32.0"
-DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
-DEFAULT_BLOCK_SIZE = 16
 DEFAULT_NON_TORCH = int(0.6 * GiB)
 DEFAULT_ACTIVATION_PEAK = 2 * GiB
 DEFAULT_CUDA_GRAPHS = GiB // 2
@@ -55,23 +53,6 @@ def page_bytes(g: Geometry, tp: int, block: int, dtype_bytes: int) -> tuple[int,
     page = heads * block * (g.head_dim + g.v_head_dim) * dtype_bytes
     return page, (f"{heads} KV heads · {block} tokens · ({g.head_dim} + {g.v_head_dim}) · "
                   f"{dtype_bytes} B")
-
-
-def default_max_num_seqs(gpu: GPU) -> int:
-    mem_gib = gpu.memory_bytes / GiB
-    if mem_gib >= 160 or (mem_gib >= 70 and not gpu.key.startswith("A100")):
-        return 1024
-    return 256
-
-
-def default_max_num_batched_tokens(gpu: GPU) -> int:
-    """`EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`, `vllm serve`."""
-    mem_gib = gpu.memory_bytes / GiB
-    if mem_gib >= 160:
-        return 16384
-    if mem_gib >= 70 and not gpu.key.startswith("A100"):
-        return 8192
-    return 2048
 
 
 # Async scheduling keeps two batches in flight (VllmConfig.max_concurrent_batches, PP 1)
@@ -325,7 +306,8 @@ def _hybrid_state(pair: ResolvedPair, block: int, speculative: bool
             "are SGLang's; the vLLM command does not carry them)",
             "remove deployment.linear_state", field_path="deployment.linear_state")
     # the speculative config (n-gram too) widens the conv window and the state blocks
-    num_spec = speculative_tokens(pair) if speculative else 0
+    num_spec = (server_args(pair, pair.gpu_spec).num_speculative_tokens or 0) \
+        if speculative else 0
     return state_plan(target, dep.parallel.tensor, block,
                       kv_bytes(dep.kv_cache_dtype, target), num_spec)
 
@@ -339,7 +321,7 @@ def kv_plan(pair: ResolvedPair, speculative: bool = True
     draft = pair.draft.geometry if pair.draft else None
     tp, pp = dep.parallel.tensor, dep.parallel.pipeline
     draft_tp = dep.parallel.draft_tensor or tp
-    block = dep.page_size or DEFAULT_BLOCK_SIZE
+    block = server_args(pair, pair.gpu_spec).block_size
     state = _hybrid_state(pair, block, speculative)
     state_spec: LayerSpec | None = None
     if state is not None and target.linear_attention is not None:
@@ -381,7 +363,8 @@ def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
     draft = pair.draft.geometry if pair.draft else None
     tp, pp = dep.parallel.tensor, dep.parallel.pipeline
     draft_tp = dep.parallel.draft_tensor or tp
-    util = dep.memory_fraction or DEFAULT_GPU_MEMORY_UTILIZATION
+    args = server_args(pair, gpu)
+    util = args.gpu_memory_utilization
     a = dep.assumptions
     non_torch = a.other_allocations_bytes if a.other_allocations_bytes is not None \
         else DEFAULT_NON_TORCH
@@ -414,8 +397,8 @@ def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
              rule=f"draft sharded over draft_tensor_parallel_size = {draft_tp}"),
     ]
     requested = math.ceil(gpu.memory_bytes * util)
-    max_seqs = dep.max_running_requests or default_max_num_seqs(gpu)
-    in_flight = IN_FLIGHT_BATCHES * default_max_num_batched_tokens(gpu)
+    max_seqs = args.max_num_seqs
+    in_flight = IN_FLIGHT_BATCHES * args.max_num_batched_tokens
 
     def available(draft_weights: int) -> tuple[int, list[Line]]:
         if dep.kv_cache_memory_bytes is not None:

@@ -24,6 +24,9 @@ PROFILE = EngineProfile(
     },
     default_page_size=16,
     supports_tree_drafts=False,
+    display_name="vLLM",
+    capabilities=frozenset({"draft_tensor_parallel", "heterogeneous_vocab",
+                            "multi_node_data_parallel"}),
 )
 
 COMPARED_WITH = "vllm 0.33.0"

@@ -5,7 +5,7 @@ config exists, so a server started without its draft has no such series at all."
 
 from __future__ import annotations
 
-from specpair.monitoring.model import EngineMetrics
+from specpair.engines.metrics_model import EngineMetrics
 
 METRICS = EngineMetrics(
     engine="vllm 0.32.0",
@@ -36,4 +36,5 @@ METRICS = EngineMetrics(
                   "the engine's start-up duration (the time to the first request after a "
                   "start is measured from the API process's start instead)"),
     source="vllm 0.32.0: vllm/v1/spec_decode/metrics.py, vllm/v1/metrics/loggers.py",
+    process_metrics_with_data_parallel=False,
 )

@@ -11,16 +11,15 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from specpair.engines.launch_model import EnvRef, Launch, Preflights
+from specpair.engines.vllm_0_33_0.args import ServerArgs, server_args
 from specpair.engines.vllm_0_33_0.facts import PROFILE
-from specpair.launch.model import EnvRef, Launch, Preflights
 from specpair.schema.common import KVDtype, Method
 
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
     from specpair.resolve import ResolvedPair
 
 ENGINE = "vllm 0.33.0"
-DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
-DEFAULT_BLOCK_SIZE = 16
 DEFAULT_DRAFT_SAMPLE_METHOD = "greedy"  # SpeculativeConfig.draft_sample_method
 
 SPEC_CONFIG_KEYS = frozenset({
@@ -40,25 +39,13 @@ KV_DTYPE = {KVDtype.AUTO: "auto", KVDtype.BF16: "bfloat16", KVDtype.FP16: "float
 DTYPE = {"auto": "auto", "bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
 
 
-def speculative_tokens(pair: ResolvedPair) -> int:
-    """K, draft tokens per step, as vLLM counts them."""
-    spec = pair.runbook.speculation
-    if spec.method is Method.DSPARK:
-        assert spec.block_size is not None
-        return spec.block_size  # DSpark K defaults to the checkpoint block_size
-    if spec.method is Method.DFLASH:
-        assert spec.block_size is not None
-        return spec.block_size - 1  # the block's first slot is the last accepted token
-    tokens = spec.num_speculative_tokens or spec.num_steps  # a tree's depth; pre-flight refuses
-    assert tokens is not None, "validated by rules.check_runbook"
-    return tokens
-
-
-def speculative_config(pair: ResolvedPair) -> dict[str, Any]:
+def speculative_config(pair: ResolvedPair, args: ServerArgs | None = None) -> dict[str, Any]:
     rb = pair.runbook
     spec = rb.speculation
+    k = (args or server_args(pair, pair.gpu_spec)).num_speculative_tokens
+    assert k is not None, "validated by rules.check_runbook"
     config: dict[str, Any] = {"method": PROFILE.method_names[spec.method],
-                              "num_speculative_tokens": speculative_tokens(pair)}
+                              "num_speculative_tokens": k}
     if rb.draft is not None and not rb.draft.bundled:
         config["model"] = rb.draft.path or rb.draft.repo
         if rb.draft.repo is not None and rb.draft.revision:
@@ -91,6 +78,7 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
     par = dep.parallel
     checks = Preflights(ENGINE)
     need = checks.need
+    args = server_args(pair, pair.gpu_spec)
 
     target = rb.target
     argv: list[str | EnvRef] = ["vllm", "serve", target.path or target.repo or ""]
@@ -117,24 +105,20 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
              str(par.pipeline), "--data-parallel-size", str(par.data)]
     if par.expert > 1:
         argv.append("--enable-expert-parallel")
-    if dep.kv_cache_memory_bytes is not None:
-        argv += ["--kv-cache-memory-bytes", str(dep.kv_cache_memory_bytes)]
+    if args.kv_cache_memory_bytes is not None:
+        argv += ["--kv-cache-memory-bytes", str(args.kv_cache_memory_bytes)]
     else:
-        argv += ["--gpu-memory-utilization",
-                 f"{dep.memory_fraction or DEFAULT_GPU_MEMORY_UTILIZATION:g}"]
-    from specpair.engines.vllm_0_33_0.budget import default_max_num_seqs
-
+        argv += ["--gpu-memory-utilization", f"{args.gpu_memory_utilization:g}"]
     argv += ["--max-model-len", str(dep.context_length),
              "--kv-cache-dtype", KV_DTYPE[dep.kv_cache_dtype],
-             "--block-size", str(dep.page_size or DEFAULT_BLOCK_SIZE),
-             "--max-num-seqs", str(dep.max_running_requests
-                                   or default_max_num_seqs(pair.gpu_spec))]
-    if not dep.cuda_graphs:
+             "--block-size", str(args.block_size),
+             "--max-num-seqs", str(args.max_num_seqs)]
+    if args.enforce_eager:
         argv.append("--enforce-eager")
     if not dep.hybrid_kv_pools:
         argv.append("--disable-hybrid-kv-cache-manager")
     if speculate:
-        argv += ["--speculative-config", json.dumps(speculative_config(pair), sort_keys=True,
+        argv += ["--speculative-config", json.dumps(speculative_config(pair, args), sort_keys=True,
                                                     separators=(",", ":")),
                  # per-request acceptance for the measurement protocol (final usage chunk)
                  "--per-request-spec-decode-metrics", "summary"]
@@ -144,7 +128,8 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
          "set topk: 1")
     need(rb.staging.mode != "engine-overlap", "staging.mode",
          "has no overlapped weight loading", "use parallel-prestage or engine-prefetch")
-    need(par.draft_tensor in (None, 1, par.tensor), "deployment.parallel.draft_tensor",
+    need(PROFILE.draft_tensor_allowed(par.draft_tensor, par.tensor),
+         "deployment.parallel.draft_tensor",
          f"draft_tensor_parallel_size must be 1 or the target's {par.tensor}",
          f"use 1 or {par.tensor}")
     linear = pair.target.geometry.linear_attention
@@ -153,7 +138,8 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
          "(only Gated DeltaNet)", "serve this pair with SGLang", severity="warning")
     if spec.method is Method.MTP and pair.draft is not None:
         n = pair.draft.geometry.num_nextn_predict_layers or 1
-        k = speculative_tokens(pair)
+        k = args.num_speculative_tokens
+        assert k is not None, "validated by rules.check_runbook"
         need(k <= n or k % n == 0, "speculation.num_speculative_tokens",
              f"num_speculative_tokens {k} must be divisible by n_predict {n}",
              f"use a multiple of {n}")

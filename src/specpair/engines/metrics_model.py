@@ -32,6 +32,9 @@ class EngineMetrics:
     """Where per-request acceptance lives, and why no rule can read it."""
     not_exported: tuple[str, ...]
     source: str
+    process_metrics_with_data_parallel: bool = True
+    """False where data parallelism > 1 runs several API servers on prometheus_client's
+    multiprocess registry, which has no process collector (no process_start_time_seconds)."""
 
     def names(self) -> list[str]:
         """Every engine metric name the rules and dashboard use."""

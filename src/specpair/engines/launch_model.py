@@ -7,20 +7,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from specpair.catalogue import Severity
+from specpair.findings import Finding
+
+Preflight = Finding
+"""A launch's pre-flight finding is the one finding type."""
+
 
 @dataclass(frozen=True)
 class EnvRef:
     """An argument that each node supplies from its environment (never from the runbook)."""
 
     name: str
-
-
-@dataclass(frozen=True)
-class Preflight:
-    field: str
-    message: str
-    fix: str
-    severity: str = "error"  # error | warning
 
 
 class Preflights(list[Preflight]):
@@ -31,9 +29,11 @@ class Preflights(list[Preflight]):
         self.engine = engine
 
     def need(self, ok: bool, field: str, message: str, fix: str,
-             severity: str = "error") -> None:
+             severity: Severity = "error") -> None:
         if not ok:
-            self.append(Preflight(field, f"{self.engine}: {message}", fix, severity))
+            # the gate reports these as SP901 (errors) and SP902 (warnings)
+            self.append(Finding("SP901" if severity == "error" else "SP902", severity,
+                                f"{self.engine}: {message}", field, fix))
 
 
 @dataclass

@@ -1,0 +1,26 @@
+"""What `specpair bench` needs of an engine release: the request fields that make it report
+per-request acceptance, and how to check that a server runs the runbook's draft."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
+    from specpair.resolve import ResolvedPair
+
+GetJson = Callable[[str], dict[str, Any]]
+"""GET a path of the speculative server, its JSON body."""
+
+
+@dataclass(frozen=True)
+class BenchProbe:
+    request_extras: Mapping[str, Any]
+    """Fields added to every completion request."""
+    draft_positions: Callable[[ResolvedPair], int | None]
+    """The draft tokens per step the server's per-position counter must show (None where
+    the release exports no such counter)."""
+    check_server: Callable[[ResolvedPair, GetJson], None]
+    """Raises bench.metrics.FallbackError when the server's own report of its resolved
+    arguments disagrees with the runbook (a no-op where the release has no such report)."""

@@ -1,0 +1,14 @@
+"""A line of an engine's own start-up log that says how long a part of the start took
+(each release lists its own in `<release>/logs.py`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Timing:
+    key: str
+    pattern: re.Pattern[str]
+    source: str

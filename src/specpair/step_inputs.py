@@ -1,0 +1,158 @@
+"""What the step model is fed for one pair: both forwards, the draft's shape, the context
+while decoding, the hardware and the bands of its calibration pool.
+
+Below both the latency model (latency.py) and the fit of a pair's own bench records
+(calibrate.py), which each build on these inputs: the fit refines the parameters that the
+latency model then reads, so neither imports the other's module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from pydantic import Field
+
+from specpair import calibration
+from specpair.bench.workloads import generate
+from specpair.budget.model import Budget
+from specpair.resolve import ResolvedArtifact, ResolvedPair
+from specpair.schema.common import Method, Strict
+from specpair.schema.runbook import Workload
+from specpair.stepmodel import (
+    Architecture,
+    Forward,
+    Hardware,
+    Shape,
+    StepParams,
+    drafter_family,
+    shape_for,
+)
+
+CHARS_PER_TOKEN = 4
+"""Prompt tokens of the synthetic workloads, estimated from their characters (no
+tokenizer is loaded to build outputs)."""
+
+
+FP8_DTYPES = ("F8_E4M3", "F8_E5M2", "F8_E4M3FN", "FP8")
+
+
+class Parameters(Strict):
+    values: StepParams
+    source: str = Field(description="where the values come from")
+
+
+def draft_shape(pair: ResolvedPair) -> Shape:
+    spec = pair.runbook.speculation
+    return shape_for(spec.method.value, spec.num_speculative_tokens,
+                                 spec.block_size, spec.num_steps, spec.topk,
+                                 spec.num_draft_tokens)
+
+
+def _is_fp8(art: ResolvedArtifact) -> bool:
+    by_dtype = art.weights.params_by_dtype
+    fp8 = sum(n for d, n in by_dtype.items() if d.upper() in FP8_DTYPES)
+    return fp8 * 2 > sum(by_dtype.values())
+
+
+def architecture(art: ResolvedArtifact, weight_bytes: int, active_params: int) -> Architecture:
+    """A resolved artifact as the step model's model description (the same path the
+    calibration points take): dense weights always read, routed experts by coverage.
+
+    With the expert layout in the geometry the routed part is exact (E experts of known
+    size, top-k); without it a MoE falls back to its active fraction of all weights."""
+    g = art.geometry
+    total = art.weights.total_params or 1
+    moe = g.moe
+    mla = g.attention == "mla" and g.kv_lora_rank
+    routed = float(moe.routed_params) if moe is not None and moe.routed_params < total else 0.0
+    return Architecture(
+        params=float(total), bytes_per_param=weight_bytes / total,
+        layers=g.num_hidden_layers, attention_layers=g.full_attention_layers,
+        heads=g.num_attention_heads, kv_heads=g.num_key_value_heads, head_dim=g.head_dim,
+        v_head_dim=g.v_head_dim, kv_bytes_per_token=0.0,
+        active_params=float(active_params) if active_params < total else None,
+        experts=moe.experts if routed and moe is not None else 0,
+        top_k=moe.active_experts if routed and moe is not None else 0,
+        routed_params=routed,
+        attention_per_head=2 * (g.kv_lora_rank or 0) + (g.qk_rope_head_dim or 0) if mla
+        else None,
+        fp8=_is_fp8(art))
+
+
+def forwards(pair: ResolvedPair, budget: Budget) -> tuple[Forward, Forward | None]:
+    dep = pair.runbook.deployment
+    par = dep.parallel
+    spec_scn = budget.speculative or budget.baseline
+    target = architecture(pair.target, pair.target_own_weight_bytes,
+                          pair.target_own_active_params).forward(
+        par.tensor, par.expert, par.pipeline, kv_per_rank=spec_scn.cell_target)
+    if pair.draft is None or pair.runbook.speculation.method is Method.NGRAM:
+        return target, None
+    d_w = pair.draft.weights
+    d_tp = par.draft_tensor or par.tensor
+    draft = architecture(pair.draft, d_w.weight_bytes,
+                         d_w.active_params or d_w.total_params).forward(
+        d_tp, kv_per_rank=spec_scn.cell_draft)
+    return target, draft
+
+
+@cache  # a frozen Workload hashes by value; its prompts are generated, not read
+def workload_context(w: Workload) -> float:
+    """Mean prompt tokens (≈4 characters per token) plus half the output of one workload."""
+    prompts = generate(w)
+    return sum(len(r.prompt) for r in prompts) / len(prompts) / CHARS_PER_TOKEN \
+        + w.max_tokens / 2
+
+
+def expected_context(pair: ResolvedPair) -> tuple[int, str]:
+    """Tokens in context per sequence while decoding: the declared mean, else the mean over
+    the runbook's workloads of (prompt + half the output)."""
+    dep = pair.runbook.deployment
+    if dep.mean_context is not None:
+        return min(dep.mean_context, dep.context_length), "declared (deployment.mean_context)"
+    per_workload = [workload_context(w) for w in pair.runbook.workloads]
+    mean = max(1, round(sum(per_workload) / len(per_workload)))
+    return min(mean, dep.context_length), (
+        "mean over the runbook's workloads of prompt (≈4 characters per token) + half of "
+        "max_tokens: " + ", ".join(w.name for w in pair.runbook.workloads))
+
+
+@dataclass(frozen=True)
+class _Setup:
+    target: Forward
+    draft: Forward | None
+    shape: Shape
+    context: int
+    hw: Hardware
+    params: StepParams
+    speedup_band: calibration.Interval
+    throughput_band: calibration.Interval
+
+
+def bands(pair: ResolvedPair) -> tuple[calibration.Interval, calibration.Interval]:
+    """The cross-validated speedup and throughput bands of the pair's GPU family ×
+    engine × drafter family."""
+    engine = pair.runbook.engine.name.value
+    family = pair.gpu_spec.family
+    drafter = drafter_family(pair.runbook.speculation.method.value)
+    return (calibration.interval(family, engine, drafter, "speedup"),
+            calibration.interval(family, engine, drafter, "throughput"))
+
+
+def published_parameters(pair: ResolvedPair) -> Parameters:
+    """The published fit of the pair's GPU family, engine and method."""
+    chosen = calibration.params_for(pair.gpu_spec.family, pair.runbook.engine.name.value,
+                                    pair.runbook.speculation.method.value)
+    return Parameters(values=chosen.params, source=chosen.provenance)
+
+
+def setup_with(pair: ResolvedPair, budget: Budget, params: StepParams) -> _Setup:
+    gpu = pair.gpu_spec
+    target, draft = forwards(pair, budget)
+    context, _ = expected_context(pair)
+    speedup_band, throughput_band = bands(pair)
+    return _Setup(target, draft, draft_shape(pair), context,
+                  Hardware(gpu.bandwidth_bytes_per_s, gpu.bf16_dense_flops,
+                           gpu.fp8_dense_flops),
+                  params, speedup_band, throughput_band)

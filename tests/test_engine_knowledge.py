@@ -1,0 +1,64 @@
+"""No engine name or version is compared outside the engine packages (issue 26): what one
+release knows lives in `specpair/engines/<release>/`, everything else asks the release."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from specpair.engines import registry
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "specpair"
+ENGINES = SRC / "engines"
+NAMES = {r.name for r in registry.RELEASES.values()}
+VERSION = re.compile(r"^\d+\.\d+(\.\d+)?")
+
+
+def _engine_constant(node: ast.AST) -> str | None:
+    """An engine name, a version, or a `name version` label written as a literal."""
+    for leaf in ast.walk(node):
+        if isinstance(leaf, ast.Constant) and isinstance(leaf.value, str):
+            text = leaf.value
+            if text in NAMES or VERSION.match(text) or (text.split(" ")[0] in NAMES and \
+                    " " in text):
+                return text
+    return None
+
+
+def branches(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, literal) of each comparison, prefix test or dict key on an engine literal."""
+    found = []
+    for node in ast.walk(tree):
+        parts: list[ast.AST] = []
+        if isinstance(node, ast.Compare):
+            parts = [node.left, *node.comparators]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in ("startswith", "endswith"):
+            parts = list(node.args)
+        elif isinstance(node, ast.Dict):
+            parts = [k for k in node.keys if k is not None]
+        elif isinstance(node, ast.MatchValue):
+            parts = [node.value]
+        for part in parts:
+            literal = _engine_constant(part)
+            if literal is not None:
+                found.append((getattr(node, "lineno", 0), literal))
+    return found
+
+
+def test_no_engine_branch_outside_the_engine_packages() -> None:
+    found = [f"{path.relative_to(SRC)}:{line}: {literal!r}"
+             for path in sorted(SRC.rglob("*.py")) if ENGINES not in path.parents
+             for line, literal in branches(ast.parse(path.read_text(encoding="utf-8")))]
+    assert not found, "engine knowledge outside specpair/engines/:\n" + "\n".join(found)
+
+
+def test_the_scan_finds_each_kind_of_branch() -> None:
+    planted = ast.parse('if engine == "vllm": pass\n'
+                        'if label.startswith("sglang"): pass\n'
+                        'x = {"vllm": 1}\n'
+                        'if version in ("0.33.0", "0.32.0"): pass\n'
+                        'if pair.engine != "sglang 0.5.23": pass\n'
+                        'if engine == other: pass\n')
+    assert [line for line, _ in branches(planted)] == [1, 2, 3, 4, 5]
