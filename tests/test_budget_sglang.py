@@ -172,3 +172,20 @@ def test_example_budgets(tmp_path: Path) -> None:
     assert ling.fallback is not None and ling.fallback.cell_draft == 5_760
     mtp = budgets["deepseek-v3-mtp"].speculative
     assert mtp is not None and (mtp.cell_target, mtp.cell_draft) == (70_272, 1_152)
+
+
+@pytest.mark.parametrize("name", ["qwen3-8b-dflash", "ling-3-flash-dspark"])
+def test_no_scenario_runs_more_requests_than_its_launch_allows(name: str) -> None:
+    """With the limit left unset the launch still passes one (to the baseline server too):
+    neither scenario of the budget may hold more running requests than that flag."""
+    from specpair.launch import build_for
+    from tests.test_launch import with_runbook
+
+    (pair,) = [p for p in load_pairs(REPO) if p.name == name]
+    unset = with_runbook(pair, deployment={"max_running_requests": None})
+    budget = compute(unset)
+    for scenario, speculate in ((budget.baseline, False), (budget.speculative, True)):
+        assert scenario is not None
+        argv = [str(a) for a in build_for(unset, speculate=speculate).argv]
+        limit = int(argv[argv.index("--max-running-requests") + 1])
+        assert scenario.max_running_requests <= limit, (scenario.name, limit)

@@ -509,9 +509,8 @@ def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
 
     args = server_args(pair, gpu)
     f, frac_lines = args.mem_fraction_static, list(args.mem_fraction_lines)
-    # the engine's own rule for an unset limit (size_pool: the speculative default)
-    max_running = None if "max_running_requests" in args.defaulted \
-        else args.max_running_requests
+    # the limit the launch passes, to the speculative server and to its baseline alike
+    max_running = args.max_running_requests
 
     wt = weights_per_rank(pair.target_own_weight_bytes,
                           pair.target.weights.replicated_bytes, tp * pp)
