@@ -24,11 +24,14 @@ def example_argvs() -> dict[str, list[tuple[str, list[str]]]]:
     return found
 
 
+# sglang 0.5.18 has no package yet (its KV-pool and start-up harnesses do not run it, see
+# engines/README.md): its parser reads the 0.5.23 commands, every flag of which it has
+COMMANDS_OF = {"sglang 0.5.18": "sglang 0.5.23"}
+
+
 @pytest.mark.parametrize("release", sorted(releases.FOLDERS))
 def test_every_example_command_parses(release: str) -> None:
-    items = example_argvs()[release]
-    if release == "sglang 0.5.18":  # no package yet: the 0.5.23 commands, which it parses
-        items = [(n, a) for n, a in example_argvs()["sglang 0.5.23"]]
+    items = example_argvs()[COMMANDS_OF.get(release, release)]
     assert items, release
     verdicts = parse(release.split()[0], [argv for _, argv in items], release)
     failures = [(name, v["error"]) for (name, _), v in zip(items, verdicts, strict=True)
