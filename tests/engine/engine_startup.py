@@ -3,7 +3,9 @@
 Run inside the engines session (see conftest.startup):
 
     python tests/engine/engine_startup.py sglang < cases.json
-    PYTHONPATH=<vllm 0.33.0 sources> python tests/engine/engine_startup.py vllm < cases.json
+    PYTHONPATH=<a release's sources> python tests/engine/engine_startup.py vllm < cases.json
+
+(tests/engine/releases.py: which folder holds which release.)
 
 Input: a JSON list of {"argv": [...], "env": {...}} (argv starting with `sglang serve` or
 `vllm serve`, model paths pointing at folders that hold the real config.json, no
@@ -12,12 +14,14 @@ weights). Output: a JSON list of {"ok": bool, "stage": str, "error": str}.
 What runs is the engine's code, from argument parsing to the configuration it builds
 before loading weights:
 
-- vLLM 0.33.0: its CLI parser, `EngineArgs.from_cli_args(...).create_engine_config()`
-  (ModelConfig, CacheConfig, ParallelConfig, SpeculativeConfig, VllmConfig checks).
+- vLLM 0.33.0 and 0.32.0: the parser `vllm serve` builds,
+  `EngineArgs.from_cli_args(...).create_engine_config()` (ModelConfig, CacheConfig,
+  ParallelConfig, SpeculativeConfig, VllmConfig checks).
   The folders hold no tokenizer, so `skip_tokenizer_init` is set; vLLM picks its CPU
   platform on this machine.
 - SGLang 0.5.23: `prepare_server_args` (its parser), `ServerArgs.resolve_once()` (the
-  resolution pipeline: speculative, memory, parallel hooks), `check_server_args()`, then
+  resolution pipeline: speculative, memory, parallel hooks; 0.5.18 runs it while parsing,
+  in `ServerArgs.__post_init__`), `check_server_args()`, then
   `ModelConfig.from_server_args` for the target and, as the draft worker does
   (draft_worker_common.py), for the draft at the target's context length.
 

@@ -29,41 +29,41 @@ def example_argvs() -> dict[str, list[tuple[str, list[str]]]]:
 COMMANDS_OF = {"sglang 0.5.18": "sglang 0.5.23"}
 
 
+# Probes of the reviewed facts (engines/vllm_0_32_0/facts.py DIFFERENCES) the parsers can
+# show: a flag only 0.33.0 has, a method only 0.32.0 accepts; each release's verdict
+PROBES: dict[str, list[tuple[list[str], dict[str, bool]]]] = {"vllm": [
+    (["vllm", "serve", "m", "--monokernel"], {"vllm 0.33.0": True, "vllm 0.32.0": False}),
+    (["vllm", "serve", "m", "--speculative-config",
+      json.dumps({"method": "medusa", "model": "d", "num_speculative_tokens": 3})],
+     {"vllm 0.33.0": False, "vllm 0.32.0": True}),
+]}
+
+
+def misspelled(argv: list[str]) -> list[str]:
+    return ["--speculative-algoritm" if a == "--speculative-algorithm" else
+            "--tensor-paralel-size" if a == "--tensor-parallel-size" else a for a in argv]
+
+
 @pytest.mark.parametrize("release", sorted(releases.FOLDERS))
 def test_every_example_command_parses(release: str) -> None:
+    """Each release's own parser, built once (one subprocess per release): every example
+    command parses, a misspelled flag fails, and the fact probes answer as reviewed."""
+    engine = release.split()[0]
     items = example_argvs()[COMMANDS_OF.get(release, release)]
     assert items, release
-    verdicts = parse(release.split()[0], [argv for _, argv in items], release)
-    failures = [(name, v["error"]) for (name, _), v in zip(items, verdicts, strict=True)
+    wrong = misspelled(items[0][1])
+    assert wrong != items[0][1], items[0][0]
+    probes = PROBES.get(engine, [])
+    verdicts = parse(engine, [argv for _, argv in items] + [wrong]
+                     + [argv for argv, _ in probes], release)
+    examples, (bad, *answers) = verdicts[:len(items)], verdicts[len(items):]
+    failures = [(name, v["error"]) for (name, _), v in zip(items, examples, strict=True)
                 if not v["ok"]]
     assert not failures, failures
+    assert not bad["ok"] and "unrecognized arguments" in str(bad["error"])
+    assert [v["ok"] for v in answers] == [expected[release] for _, expected in probes]
     # the code that parsed is that release's, not the installed one's
     assert {v["version"] for v in verdicts} == {releases.version(release)}
-
-
-@pytest.mark.parametrize("release", sorted(releases.FOLDERS))
-def test_a_misspelled_flag_fails_the_parser(release: str) -> None:
-    engine = release.split()[0]
-    name, argv = example_argvs()[f"{engine} {'0.5.23' if engine == 'sglang' else '0.33.0'}"][0]
-    misspelled = ["--speculative-algoritm" if a == "--speculative-algorithm" else
-                  "--tensor-paralel-size" if a == "--tensor-parallel-size" else a
-                  for a in argv]
-    assert misspelled != argv, name
-    (verdict,) = parse(engine, [misspelled], release)
-    assert not verdict["ok"] and "unrecognized arguments" in str(verdict["error"])
-    assert verdict["version"] == releases.version(release)
-
-
-def test_the_parsers_differ_where_the_facts_say() -> None:
-    """Reviewed facts (engines/<release>/facts.py DIFFERENCES) the parsers can show: flags
-    one release has and the other does not, methods one accepts."""
-    monokernel = ["vllm", "serve", "m", "--monokernel"]
-    medusa = ["vllm", "serve", "m", "--speculative-config",
-              json.dumps({"method": "medusa", "model": "d", "num_speculative_tokens": 3})]
-    new, old = parse("vllm", [monokernel, medusa], "vllm 0.33.0"), \
-        parse("vllm", [monokernel, medusa], "vllm 0.32.0")
-    assert [v["ok"] for v in new] == [True, False] and [v["ok"] for v in old] == [False, True]
-    assert "unrecognized arguments: --monokernel" in str(old[0]["error"])
 
 
 def test_engine_rejects_what_preflight_rejects() -> None:
