@@ -275,8 +275,9 @@ def test_the_whole_corpus_is_exact_or_refused_by_name() -> None:
     failures = []
     for engine, script, build, env in (
             ("sglang 0.5.23", "sglang_pools.py", sglang_cases, None),
-            *((r, "vllm_kv_plan.py", lambda p, r=r: vllm_cases(p, release=r)[0],
-               releases.env(r)) for r in releases.VLLM)):
+            # 0.33.0 only: vllm 0.32.0's allowlist holds the pairs' configs alone
+            ("vllm 0.33.0", "vllm_kv_plan.py", lambda p: vllm_cases(p)[0],
+             releases.env("vllm 0.33.0"))):
         cases, by_calculator = [], {}
         for corpus in runnable:
             try:
