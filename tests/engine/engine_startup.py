@@ -3,7 +3,9 @@
 Run inside the engines session (see conftest.startup):
 
     python tests/engine/engine_startup.py sglang < cases.json
-    PYTHONPATH=<vllm 0.33.0 sources> python tests/engine/engine_startup.py vllm < cases.json
+    PYTHONPATH=<a release's sources> python tests/engine/engine_startup.py vllm < cases.json
+
+(tests/engine/releases.py: which folder holds which release.)
 
 Input: a JSON list of {"argv": [...], "env": {...}} (argv starting with `sglang serve` or
 `vllm serve`, model paths pointing at folders that hold the real config.json, no
@@ -12,12 +14,14 @@ weights). Output: a JSON list of {"ok": bool, "stage": str, "error": str}.
 What runs is the engine's code, from argument parsing to the configuration it builds
 before loading weights:
 
-- vLLM 0.33.0: its CLI parser, `EngineArgs.from_cli_args(...).create_engine_config()`
-  (ModelConfig, CacheConfig, ParallelConfig, SpeculativeConfig, VllmConfig checks).
+- vLLM 0.33.0 and 0.32.0: the parser `vllm serve` builds,
+  `EngineArgs.from_cli_args(...).create_engine_config()` (ModelConfig, CacheConfig,
+  ParallelConfig, SpeculativeConfig, VllmConfig checks).
   The folders hold no tokenizer, so `skip_tokenizer_init` is set; vLLM picks its CPU
   platform on this machine.
 - SGLang 0.5.23: `prepare_server_args` (its parser), `ServerArgs.resolve_once()` (the
-  resolution pipeline: speculative, memory, parallel hooks), `check_server_args()`, then
+  resolution pipeline: speculative, memory, parallel hooks; 0.5.18 runs it while parsing,
+  in `ServerArgs.__post_init__`), `check_server_args()`, then
   `ModelConfig.from_server_args` for the target and, as the draft worker does
   (draft_worker_common.py), for the draft at the target's context length.
 
@@ -70,7 +74,7 @@ def _reason(exc: BaseException) -> str:
 
 def vllm(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from vllm.engine.arg_utils import EngineArgs
-    from vllm.entrypoints.common.cli_args import make_arg_parser
+    from vllm.entrypoints.cli.serve import make_arg_parser  # what `vllm serve` builds
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = make_arg_parser(FlexibleArgumentParser())
@@ -116,7 +120,7 @@ class _StandInModule(types.ModuleType):
         return _Anything(name, (), {})
 
 
-class _TorchvisionStandIn(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class TorchvisionStandIn(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, name: str, path: Any = None, target: Any = None
                   ) -> importlib.machinery.ModuleSpec | None:
         if name == "torchvision" or name.startswith("torchvision."):
@@ -134,22 +138,27 @@ class _TorchvisionStandIn(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def _gpu_runtime_stub() -> None:
-    """GPU_RUNTIME_STUB: the device and its memory, as an H100 80GB node reports them."""
-    import sglang.srt.arg_groups.kv_shard_hook as kv_shard_hook
-    import sglang.srt.arg_groups.memory_hook as memory_hook
-    import sglang.srt.arg_groups.serving_hook as serving_hook
-    import sglang.srt.utils.common as common
+    """GPU_RUNTIME_STUB: the device and its memory, as an H100 80GB node reports them, in
+    every module of the release that imported the functions by name (0.5.23: its
+    arg_groups hooks; 0.5.18: server_args itself)."""
+    import importlib
+    import importlib.util
 
-    for module in (common, serving_hook):
+    for name in ("sglang.srt.utils.common", "sglang.srt.server_args",
+                 "sglang.srt.arg_groups.serving_hook", "sglang.srt.arg_groups.kv_shard_hook",
+                 "sglang.srt.arg_groups.memory_hook"):
+        if importlib.util.find_spec(name) is None:
+            continue
+        module = importlib.import_module(name)
         if hasattr(module, "get_device"):
             module.get_device = lambda *args, **kwargs: "cuda"  # type: ignore[attr-defined]
-    for module in (common, kv_shard_hook, memory_hook):
-        module.get_device_memory_capacity = (  # type: ignore[attr-defined]
-            lambda device=None: H100_MIB)
+        if hasattr(module, "get_device_memory_capacity"):
+            module.get_device_memory_capacity = (  # type: ignore[attr-defined]
+                lambda device=None: H100_MIB)
 
 
 def sglang(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    sys.meta_path.insert(0, _TorchvisionStandIn())
+    sys.meta_path.insert(0, TorchvisionStandIn())
     from sglang.srt.configs.model_config import ModelConfig
     from sglang.srt.server_args import prepare_server_args
 
@@ -165,7 +174,8 @@ def sglang(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 with contextlib.redirect_stderr(err):
                     server_args = prepare_server_args(argv[2:])
                 stage = "resolve"
-                server_args.resolve_once()
+                if hasattr(server_args, "resolve_once"):  # 0.5.18 resolves in __post_init__
+                    server_args.resolve_once()
                 stage = "check"
                 server_args.check_server_args()
                 stage = "target ModelConfig"

@@ -31,7 +31,12 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[Any, str]:
 
 
 def sglang(argvs: list[list[str]]) -> list[dict[str, Any]]:
+    from engine_startup import TorchvisionStandIn  # this script's folder is on sys.path
+
+    # 0.5.18's sglang.srt.utils imports torchvision at module level (TORCHVISION_IMPORT_STUB)
+    sys.meta_path.insert(0, TorchvisionStandIn())
     import sglang
+    from sglang.srt.arg_groups.speculative_hook import _resolve_speculative_algorithm_alias
     from sglang.srt.server_args import ServerArgs
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
@@ -45,8 +50,10 @@ def sglang(argvs: list[list[str]]) -> list[dict[str, Any]]:
                                   "version": sglang.__version__}
         if ns is not None and ns.speculative_algorithm is not None:
             try:
-                result["algorithm"] = SpeculativeAlgorithm.from_string(
-                    ns.speculative_algorithm).name
+                # the start-up order: the alias (NEXTN → EAGLE) first, then the enum; no
+                # draft path, so no Gemma-4 assistant lookup (it needs the hub)
+                name = _resolve_speculative_algorithm_alias(ns.speculative_algorithm, None)
+                result["algorithm"] = SpeculativeAlgorithm.from_string(name).name
             except ValueError as exc:
                 result.update(ok=False, error=str(exc))
         results.append(result)
@@ -58,7 +65,7 @@ def vllm(argvs: list[list[str]]) -> list[dict[str, Any]]:
 
     import vllm
     from vllm.config.speculative import SpeculativeConfig
-    from vllm.entrypoints.common.cli_args import make_arg_parser
+    from vllm.entrypoints.cli.serve import make_arg_parser  # what `vllm serve` builds
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = make_arg_parser(FlexibleArgumentParser())
@@ -98,7 +105,7 @@ def vllm_config(argvs: list[list[str]]) -> list[dict[str, Any]]:
     and VllmConfig validation runs, no weights load. Checkpoint paths must exist."""
     import vllm
     from vllm.engine.arg_utils import AsyncEngineArgs
-    from vllm.entrypoints.common.cli_args import make_arg_parser
+    from vllm.entrypoints.cli.serve import make_arg_parser  # what `vllm serve` builds
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = make_arg_parser(FlexibleArgumentParser())

@@ -36,25 +36,14 @@ from __future__ import annotations
 import json
 import sys
 import traceback
-import types
 from typing import Any
 
 
 def _install_torchvision_placeholder() -> None:
-    # transformers must decide "torchvision unavailable" before the placeholder exists
-    from transformers.utils import import_utils
+    # engine_startup's import-only stand-in (this script's folder is on sys.path)
+    from engine_startup import TorchvisionStandIn
 
-    import_utils.is_torchvision_available()
-
-    class _Placeholder(types.ModuleType):
-        def __getattr__(self, name: str) -> Any:
-            if name.startswith("__"):
-                raise AttributeError(name)
-            return _Placeholder(f"{self.__name__}.{name}")
-
-    for name in ("torchvision", "torchvision.transforms", "torchvision.transforms.functional",
-                 "torchvision.io", "torchvision.ops"):
-        sys.modules.setdefault(name, _Placeholder(name))
+    sys.meta_path.insert(0, TorchvisionStandIn())
 
 
 def _register_cuda_quantization() -> None:

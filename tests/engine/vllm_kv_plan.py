@@ -1,4 +1,5 @@
-"""vLLM 0.33.0's own KV-cache planning for a list of cases (run by the oracle test).
+"""vLLM's own KV-cache planning for a list of cases (run by the oracle test), in whichever
+release `vllm` imports as (0.33.0 or 0.32.0, tests/engine/releases.py).
 
 Reads a JSON list of cases on stdin and prints one JSON list of results: the KV cache
 groups, bytes per block, blocks and the capacity vLLM reports ("GPU KV cache size: N
@@ -60,10 +61,17 @@ def plan(case: dict[str, Any]) -> dict[str, Any]:
         get_supported_kv_cache_layouts,
         resolve_kv_cache_layout,
     )
-    from vllm.v1.core.kv_cache_planning import (
-        get_kv_cache_config_from_groups,
-        get_kv_cache_groups,
-    )
+    try:
+        from vllm.v1.core.kv_cache_planning import (
+            get_kv_cache_config_from_groups,
+            get_kv_cache_groups,
+        )
+    except ModuleNotFoundError:  # 0.32.0 keeps the planner in kv_cache_utils
+        from vllm.v1.core.kv_cache_utils import (  # type: ignore[no-redef]
+            get_kv_cache_config_from_groups,
+            get_kv_cache_groups,
+        )
+    from vllm.config.speculative import SpeculativeConfig
     from vllm.v1.core.kv_cache_utils import get_kv_cache_capacity
     from vllm.v1.kv_cache_interface import (
         ChunkedLocalAttentionSpec,
@@ -90,7 +98,7 @@ def plan(case: dict[str, Any]) -> dict[str, Any]:
         scheduler_config=types.SimpleNamespace(
             disable_hybrid_kv_cache_manager=case["disable_hybrid_kv_cache_manager"],
             enable_chunked_prefill=target.is_chunked_prefill_supported),
-        speculative_config=types.SimpleNamespace(num_speculative_tokens=speculative_tokens)
+        speculative_config=speculative_namespace(SpeculativeConfig, case, speculative_tokens)
         if speculative_tokens else None,
         num_speculative_tokens=speculative_tokens, additional_config={},
         compilation_config=types.SimpleNamespace(static_forward_context={}),
@@ -184,6 +192,18 @@ def plan(case: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def speculative_namespace(cls: Any, case: dict[str, Any], tokens: int) -> Any:
+    """What the planner reads of the SpeculativeConfig (part of ENGINE_CONFIG): the K, and
+    for 0.32.0's EAGLE-group annotation (kv_cache_utils._annotate_eagle_groups, which flags
+    groups and sizes nothing) the method, through the engine's own `use_eagle*` methods."""
+    spec = types.SimpleNamespace(num_speculative_tokens=tokens, method=case.get("method"),
+                                 disable_eagle_block_drop=False)
+    for name in ("use_eagle", "use_eagle_block_drop"):
+        if hasattr(cls, name):
+            setattr(spec, name, types.MethodType(getattr(cls, name), spec))
+    return spec
+
+
 def hybrid_setup(target: Any, cache_config: Any, engine_config: Any,
                  layer_kinds: list[str], case: dict[str, Any]) -> None:
     """What `VllmConfig` and the platform do for an attention / Gated DeltaNet hybrid
@@ -198,8 +218,12 @@ def hybrid_setup(target: Any, cache_config: Any, engine_config: Any,
         HybridAttentionMambaModelConfig,
     )
     from vllm.platforms.interface import Platform
+    from vllm.v1.attention.backends import gdn_attn
     from vllm.v1.attention.backends.flash_attn import FlashAttentionBackend
-    from vllm.v1.attention.backends.gdn_attn import FLASHINFER_GDN_CHECKPOINT_ALIGNMENT
+
+    # 0.33.0 aligns GDN prefill checkpoints (its layer's own get_kv_cache_spec reads it);
+    # 0.32.0 has neither the constant nor the override (MambaBase.get_kv_cache_spec)
+    alignment = getattr(gdn_attn, "FLASHINFER_GDN_CHECKPOINT_ALIGNMENT", None)
 
     hook = MODELS_CONFIG_MAP.get(target.architecture)
     if hook is not None:
@@ -218,7 +242,7 @@ def hybrid_setup(target: Any, cache_config: Any, engine_config: Any,
             conv_kernel_size=text.linear_conv_kernel_dim,
             num_spec=engine_config.num_speculative_tokens,
             model_config=target, cache_config=cache_config, vllm_config=engine_config,
-            _checkpoint_alignment=FLASHINFER_GDN_CHECKPOINT_ALIGNMENT
+            _checkpoint_alignment=alignment
             if cache_config.mamba_cache_mode == "align" else None)
         engine_config.compilation_config.static_forward_context[
             f"model.layers.{i}.linear_attn"] = layer
@@ -296,7 +320,6 @@ def main() -> None:
 
     import vllm.config
     import vllm.v1.attention.backends.flash_attn
-    import vllm.v1.core.kv_cache_planning
     import vllm.v1.core.kv_cache_utils  # noqa: F401
     from vllm.model_executor.models import registry
 

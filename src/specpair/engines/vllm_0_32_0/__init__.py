@@ -1,0 +1,18 @@
+"""vLLM 0.32.0: facts, server arguments, launch, budget and metrics of this one release
+(copied from vllm_0_33_0 and changed where facts.DIFFERENCES says the releases differ)."""
+
+from __future__ import annotations
+
+from specpair.engines.release import EngineRelease
+from specpair.engines.vllm_0_32_0 import args, bench, budget, facts, launch, logs, metrics
+
+RELEASE = EngineRelease(
+    profile=facts.PROFILE,
+    server_args=args.server_args,
+    launch=launch.build,
+    budget=budget.budget,
+    metrics=metrics.METRICS,
+    log_timings=logs.TIMINGS,
+    bench=bench.PROBE,
+    image="vllm/vllm-openai:v0.32.0",
+)

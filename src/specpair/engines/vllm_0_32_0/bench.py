@@ -1,0 +1,30 @@
+"""`specpair bench` against vLLM 0.32.0: per-request acceptance comes with
+--per-request-spec-decode-metrics (the launch sets it), so requests add nothing; the
+per-position acceptance counter shows the draft tokens per step the server runs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from specpair.engines.bench_model import BenchProbe, GetJson
+from specpair.engines.vllm_0_32_0.args import server_args
+from specpair.schema.common import Method
+
+if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
+    from specpair.resolve import ResolvedPair
+
+
+def draft_positions(pair: ResolvedPair) -> int | None:
+    if pair.runbook.speculation.method is Method.NGRAM:
+        return None
+    return server_args(pair, pair.gpu_spec).num_speculative_tokens
+
+
+def check_server(pair: ResolvedPair, get: GetJson) -> None:
+    """vLLM 0.32.0 serves no report of its resolved speculative config."""
+
+
+# a replay compares answers token for token: vLLM returns the ids when asked
+PROBE = BenchProbe(request_extras={}, replay_extras={"return_token_ids": True},
+                   draft_positions=draft_positions,
+                   check_server=check_server)

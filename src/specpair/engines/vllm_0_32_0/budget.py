@@ -1,0 +1,452 @@
+"""vLLM 0.32.0: the shared KV block pool as the engine sizes it, per GPU rank.
+
+ENGINE_NOTES_VLLM.md §4: `requested = ceil(total · gpu_memory_utilization)` is the whole
+instance's budget; weights (target and draft), non-torch allocations, the profiled
+activation peak and the CUDA-graph estimate come out of it, and the rest is KV. Draft
+attention layers are registered next to the target's and share the block pool: one block
+id addresses `block_size` tokens in every layer, so bytes per block are the sum of every
+layer's page. With `--kv-cache-memory-bytes` the KV budget is that number.
+
+Gated DeltaNet hybrids (Qwen3-Next, Qwen3.5) keep a fixed-size state per request in the
+same pool: the platform raises the attention block size until one attention page holds a
+state page and pads the state page to it (`Platform._align_hybrid_block_size`), and each
+state group keeps a fixed number of blocks per request (`MambaSpec`, mode `align`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from specpair.budget.common import (
+    kv_bytes,
+    kv_heads_per_rank,
+    kv_layers,
+    model_dtype_bytes,
+    pct,
+    storage,
+    weights_per_rank,
+)
+from specpair.budget.model import Assumption, Budget, GiB, Line, Scenario
+from specpair.engines.vllm_0_32_0.args import server_args
+from specpair.errors import SpecpairError
+from specpair.geometry import Geometry
+from specpair.hardware import GPU
+from specpair.schema.common import KVDtype, Method
+
+if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
+    from specpair.resolve import ResolvedPair
+
+ENGINE = "vllm 0.32.0"
+DEFAULT_NON_TORCH = int(0.6 * GiB)
+DEFAULT_ACTIVATION_PEAK = 2 * GiB
+DEFAULT_CUDA_GRAPHS = GiB // 2
+
+
+def page_bytes(g: Geometry, tp: int, block: int, dtype_bytes: int) -> tuple[int, str]:
+    """`kv_cache_interface` page size of one layer for one block."""
+    if g.attention == "mla":
+        page = block * g.mla_latent_dim * dtype_bytes
+        return page, f"MLA: {block} · {g.mla_latent_dim} · {dtype_bytes} B (not split by TP)"
+    heads = kv_heads_per_rank(g.num_key_value_heads, tp)
+    page = heads * block * (g.head_dim + g.v_head_dim) * dtype_bytes
+    return page, (f"{heads} KV heads · {block} tokens · ({g.head_dim} + {g.v_head_dim}) · "
+                  f"{dtype_bytes} B")
+
+
+# Async scheduling keeps two batches in flight (VllmConfig.max_concurrent_batches, PP 1)
+IN_FLIGHT_BATCHES = 2
+
+# FLASH_ATTN (the attention backend on Hopper) runs kernel blocks of MultipleOf(16)
+# (flash_attn.py, get_supported_kernel_block_sizes)
+ATTENTION_KERNEL_BLOCK = 16
+# Prefix caching is on by default for hybrids (ModelConfig.is_prefix_caching_supported),
+# which puts the state cache in mode `align`; 0.32.0's GDN layer keeps MambaBase's
+# get_kv_cache_spec (no prefill checkpoint alignment, no checkpoint block: vllm 0.32.0
+# platforms/interface.py:939 `_align_hybrid_block_size`, v1/kv_cache_interface.py:1042
+# `num_prefill_checkpoint_blocks = 0`), so blocks align to the attention kernel block only.
+# 0.33.0 added FLASHINFER_GDN_CHECKPOINT_ALIGNMENT = 64 and one checkpoint block.
+# Architectures whose config hook makes the config's `mamba_ssm_dtype` the SSM state dtype
+# (models/config.py, Qwen3_5ForConditionalGenerationConfig); elsewhere it follows the model
+SSM_DTYPE_FROM_CONFIG = ("Qwen3_5ForConditionalGeneration", "Qwen3_5ForCausalLM",
+                         "Qwen3_5MoeForConditionalGeneration", "Qwen3_5MoeForCausalLM")
+STATE_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """One attention layer's KV cache spec, as `Attention.get_kv_cache_spec` builds it."""
+
+    kind: Literal["full", "sliding", "chunked", "state"]
+    page: int
+    window: int | None
+    shape: tuple[int, int, int, int]
+    """(KV heads per rank, head size, v head size, dtype bytes): equal shapes, equal spec"""
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """`kv_cache_planning.get_kv_cache_groups` + `get_kv_cache_config_from_groups`."""
+
+    groups: list[tuple[str, int, int, int | None]]
+    """(kind, layers, page bytes, window) per KV cache group"""
+    bytes_per_block: int
+    rule: str
+    state_blocks: int = 0
+    """blocks each linear-attention state group keeps per request"""
+
+    def blocks_per_request(self, context: int, block: int, in_flight: int) -> int:
+        """`get_max_concurrency_for_kv_cache_config`: blocks one request at `context`
+        takes across groups (full: cdiv(L, block); sliding: cdiv(min(window − 1 +
+        in-flight tokens, L), block) + 1; chunked: cdiv(min(chunk + in-flight tokens, L),
+        block), ChunkedLocalAttentionSpec.max_admission_blocks_per_request)."""
+        total = 0
+        for kind, _, _, window in self.groups:
+            if kind == "state":
+                total += self.state_blocks
+            elif kind == "sliding" and window is not None:
+                total += math.ceil(min(window - 1 + in_flight, context) / block) + 1
+            elif kind == "chunked" and window is not None:
+                total += math.ceil(min(window + in_flight, context) / block)
+            else:
+                total += math.ceil(context / block)
+        return total
+
+
+def layer_specs(g: Geometry, tp: int, block: int, dtype_bytes: int) -> list[LayerSpec]:
+    page, _ = page_bytes(g, tp, block, dtype_bytes)
+    if g.attention == "mla":
+        shape = (1, g.mla_latent_dim, 0, dtype_bytes)
+    else:
+        shape = (kv_heads_per_rank(g.num_key_value_heads, tp), g.head_dim, g.v_head_dim,
+                 dtype_bytes)
+    # in layer order, as the model registers its attention layers
+    return [LayerSpec(layer.kind, page, layer.window, shape) for layer in g.layer_list()
+            if layer.kind != "linear"]
+
+
+@dataclass(frozen=True)
+class StatePlan:
+    """Gated DeltaNet state in the block pool, after the platform's block alignment."""
+
+    block: int
+    """attention block size, raised so that one attention page holds a state page"""
+    state_bytes: int
+    """one layer's state (conv window + SSM state) per request, before padding"""
+    blocks_per_request: int
+    rule: str
+
+
+def gdn_state_bytes(g: Geometry, tp: int, num_spec: int) -> tuple[int, str]:
+    """`MambaSpec.page_size_bytes` of one GDN layer: the shapes of
+    `MambaStateShapeCalculator.gated_delta_net_state_shape` (conv window over q, k and v,
+    widened by the draft tokens; value heads × value head size × key head size), the
+    dtypes of `gated_delta_net_state_dtype` (conv: the model's; SSM: `auto` follows it)."""
+    la = g.linear_attention
+    assert la is not None
+    key_heads = la.num_key_heads or la.num_heads
+    key_dim = la.key_head_dim or la.head_dim
+    if key_heads % tp or la.num_heads % tp:
+        raise SpecpairError.single(
+            "runbook", f"not modelled: {key_heads} key / {la.num_heads} value heads that do "
+            f"not split over TP {tp}", "use a tensor-parallel size that divides both",
+            field_path="deployment.parallel.tensor")
+    conv_bytes = model_dtype_bytes(g)
+    ssm_dtype = la.ssm_dtype if g.architecture in SSM_DTYPE_FROM_CONFIG else None
+    ssm_bytes = STATE_DTYPE_BYTES[ssm_dtype] if ssm_dtype else conv_bytes
+    conv_dim = key_dim * key_heads * 2 + la.head_dim * la.num_heads
+    conv = conv_dim // tp * (la.conv_kernel - 1 + num_spec) * conv_bytes
+    ssm = la.num_heads // tp * la.head_dim * key_dim * ssm_bytes
+    return conv + ssm, (f"conv {conv_dim // tp} · ({la.conv_kernel} − 1 + {num_spec}) · "
+                        f"{conv_bytes} B + SSM {la.num_heads // tp} · {la.head_dim} · "
+                        f"{key_dim} · {ssm_bytes} B")
+
+
+def state_plan(g: Geometry, tp: int, block: int, dtype_bytes: int, num_spec: int
+               ) -> StatePlan:
+    """`Platform._align_hybrid_block_size` (mode `align`): the block size is the smallest
+    multiple of max(kernel block, block) whose attention page
+    holds the state page, then the state page is padded to the attention page."""
+    state, shape_rule = gdn_state_bytes(g, tp, num_spec)
+    per_token, _ = page_bytes(g, tp, 1, dtype_bytes)
+    align = max(ATTENTION_KERNEL_BLOCK, block)
+    aligned = align * math.ceil(state / (align * per_token))
+    aligned = ATTENTION_KERNEL_BLOCK * math.ceil(aligned / ATTENTION_KERNEL_BLOCK)
+    block = max(block, aligned)
+    # MambaSpec.max_memory_usage_bytes (align): 2 states + one per draft token
+    per_request = 2 + num_spec
+    return StatePlan(block, state, per_request,
+                     f"GDN state {state} B per layer ({shape_rule}); block size {block} = "
+                     f"{align} · cdiv({state}, {align} · {per_token} B per token), state page "
+                     f"padded to {block * per_token} B; {per_request} blocks per request "
+                     f"(2 + {num_spec} draft tokens)")
+
+
+def block_plan(specs: list[LayerSpec], hybrid_manager: bool,
+               state_blocks: int = 0) -> BlockPlan:
+    """How vLLM 0.32.0 groups the layers (target and draft) and sizes one block."""
+    if not hybrid_manager:
+        # unify_hybrid_kv_cache_specs: sliding layers are promoted to full attention
+        specs = [LayerSpec("full", s.page, None, s.shape) for s in specs]
+    kinds = {(s.kind, s.window) for s in specs}
+    if len(kinds) == 1:
+        kind, window = next(iter(kinds))
+        return BlockPlan([(kind, len(specs), sum(s.page for s in specs), window)],
+                         sum(s.page for s in specs),
+                         "one KV cache group: Σ over target and draft layers of the page")
+    if len({s.page for s in specs}) > 1:
+        raise SpecpairError.single(
+            "runbook", f"not modelled: {ENGINE} hybrid KV cache groups whose layers have "
+            "different page sizes (block-packed layout)",
+            "set deployment.hybrid_kv_pools: false (--disable-hybrid-kv-cache-manager)",
+            field_path="deployment.hybrid_kv_pools")
+    # _get_kv_cache_groups_uniform_page_size: one bucket per distinct spec, in layer order
+    buckets: dict[tuple[str, int | None, tuple[int, int, int, int]], int] = {}
+    for s in specs:
+        key = (s.kind, s.window, s.shape)
+        buckets[key] = buckets.get(key, 0) + 1
+    sizes = list(buckets.values())
+    group_size = min(sizes)
+    if max(sizes) < min(sizes) * 1.5:
+        group_size = max(sizes)  # pad the smaller type instead of splitting the larger
+    page = specs[0].page
+    groups: list[tuple[str, int, int, int | None]] = []
+    for (bucket_kind, bucket_window, _), count in buckets.items():
+        num_groups = math.ceil(count / group_size)
+        for i in range(num_groups):
+            groups.append((bucket_kind, len(range(i, count, num_groups)), page, bucket_window))
+    widest = max(n for _, n, _, _ in groups)
+    return BlockPlan(groups, widest * page,
+                     f"hybrid KV cache manager: {len(groups)} groups of at most {group_size} "
+                     f"layers share one block pool; bytes per block = the largest group's "
+                     f"({widest} layers · {page} B), not the sum", state_blocks)
+
+
+def _scenario(name: str, available: int, plan: BlockPlan, block: int, context: int,
+              max_seqs: int, in_flight: int, cell_t_block: int, cell_d_block: int,
+              lines: list[Line]) -> Scenario:
+    bytes_per_block = plan.bytes_per_block
+    blocks = available // bytes_per_block if available > 0 else 0
+    per_request = plan.blocks_per_request(context, block, in_flight)
+    concurrency = blocks / per_request
+    tokens = int(concurrency * context)
+    sequences = blocks // per_request
+    sliding = any(kind == "sliding" for kind, _, _, _ in plan.groups)
+    chunked = any(kind == "chunked" for kind, _, _, _ in plan.groups)
+    lines = [*lines,
+             Line(key="bytes_per_block", label="bytes per block", value=bytes_per_block,
+                  unit="B", rule=f"{plan.rule}; kv_cache_planning.py"),
+             Line(key="num_blocks", label="KV blocks", value=blocks, unit="blocks",
+                  rule="available KV bytes // bytes per block"),
+             Line(key="blocks_per_request", label="blocks one full-context request takes",
+                  value=per_request, unit="blocks",
+                  rule=f"Σ over {len(plan.groups)} groups: full cdiv({context}, {block})"
+                       + (f"; state {plan.state_blocks} blocks (MambaSpec, mode align)"
+                          if plan.state_blocks else "")
+                       + (f"; sliding cdiv(min(window − 1 + {in_flight} in-flight tokens, "
+                          f"{context}), {block}) + 1 (in flight: {IN_FLIGHT_BATCHES} batches "
+                          "of max_num_batched_tokens, async scheduling)" if sliding else "")
+                       + (f"; chunked cdiv(min(attention chunk + {in_flight} in-flight "
+                          f"tokens, {context}), {block})" if chunked else "")),
+             Line(key="max_total_tokens", label="token capacity ('GPU KV cache size')",
+                  value=tokens, unit="tokens",
+                  rule=f"int(blocks / {per_request} · {context}); "
+                       "kv_cache_utils.py::get_kv_cache_capacity"),
+             Line(key="max_concurrency", label="full-context requests ('Maximum concurrency')",
+                  value=sequences, unit="requests", rule=f"blocks // {per_request}")]
+    fits = available > 0 and sequences >= 1
+    verdict = (f"fits: {sequences} full-context sequences" if fits else
+               "does not fit: the weights and the engine's own memory take all that "
+               "gpu_memory_utilization grants, nothing is left for the KV cache; raise "
+               "deployment.memory_fraction if the weights fit the GPU, else use more "
+               "tensor-parallel ranks or a larger GPU" if available <= 0 else
+               "does not fit: one request at the context length needs more KV than is left "
+               "('To serve at least one request with the model's max seq len …')")
+    if len(plan.groups) > 1 and cell_t_block + cell_d_block:
+        # the groups alias one block pool: a block costs the largest group's bytes, shared
+        # between target and draft in proportion to their layers' pages
+        whole = cell_t_block + cell_d_block
+        cell_t_block = bytes_per_block * cell_t_block // whole
+        cell_d_block = bytes_per_block - cell_t_block
+    cell_t, cell_d = cell_t_block // block, cell_d_block // block
+    requests = min(max_seqs, tokens)
+    return Scenario(
+        name=name, cell_target=cell_t, cell_draft=cell_d, kv_budget_bytes=max(available, 0),
+        max_total_tokens=tokens, max_running_requests=requests, sequences_at_context=sequences,
+        target_kv_bytes=blocks * cell_t_block, draft_kv_bytes=blocks * cell_d_block,
+        full_context_headroom_bytes=(blocks - requests * per_request) * bytes_per_block,
+        fits=fits, verdict=verdict, lines=lines)
+
+
+def _hybrid_state(pair: ResolvedPair, block: int, speculative: bool
+                  ) -> StatePlan | None:
+    """The GDN state plan of a linear-attention hybrid target, or None for other targets;
+    refuses the hybrids and settings it does not model."""
+    dep = pair.runbook.deployment
+    target = pair.target.geometry
+    la = target.linear_attention
+    if la is None:
+        return None
+    if la.kind != "gdn" or target.attention == "mla" or target.sliding_window_layers \
+            or target.chunked_attention_layers:
+        raise SpecpairError.single(
+            "runbook", f"not modelled: the {ENGINE} budget for {la.kind} state layers "
+            f"next to {target.attention} attention", "budget this pair by measurement or "
+            "serve it with SGLang", field_path="target")
+    if dep.parallel.pipeline > 1 or not dep.hybrid_kv_pools:
+        raise SpecpairError.single(
+            "runbook", f"not modelled: linear-attention hybrids on {ENGINE} with pipeline "
+            "parallelism or without the hybrid KV cache manager",
+            "set deployment.parallel.pipeline: 1 and deployment.hybrid_kv_pools: true",
+            field_path="deployment")
+    if dep.linear_state != type(dep.linear_state)():
+        raise SpecpairError.single(
+            "runbook", f"not modelled: deployment.linear_state on {ENGINE} (its settings "
+            "are SGLang's; the vLLM command does not carry them)",
+            "remove deployment.linear_state", field_path="deployment.linear_state")
+    # the speculative config (n-gram too) widens the conv window and the state blocks
+    num_spec = (server_args(pair, pair.gpu_spec).num_speculative_tokens or 0) \
+        if speculative else 0
+    return state_plan(target, dep.parallel.tensor, block,
+                      kv_bytes(dep.kv_cache_dtype, target), num_spec)
+
+
+def kv_plan(pair: ResolvedPair, speculative: bool = True
+            ) -> tuple[BlockPlan, int, int, int]:
+    """(block plan, block size, target bytes per block, draft bytes per block)."""
+    dep = pair.runbook.deployment
+    spec = pair.runbook.speculation
+    target = pair.target.geometry
+    draft = pair.draft.geometry if pair.draft else None
+    tp, pp = dep.parallel.tensor, dep.parallel.pipeline
+    draft_tp = dep.parallel.draft_tensor or tp
+    block = server_args(pair, pair.gpu_spec).block_size
+    state = _hybrid_state(pair, block, speculative)
+    state_spec: LayerSpec | None = None
+    if state is not None and target.linear_attention is not None:
+        block = state.block
+        per_token, _ = page_bytes(target, tp, 1, kv_bytes(dep.kv_cache_dtype, target))
+        state_spec = LayerSpec("state", block * per_token, None, (0, 0, 0, 0))
+    # in layer order (the order of the groups follows the first layer of each kind)
+    attention = iter(layer_specs(target, tp, block, kv_bytes(dep.kv_cache_dtype, target)))
+    t_specs = [state_spec if layer.kind == "linear" and state_spec is not None
+               else next(attention) for layer in target.layer_list()
+               if layer.kind != "linear" or state_spec is not None]
+    if pp > 1:
+        if target.sliding_window_layers or target.chunked_attention_layers:
+            raise SpecpairError.single(
+                "runbook", f"not modelled: sliding-window or chunked layers under pipeline "
+                f"parallelism "
+                f"on {ENGINE}", "set deployment.parallel.pipeline to 1",
+                field_path="deployment.parallel.pipeline")
+        t_specs = t_specs[:math.ceil(len(t_specs) / pp)]
+    d_specs: list[LayerSpec] = []
+    if speculative and spec.method is not Method.NGRAM and draft is not None:
+        d_kv: KVDtype | None = dep.draft_kv_cache_dtype or dep.kv_cache_dtype
+        # `auto` is resolved against vllm_config.model_config, the TARGET's: a draft
+        # checkpoint saved in float32 still keeps its KV in the target's dtype
+        d_specs = layer_specs(draft, draft_tp, block, kv_bytes(d_kv, target))
+    plan = block_plan(t_specs + d_specs, dep.hybrid_kv_pools,
+                      state.blocks_per_request if state is not None else 0)
+    if state is not None:
+        plan = BlockPlan(plan.groups, plan.bytes_per_block, f"{plan.rule}; {state.rule}",
+                         plan.state_blocks)
+    return plan, block, sum(s.page for s in t_specs), sum(s.page for s in d_specs)
+
+
+def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
+    rb = pair.runbook
+    dep = rb.deployment
+    spec = rb.speculation
+    target = pair.target.geometry
+    draft = pair.draft.geometry if pair.draft else None
+    tp, pp = dep.parallel.tensor, dep.parallel.pipeline
+    draft_tp = dep.parallel.draft_tensor or tp
+    args = server_args(pair, gpu)
+    util = args.gpu_memory_utilization
+    a = dep.assumptions
+    non_torch = a.other_allocations_bytes if a.other_allocations_bytes is not None \
+        else DEFAULT_NON_TORCH
+    activation = a.activation_peak_bytes if a.activation_peak_bytes is not None \
+        else DEFAULT_ACTIVATION_PEAK
+    graphs = a.cuda_graph_bytes if a.cuda_graph_bytes is not None else DEFAULT_CUDA_GRAPHS
+
+    def source(value: object, default: str) -> str:
+        return "declared in runbook" if value is not None else default
+
+    assumptions = [
+        Assumption(key="non_torch", label="non-torch allocations (NCCL, CUDA context)",
+                   value=non_torch, unit="B",
+                   source=source(a.other_allocations_bytes, "default 0.6 GiB")),
+        Assumption(key="activation_peak", label="activation peak of the profile run",
+                   value=activation, unit="B",
+                   source=source(a.activation_peak_bytes, "default 2 GiB; read the engine's "
+                                 "'Available KV cache memory' log to calibrate")),
+        Assumption(key="cuda_graphs", label="CUDA-graph memory estimate", value=graphs,
+                   unit="B", source=source(a.cuda_graph_bytes, "default 0.5 GiB")),
+    ]
+    wt = weights_per_rank(pair.target_own_weight_bytes,
+                          pair.target.weights.replicated_bytes, tp * pp)
+    wd = weights_per_rank(pair.draft.weights.weight_bytes, pair.draft.weights.replicated_bytes,
+                          draft_tp) if pair.draft else 0
+    weights = [
+        Line(key="target_weights", label="target weights per rank", value=wt, unit="B",
+             rule=f"(weight bytes − replicated) / (tp·pp = {tp * pp}) + replicated"),
+        Line(key="draft_weights", label="draft weights per rank", value=wd, unit="B",
+             rule=f"draft sharded over draft_tensor_parallel_size = {draft_tp}"),
+    ]
+    requested = math.ceil(gpu.memory_bytes * util)
+    max_seqs = args.max_num_seqs
+    in_flight = IN_FLIGHT_BATCHES * args.max_num_batched_tokens
+
+    def available(draft_weights: int) -> tuple[int, list[Line]]:
+        if dep.kv_cache_memory_bytes is not None:
+            return dep.kv_cache_memory_bytes, [Line(
+                key="kv_available", label="KV budget (--kv-cache-memory-bytes)",
+                value=dep.kv_cache_memory_bytes, unit="B",
+                rule="fixed by the flag; gpu_memory_utilization is ignored")]
+        value = requested - wt - draft_weights - non_torch - activation - graphs
+        return value, [
+            Line(key="requested", label="requested = ceil(total · gpu_memory_utilization)",
+                 value=requested, unit="B", rule=f"ceil({gpu.memory_bytes} · {util}); "
+                                                 "v1/worker/utils.py"),
+            Line(key="kv_available", label="available KV memory", value=value, unit="B",
+                 rule="requested − weights (target + draft) − non-torch − activation peak − "
+                      "CUDA graphs; gpu_worker.py::determine_available_memory"
+                      + ("; negative: the weights and the engine's own memory exceed what "
+                         "gpu_memory_utilization grants, nothing is left for the KV cache"
+                         if value <= 0 else ""))]
+
+    base_plan, block, t_block, _ = kv_plan(pair, speculative=False)
+    base_avail, base_lines = available(0)
+    layers = f"{kv_layers(target)} target layers" + (
+        f" and {target.linear_attention.layers} state layers (padded to the page)"
+        if target.linear_attention is not None else "")
+    t_line = Line(key="page_target", label="target bytes per block, all its layers",
+                  value=t_block, unit="B",
+                  rule=f"Σ over {layers} of the layer's page (block size {block})")
+    baseline = _scenario("target alone", base_avail, base_plan, block, dep.context_length,
+                         max_seqs, in_flight, t_block, 0, [*base_lines, t_line])
+    spec_avail, spec_lines = available(wd)
+    # a hybrid's block size depends on the draft tokens (the state's conv window grows)
+    plan, spec_block, spec_t_block, d_block = kv_plan(pair)
+    spec_t_line = t_line if spec_block == block else Line(
+        key="page_target", label="target bytes per block, all its layers",
+        value=spec_t_block, unit="B",
+        rule=f"Σ over {layers} of the layer's page (block size {spec_block})")
+    d_lines: list[Line] = []
+    if d_block and draft is not None:
+        d_lines = [Line(key="page_draft", label="draft bytes per block, all its layers",
+                        value=d_block, unit="B",
+                        rule=f"{kv_layers(draft)} draft layers in the same block pool")]
+    scenario = _scenario(f"with the {spec.method.value} draft", spec_avail, plan, spec_block,
+                         dep.context_length, max_seqs, in_flight, spec_t_block, d_block,
+                         [*spec_lines, spec_t_line, *d_lines])
+    return Budget(
+        engine=ENGINE, gpu=gpu.key, assumptions=assumptions, weights=weights,
+        baseline=baseline, speculative=scenario,
+        capacity_lost_pct=pct(baseline.max_total_tokens - scenario.max_total_tokens,
+                              baseline.max_total_tokens),
+        draft_share_of_kv_pct=pct(scenario.cell_draft, scenario.cell_total),
+        storage=storage(pair))
