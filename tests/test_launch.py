@@ -213,3 +213,19 @@ def test_translation_that_breaks_the_other_engine_is_explained() -> None:
     index = json.loads(launch_files.generate(Analysis(pair))["args.json"])
     assert index["engines"]["vllm 0.33.0"]["generated"] is False
     assert any("single chain" in why for why in index["engines"]["vllm 0.33.0"]["why"])
+
+
+def test_each_pair_launches_its_own_release_and_one_translation_per_other_engine() -> None:
+    # two releases of one engine both spell their script launch-vllm.sh: rendering the
+    # other vLLM release as a "translation" overwrote a vllm 0.32.0 pair's own script with
+    # 0.33.0's
+    for pair in load_pairs(REPO):
+        files = launch_files.generate(Analysis(pair))
+        index = json.loads(files["args.json"])
+        engines = list(index["engines"])
+        names = [e.split()[0] for e in engines]
+        assert pair.engine in engines and len(names) == len(set(names)), (pair.name, engines)
+        own = index["engines"][pair.engine]
+        script = files[own["script"]].decode()
+        assert f"{pair.engine} server" in script.splitlines()[1], (pair.name, script[:200])
+        assert "A translation to another engine" not in script, pair.name

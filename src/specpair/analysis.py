@@ -35,8 +35,9 @@ if TYPE_CHECKING:  # the planner is imported when the site first asks for a plan
 
 @dataclass(frozen=True)
 class Launches:
-    """The launch of every supported engine (the runbook's own first) and the runbook
-    engine's launch without speculation (the baseline)."""
+    """The launch of the runbook's release and of the newest release of every other engine
+    (`engines.registry.rendered_for`), and the runbook engine's launch without speculation
+    (the baseline)."""
 
     by_engine: dict[str, Launch]
     baseline: Launch
@@ -63,7 +64,8 @@ class Analysis:
         """Every engine's launch; the runbook engine's errors refuse the pair (located in
         the runbook), another engine's are shown as the reason it is not generated."""
         pair = self.pair
-        by_engine = {engine: build_for(pair, engine) for engine in engines.labels()}
+        by_engine = {engine: build_for(pair, engine)
+                     for engine in engines.rendered_for(pair.engine)}
         errors = by_engine[pair.engine].errors
         if errors:
             raise SpecpairError([Problem(pair.location(p.field), p.message, p.hint)

@@ -14,7 +14,7 @@ from specpair.engines import sglang_0_5_23, vllm_0_32_0, vllm_0_33_0
 from specpair.engines.release import EngineProfile, EngineRelease
 
 __all__ = ["RELEASES", "EngineProfile", "EngineRelease", "by_label", "find_label",
-           "get_profile", "get_release", "labels", "supported"]
+           "get_profile", "get_release", "labels", "rendered_for", "supported"]
 
 RELEASES: dict[tuple[str, str], EngineRelease] = {
     (r.name, r.version): r for r in (
@@ -31,6 +31,26 @@ def labels() -> list[str]:
 
 
 supported = labels
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def rendered_for(label: str) -> list[str]:
+    """The launches a pair's outputs carry, sorted: its own release, and as translations the
+    newest supported release of every other engine. Another release of the same engine is
+    an upgrade (`specpair impact` reviews it), not a translation, and would write the same
+    launch-<engine>.sh."""
+    own = by_label(label)
+    newest: dict[str, EngineRelease] = {}
+    for release in RELEASES.values():
+        if release.name == own.name:
+            continue
+        held = newest.get(release.name)
+        if held is None or _version_key(release.version) > _version_key(held.version):
+            newest[release.name] = release
+    return sorted([own.label, *(r.label for r in newest.values())])
 
 
 def get_release(name: str, version: str) -> EngineRelease | None:
