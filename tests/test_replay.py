@@ -22,6 +22,7 @@ from specpair.bench.traffic import (
     run_stats,
     tau_by_depth,
 )
+from specpair.engines.registry import by_label
 from specpair.errors import SpecpairError
 from specpair.schema.runbook import Regression
 from tests.fake_engine import FIXTURES
@@ -44,7 +45,7 @@ def test_replay_file_is_checked_by_digest_and_errors_never_quote_it(tmp_path: Pa
     requests = load(path, sha, "w")
     assert [(r.label, r.chat, r.temperature) for r in requests] == [
         ("chat", True, 0.0), ("unlabelled", False, 1.0)]  # OpenAI's default temperature
-    body = request_body("served", requests[0], "vllm")
+    body = request_body("served", requests[0], by_label("vllm 0.33.0").bench.replay_extras)
     assert body["model"] == "served" and body["stream"] is True and "class" not in body
     assert body["return_token_ids"] is True
     with pytest.raises(SpecpairError, match="sha256"):

@@ -10,6 +10,7 @@ from functools import cache
 import pytest
 
 from specpair import plan_report, site
+from specpair.analysis import Analysis
 from specpair.generators import PAIR_GENERATORS
 from specpair.plan import Options, plan
 from specpair.registry import UNVERIFIED_MARK
@@ -39,9 +40,10 @@ def nas_pair(declared: bool) -> ResolvedPair:
 def outputs(declared: bool) -> dict[str, str]:
     """Every output of the pair, by name (computed once per module: the plan searches)."""
     pair = nas_pair(declared) if declared else make_pair(dense(36), None, speculation=NGRAM)
+    analysis = Analysis(pair)
     files = {name: data.decode() for generate in PAIR_GENERATORS
-             for name, data in generate(pair).items()}
-    page, _, _ = site.pair_page(pair, None)
+             for name, data in generate(analysis).items()}
+    page, _, _ = site.pair_page(analysis, None)
     files["site: pair page"] = page
     result = plan(pair, Options(gpus=("H100-80GB",), max_gpus=2))
     files["specpair plan (markdown)"] = plan_report.markdown(result)
