@@ -126,8 +126,11 @@ def test_search_finds_a_pair(browser: webdriver.Chrome, server: str) -> None:
     deadline = time.monotonic() + 20
     titles: list[str] = []
     while time.monotonic() < deadline:
-        titles = [r.text for r in browser.find_elements(By.CSS_SELECTOR,
-                                                        ".md-search-result__item")]
+        # read in one script: the result list re-renders as the index answers, and an
+        # element found a moment earlier can be gone when its text is read (stale)
+        titles = browser.execute_script(
+            "return [...document.querySelectorAll('.md-search-result__item')]"
+            ".map(e => e.innerText)")
         if any("Ling-3.0-flash" in t for t in titles):
             break
         time.sleep(0.5)
@@ -301,7 +304,10 @@ def test_search_works_from_disk(browser: webdriver.Chrome, built_site: Path) -> 
     titles: list[str] = []
     while time.monotonic() < deadline and not any("Ling-3.0-flash" in t for t in titles):
         time.sleep(0.5)
-        titles = [r.text for r in browser.find_elements(By.CSS_SELECTOR,
-                                                        ".md-search-result__item")]
+        # read in one script: the result list re-renders as the index answers, and an
+        # element found a moment earlier can be gone when its text is read (stale)
+        titles = browser.execute_script(
+            "return [...document.querySelectorAll('.md-search-result__item')]"
+            ".map(e => e.innerText)")
     assert any("Ling-3.0-flash" in t for t in titles), titles
     box.send_keys(Keys.ESCAPE)
