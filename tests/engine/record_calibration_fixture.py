@@ -54,7 +54,7 @@ def main() -> None:
     specpair(work / "repo", "build")
     generated = folder / "generated"
     args = json.loads((generated / "args.json").read_text())
-    spec_port = args["engines"]["vllm 0.33.0"]["port"]
+    spec_port = args["engines"][args["runbook_engine"]]["port"]
     base_port = free_port()
     moved = work / "baseline.sh"
     moved.write_text((generated / "launch-vllm-baseline.sh").read_text().replace(

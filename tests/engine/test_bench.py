@@ -47,7 +47,8 @@ def ngram_server(tiny_models: Path, tmp_path: Path) -> Iterator[Server]:
                                 capture_output=True, text=True, check=False)
         assert result.returncode == 0, result.stderr
     generated = folder / "generated"
-    port = json.loads((generated / "args.json").read_text())["engines"]["vllm 0.33.0"]["port"]
+    args = json.loads((generated / "args.json").read_text())
+    port = args["engines"][args["runbook_engine"]]["port"]
     server = Server(f"http://127.0.0.1:{port}", tmp_path / "ngram.log",
                     start(generated / "launch-vllm.sh", tmp_path / "ngram.log"))
     try:

@@ -125,7 +125,7 @@ def test_vllm_0_33_0_config_agrees_with_every_restriction(het_repo: Path) -> Non
 def het_server(het_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     generated = het_repo / "runbooks" / "tiny-het" / "generated"
     args = json.loads((generated / "args.json").read_text())
-    port = args["engines"]["vllm 0.33.0"]["port"]
+    port = args["engines"][args["runbook_engine"]]["port"]
     log = tmp_path_factory.mktemp("het-logs") / "spec.log"
     server = Server(f"http://127.0.0.1:{port}", log, start(generated / "launch-vllm.sh", log))
     try:
@@ -143,8 +143,9 @@ def test_generated_command_logs_the_locked_intersection_and_speculates(
     target_vocab, draft_vocab, size = (int(g) for g in match.groups()[:3])
     assert (target_vocab, draft_vocab, size) == (
         locked["target_vocab"], locked["draft_vocab"], locked["intersection"])
-    model = json.loads((het_repo / "runbooks" / "tiny-het" / "generated" / "args.json")
-                       .read_text())["engines"]["vllm 0.33.0"]["argv"][2]
+    het_args = json.loads((het_repo / "runbooks" / "tiny-het" / "generated" / "args.json")
+                          .read_text())
+    model = het_args["engines"][het_args["runbook_engine"]]["argv"][2]
     # greedy drafting, but the requests' own sampling is free: greedy and sampled both run
     for temperature in (0.0, 0.8):
         out = json.loads(het_server.request("/v1/completions", {

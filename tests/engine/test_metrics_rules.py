@@ -90,7 +90,7 @@ def test_rules_use_exposed_metrics_and_match_the_bench(spec_server: Server, tiny
     used = sorted(set(_NAME.findall(exprs)) | set(names))
 
     args = json.loads((generated / "args.json").read_text())
-    model = str(args["engines"]["vllm 0.33.0"]["argv"][2])
+    model = str(args["engines"][args["runbook_engine"]]["argv"][2])
     before = scrape(spec)
     complete(spec, model)
     after = scrape(spec)
@@ -137,7 +137,7 @@ def test_the_fallback_alert_fires_on_the_real_baseline(servers: dict[str, Server
     counters_only = sorted(n for n in set(_NAME.findall(exprs)) if n.endswith("_total"))
     args = json.loads((rules_file.parent / "args.json").read_text())
     before = scrape(base)
-    complete(base, str(args["engines"]["vllm 0.33.0"]["argv"][2]))
+    complete(base, str(args["engines"][args["runbook_engine"]]["argv"][2]))
     after = scrape(base)
     replay = input_series(before, after, counters_only, instance="baseline", repeat=40)
     assert any(s["series"].startswith(vllm_0_33_0_metrics.METRICS.generated_tokens) for s in replay)

@@ -70,7 +70,7 @@ def test_every_record_produces_data_in_a_real_prometheus(spec_server: Server, ti
                                stdout=log, stderr=subprocess.STDOUT)
     try:
         args = json.loads((generated / "args.json").read_text())
-        model = str(args["engines"]["vllm 0.33.0"]["argv"][2])
+        model = str(args["engines"][args["runbook_engine"]]["argv"][2])
         records = sorted({r["record"] for g in rule_groups(rules_file.read_text())
                           for r in g["rules"] if "record" in r})
         missing = records

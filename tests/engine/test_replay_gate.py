@@ -131,7 +131,8 @@ def replay_repo(tiny_models: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 @pytest.fixture(scope="module")
 def candidate(replay_repo: Path) -> Iterator[Server]:
     generated = replay_repo / "runbooks" / "tiny-candidate" / "generated"
-    port = json.loads((generated / "args.json").read_text())["engines"]["vllm 0.33.0"]["port"]
+    args = json.loads((generated / "args.json").read_text())
+    port = args["engines"][args["runbook_engine"]]["port"]
     log = replay_repo.parent / "candidate.log"
     server = Server(f"http://127.0.0.1:{port}", log, start(generated / "launch-vllm.sh", log))
     try:
