@@ -16,8 +16,7 @@ from specpair import registry
 from specpair.budget import check_layouts
 from specpair.errors import SpecpairError
 from specpair.geometry import NotModelled
-from specpair.launch import sglang_0_5_23 as sglang_launch
-from specpair.launch import vllm_0_33_0 as vllm_launch
+from specpair.launch import build_for
 from tests.engine.corpus import (
     CONFIGS,
     CORPUS,
@@ -95,7 +94,7 @@ def specpair_refusal(corpus: CorpusPair, engine: str) -> tuple[str, str] | None:
     name, version = engine.split()
     pair = make_pair(corpus, name, version, 1, "auto")
     assert pair is not None, corpus.name  # TP 1 always splits
-    launch = (sglang_launch if name == "sglang" else vllm_launch).build(pair)
+    launch = build_for(pair, engine)  # the release's own launch rules
     if launch.errors:
         return "launch", f"{launch.errors[0].field}: {launch.errors[0].message}"
     try:
