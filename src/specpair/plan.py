@@ -42,7 +42,7 @@ from specpair.catalogue import unwaivable
 from specpair.checks import Context, failing, run
 from specpair.errors import SpecpairError
 from specpair.findings import Finding
-from specpair.latency import SLO_MARGIN, capacity, setup
+from specpair.latency import SLO_MARGIN, capacity, model, setup
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import KVDtype, Method, Strict
 from specpair.schema.runbook import Runbook, Workload
@@ -565,6 +565,9 @@ class Planner:
                                          rates=self.curve.rates, alpha=self.curve.alpha,
                                          measured=self.curve.measured)
         self.own_params = self._own_params()
+        # GPU key → params_for's answer. Sound: it reads only the key, this planner's pair
+        # (fixed) and the calibration data (`calibration.load` is cached for the process)
+        self._params: dict[str, tuple[StepParams, str, tuple[float | None, str]]] = {}
         self.stats = _Stats()
         self.evaluators: dict[str, Evaluator] = {}  # row key → its predictions
 
@@ -580,6 +583,11 @@ class Planner:
         return self.pair.gpu, own.params, own.provenance
 
     def params_for(self, gpu_key: str) -> tuple[StepParams, str, tuple[float | None, str]]:
+        if gpu_key not in self._params:
+            self._params[gpu_key] = self._params_for(gpu_key)
+        return self._params[gpu_key]
+
+    def _params_for(self, gpu_key: str) -> tuple[StepParams, str, tuple[float | None, str]]:
         engine = self.pair.runbook.engine.name.value
         family = hardware.resolve(gpu_key).family if hardware.lookup(gpu_key) else None
         if self.own_params is not None and self.own_params[0] == gpu_key:
@@ -728,7 +736,7 @@ class Planner:
         scenario = final_scenario
         findings: list[str] = []
         if s.speculative:
-            got = run(Context(final))
+            got = run(self._gate_context(final, final_budget))
             engine_rules = _engine_refusals(got)
             if engine_rules:
                 self._refused(engine_rules)
@@ -774,6 +782,15 @@ class Planner:
             changes=effective_changes(self.pair, changes if s.speculative else {
                 k: v for k, v in changes.items() if k[0] == "deployment"}),
             params_source=source, validation_pct=validation[0], validation=validation[1])
+
+    def _gate_context(self, final: ResolvedPair, budget: Budget) -> Context:
+        """The context `run(Context(final))` would build, reusing `budget`: given no
+        budget, `run` sets `compute(final)` (deterministic: `budget` is its result) and
+        `model(final, budget)`, and on a SpecpairError leaves both unset."""
+        try:
+            return Context(final, budget=budget, latency=model(final, budget))
+        except SpecpairError:
+            return Context(final)
 
     def _refused(self, rules: list[str]) -> None:
         for r in sorted(set(rules)):
