@@ -46,6 +46,8 @@ from specpair.latency import SLO_MARGIN, capacity, model, setup
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import KVDtype, Method, Strict
 from specpair.schema.runbook import Runbook, Workload
+from specpair.staging import StagingPlan
+from specpair.staging import plan as staging_plan
 from specpair.step_inputs import CHARS_PER_TOKEN, draft_shape, expected_context
 from specpair.stepmodel import (
     Forward,
@@ -568,6 +570,7 @@ class Planner:
         # GPU key → params_for's answer. Sound: it reads only the key, this planner's pair
         # (fixed) and the calibration data (`calibration.load` is cached for the process)
         self._params: dict[str, tuple[StepParams, str, tuple[float | None, str]]] = {}
+        self._staging: list[tuple[tuple[Any, ...], StagingPlan]] = []
         self.stats = _Stats()
         self.evaluators: dict[str, Evaluator] = {}  # row key → its predictions
 
@@ -788,9 +791,25 @@ class Planner:
         budget, `run` sets `compute(final)` (deterministic: `budget` is its result) and
         `model(final, budget)`, and on a SpecpairError leaves both unset."""
         try:
-            return Context(final, budget=budget, latency=model(final, budget))
+            ctx = Context(final, budget=budget, latency=model(final, budget))
         except SpecpairError:
-            return Context(final)
+            ctx = Context(final)
+        ctx.staging = self._staging_plan(final)
+        return ctx
+
+    def _staging_plan(self, pair: ResolvedPair) -> StagingPlan:
+        """`staging.plan(pair)`, memoised on everything it reads: the runbook's staging
+        section and cuda_graphs, the artifacts' download sizes (compared by value; no
+        candidate changes them, so one plan serves the whole search)."""
+        rb, draft = pair.runbook, pair.draft
+        key = (rb.staging, rb.deployment.cuda_graphs, pair.target.download_bytes,
+               None if draft is None else (draft.bundled, draft.download_bytes))
+        for seen, staged in self._staging:
+            if seen == key:
+                return staged
+        staged = staging_plan(pair)
+        self._staging.append((key, staged))
+        return staged
 
     def _refused(self, rules: list[str]) -> None:
         for r in sorted(set(rules)):
