@@ -203,8 +203,12 @@ def expand_gpus(names: list[str]) -> tuple[str, ...]:
 
 
 def _set(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    """Sets `path` in `data`, copying each dict along it first: the rest stays shared with
+    the dump `data` was copied from, which is therefore never changed."""
     for key in path[:-1]:
-        data = data.setdefault(key, {})
+        child = dict(data[key]) if key in data else {}
+        data[key] = child
+        data = child
     data[path[-1]] = value
 
 
@@ -215,9 +219,13 @@ def _get(rb: Runbook, path: tuple[str, ...]) -> Any:
     return value.value if hasattr(value, "value") else value
 
 
-def variant(pair: ResolvedPair, changes: Changes) -> ResolvedPair:
-    """The pair with its runbook changed; resolved facts (geometry, bytes) stay."""
-    data = pair.runbook.model_dump(mode="json")
+def variant(pair: ResolvedPair, changes: Changes,
+            dump: dict[str, Any] | None = None) -> ResolvedPair:
+    """The pair with its runbook changed; resolved facts (geometry, bytes) stay. `dump`:
+    `pair.runbook.model_dump(mode="json")` made once by the caller (it is not changed:
+    `_set` copies what it changes, and the schema has no before-validators that could
+    change their input)."""
+    data = dict(pair.runbook.model_dump(mode="json") if dump is None else dump)
     for path, value in changes.items():
         _set(data, path, value)
     try:
@@ -571,6 +579,7 @@ class Planner:
         # (fixed) and the calibration data (`calibration.load` is cached for the process)
         self._params: dict[str, tuple[StepParams, str, tuple[float | None, str]]] = {}
         self._staging: list[tuple[tuple[Any, ...], StagingPlan]] = []
+        self._dump = rb.model_dump(mode="json")  # the base of every variant (`variant`)
         self.stats = _Stats()
         self.evaluators: dict[str, Evaluator] = {}  # row key → its predictions
 
@@ -685,7 +694,8 @@ class Planner:
         would refuse it or the budget cannot hold it (counted in the stats)."""
         self.stats.candidates += 1
         changes = self._changes(d, s)
-        screen = variant(self.pair, {**changes, ("deployment", "max_running_requests"): None})
+        screen = variant(self.pair, {**changes, ("deployment", "max_running_requests"): None},
+                         self._dump)
         try:
             budget = compute(screen)
         except SpecpairError:
@@ -725,7 +735,7 @@ class Planner:
             changes[("deployment", "max_running_requests")] = op.concurrency
             if self.pair.runbook.deployment.concurrency is not None:
                 changes[("deployment", "concurrency")] = op.concurrency
-            final = variant(self.pair, changes)
+            final = variant(self.pair, changes, self._dump)
             final_budget = compute(final)
             maybe = final_budget.speculative if s.speculative else final_budget.baseline
             assert maybe is not None
