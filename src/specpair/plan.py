@@ -42,10 +42,12 @@ from specpair.catalogue import unwaivable
 from specpair.checks import Context, failing, run
 from specpair.errors import SpecpairError
 from specpair.findings import Finding
-from specpair.latency import SLO_MARGIN, capacity, setup
+from specpair.latency import SLO_MARGIN, capacity, model, setup
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import KVDtype, Method, Strict
 from specpair.schema.runbook import Runbook, Workload
+from specpair.staging import StagingPlan
+from specpair.staging import plan as staging_plan
 from specpair.step_inputs import CHARS_PER_TOKEN, draft_shape, expected_context
 from specpair.stepmodel import (
     Forward,
@@ -201,8 +203,12 @@ def expand_gpus(names: list[str]) -> tuple[str, ...]:
 
 
 def _set(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    """Sets `path` in `data`, copying each dict along it first: the rest stays shared with
+    the dump `data` was copied from, which is therefore never changed."""
     for key in path[:-1]:
-        data = data.setdefault(key, {})
+        child = dict(data[key]) if key in data else {}
+        data[key] = child
+        data = child
     data[path[-1]] = value
 
 
@@ -213,9 +219,13 @@ def _get(rb: Runbook, path: tuple[str, ...]) -> Any:
     return value.value if hasattr(value, "value") else value
 
 
-def variant(pair: ResolvedPair, changes: Changes) -> ResolvedPair:
-    """The pair with its runbook changed; resolved facts (geometry, bytes) stay."""
-    data = pair.runbook.model_dump(mode="json")
+def variant(pair: ResolvedPair, changes: Changes,
+            dump: dict[str, Any] | None = None) -> ResolvedPair:
+    """The pair with its runbook changed; resolved facts (geometry, bytes) stay. `dump`:
+    `pair.runbook.model_dump(mode="json")` made once by the caller (it is not changed:
+    `_set` copies what it changes, and the schema has no before-validators that could
+    change their input)."""
+    data = dict(pair.runbook.model_dump(mode="json") if dump is None else dump)
     for path, value in changes.items():
         _set(data, path, value)
     try:
@@ -565,6 +575,11 @@ class Planner:
                                          rates=self.curve.rates, alpha=self.curve.alpha,
                                          measured=self.curve.measured)
         self.own_params = self._own_params()
+        # GPU key → params_for's answer. Sound: it reads only the key, this planner's pair
+        # (fixed) and the calibration data (`calibration.load` is cached for the process)
+        self._params: dict[str, tuple[StepParams, str, tuple[float | None, str]]] = {}
+        self._staging: list[tuple[tuple[Any, ...], StagingPlan]] = []
+        self._dump = rb.model_dump(mode="json")  # the base of every variant (`variant`)
         self.stats = _Stats()
         self.evaluators: dict[str, Evaluator] = {}  # row key → its predictions
 
@@ -580,6 +595,11 @@ class Planner:
         return self.pair.gpu, own.params, own.provenance
 
     def params_for(self, gpu_key: str) -> tuple[StepParams, str, tuple[float | None, str]]:
+        if gpu_key not in self._params:
+            self._params[gpu_key] = self._params_for(gpu_key)
+        return self._params[gpu_key]
+
+    def _params_for(self, gpu_key: str) -> tuple[StepParams, str, tuple[float | None, str]]:
         engine = self.pair.runbook.engine.name.value
         family = hardware.resolve(gpu_key).family if hardware.lookup(gpu_key) else None
         if self.own_params is not None and self.own_params[0] == gpu_key:
@@ -674,7 +694,8 @@ class Planner:
         would refuse it or the budget cannot hold it (counted in the stats)."""
         self.stats.candidates += 1
         changes = self._changes(d, s)
-        screen = variant(self.pair, {**changes, ("deployment", "max_running_requests"): None})
+        screen = variant(self.pair, {**changes, ("deployment", "max_running_requests"): None},
+                         self._dump)
         try:
             budget = compute(screen)
         except SpecpairError:
@@ -714,7 +735,7 @@ class Planner:
             changes[("deployment", "max_running_requests")] = op.concurrency
             if self.pair.runbook.deployment.concurrency is not None:
                 changes[("deployment", "concurrency")] = op.concurrency
-            final = variant(self.pair, changes)
+            final = variant(self.pair, changes, self._dump)
             final_budget = compute(final)
             maybe = final_budget.speculative if s.speculative else final_budget.baseline
             assert maybe is not None
@@ -728,7 +749,7 @@ class Planner:
         scenario = final_scenario
         findings: list[str] = []
         if s.speculative:
-            got = run(Context(final))
+            got = run(self._gate_context(final, final_budget))
             engine_rules = _engine_refusals(got)
             if engine_rules:
                 self._refused(engine_rules)
@@ -774,6 +795,31 @@ class Planner:
             changes=effective_changes(self.pair, changes if s.speculative else {
                 k: v for k, v in changes.items() if k[0] == "deployment"}),
             params_source=source, validation_pct=validation[0], validation=validation[1])
+
+    def _gate_context(self, final: ResolvedPair, budget: Budget) -> Context:
+        """The context `run(Context(final))` would build, reusing `budget`: given no
+        budget, `run` sets `compute(final)` (deterministic: `budget` is its result) and
+        `model(final, budget)`, and on a SpecpairError leaves both unset."""
+        try:
+            ctx = Context(final, budget=budget, latency=model(final, budget))
+        except SpecpairError:
+            ctx = Context(final)
+        ctx.staging = self._staging_plan(final)
+        return ctx
+
+    def _staging_plan(self, pair: ResolvedPair) -> StagingPlan:
+        """`staging.plan(pair)`, memoised on everything it reads: the runbook's staging
+        section and cuda_graphs, the artifacts' download sizes (compared by value; no
+        candidate changes them, so one plan serves the whole search)."""
+        rb, draft = pair.runbook, pair.draft
+        key = (rb.staging, rb.deployment.cuda_graphs, pair.target.download_bytes,
+               None if draft is None else (draft.bundled, draft.download_bytes))
+        for seen, staged in self._staging:
+            if seen == key:
+                return staged
+        staged = staging_plan(pair)
+        self._staging.append((key, staged))
+        return staged
 
     def _refused(self, rules: list[str]) -> None:
         for r in sorted(set(rules)):
