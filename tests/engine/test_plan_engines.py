@@ -93,7 +93,7 @@ def test_recommendations_pass_the_engines_start_up_validation_and_the_gate(
         todo = [o for o in outcomes if engine in o.cases]
         if not todo:
             continue
-        verdicts = startup(engine.split()[0], [o.cases[engine] for o in todo])
+        verdicts = startup(engine, [o.cases[engine] for o in todo])
         refused = [(o.variant.name, v["stage"], v["error"][:300])
                    for o, v in zip(todo, verdicts, strict=True) if not v["ok"]]
         assert not refused, refused
