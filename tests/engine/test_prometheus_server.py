@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from specpair.monitoring import for_engine
 from tests.engine.conftest import Server
 from tests.engine.test_metrics_rules import PAIR, complete
 from tests.promtool import rule_groups
@@ -90,7 +91,18 @@ def test_every_record_produces_data_in_a_real_prometheus(spec_server: Server, ti
         tau = query(url, f'specpair:acceptance_length:rate5m{{specpair_pair="{PAIR}"}}')
         assert float(tau[0]["value"][1]) >= 1.0
         firing = query(url, 'ALERTS{alertstate="firing"}')
-        assert firing == [], firing
+        # The first-request rule takes the first sample Prometheus saw with a finished
+        # request as the time of the first request. This Prometheus starts long after the
+        # session's server served its first request (other engine tests ran in between),
+        # so that rule may fire here, and only for that reason: Prometheus's first sample of
+        # the counter is already above 0. Known false positive of the rule when a scrape
+        # begins after the first request (the closing note names it); anything else fails.
+        done = for_engine(args["runbook_engine"]).requests_done
+        first_seen = query(url, f'min_over_time(sum({done}{{specpair_pair="{PAIR}"}})[1h:1s])')
+        joined_late = bool(first_seen) and float(first_seen[0]["value"][1]) > 0
+        unexplained = [a for a in firing if not (
+            joined_late and a["metric"]["alertname"] == "SpecpairFirstRequestOverColdStartBudget")]
+        assert unexplained == [], firing
     finally:
         process.terminate()
         process.wait(timeout=30)
