@@ -66,3 +66,36 @@ def test_a_site_page_computes_each_pair_once(calls: Counter[tuple[str, str]]) ->
         # the rule catalogue's context is where that goes next (issue 26 item 2)
         assert {k: v for k, v in got.items() if k != "launch"} == {
             "budget": 1, "latency model": 1, "staging plan": 1}, pair.name
+
+
+@pytest.fixture
+def budgets_by_object(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """Every pair object budget.compute is called with, once per call: the pairs of the
+    runbooks and any copy a generator or rule makes (budget.compute memoises nothing, so
+    a second call on one object would be a second computation)."""
+    seen: list[Any] = []
+    real = budget.compute
+
+    def counting(pair: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(pair)  # holds the object: no id() is reused while the test runs
+        return real(pair, *args, **kwargs)
+
+    for module in [m for name, m in sys.modules.items() if name.startswith("specpair")]:
+        for attr, value in list(vars(module).items()):
+            if value is real:
+                monkeypatch.setattr(module, attr, counting)
+    yield seen
+
+
+@pytest.mark.parametrize("command", ["build", "site"])
+def test_no_pair_object_is_budgeted_twice(budgets_by_object: list[Any], command: str) -> None:
+    pairs = PAIRS if command == "build" else PAIRS[:2]
+    if command == "build":
+        render(REPO, pairs)
+    else:
+        site.render(pairs, {})
+    per_object = Counter(id(pair) for pair in budgets_by_object)
+    twice = sorted({p.name for p in budgets_by_object if per_object[id(p)] > 1})
+    assert budgets_by_object and not twice, twice
+    # each runbook's own pair is budgeted, and nothing else: no copy of a pair either
+    assert sorted(p.name for p in budgets_by_object) == sorted(p.name for p in pairs)

@@ -7,7 +7,6 @@ formulas and names them in every line it produces.
 
 from __future__ import annotations
 
-import weakref
 from typing import TYPE_CHECKING
 
 from specpair import registry
@@ -17,8 +16,6 @@ from specpair.errors import Problem, SpecpairError
 
 if TYPE_CHECKING:  # annotations only: resolve imports the engine releases, which import this
     from specpair.resolve import ResolvedPair
-
-_CACHE: dict[int, tuple[weakref.ref[ResolvedPair], Budget]] = {}
 
 
 def check_layouts(pair: ResolvedPair) -> list[str]:
@@ -33,17 +30,12 @@ def check_layouts(pair: ResolvedPair) -> list[str]:
 
 
 def compute(pair: ResolvedPair) -> Budget:
-    """The pair's budget; computed once per pair object (several generators need it)."""
-    cached = _CACHE.get(id(pair))
-    if cached is not None and cached[0]() is pair:
-        return cached[1]
+    """The pair's budget. Not memoised: a build computes it once per pair
+    (`analysis.Analysis.budget`), the gate and the planner reuse the one they are handed."""
     draft_tp = pair.runbook.deployment.parallel.draft_tensor
     check_tensor_parallel(pair, draft_tp)
     notes = check_layouts(pair)
     budget = pair.release.budget(pair, pair.gpu_spec)
     if notes:
         budget = budget.model_copy(update={"unverified": notes})
-    if len(_CACHE) > 4096:
-        _CACHE.clear()
-    _CACHE[id(pair)] = (weakref.ref(pair), budget)
     return budget
