@@ -1,10 +1,13 @@
-"""vLLM 0.32.0: facts, server arguments, launch, budget and metrics of this one release
-(copied from vllm_0_33_0 and changed where facts.DIFFERENCES says the releases differ)."""
+"""vLLM 0.32.0: vLLM 0.33.0's package (`vllm_0_33_0`) but for the reviewed differences in
+`facts.DIFFERENCES`, each overridden in the module it touches (budget: the GDN block
+size; launch: the float KV dtype rule). Its server arguments, metrics, log lines and bench
+probe are 0.33.0's: the code they read is the same in both wheels."""
 
 from __future__ import annotations
 
 from specpair.engines.release import EngineRelease
-from specpair.engines.vllm_0_32_0 import args, bench, budget, facts, launch, logs, metrics
+from specpair.engines.vllm_0_32_0 import args, budget, facts, launch, metrics
+from specpair.engines.vllm_0_33_0 import bench, logs
 
 RELEASE = EngineRelease(
     profile=facts.PROFILE,

@@ -4,30 +4,14 @@ repackages, whose Python files equal the vllm==0.32.0 wheel's but for platform d
 
 from __future__ import annotations
 
-from specpair.engines.profile import EngineProfile
-from specpair.engines.reviewed import ReleaseFact
-from specpair.schema.common import Method
+from dataclasses import replace
 
-PROFILE = EngineProfile(
-    name="vllm",
-    version="0.32.0",
-    # SpeculativeMethod literals; a standalone small LM is `draft_model`, built-in MTP
-    # layers are `mtp` (model-specific aliases are rewritten to it with a warning).
-    method_names={
-        Method.EAGLE: "eagle",
-        Method.EAGLE3: "eagle3",
-        Method.MTP: "mtp",
-        Method.STANDALONE: "draft_model",
-        Method.DFLASH: "dflash",
-        Method.DSPARK: "dspark",
-        Method.NGRAM: "ngram",
-    },
-    default_page_size=16,
-    supports_tree_drafts=False,
-    display_name="vLLM",
-    capabilities=frozenset({"draft_tensor_parallel", "heterogeneous_vocab",
-                            "multi_node_data_parallel"}),
-)
+from specpair.engines.reviewed import ReleaseFact
+from specpair.engines.vllm_0_33_0 import facts as v0_33_0
+
+# 0.33.0's method spellings, page size and capabilities: the methods differ only in ones
+# specpair does not use (DIFFERENCES, kind `method`)
+PROFILE = replace(v0_33_0.PROFILE, version="0.32.0")
 
 COMPARED_WITH = "vllm 0.33.0"
 # Read in both wheels (vllm-0.32.0 and vllm-0.33.0, cp38-abi3 manylinux_2_28); paths are in

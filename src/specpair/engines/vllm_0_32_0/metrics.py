@@ -1,40 +1,9 @@
-"""vLLM 0.32.0 metrics (`vllm/v1/spec_decode/metrics.py` SpecDecodingProm,
-`vllm/v1/metrics/loggers.py`; ../shared/ENGINE_NOTES_VLLM.md §5). prometheus_client adds
-`_total` to counters. The spec-decode counters are registered only when a speculative
-config exists, so a server started without its draft has no such series at all."""
+"""vLLM 0.32.0 metrics: 0.33.0's (`vllm/v1/spec_decode/metrics.py` and
+`vllm/v1/metrics/loggers.py` are byte-identical in both wheels, facts.py COMPARED_WITH)."""
 
 from __future__ import annotations
 
-from specpair.engines.metrics_model import EngineMetrics
+from specpair.engines.vllm_0_32_0.facts import PROFILE
+from specpair.engines.vllm_0_33_0.metrics import metrics
 
-METRICS = EngineMetrics(
-    engine="vllm 0.32.0",
-    generated_tokens="vllm:generation_tokens_total",
-    verify_steps="vllm:spec_decode_num_drafts_total",
-    accepted="vllm:spec_decode_num_accepted_tokens_total",
-    running_requests="vllm:num_requests_running",
-    kv_usage_fraction="vllm:kv_cache_usage_perc",
-    kv_capacity_tokens=None,
-    target_weights_gib=None,
-    target_kv_gib=None,
-    startup_seconds=None,
-    # one API server uses prometheus_client's default registry, process collector included
-    # (vllm/v1/metrics/prometheus.py get_prometheus_registry); several use the
-    # multiprocess registry, which has no process metrics
-    process_start="process_start_time_seconds",
-    requests_done="vllm:request_success_total",
-    tau_definition=("τ = 1 + rate(vllm:spec_decode_num_accepted_tokens_total) / "
-                    "rate(vllm:spec_decode_num_drafts_total): accepted draft tokens per "
-                    "(request, verify step) plus the bonus token, as SpecDecodingProm's "
-                    "docstring defines the mean acceptance length"),
-    per_request=("vLLM 0.32.0 exports no per-request acceptance metric: per-request "
-                 "acceptance is only in response bodies (`metrics.speculative_decoding."
-                 "mean_acceptance_length`, with --per-request-spec-decode-metrics), which "
-                 "`specpair bench` reads"),
-    not_exported=("the KV token capacity as a number (only as a label of "
-                  "vllm:cache_config_info)", "weight and KV pool bytes",
-                  "the engine's start-up duration (the time to the first request after a "
-                  "start is measured from the API process's start instead)"),
-    source="vllm 0.32.0: vllm/v1/spec_decode/metrics.py, vllm/v1/metrics/loggers.py",
-    process_metrics_with_data_parallel=False,
-)
+METRICS = metrics(PROFILE)

@@ -21,7 +21,7 @@ def draft_positions(pair: ResolvedPair) -> int | None:
 
 
 def check_server(pair: ResolvedPair, get: GetJson) -> None:
-    """vLLM 0.33.0 serves no report of its resolved speculative config."""
+    """vLLM serves no report of its resolved speculative config (0.32.0 and 0.33.0)."""
 
 
 # a replay compares answers token for token: vLLM returns the ids when asked

@@ -30,6 +30,7 @@ from specpair.budget.common import (
 )
 from specpair.budget.model import Assumption, Budget, GiB, Line, Scenario
 from specpair.engines.vllm_0_33_0.args import server_args
+from specpair.engines.vllm_0_33_0.facts import PROFILE
 from specpair.errors import SpecpairError
 from specpair.geometry import Geometry
 from specpair.hardware import GPU
@@ -38,7 +39,7 @@ from specpair.schema.common import KVDtype, Method
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
     from specpair.resolve import ResolvedPair
 
-ENGINE = "vllm 0.33.0"
+ENGINE = PROFILE.label
 DEFAULT_NON_TORCH = int(0.6 * GiB)
 DEFAULT_ACTIVATION_PEAK = 2 * GiB
 DEFAULT_CUDA_GRAPHS = GiB // 2
@@ -162,67 +163,6 @@ def gdn_state_bytes(g: Geometry, tp: int, num_spec: int) -> tuple[int, str]:
                         f"{key_dim} · {ssm_bytes} B")
 
 
-def state_plan(g: Geometry, tp: int, block: int, dtype_bytes: int, num_spec: int
-               ) -> StatePlan:
-    """`Platform._align_hybrid_block_size` (mode `align`): the block size is the smallest
-    multiple of lcm(max(kernel block, block), checkpoint alignment) whose attention page
-    holds the state page, then the state page is padded to the attention page."""
-    state, shape_rule = gdn_state_bytes(g, tp, num_spec)
-    per_token, _ = page_bytes(g, tp, 1, dtype_bytes)
-    align = math.lcm(max(ATTENTION_KERNEL_BLOCK, block), GDN_CHECKPOINT_ALIGNMENT)
-    aligned = align * math.ceil(state / (align * per_token))
-    aligned = ATTENTION_KERNEL_BLOCK * math.ceil(aligned / ATTENTION_KERNEL_BLOCK)
-    block = max(block, aligned)
-    # MambaSpec.max_memory_usage_bytes (align): 2 states + one per draft token + one
-    # prefill checkpoint (the FlashInfer GDN layer exports checkpoints)
-    per_request = 2 + num_spec + 1
-    return StatePlan(block, state, per_request,
-                     f"GDN state {state} B per layer ({shape_rule}); block size {block} = "
-                     f"{align} · cdiv({state}, {align} · {per_token} B per token), state page "
-                     f"padded to {block * per_token} B; {per_request} blocks per request "
-                     f"(2 + {num_spec} draft tokens + 1 prefill checkpoint)")
-
-
-def block_plan(specs: list[LayerSpec], hybrid_manager: bool,
-               state_blocks: int = 0) -> BlockPlan:
-    """How vLLM 0.33.0 groups the layers (target and draft) and sizes one block."""
-    if not hybrid_manager:
-        # unify_hybrid_kv_cache_specs: sliding layers are promoted to full attention
-        specs = [LayerSpec("full", s.page, None, s.shape) for s in specs]
-    kinds = {(s.kind, s.window) for s in specs}
-    if len(kinds) == 1:
-        kind, window = next(iter(kinds))
-        return BlockPlan([(kind, len(specs), sum(s.page for s in specs), window)],
-                         sum(s.page for s in specs),
-                         "one KV cache group: Σ over target and draft layers of the page")
-    if len({s.page for s in specs}) > 1:
-        raise SpecpairError.single(
-            "runbook", f"not modelled: {ENGINE} hybrid KV cache groups whose layers have "
-            "different page sizes (block-packed layout)",
-            "set deployment.hybrid_kv_pools: false (--disable-hybrid-kv-cache-manager)",
-            field_path="deployment.hybrid_kv_pools")
-    # _get_kv_cache_groups_uniform_page_size: one bucket per distinct spec, in layer order
-    buckets: dict[tuple[str, int | None, tuple[int, int, int, int]], int] = {}
-    for s in specs:
-        key = (s.kind, s.window, s.shape)
-        buckets[key] = buckets.get(key, 0) + 1
-    sizes = list(buckets.values())
-    group_size = min(sizes)
-    if max(sizes) < min(sizes) * 1.5:
-        group_size = max(sizes)  # pad the smaller type instead of splitting the larger
-    page = specs[0].page
-    groups: list[tuple[str, int, int, int | None]] = []
-    for (bucket_kind, bucket_window, _), count in buckets.items():
-        num_groups = math.ceil(count / group_size)
-        for i in range(num_groups):
-            groups.append((bucket_kind, len(range(i, count, num_groups)), page, bucket_window))
-    widest = max(n for _, n, _, _ in groups)
-    return BlockPlan(groups, widest * page,
-                     f"hybrid KV cache manager: {len(groups)} groups of at most {group_size} "
-                     f"layers share one block pool; bytes per block = the largest group's "
-                     f"({widest} layers · {page} B), not the sum", state_blocks)
-
-
 def _scenario(name: str, available: int, plan: BlockPlan, block: int, context: int,
               max_seqs: int, in_flight: int, cell_t_block: int, cell_d_block: int,
               lines: list[Line]) -> Scenario:
@@ -279,174 +219,260 @@ def _scenario(name: str, available: int, plan: BlockPlan, block: int, context: i
         fits=fits, verdict=verdict, lines=lines)
 
 
-def _hybrid_state(pair: ResolvedPair, block: int, speculative: bool
-                  ) -> StatePlan | None:
-    """The GDN state plan of a linear-attention hybrid target, or None for other targets;
-    refuses the hybrids and settings it does not model."""
-    dep = pair.runbook.deployment
-    target = pair.target.geometry
-    la = target.linear_attention
-    if la is None:
-        return None
-    if la.kind != "gdn" or target.attention == "mla" or target.sliding_window_layers \
-            or target.chunked_attention_layers:
-        raise SpecpairError.single(
-            "runbook", f"not modelled: the {ENGINE} budget for {la.kind} state layers "
-            f"next to {target.attention} attention", "budget this pair by measurement or "
-            "serve it with SGLang", field_path="target")
-    if dep.parallel.pipeline > 1 or not dep.hybrid_kv_pools:
-        raise SpecpairError.single(
-            "runbook", f"not modelled: linear-attention hybrids on {ENGINE} with pipeline "
-            "parallelism or without the hybrid KV cache manager",
-            "set deployment.parallel.pipeline: 1 and deployment.hybrid_kv_pools: true",
-            field_path="deployment")
-    if dep.linear_state != type(dep.linear_state)():
-        raise SpecpairError.single(
-            "runbook", f"not modelled: deployment.linear_state on {ENGINE} (its settings "
-            "are SGLang's; the vLLM command does not carry them)",
-            "remove deployment.linear_state", field_path="deployment.linear_state")
-    # the speculative config (n-gram too) widens the conv window and the state blocks
-    num_spec = (server_args(pair, pair.gpu_spec).num_speculative_tokens or 0) \
-        if speculative else 0
-    return state_plan(target, dep.parallel.tensor, block,
-                      kv_bytes(dep.kv_cache_dtype, target), num_spec)
+class Rules:
+    """vLLM 0.33.0's KV budget. Another release of vLLM whose reviewed facts
+    (`facts.DIFFERENCES` of its package) differ here subclasses it and overrides the method
+    of each difference, nothing else (vllm_0_32_0/budget.py)."""
+
+    gdn_checkpoint_alignment: int | None = GDN_CHECKPOINT_ALIGNMENT
+    """Tokens between the GDN layers' prefill checkpoints, which also cost one state block
+    per request; None where the release's GDN layer keeps no checkpoint."""
+
+    def __init__(self, engine: str) -> None:
+        self.engine = engine
+        """The release's label, as the budget and its refusals name it."""
+
+    def state_plan(self, g: Geometry, tp: int, block: int, dtype_bytes: int, num_spec: int
+                   ) -> StatePlan:
+        """`Platform._align_hybrid_block_size` (mode `align`): the block size is the smallest
+        multiple of lcm(max(kernel block, block), checkpoint alignment) whose attention page
+        holds the state page, then the state page is padded to the attention page."""
+        state, shape_rule = gdn_state_bytes(g, tp, num_spec)
+        per_token, _ = page_bytes(g, tp, 1, dtype_bytes)
+        checkpoint = self.gdn_checkpoint_alignment
+        align = max(ATTENTION_KERNEL_BLOCK, block)
+        if checkpoint is not None:
+            align = math.lcm(align, checkpoint)
+        aligned = align * math.ceil(state / (align * per_token))
+        aligned = ATTENTION_KERNEL_BLOCK * math.ceil(aligned / ATTENTION_KERNEL_BLOCK)
+        block = max(block, aligned)
+        # MambaSpec.max_memory_usage_bytes (align): 2 states + one per draft token + one
+        # prefill checkpoint (the FlashInfer GDN layer exports checkpoints)
+        per_request = 2 + num_spec + (0 if checkpoint is None else 1)
+        held = f"2 + {num_spec} draft tokens" + (" + 1 prefill checkpoint"
+                                                 if checkpoint is not None else "")
+        return StatePlan(block, state, per_request,
+                         f"GDN state {state} B per layer ({shape_rule}); block size {block} = "
+                         f"{align} · cdiv({state}, {align} · {per_token} B per token), state page "
+                         f"padded to {block * per_token} B; {per_request} blocks per request "
+                         f"({held})")
 
 
-def kv_plan(pair: ResolvedPair, speculative: bool = True
-            ) -> tuple[BlockPlan, int, int, int]:
-    """(block plan, block size, target bytes per block, draft bytes per block)."""
-    dep = pair.runbook.deployment
-    spec = pair.runbook.speculation
-    target = pair.target.geometry
-    draft = pair.draft.geometry if pair.draft else None
-    tp, pp = dep.parallel.tensor, dep.parallel.pipeline
-    draft_tp = dep.parallel.draft_tensor or tp
-    block = server_args(pair, pair.gpu_spec).block_size
-    state = _hybrid_state(pair, block, speculative)
-    state_spec: LayerSpec | None = None
-    if state is not None and target.linear_attention is not None:
-        block = state.block
-        per_token, _ = page_bytes(target, tp, 1, kv_bytes(dep.kv_cache_dtype, target))
-        state_spec = LayerSpec("state", block * per_token, None, (0, 0, 0, 0))
-    # in layer order (the order of the groups follows the first layer of each kind)
-    attention = iter(layer_specs(target, tp, block, kv_bytes(dep.kv_cache_dtype, target)))
-    t_specs = [state_spec if layer.kind == "linear" and state_spec is not None
-               else next(attention) for layer in target.layer_list()
-               if layer.kind != "linear" or state_spec is not None]
-    if pp > 1:
-        if target.sliding_window_layers or target.chunked_attention_layers:
+    def block_plan(self, specs: list[LayerSpec], hybrid_manager: bool,
+                   state_blocks: int = 0) -> BlockPlan:
+        """How the release groups the layers (target and draft) and sizes one block."""
+        if not hybrid_manager:
+            # unify_hybrid_kv_cache_specs: sliding layers are promoted to full attention
+            specs = [LayerSpec("full", s.page, None, s.shape) for s in specs]
+        kinds = {(s.kind, s.window) for s in specs}
+        if len(kinds) == 1:
+            kind, window = next(iter(kinds))
+            return BlockPlan([(kind, len(specs), sum(s.page for s in specs), window)],
+                             sum(s.page for s in specs),
+                             "one KV cache group: Σ over target and draft layers of the page")
+        if len({s.page for s in specs}) > 1:
             raise SpecpairError.single(
-                "runbook", f"not modelled: sliding-window or chunked layers under pipeline "
-                f"parallelism "
-                f"on {ENGINE}", "set deployment.parallel.pipeline to 1",
-                field_path="deployment.parallel.pipeline")
-        t_specs = t_specs[:math.ceil(len(t_specs) / pp)]
-    d_specs: list[LayerSpec] = []
-    if speculative and spec.method is not Method.NGRAM and draft is not None:
-        d_kv: KVDtype | None = dep.draft_kv_cache_dtype or dep.kv_cache_dtype
-        # `auto` is resolved against vllm_config.model_config, the TARGET's: a draft
-        # checkpoint saved in float32 still keeps its KV in the target's dtype
-        d_specs = layer_specs(draft, draft_tp, block, kv_bytes(d_kv, target))
-    plan = block_plan(t_specs + d_specs, dep.hybrid_kv_pools,
-                      state.blocks_per_request if state is not None else 0)
-    if state is not None:
-        plan = BlockPlan(plan.groups, plan.bytes_per_block, f"{plan.rule}; {state.rule}",
-                         plan.state_blocks)
-    return plan, block, sum(s.page for s in t_specs), sum(s.page for s in d_specs)
+                "runbook", f"not modelled: {self.engine} hybrid KV cache groups whose layers have "
+                "different page sizes (block-packed layout)",
+                "set deployment.hybrid_kv_pools: false (--disable-hybrid-kv-cache-manager)",
+                field_path="deployment.hybrid_kv_pools")
+        # _get_kv_cache_groups_uniform_page_size: one bucket per distinct spec, in layer order
+        buckets: dict[tuple[str, int | None, tuple[int, int, int, int]], int] = {}
+        for s in specs:
+            key = (s.kind, s.window, s.shape)
+            buckets[key] = buckets.get(key, 0) + 1
+        sizes = list(buckets.values())
+        group_size = min(sizes)
+        if max(sizes) < min(sizes) * 1.5:
+            group_size = max(sizes)  # pad the smaller type instead of splitting the larger
+        page = specs[0].page
+        groups: list[tuple[str, int, int, int | None]] = []
+        for (bucket_kind, bucket_window, _), count in buckets.items():
+            num_groups = math.ceil(count / group_size)
+            for i in range(num_groups):
+                groups.append((bucket_kind, len(range(i, count, num_groups)), page, bucket_window))
+        widest = max(n for _, n, _, _ in groups)
+        return BlockPlan(groups, widest * page,
+                         f"hybrid KV cache manager: {len(groups)} groups of at most {group_size} "
+                         f"layers share one block pool; bytes per block = the largest group's "
+                         f"({widest} layers · {page} B), not the sum", state_blocks)
 
 
-def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
-    rb = pair.runbook
-    dep = rb.deployment
-    spec = rb.speculation
-    target = pair.target.geometry
-    draft = pair.draft.geometry if pair.draft else None
-    tp, pp = dep.parallel.tensor, dep.parallel.pipeline
-    draft_tp = dep.parallel.draft_tensor or tp
-    args = server_args(pair, gpu)
-    util = args.gpu_memory_utilization
-    a = dep.assumptions
-    non_torch = a.other_allocations_bytes if a.other_allocations_bytes is not None \
-        else DEFAULT_NON_TORCH
-    activation = a.activation_peak_bytes if a.activation_peak_bytes is not None \
-        else DEFAULT_ACTIVATION_PEAK
-    graphs = a.cuda_graph_bytes if a.cuda_graph_bytes is not None else DEFAULT_CUDA_GRAPHS
+    def hybrid_state(self, pair: ResolvedPair, block: int, speculative: bool
+                     ) -> StatePlan | None:
+        """The GDN state plan of a linear-attention hybrid target, or None for other targets;
+        refuses the hybrids and settings it does not model."""
+        dep = pair.runbook.deployment
+        target = pair.target.geometry
+        la = target.linear_attention
+        if la is None:
+            return None
+        if la.kind != "gdn" or target.attention == "mla" or target.sliding_window_layers \
+                or target.chunked_attention_layers:
+            raise SpecpairError.single(
+                "runbook", f"not modelled: the {self.engine} budget for {la.kind} state layers "
+                f"next to {target.attention} attention", "budget this pair by measurement or "
+                "serve it with SGLang", field_path="target")
+        if dep.parallel.pipeline > 1 or not dep.hybrid_kv_pools:
+            raise SpecpairError.single(
+                "runbook", f"not modelled: linear-attention hybrids on {self.engine} with pipeline "
+                "parallelism or without the hybrid KV cache manager",
+                "set deployment.parallel.pipeline: 1 and deployment.hybrid_kv_pools: true",
+                field_path="deployment")
+        if dep.linear_state != type(dep.linear_state)():
+            raise SpecpairError.single(
+                "runbook", f"not modelled: deployment.linear_state on {self.engine} (its settings "
+                "are SGLang's; the vLLM command does not carry them)",
+                "remove deployment.linear_state", field_path="deployment.linear_state")
+        # the speculative config (n-gram too) widens the conv window and the state blocks
+        num_spec = (server_args(pair, pair.gpu_spec).num_speculative_tokens or 0) \
+            if speculative else 0
+        return self.state_plan(target, dep.parallel.tensor, block,
+                          kv_bytes(dep.kv_cache_dtype, target), num_spec)
 
-    def source(value: object, default: str) -> str:
-        return "declared in runbook" if value is not None else default
 
-    assumptions = [
-        Assumption(key="non_torch", label="non-torch allocations (NCCL, CUDA context)",
-                   value=non_torch, unit="B",
-                   source=source(a.other_allocations_bytes, "default 0.6 GiB")),
-        Assumption(key="activation_peak", label="activation peak of the profile run",
-                   value=activation, unit="B",
-                   source=source(a.activation_peak_bytes, "default 2 GiB; read the engine's "
-                                 "'Available KV cache memory' log to calibrate")),
-        Assumption(key="cuda_graphs", label="CUDA-graph memory estimate", value=graphs,
-                   unit="B", source=source(a.cuda_graph_bytes, "default 0.5 GiB")),
-    ]
-    wt = weights_per_rank(pair.target_own_weight_bytes,
-                          pair.target.weights.replicated_bytes, tp * pp)
-    wd = weights_per_rank(pair.draft.weights.weight_bytes, pair.draft.weights.replicated_bytes,
-                          draft_tp) if pair.draft else 0
-    weights = [
-        Line(key="target_weights", label="target weights per rank", value=wt, unit="B",
-             rule=f"(weight bytes − replicated) / (tp·pp = {tp * pp}) + replicated"),
-        Line(key="draft_weights", label="draft weights per rank", value=wd, unit="B",
-             rule=f"draft sharded over draft_tensor_parallel_size = {draft_tp}"),
-    ]
-    requested = math.ceil(gpu.memory_bytes * util)
-    max_seqs = args.max_num_seqs
-    in_flight = IN_FLIGHT_BATCHES * args.max_num_batched_tokens
+    def kv_plan(self, pair: ResolvedPair, speculative: bool = True
+                ) -> tuple[BlockPlan, int, int, int]:
+        """(block plan, block size, target bytes per block, draft bytes per block)."""
+        dep = pair.runbook.deployment
+        spec = pair.runbook.speculation
+        target = pair.target.geometry
+        draft = pair.draft.geometry if pair.draft else None
+        tp, pp = dep.parallel.tensor, dep.parallel.pipeline
+        draft_tp = dep.parallel.draft_tensor or tp
+        block = server_args(pair, pair.gpu_spec).block_size
+        state = self.hybrid_state(pair, block, speculative)
+        state_spec: LayerSpec | None = None
+        if state is not None and target.linear_attention is not None:
+            block = state.block
+            per_token, _ = page_bytes(target, tp, 1, kv_bytes(dep.kv_cache_dtype, target))
+            state_spec = LayerSpec("state", block * per_token, None, (0, 0, 0, 0))
+        # in layer order (the order of the groups follows the first layer of each kind)
+        attention = iter(layer_specs(target, tp, block, kv_bytes(dep.kv_cache_dtype, target)))
+        t_specs = [state_spec if layer.kind == "linear" and state_spec is not None
+                   else next(attention) for layer in target.layer_list()
+                   if layer.kind != "linear" or state_spec is not None]
+        if pp > 1:
+            if target.sliding_window_layers or target.chunked_attention_layers:
+                raise SpecpairError.single(
+                    "runbook", f"not modelled: sliding-window or chunked layers under pipeline "
+                    f"parallelism "
+                    f"on {self.engine}", "set deployment.parallel.pipeline to 1",
+                    field_path="deployment.parallel.pipeline")
+            t_specs = t_specs[:math.ceil(len(t_specs) / pp)]
+        d_specs: list[LayerSpec] = []
+        if speculative and spec.method is not Method.NGRAM and draft is not None:
+            d_kv: KVDtype | None = dep.draft_kv_cache_dtype or dep.kv_cache_dtype
+            # `auto` is resolved against vllm_config.model_config, the TARGET's: a draft
+            # checkpoint saved in float32 still keeps its KV in the target's dtype
+            d_specs = layer_specs(draft, draft_tp, block, kv_bytes(d_kv, target))
+        plan = self.block_plan(t_specs + d_specs, dep.hybrid_kv_pools,
+                          state.blocks_per_request if state is not None else 0)
+        if state is not None:
+            plan = BlockPlan(plan.groups, plan.bytes_per_block, f"{plan.rule}; {state.rule}",
+                             plan.state_blocks)
+        return plan, block, sum(s.page for s in t_specs), sum(s.page for s in d_specs)
 
-    def available(draft_weights: int) -> tuple[int, list[Line]]:
-        if dep.kv_cache_memory_bytes is not None:
-            return dep.kv_cache_memory_bytes, [Line(
-                key="kv_available", label="KV budget (--kv-cache-memory-bytes)",
-                value=dep.kv_cache_memory_bytes, unit="B",
-                rule="fixed by the flag; gpu_memory_utilization is ignored")]
-        value = requested - wt - draft_weights - non_torch - activation - graphs
-        return value, [
-            Line(key="requested", label="requested = ceil(total · gpu_memory_utilization)",
-                 value=requested, unit="B", rule=f"ceil({gpu.memory_bytes} · {util}); "
-                                                 "v1/worker/utils.py"),
-            Line(key="kv_available", label="available KV memory", value=value, unit="B",
-                 rule="requested − weights (target + draft) − non-torch − activation peak − "
-                      "CUDA graphs; gpu_worker.py::determine_available_memory"
-                      + ("; negative: the weights and the engine's own memory exceed what "
-                         "gpu_memory_utilization grants, nothing is left for the KV cache"
-                         if value <= 0 else ""))]
 
-    base_plan, block, t_block, _ = kv_plan(pair, speculative=False)
-    base_avail, base_lines = available(0)
-    layers = f"{kv_layers(target)} target layers" + (
-        f" and {target.linear_attention.layers} state layers (padded to the page)"
-        if target.linear_attention is not None else "")
-    t_line = Line(key="page_target", label="target bytes per block, all its layers",
-                  value=t_block, unit="B",
-                  rule=f"Σ over {layers} of the layer's page (block size {block})")
-    baseline = _scenario("target alone", base_avail, base_plan, block, dep.context_length,
-                         max_seqs, in_flight, t_block, 0, [*base_lines, t_line])
-    spec_avail, spec_lines = available(wd)
-    # a hybrid's block size depends on the draft tokens (the state's conv window grows)
-    plan, spec_block, spec_t_block, d_block = kv_plan(pair)
-    spec_t_line = t_line if spec_block == block else Line(
-        key="page_target", label="target bytes per block, all its layers",
-        value=spec_t_block, unit="B",
-        rule=f"Σ over {layers} of the layer's page (block size {spec_block})")
-    d_lines: list[Line] = []
-    if d_block and draft is not None:
-        d_lines = [Line(key="page_draft", label="draft bytes per block, all its layers",
-                        value=d_block, unit="B",
-                        rule=f"{kv_layers(draft)} draft layers in the same block pool")]
-    scenario = _scenario(f"with the {spec.method.value} draft", spec_avail, plan, spec_block,
-                         dep.context_length, max_seqs, in_flight, spec_t_block, d_block,
-                         [*spec_lines, spec_t_line, *d_lines])
-    return Budget(
-        engine=ENGINE, gpu=gpu.key, assumptions=assumptions, weights=weights,
-        baseline=baseline, speculative=scenario,
-        capacity_lost_pct=pct(baseline.max_total_tokens - scenario.max_total_tokens,
-                              baseline.max_total_tokens),
-        draft_share_of_kv_pct=pct(scenario.cell_draft, scenario.cell_total),
-        storage=storage(pair))
+    def budget(self, pair: ResolvedPair, gpu: GPU) -> Budget:
+        rb = pair.runbook
+        dep = rb.deployment
+        spec = rb.speculation
+        target = pair.target.geometry
+        draft = pair.draft.geometry if pair.draft else None
+        tp, pp = dep.parallel.tensor, dep.parallel.pipeline
+        draft_tp = dep.parallel.draft_tensor or tp
+        args = server_args(pair, gpu)
+        util = args.gpu_memory_utilization
+        a = dep.assumptions
+        non_torch = a.other_allocations_bytes if a.other_allocations_bytes is not None \
+            else DEFAULT_NON_TORCH
+        activation = a.activation_peak_bytes if a.activation_peak_bytes is not None \
+            else DEFAULT_ACTIVATION_PEAK
+        graphs = a.cuda_graph_bytes if a.cuda_graph_bytes is not None else DEFAULT_CUDA_GRAPHS
+
+        def source(value: object, default: str) -> str:
+            return "declared in runbook" if value is not None else default
+
+        assumptions = [
+            Assumption(key="non_torch", label="non-torch allocations (NCCL, CUDA context)",
+                       value=non_torch, unit="B",
+                       source=source(a.other_allocations_bytes, "default 0.6 GiB")),
+            Assumption(key="activation_peak", label="activation peak of the profile run",
+                       value=activation, unit="B",
+                       source=source(a.activation_peak_bytes, "default 2 GiB; read the engine's "
+                                     "'Available KV cache memory' log to calibrate")),
+            Assumption(key="cuda_graphs", label="CUDA-graph memory estimate", value=graphs,
+                       unit="B", source=source(a.cuda_graph_bytes, "default 0.5 GiB")),
+        ]
+        wt = weights_per_rank(pair.target_own_weight_bytes,
+                              pair.target.weights.replicated_bytes, tp * pp)
+        wd = weights_per_rank(pair.draft.weights.weight_bytes, pair.draft.weights.replicated_bytes,
+                              draft_tp) if pair.draft else 0
+        weights = [
+            Line(key="target_weights", label="target weights per rank", value=wt, unit="B",
+                 rule=f"(weight bytes − replicated) / (tp·pp = {tp * pp}) + replicated"),
+            Line(key="draft_weights", label="draft weights per rank", value=wd, unit="B",
+                 rule=f"draft sharded over draft_tensor_parallel_size = {draft_tp}"),
+        ]
+        requested = math.ceil(gpu.memory_bytes * util)
+        max_seqs = args.max_num_seqs
+        in_flight = IN_FLIGHT_BATCHES * args.max_num_batched_tokens
+
+        def available(draft_weights: int) -> tuple[int, list[Line]]:
+            if dep.kv_cache_memory_bytes is not None:
+                return dep.kv_cache_memory_bytes, [Line(
+                    key="kv_available", label="KV budget (--kv-cache-memory-bytes)",
+                    value=dep.kv_cache_memory_bytes, unit="B",
+                    rule="fixed by the flag; gpu_memory_utilization is ignored")]
+            value = requested - wt - draft_weights - non_torch - activation - graphs
+            return value, [
+                Line(key="requested", label="requested = ceil(total · gpu_memory_utilization)",
+                     value=requested, unit="B", rule=f"ceil({gpu.memory_bytes} · {util}); "
+                                                     "v1/worker/utils.py"),
+                Line(key="kv_available", label="available KV memory", value=value, unit="B",
+                     rule="requested − weights (target + draft) − non-torch − activation peak − "
+                          "CUDA graphs; gpu_worker.py::determine_available_memory"
+                          + ("; negative: the weights and the engine's own memory exceed what "
+                             "gpu_memory_utilization grants, nothing is left for the KV cache"
+                             if value <= 0 else ""))]
+
+        base_plan, block, t_block, _ = self.kv_plan(pair, speculative=False)
+        base_avail, base_lines = available(0)
+        layers = f"{kv_layers(target)} target layers" + (
+            f" and {target.linear_attention.layers} state layers (padded to the page)"
+            if target.linear_attention is not None else "")
+        t_line = Line(key="page_target", label="target bytes per block, all its layers",
+                      value=t_block, unit="B",
+                      rule=f"Σ over {layers} of the layer's page (block size {block})")
+        baseline = _scenario("target alone", base_avail, base_plan, block, dep.context_length,
+                             max_seqs, in_flight, t_block, 0, [*base_lines, t_line])
+        spec_avail, spec_lines = available(wd)
+        # a hybrid's block size depends on the draft tokens (the state's conv window grows)
+        plan, spec_block, spec_t_block, d_block = self.kv_plan(pair)
+        spec_t_line = t_line if spec_block == block else Line(
+            key="page_target", label="target bytes per block, all its layers",
+            value=spec_t_block, unit="B",
+            rule=f"Σ over {layers} of the layer's page (block size {spec_block})")
+        d_lines: list[Line] = []
+        if d_block and draft is not None:
+            d_lines = [Line(key="page_draft", label="draft bytes per block, all its layers",
+                            value=d_block, unit="B",
+                            rule=f"{kv_layers(draft)} draft layers in the same block pool")]
+        scenario = _scenario(f"with the {spec.method.value} draft", spec_avail, plan, spec_block,
+                             dep.context_length, max_seqs, in_flight, spec_t_block, d_block,
+                             [*spec_lines, spec_t_line, *d_lines])
+        return Budget(
+            engine=self.engine, gpu=gpu.key, assumptions=assumptions, weights=weights,
+            baseline=baseline, speculative=scenario,
+            capacity_lost_pct=pct(baseline.max_total_tokens - scenario.max_total_tokens,
+                                  baseline.max_total_tokens),
+            draft_share_of_kv_pct=pct(scenario.cell_draft, scenario.cell_total),
+            storage=storage(pair))
+
+
+RULES = Rules(ENGINE)
+state_plan = RULES.state_plan
+block_plan = RULES.block_plan
+kv_plan = RULES.kv_plan
+budget = RULES.budget
