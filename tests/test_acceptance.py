@@ -19,11 +19,14 @@ from specpair.bench import metrics
 from specpair.bench.acceptance import measured_acceptance
 from specpair.bench.client import summarize
 from specpair.bench.record import Cell, Measurement, RunResult
+from specpair.engines.registry import by_label
 from specpair.errors import SpecpairError
 from specpair.runbooks import load_latest_measurement
 from tests.conftest import FIXTURES
 
 ENGINE = FIXTURES / "engine"
+VLLM = by_label("vllm 0.32.0").metrics  # the release that served the scrape
+PER_POS = VLLM.accepted_per_position or ""
 SCRAPE = metrics.parse((ENGINE / "vllm-0.32.0-cpu-ngram-metrics.txt").read_text())
 # a server that has served nothing yet exports the same series at zero
 ZERO = {name: {labels: 0.0 for labels in series} for name, series in SCRAPE.items()}
@@ -54,24 +57,24 @@ def measurement(*speculative: RunResult) -> Measurement:
 
 
 def test_the_delta_carries_the_per_position_counts_in_position_order() -> None:
-    delta = metrics.delta(ZERO, SCRAPE)
+    delta = metrics.delta(ZERO, SCRAPE, VLLM)
     assert delta is not None and delta.accepted_per_position == (5.0, 3.0, 3.0)
     assert sum(delta.accepted_per_position) == delta.accepted == 11
     # scrapes list labels in any order; the counts follow the position label
-    shuffled = {**SCRAPE, metrics.VLLM_PER_POS: dict(reversed(
-        SCRAPE[metrics.VLLM_PER_POS].items()))}
-    assert metrics.per_position(shuffled) == [5.0, 3.0, 3.0]
-    later = {**SCRAPE, metrics.VLLM_PER_POS: {k: v + 2 for k, v in
-                                              SCRAPE[metrics.VLLM_PER_POS].items()}}
-    moved = metrics.delta(SCRAPE, later)
+    shuffled = {**SCRAPE, PER_POS: dict(reversed(
+        SCRAPE[PER_POS].items()))}
+    assert metrics.per_position(shuffled, PER_POS) == [5.0, 3.0, 3.0]
+    later = {**SCRAPE, PER_POS: {k: v + 2 for k, v in
+                                              SCRAPE[PER_POS].items()}}
+    moved = metrics.delta(SCRAPE, later, VLLM)
     assert moved is not None and moved.accepted_per_position == (2.0, 2.0, 2.0)
-    gap = {**SCRAPE, metrics.VLLM_PER_POS: {'{position="0"}': 1.0, '{position="2"}': 1.0}}
+    gap = {**SCRAPE, PER_POS: {'{position="0"}': 1.0, '{position="2"}': 1.0}}
     with pytest.raises(ValueError, match=r"not 0\.\.K-1"):
-        metrics.per_position(gap)
+        metrics.per_position(gap, PER_POS)
 
 
 def test_per_position_rates_and_tau_from_the_real_scrape() -> None:
-    result = run(metrics.delta(ZERO, SCRAPE))
+    result = run(metrics.delta(ZERO, SCRAPE, VLLM))
     assert result.accepted_per_position == [5.0, 3.0, 3.0]
     got = measured_acceptance(measurement(result))
     assert got is not None
@@ -93,7 +96,7 @@ def test_the_counter_is_cumulative_as_the_engine_counts_requests() -> None:
     counter at k is then the steps that accepted more than k."""
     histogram = engine_request_metrics()["acceptance_histogram"]
     assert histogram == [1, 2, 0, 3]
-    delta = metrics.delta(ZERO, SCRAPE)
+    delta = metrics.delta(ZERO, SCRAPE, VLLM)
     assert delta is not None and delta.verify_steps == sum(histogram)
     assert list(delta.accepted_per_position) == [
         sum(histogram[k + 1:]) for k in range(len(histogram) - 1)]
@@ -119,7 +122,7 @@ def test_the_recorded_bench_run_pools_all_its_cells() -> None:
 
 
 def test_runs_pool_by_counts_not_by_averaging_rates() -> None:
-    first = run(metrics.delta(ZERO, SCRAPE))                      # 6 drafts: 5, 3, 3
+    first = run(metrics.delta(ZERO, SCRAPE, VLLM))                      # 6 drafts: 5, 3, 3
     second = first.model_copy(update={"counters": {**first.counters, "verify_steps": 2.0},
                                       "accepted_per_position": [2.0, 1.0, 0.0]})
     got = measured_acceptance(measurement(first, second))
@@ -134,7 +137,8 @@ def test_runs_pool_by_counts_not_by_averaging_rates() -> None:
 def test_no_per_position_data_gives_none() -> None:
     sglang = metrics.delta(
         metrics.parse("sglang:spec_verify_calls_total 10\nsglang:generation_tokens_total 30\n"),
-        metrics.parse("sglang:spec_verify_calls_total 20\nsglang:generation_tokens_total 70\n"))
+        metrics.parse("sglang:spec_verify_calls_total 20\nsglang:generation_tokens_total 70\n"),
+        by_label("sglang 0.5.23").metrics)
     assert sglang is not None and sglang.accepted_per_position == ()
     assert measured_acceptance(measurement(run(sglang))) is None
     # a real record written before the field existed still loads, with nothing per position

@@ -15,10 +15,14 @@ from specpair.bench import metrics
 from specpair.bench.client import stream_one
 from specpair.bench.record import percentile
 from specpair.bench.workloads import fingerprint, generate
+from specpair.engines.registry import by_label
 from specpair.schema.runbook import Workload
 from tests.conftest import REPO
 from tests.fake_engine import FIXTURES, FakeEngine
 
+# the releases that served the recorded scrapes (tests/fixtures/engine/README.md)
+VLLM = by_label("vllm 0.32.0").metrics
+SGLANG = by_label("sglang 0.5.23").metrics
 RECORDED = metrics.parse((FIXTURES / "vllm-0.32.0-cpu-ngram-metrics.txt").read_text())
 
 
@@ -34,8 +38,8 @@ def test_workloads_are_deterministic_and_distinct() -> None:
 
 def test_vllm_counters_reconcile_with_the_per_request_metrics() -> None:
     zero = {name: {labels: 0.0 for labels in series} for name, series in RECORDED.items()}
-    delta = metrics.delta(zero, RECORDED)
-    assert delta is not None and delta.engine == "vllm"
+    delta = metrics.delta(zero, RECORDED, VLLM)
+    assert delta is not None and delta.engine == "vllm 0.32.0"
     assert (delta.verify_steps, delta.accepted, delta.drafted) == (6, 11, 14)
     # the recorded final chunk says mean_acceptance_length 2.8333: 1 + 11/6
     assert delta.acceptance_length == pytest.approx(1 + 11 / 6)
@@ -55,20 +59,20 @@ def test_sglang_spec_fields_are_read_from_the_final_chunk() -> None:
 def test_sglang_counters_give_generated_over_verify() -> None:
     before = metrics.parse("sglang:spec_verify_calls_total 10\nsglang:generation_tokens_total 30\n")
     after = metrics.parse("sglang:spec_verify_calls_total 20\nsglang:generation_tokens_total 70\n")
-    delta = metrics.delta(before, after)
+    delta = metrics.delta(before, after, SGLANG)
     assert delta is not None and delta.acceptance_length == 4.0
 
 
 def test_fallback_detector() -> None:
     no_spec = metrics.parse((FIXTURES / "vllm-0.32.0-cpu-no-spec-metrics.txt").read_text())
     with pytest.raises(metrics.FallbackError, match="no speculative-decoding metrics"):
-        metrics.check_speculative_server(no_spec, expected_k=3)
-    metrics.check_speculative_server(RECORDED, expected_k=3)
+        metrics.check_speculative_server(no_spec, VLLM, expected_k=3)
+    metrics.check_speculative_server(RECORDED, VLLM, expected_k=3)
     with pytest.raises(metrics.FallbackError, match="drafts 3 tokens per step, the runbook 5"):
-        metrics.check_speculative_server(RECORDED, expected_k=5)
+        metrics.check_speculative_server(RECORDED, VLLM, expected_k=5)
     with pytest.raises(metrics.FallbackError, match="not a baseline"):
-        metrics.check_baseline_server(RECORDED)
-    metrics.check_baseline_server(no_spec)
+        metrics.check_baseline_server(RECORDED, VLLM)
+    metrics.check_baseline_server(no_spec, VLLM)
     metrics.check_sglang_server_info({"speculative_algorithm": "EAGLE",
                                       "speculative_num_draft_tokens": 4},
                                      algorithm="NEXTN", draft_tokens=4, draft_path=None)

@@ -62,3 +62,28 @@ def test_the_scan_finds_each_kind_of_branch() -> None:
                         'if pair.engine != "sglang 0.5.23": pass\n'
                         'if engine == other: pass\n')
     assert [line for line, _ in branches(planted)] == [1, 2, 3, 4, 5]
+
+
+def metric_names(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, literal) of each string that names an engine's metric (`<engine>:…`, the
+    namespace every engine's /metrics names carry): those live in the release's
+    `metrics.py` (`EngineMetrics`), and the rest of specpair reads them from there."""
+    return [(getattr(leaf, "lineno", 0), leaf.value) for leaf in ast.walk(tree)
+            if isinstance(leaf, ast.Constant) and isinstance(leaf.value, str)
+            and leaf.value.split(":")[0] in NAMES and ":" in leaf.value]
+
+
+def test_no_metric_name_outside_the_engine_packages() -> None:
+    found = [f"{path.relative_to(SRC)}:{line}: {literal!r}"
+             for path in sorted(SRC.rglob("*.py")) if ENGINES not in path.parents
+             for line, literal in metric_names(ast.parse(path.read_text(encoding="utf-8")))]
+    assert not found, "engine metric names outside specpair/engines/:\n" + "\n".join(found)
+
+
+def test_the_metric_scan_finds_a_name_and_passes_other_text() -> None:
+    used = {n for r in registry.RELEASES.values() for n in r.metrics.names()}
+    planted = ast.parse("\n".join(f"X{i} = {name!r}" for i, name in enumerate(sorted(used)))
+                        + '\nPREFIX = "vllm:spec_decode"\nURL = "http://host:8000"\n'
+                        'LABEL = "vllm 0.33.0"\n')
+    assert [text for _, text in metric_names(planted)] == [
+        *sorted(n for n in used if n.split(":")[0] in NAMES), "vllm:spec_decode"]

@@ -17,6 +17,7 @@ import pytest
 from specpair.bench import metrics
 from specpair.bench.acceptance import measured_acceptance
 from specpair.bench.record import Measurement
+from specpair.engines.registry import by_label
 from tests.engine.conftest import RUNBOOK, Server, free_port, start, stop, wait_healthy
 from tests.engine.tiny_models import corpus
 
@@ -75,7 +76,7 @@ def test_per_position_counts_are_the_tail_of_the_engine_histogram(
         spec = body["metrics"]["speculative_decoding"]
         assert spec["num_spec_tokens"] == K
         histogram = [a + b for a, b in zip(histogram, spec["acceptance_histogram"], strict=True)]
-    delta = metrics.delta(before, scrape())
+    delta = metrics.delta(before, scrape(), by_label("vllm 0.32.0").metrics)  # RUNBOOK's
     assert delta is not None
     counts = list(delta.accepted_per_position)
     assert delta.verify_steps == sum(histogram), (delta, histogram)

@@ -1,5 +1,7 @@
 """Engine metrics: Prometheus text, speculative counters, per-response acceptance fields,
-and the fallback detector (a server that is not speculating as the runbook says)."""
+and the fallback detector (a server that is not speculating as the runbook says). The
+metric names are the release's (`EngineMetrics`, engines/<release>/metrics.py): the
+caller passes the metrics of the release it measures."""
 
 from __future__ import annotations
 
@@ -7,14 +9,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
+from specpair.engines.metrics_model import EngineMetrics
 
-VLLM_DRAFTS = "vllm:spec_decode_num_drafts_total"
-VLLM_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
-VLLM_ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
-VLLM_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
-SGLANG_VERIFY = "sglang:spec_verify_calls_total"
-SGLANG_TOKENS = "sglang:generation_tokens_total"
+_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 
 
 def parse(text: str) -> dict[str, dict[str, float]]:
@@ -38,7 +35,7 @@ def total(series: dict[str, dict[str, float]], name: str) -> float:
     return sum(series.get(name, {}).values())
 
 
-def per_position(series: dict[str, dict[str, float]], name: str = VLLM_PER_POS) -> list[float]:
+def per_position(series: dict[str, dict[str, float]], name: str) -> list[float]:
     """The values of a counter labelled by `position="k"`, ordered by k (summed over its
     other labels, e.g. vLLM's `engine`); empty when the server exports no such counter.
     Positions must run 0..K-1 without a gap, as vLLM labels them (`range(num_spec_tokens)`
@@ -55,13 +52,15 @@ def per_position(series: dict[str, dict[str, float]], name: str = VLLM_PER_POS) 
     return [by_position[k] for k in range(len(by_position))]
 
 
-def speculative_metric_names(series: dict[str, dict[str, float]]) -> list[str]:
-    return sorted(n for n in series if n.startswith(("vllm:spec_decode", "sglang:spec_")))
+def speculative_metric_names(series: dict[str, dict[str, float]], engine: EngineMetrics
+                             ) -> list[str]:
+    return sorted(n for n in series if n.startswith(engine.speculative_prefix))
 
 
 @dataclass(frozen=True)
 class CounterDelta:
     engine: str
+    """The release whose counters these are (EngineMetrics.engine)."""
     verify_steps: float      # vLLM: drafts (request × step); SGLang: verify calls
     accepted: float          # draft tokens accepted (bonus excluded)
     drafted: float
@@ -83,22 +82,30 @@ class CounterDelta:
         return self.generated / self.verify_steps
 
 
-def delta(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]]
-          ) -> CounterDelta | None:
-    def d(name: str) -> float:
-        return total(after, name) - total(before, name)
-    if VLLM_DRAFTS in after:
-        positions = per_position(after)
-        earlier = per_position(before) or [0.0] * len(positions)
+def delta(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]],
+          engine: EngineMetrics) -> CounterDelta | None:
+    """The speculative counters' growth between two scrapes of one server of `engine`'s
+    release; None where the later scrape has no verify-step counter (no speculation)."""
+    def d(name: str | None) -> float:
+        return total(after, name) - total(before, name) if name else 0.0
+    if engine.verify_steps not in after:
+        return None
+    moved: tuple[float, ...] = ()
+    name = engine.accepted_per_position
+    if name is not None:
+        positions = per_position(after, name)
+        earlier = per_position(before, name) or [0.0] * len(positions)
         if len(earlier) != len(positions):
-            raise ValueError(f"{VLLM_PER_POS} changed its positions between two scrapes "
+            raise ValueError(f"{name} changed its positions between two scrapes "
                              f"({len(earlier)} then {len(positions)}): the server restarted")
-        return CounterDelta("vllm", d(VLLM_DRAFTS), d(VLLM_ACCEPTED), d(VLLM_DRAFT_TOKENS), 0.0,
-                            tuple(a - b for a, b in zip(positions, earlier, strict=True)),
-                            counts_accepted=True)
-    if SGLANG_VERIFY in after:
-        return CounterDelta("sglang", d(SGLANG_VERIFY), 0.0, 0.0, d(SGLANG_TOKENS))
-    return None
+        moved = tuple(a - b for a, b in zip(positions, earlier, strict=True))
+    counts_accepted = engine.accepted is not None
+    # the counters τ is defined by (EngineMetrics.tau_definition): accepted and drafted
+    # tokens where the engine counts accepted ones, else generated tokens
+    return CounterDelta(engine.engine, d(engine.verify_steps),
+                        d(engine.accepted), d(engine.drafted),
+                        0.0 if counts_accepted else d(engine.generated_tokens), moved,
+                        counts_accepted=counts_accepted)
 
 
 def response_acceptance(body: dict[str, Any]) -> float | None:
@@ -122,24 +129,25 @@ class FallbackError(Exception):
     """The server does not speculate the way the runbook says (or at all)."""
 
 
-def check_speculative_server(series: dict[str, dict[str, float]], *,
+def check_speculative_server(series: dict[str, dict[str, float]], engine: EngineMetrics, *,
                              expected_k: int | None) -> None:
     """`expected_k`: the draft tokens per step the release labels per position (vLLM's
     per-position counter), None where it exports none."""
-    names = speculative_metric_names(series)
+    names = speculative_metric_names(series, engine)
     if not names:
         raise FallbackError("the speculative server exposes no speculative-decoding metrics: "
                             "it runs without a draft (check its launch command and log)")
-    if expected_k is not None and VLLM_PER_POS in series:
-        positions = {int(m.group(1)) for labels in series[VLLM_PER_POS]
+    per_pos = engine.accepted_per_position
+    if expected_k is not None and per_pos is not None and per_pos in series:
+        positions = {int(m.group(1)) for labels in series[per_pos]
                      if (m := re.search(r'position="(\d+)"', labels))}
         if positions and max(positions) + 1 != expected_k:
             raise FallbackError(f"the server drafts {max(positions) + 1} tokens per step, the "
                                 f"runbook {expected_k}: it runs another speculative config")
 
 
-def check_baseline_server(series: dict[str, dict[str, float]]) -> None:
-    if speculative_metric_names(series):
+def check_baseline_server(series: dict[str, dict[str, float]], engine: EngineMetrics) -> None:
+    if speculative_metric_names(series, engine):
         raise FallbackError("the baseline server speculates: it is not a baseline")
 
 

@@ -20,6 +20,7 @@ from specpair.bench.traffic import (
     outcome,
     run_stats,
 )
+from specpair.engines.metrics_model import EngineMetrics
 from specpair.errors import SpecpairError
 from specpair.schema.runbook import Workload
 
@@ -34,7 +35,8 @@ def requests_of(workload: Workload, folder: Path) -> list[ReplayRequest]:
 def measure(workload: Workload, requests: list[ReplayRequest], concurrency: int,
             urls: dict[str, str], models: dict[str, str], extras: Mapping[str, Any],
             time_limit_s: float,
-            percentile: int, scrape: Scrape, say: Callable[[str], None]) -> Cell:
+            percentile: int, scrape: Scrape, say: Callable[[str], None],
+            engine: EngineMetrics) -> Cell:
     from specpair.bench.replay import run_load
 
     assert workload.sha256 is not None
@@ -47,7 +49,7 @@ def measure(workload: Workload, requests: list[ReplayRequest], concurrency: int,
         samples, wall, truncated = asyncio.run(run_load(
             url, models[role], requests, extras, concurrency, time_limit_s))
         try:
-            delta = metrics.delta(before, scrape(url))
+            delta = metrics.delta(before, scrape(url), engine)
         except ValueError as exc:
             raise SpecpairError.single(url, f"unreadable speculative counters: {exc}",
                                        "rerun against a server that stays up") from None

@@ -48,8 +48,8 @@ def served_model(url: str) -> str:
 def check_servers(pair: ResolvedPair, baseline: str, spec: str) -> None:
     release = pair.release
     try:
-        metrics.check_baseline_server(scrape(baseline))
-        metrics.check_speculative_server(scrape(spec),
+        metrics.check_baseline_server(scrape(baseline), release.metrics)
+        metrics.check_speculative_server(scrape(spec), release.metrics,
                                          expected_k=release.bench.draft_positions(pair))
         release.bench.check_server(pair, lambda path: dict(_get(spec, path).json()))
     except metrics.FallbackError as exc:
@@ -82,7 +82,7 @@ def run(pair: ResolvedPair, baseline: str, spec: str, concurrency: list[int],
             cells.extend(replay_cell.measure(
                 workload, replayed, c, {"baseline": baseline, "speculative": spec}, models,
                 pair.release.bench.replay_extras, time_limit_s, rb.acceptance.slo.percentile,
-                scrape, say)
+                scrape, say, pair.release.metrics)
                 for c in concurrency)
             continue
         requests = generate(workload)
@@ -99,7 +99,7 @@ def run(pair: ResolvedPair, baseline: str, spec: str, concurrency: list[int],
                 samples, wall, truncated = asyncio.run(run_load(
                     url, models[role], requests, extras, c, time_limit_s, progress))
                 try:
-                    delta = metrics.delta(before, scrape(url))
+                    delta = metrics.delta(before, scrape(url), pair.release.metrics)
                 except ValueError as exc:
                     raise SpecpairError.single(url, f"unreadable speculative counters: {exc}",
                                                "rerun against a server that stays up") from None

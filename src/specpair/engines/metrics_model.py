@@ -32,6 +32,14 @@ class EngineMetrics:
     """Where per-request acceptance lives, and why no rule can read it."""
     not_exported: tuple[str, ...]
     source: str
+    speculative_prefix: str
+    """What every speculative-decoding series' name starts with: a server that exports
+    none runs without its draft (`specpair bench`'s fallback check)."""
+    drafted: str | None = None
+    """Counter of proposed draft tokens, where the engine exports one."""
+    accepted_per_position: str | None = None
+    """Counter of accepted draft tokens labelled `position="k"`, k = 0..K-1, where the
+    engine exports one (it also shows the draft tokens per step the server runs)."""
     process_metrics_with_data_parallel: bool = True
     """False where data parallelism > 1 runs several API servers on prometheus_client's
     multiprocess registry, which has no process collector (no process_start_time_seconds)."""

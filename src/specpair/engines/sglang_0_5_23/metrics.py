@@ -36,4 +36,5 @@ METRICS = EngineMetrics(
                   "weight_memory_usage_gb are the target's)",),
     source="sglang 0.5.23: srt/observability/metrics_collector.py, "
            "srt/observability/startup_time.py",
+    speculative_prefix="sglang:spec_",
 )

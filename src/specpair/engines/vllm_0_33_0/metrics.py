@@ -42,6 +42,9 @@ def metrics(profile: EngineProfile) -> EngineMetrics:
                       "the engine's start-up duration (the time to the first request after a "
                       "start is measured from the API process's start instead)"),
         source=f"{profile.label}: vllm/v1/spec_decode/metrics.py, vllm/v1/metrics/loggers.py",
+        speculative_prefix="vllm:spec_decode",
+        drafted="vllm:spec_decode_num_draft_tokens_total",
+        accepted_per_position="vllm:spec_decode_num_accepted_tokens_per_pos_total",
         process_metrics_with_data_parallel=False,
     )
 
