@@ -1,4 +1,5 @@
-"""SGLang 0.5.23's own KV pool sizing for a list of launch commands (run by the oracle test).
+"""SGLang 0.5.23's own KV pool sizing for a list of launch commands (run by the oracle test;
+0.5.18's is sglang_pools_0_5_18.py, which shares the case loop and stand-ins below).
 
 Reads a JSON list of cases on stdin, each `{"argv": [...], "rest_gib": x}` (the argv of
 a `sglang serve` command without the program name, and the budget left for the pools
@@ -36,6 +37,7 @@ from __future__ import annotations
 import json
 import sys
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 
@@ -149,18 +151,23 @@ def size(argv: list[str], rest_gib: float, resolve_speculative: bool = False
     }
 
 
-def main() -> None:
-    _install_torchvision_placeholder()
-    _register_cuda_quantization()
+def run(sizer: Callable[[list[str], float, bool], dict[str, Any]]) -> None:
+    """Each case of stdin through `sizer`, one JSON list of results on stdout."""
     results = []
     for case in json.loads(sys.stdin.read()):
         try:
-            results.append(size(case["argv"], float(case["rest_gib"]),
-                                bool(case.get("resolve_speculative"))))
+            results.append(sizer(case["argv"], float(case["rest_gib"]),
+                                 bool(case.get("resolve_speculative"))))
         except Exception as error:  # reported per case to the test
             results.append({"ok": False, "error": f"{type(error).__name__}: {error}",
                             "trace": traceback.format_exc(limit=6)[-2000:]})
     print(json.dumps(results))
+
+
+def main() -> None:
+    _install_torchvision_placeholder()
+    _register_cuda_quantization()
+    run(size)
 
 
 if __name__ == "__main__":
