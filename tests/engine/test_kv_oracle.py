@@ -112,8 +112,7 @@ def sglang_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = T
                     assert launch.errors, corpus.name
                     continue
                 name = f"{corpus.name} tp{tp} {kv}" + ("" if hybrid else " no-hybrid")
-                if launch.errors:  # this release's own refusal (its facts.DIFFERENCES)
-                    assert refused is not None, (name, launch.errors)
+                if launch.errors and refused is not None:  # the release's own refusal
                     refused.append((name, launch.errors[0].message, {
                         "argv": argv_for_engine(sglang_launch.build(pair, True, defaults).argv),
                         "rest_gib": REST_GIB}))
