@@ -15,8 +15,13 @@ if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
     from specpair.resolve import ResolvedPair
 
 
+# server_args.py:143 QUANTIZATION_CHOICES: 0.5.23's and `marlin`
+QUANTIZATION = tuple(q for name in base.QUANTIZATION
+                     for q in ((name, "marlin") if name == "gptq" else (name,)))
+
+
 def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
-    launch = base.build(pair, speculate, DEFAULTS)
+    launch = base.build(pair, speculate, DEFAULTS, QUANTIZATION)
     checks = Preflights(DEFAULTS.engine)
     fact = DSPARK_NESTED_CONFIG
     # the lock does not keep where a draft config puts markov_rank, and every published

@@ -50,8 +50,8 @@ def _source(art: Artifact) -> tuple[str, str | None]:
     return art.repo, art.revision
 
 
-def build(pair: ResolvedPair, speculate: bool = True, defaults: Defaults = DEFAULTS
-          ) -> Launch:
+def build(pair: ResolvedPair, speculate: bool = True, defaults: Defaults = DEFAULTS,
+          quantization: tuple[str, ...] = QUANTIZATION) -> Launch:
     rb = pair.runbook
     dep = rb.deployment
     spec = rb.speculation
@@ -69,9 +69,9 @@ def build(pair: ResolvedPair, speculate: bool = True, defaults: Defaults = DEFAU
         argv.append("--trust-remote-code")
     for role, art in (("target", rb.target), ("draft", rb.draft)):
         if art is not None and art.quantization:
-            need(art.quantization in QUANTIZATION, f"{role}.quantization",
+            need(art.quantization in quantization, f"{role}.quantization",
                  f"--quantization has no {art.quantization!r} (the parser refuses it)",
-                 "use one of: " + ", ".join(QUANTIZATION))
+                 "use one of: " + ", ".join(quantization))
     if rb.target.quantization:
         argv += ["--quantization", rb.target.quantization]
 
