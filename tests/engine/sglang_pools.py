@@ -143,6 +143,9 @@ def size(argv: list[str], rest_gib: float, resolve_speculative: bool = False
         "full_max_total_num_tokens": config.full_max_total_num_tokens,
         "swa_max_total_num_tokens": config.swa_max_total_num_tokens,
         "eagle_draft_num_layers": spec_aux.eagle_draft_num_layers,
+        # the ratios the pool code reads (unset: the fields' fallback, schedule.py)
+        "swa_full_tokens_ratio": get_schedule().swa_full_tokens_ratio,
+        "mamba_full_memory_ratio": get_schedule().mamba_full_memory_ratio,
         "dflash_draft_cell": kvc.dflash_draft_cell_size_per_token,
         "full_attention_layers": len(layer_info.full_attention_layer_ids or [])
         if layer_info.full_attention_layer_ids is not None else None,

@@ -155,7 +155,9 @@ def size(argv: list[str], rest_gib: float, resolve_speculative: bool = False
             "max_total_num_tokens": config.max_total_num_tokens,
             "full_max_total_num_tokens": config.full_max_total_num_tokens,
             "swa_max_total_num_tokens": config.swa_max_total_num_tokens,
-            "swa_full_tokens_ratio": server_args.swa_full_tokens_ratio,
+            # the ratios the pool code reads, as the release resolved them
+            "swa_full_tokens_ratio": get_schedule().swa_full_tokens_ratio,
+            "mamba_full_memory_ratio": get_schedule().mamba_full_memory_ratio,
             "full_attention_layers": len(getattr(model_config, "full_attention_layer_ids",
                                                  None) or []) or None,
             "swa_attention_layers": len(getattr(model_config, "swa_attention_layer_ids",
