@@ -48,9 +48,6 @@ def sglang(argvs: list[list[str]]) -> list[dict[str, Any]]:
         ns, error = _parse(parser, argv[2:])
         result: dict[str, Any] = {"ok": ns is not None, "error": error,
                                   "version": sglang.__version__}
-        if ns is not None:  # what the parser gives the ratios specpair may leave unset
-            result["defaults"] = {name: getattr(ns, name) for name in (
-                "swa_full_tokens_ratio", "mamba_full_memory_ratio")}
         if ns is not None and ns.speculative_algorithm is not None:
             try:
                 # the start-up order: the alias (NEXTN → EAGLE) first, then the enum; no

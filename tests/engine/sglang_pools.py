@@ -34,6 +34,8 @@ Stand-ins, because no GPU runs here:
 
 from __future__ import annotations
 
+import argparse
+import functools
 import json
 import sys
 import traceback
@@ -57,6 +59,22 @@ def _register_cuda_quantization() -> None:
 
 
 NO_LOADED_MODEL = None
+RATIOS = ("swa_full_tokens_ratio", "mamba_full_memory_ratio")
+
+
+@functools.cache
+def _parser() -> argparse.ArgumentParser:
+    from sglang.srt.server_args import ServerArgs
+
+    parser = argparse.ArgumentParser(prog="sglang serve")
+    ServerArgs.add_cli_args(parser)
+    return parser
+
+
+def parser_defaults(argv: list[str]) -> dict[str, Any]:
+    """What the release's own parser gives the ratios a command may leave unset."""
+    ns = _parser().parse_args(argv)
+    return {name: getattr(ns, name) for name in RATIOS}
 
 
 def size(argv: list[str], rest_gib: float, resolve_speculative: bool = False
@@ -143,9 +161,11 @@ def size(argv: list[str], rest_gib: float, resolve_speculative: bool = False
         "full_max_total_num_tokens": config.full_max_total_num_tokens,
         "swa_max_total_num_tokens": config.swa_max_total_num_tokens,
         "eagle_draft_num_layers": spec_aux.eagle_draft_num_layers,
-        # the ratios the pool code reads (unset: the fields' fallback, schedule.py)
+        # the ratios the pool code reads (unset: the fields' fallback, schedule.py), and
+        # what the parser alone gives them
         "swa_full_tokens_ratio": get_schedule().swa_full_tokens_ratio,
         "mamba_full_memory_ratio": get_schedule().mamba_full_memory_ratio,
+        "parser_defaults": parser_defaults(argv),
         "dflash_draft_cell": kvc.dflash_draft_cell_size_per_token,
         "full_attention_layers": len(layer_info.full_attention_layer_ids or [])
         if layer_info.full_attention_layer_ids is not None else None,

@@ -44,6 +44,7 @@ from sglang_pools import (
     NO_LOADED_MODEL,
     _install_torchvision_placeholder,
     _register_cuda_quantization,
+    parser_defaults,
     run,
 )
 
@@ -158,6 +159,7 @@ def size(argv: list[str], rest_gib: float, resolve_speculative: bool = False
             # the ratios the pool code reads, as the release resolved them
             "swa_full_tokens_ratio": get_schedule().swa_full_tokens_ratio,
             "mamba_full_memory_ratio": get_schedule().mamba_full_memory_ratio,
+            "parser_defaults": parser_defaults(argv),
             "full_attention_layers": len(getattr(model_config, "full_attention_layer_ids",
                                                  None) or []) or None,
             "swa_attention_layers": len(getattr(model_config, "swa_attention_layer_ids",

@@ -2,9 +2,10 @@
 
 Each SGLang package declares how its release defaults the ratios specpair's commands may
 leave unset (`args.DEFAULTS`: the parser's default, and the value the release runs with
-when unset). Here each release's own parser gives the first (tests/engine/parse_argv.py),
-and its own resolution, as the pool code reads it, the second (the KV-pool harnesses:
-`get_schedule()` after the server arguments are published). The upgrade checklist
+when unset). Here each release's own code gives both, in one subprocess per release (the
+KV-pool harnesses): its parser (`ServerArgs.add_cli_args`) the first, and its resolution,
+as the pool code reads it, the second (`get_schedule()` after the server arguments are
+published). The upgrade checklist
 (`specpair impact`, upgrade.py) must then name each default the two releases reach
 differently with those values and the budget each release computes.
 """
@@ -16,7 +17,6 @@ from typing import Any
 from specpair.budget import compute
 from specpair.upgrade import upgrade_items
 from tests.engine import releases
-from tests.engine.conftest import parse
 from tests.engine.corpus import PAIRS, make_pair
 from tests.engine.test_kv_oracle import (
     REST_GIB,
@@ -55,15 +55,13 @@ def engine_defaults(release: str) -> dict[str, tuple[Any, Any]]:
         pair = make_pair(corpus, "sglang", releases.version(release), 2, "auto")
         assert pair is not None
         argvs.append(_unset([str(a) for a in build(pair).argv]))
-    parsed = parse("sglang", argvs, release)
-    assert all(v["ok"] for v in parsed), parsed
     resolved = run_engine(SGLANG_SCRIPTS[release],
                           [{"argv": argv_for_engine(a), "rest_gib": REST_GIB} for a in argvs],
                           releases.env(release))
     assert all(r["ok"] for r in resolved), resolved
     found: dict[str, tuple[Any, Any]] = {}
     for ratio in RATIOS:
-        parser = {v["defaults"][ratio] for v in parsed}  # type: ignore[index]
+        parser = {r["parser_defaults"][ratio] for r in resolved}
         runs = {r[ratio] for r in resolved}
         assert len(parser) == 1 and len(runs) == 1, (release, ratio, parser, runs)
         found[ratio] = (parser.pop(), runs.pop())
