@@ -54,7 +54,7 @@ DIFFERENCES = (
     ReleaseFact("flag", "removed in 0.5.23",
                 "has --cuda-graph-max-bs, --cuda-graph-bs, --disable-piecewise-cuda-graph, "
                 "--speculative-dflash-draft-window-size, --enable-gdn-replayssm-spec and "
-                "21 more", "absent (--cuda-graph-max-bs is an ambiguous prefix there)",
+                "22 more", "absent (--cuda-graph-max-bs is an ambiguous prefix there)",
                 "none: specpair writes none of them", "server_args.py:8774, :8782"),
     ReleaseFact("flag", "added in 0.5.23",
                 "absent: 80 flags, e.g. --speculative-use-block-verification, "
