@@ -351,3 +351,43 @@ def test_a_version_change_within_one_engine_names_each_changed_argument_and_the_
     assert (f"KV token capacity {capacity[0].max_total_tokens:,} → "  # type: ignore[union-attr]
             f"{capacity[1].max_total_tokens:,}") in line  # type: ignore[union-attr]
     assert any(i.startswith("Re-measure acceptance") for i in item.checklist)
+
+
+def test_a_sglang_version_change_names_each_changed_default_with_its_budget_effect(
+        repo: Path, tmp_path: Path) -> None:
+    """SGLang 0.5.18 → 0.5.23 on the gpt-oss-120b example (a hybrid sliding-window target):
+    the checklist names --swa-full-tokens-ratio, whose default 0.5.18 sets in its parser and
+    0.5.23 resolves later (the packages' reviewed defaults, which
+    tests/engine/test_upgrade_defaults.py checks against both releases' own parser and
+    resolution), with the budget each release computes; no state-pool ratio, which a target
+    without linear attention has no use for; and asks to re-measure acceptance."""
+    from specpair.budget import compute
+    from specpair.engines.sglang_0_5_18.args import DEFAULTS as OLD
+    from specpair.engines.sglang_0_5_23.args import DEFAULTS as NEW
+    from specpair.impact import load_side
+
+    example = "runbooks/gpt-oss-120b-ngram-sglang-0-5-18/runbook.yaml"
+    commit(repo, lambda r: edit(r, example, "engine: {name: sglang, version: 0.5.18}",
+                                "engine: {name: sglang, version: 0.5.23}"))
+    items, problems = impact(repo, "HEAD~1", "HEAD")
+    assert problems == []
+    (item,) = [i for i in items if i.name == "gpt-oss-120b-ngram-sglang-0-5-18"]
+    sides = [load_side(snapshot(repo, rev, tmp_path / rev.replace("~", "-"))[0])
+             .pairs["gpt-oss-120b-ngram-sglang-0-5-18"] for rev in ("HEAD~1", "HEAD")]
+    assert [p.engine for p in sides] == ["sglang 0.5.18", "sglang 0.5.23"]
+    prefix = "Engine release SGLang 0.5.18 → SGLang 0.5.23: "
+    upgrade = [line.removeprefix(prefix) for line in item.checklist
+               if line.startswith(prefix)]
+    capacity = [compute(p).speculative.max_total_tokens for p in sides]  # type: ignore[union-attr]
+    (swa,) = [u for u in upgrade if u.startswith("--swa-full-tokens-ratio ")]
+    old, new = OLD.swa_full_tokens_ratio, NEW.swa_full_tokens_ratio
+    assert old.parser is not None and new.parser is None and old.resolved == new.resolved
+    assert f"default {new.resolved:g} in both" in swa
+    assert f"parser default {old.parser:g} ({old.source})" in swa
+    assert f"no parser default, resolved to {new.resolved:g} ({new.source})" in swa
+    assert (f"effect on the budget: none, both budgets run with {new.resolved:g} "
+            f"(KV token capacity {capacity[0]:,} → {capacity[1]:,})") in swa
+    assert not any("--mamba-full-memory-ratio" in u for u in upgrade)
+    assert any(u.startswith(f"budget: KV token capacity {capacity[0]:,} → {capacity[1]:,}")
+               for u in upgrade)
+    assert any(i.startswith("Re-measure acceptance") for i in item.checklist)

@@ -48,7 +48,14 @@ class ArgChange:
         if b.value != a.value:
             which = "default" if b.default and a.default else "value"
             parts.append(f"{which} {b.value} → {a.value}")
-        return f"{self.label}: " + ", ".join(parts)
+        if self.kind == "default":
+            if b.value == a.value:
+                parts.append(f"default {b.value} in both")
+            if b.how != a.how:
+                parts.append(f"{base}: {b.how or 'its default'}; {head}: "
+                             f"{a.how or 'its default'}")
+        return f"{b.flag} ({self.label}): " + ", ".join(parts) if self.kind == "default" \
+            else f"{self.label}: " + ", ".join(parts)
 
 
 def _rows(pair: ResolvedPair) -> dict[str, ServerArg]:
@@ -71,6 +78,10 @@ def arg_changes(base: ResolvedPair, head: ResolvedPair) -> list[ArgChange]:
         elif b.value != a.value:
             changes.append(ArgChange(key, label, "default" if b.default and a.default
                                      else "value", b, a))
+        elif b.default and a.default and b.how != a.how:
+            # the same value reached another way (a parser default against a value resolved
+            # later): a later change of either release's resolution moves one of them
+            changes.append(ArgChange(key, label, "default", b, a))
     return changes
 
 
@@ -84,15 +95,31 @@ def rule_changes(base: ResolvedPair, head: ResolvedPair) -> tuple[list[str], lis
     return gained, lost
 
 
+def _numbers(pair: ResolvedPair) -> tuple[int, int, bool] | str:
+    try:
+        budget = compute(pair)
+    except SpecpairError as exc:
+        return exc.problems[0].message
+    s = budget.speculative or budget.baseline
+    return s.max_total_tokens, s.max_running_requests, s.fits
+
+
+def _default_effect(change: ArgChange, base: ResolvedPair, head: ResolvedPair) -> str:
+    """What a changed default does to the budget: each release's budget reads its own
+    resolved value, so equal values leave the budget to the other changes."""
+    b, h = _numbers(base), _numbers(head)
+    if isinstance(b, str) or isinstance(h, str):
+        return f"budget before: {b}; after: {h}"
+    capacity = f"KV token capacity {b[0]:,} → {h[0]:,}"
+    assert change.before is not None and change.after is not None
+    if change.before.value == change.after.value:
+        return (f"effect on the budget: none, both budgets run with {change.after.value} "
+                f"({capacity})")
+    return f"effect on the budget, with this upgrade's other changes: {capacity}"
+
+
 def _budget_line(base: ResolvedPair, head: ResolvedPair) -> str:
-    def numbers(pair: ResolvedPair) -> tuple[int, int, bool] | str:
-        try:
-            budget = compute(pair)
-        except SpecpairError as exc:
-            return exc.problems[0].message
-        s = budget.speculative or budget.baseline
-        return s.max_total_tokens, s.max_running_requests, s.fits
-    b, h = numbers(base), numbers(head)
+    b, h = _numbers(base), _numbers(head)
     if isinstance(b, str) or isinstance(h, str):
         return f"budget before: {b}; after: {h}"
     return (f"budget: KV token capacity {b[0]:,} → {h[0]:,}, max running requests "
@@ -105,6 +132,7 @@ def upgrade_items(base: ResolvedPair, head: ResolvedPair) -> list[str]:
         return []
     was, now = base.release.profile.title, head.release.profile.title
     items = [f"Engine release {was} → {now}: {c.describe(was, now)}"
+             + (f"; {_default_effect(c, base, head)}" if c.kind == "default" else "")
              for c in arg_changes(base, head)]
     method = head.runbook.speculation.method
     spelled = (base.release.profile.method_names.get(method),

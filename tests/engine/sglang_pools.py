@@ -1,4 +1,5 @@
-"""SGLang 0.5.23's own KV pool sizing for a list of launch commands (run by the oracle test).
+"""SGLang 0.5.23's own KV pool sizing for a list of launch commands (run by the oracle test;
+0.5.18's is sglang_pools_0_5_18.py, which shares the case loop and stand-ins below).
 
 Reads a JSON list of cases on stdin, each `{"argv": [...], "rest_gib": x}` (the argv of
 a `sglang serve` command without the program name, and the budget left for the pools
@@ -33,9 +34,12 @@ Stand-ins, because no GPU runs here:
 
 from __future__ import annotations
 
+import argparse
+import functools
 import json
 import sys
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 
@@ -55,6 +59,22 @@ def _register_cuda_quantization() -> None:
 
 
 NO_LOADED_MODEL = None
+RATIOS = ("swa_full_tokens_ratio", "mamba_full_memory_ratio")
+
+
+@functools.cache
+def _parser() -> argparse.ArgumentParser:
+    from sglang.srt.server_args import ServerArgs
+
+    parser = argparse.ArgumentParser(prog="sglang serve")
+    ServerArgs.add_cli_args(parser)
+    return parser
+
+
+def parser_defaults(argv: list[str]) -> dict[str, Any]:
+    """What the release's own parser gives the ratios a command may leave unset."""
+    ns = _parser().parse_args(argv)
+    return {name: getattr(ns, name) for name in RATIOS}
 
 
 def size(argv: list[str], rest_gib: float, resolve_speculative: bool = False
@@ -141,6 +161,11 @@ def size(argv: list[str], rest_gib: float, resolve_speculative: bool = False
         "full_max_total_num_tokens": config.full_max_total_num_tokens,
         "swa_max_total_num_tokens": config.swa_max_total_num_tokens,
         "eagle_draft_num_layers": spec_aux.eagle_draft_num_layers,
+        # the ratios the pool code reads (unset: the fields' fallback, schedule.py), and
+        # what the parser alone gives them
+        "swa_full_tokens_ratio": get_schedule().swa_full_tokens_ratio,
+        "mamba_full_memory_ratio": get_schedule().mamba_full_memory_ratio,
+        "parser_defaults": parser_defaults(argv),
         "dflash_draft_cell": kvc.dflash_draft_cell_size_per_token,
         "full_attention_layers": len(layer_info.full_attention_layer_ids or [])
         if layer_info.full_attention_layer_ids is not None else None,
@@ -149,18 +174,23 @@ def size(argv: list[str], rest_gib: float, resolve_speculative: bool = False
     }
 
 
-def main() -> None:
-    _install_torchvision_placeholder()
-    _register_cuda_quantization()
+def run(sizer: Callable[[list[str], float, bool], dict[str, Any]]) -> None:
+    """Each case of stdin through `sizer`, one JSON list of results on stdout."""
     results = []
     for case in json.loads(sys.stdin.read()):
         try:
-            results.append(size(case["argv"], float(case["rest_gib"]),
-                                bool(case.get("resolve_speculative"))))
+            results.append(sizer(case["argv"], float(case["rest_gib"]),
+                                 bool(case.get("resolve_speculative"))))
         except Exception as error:  # reported per case to the test
             results.append({"ok": False, "error": f"{type(error).__name__}: {error}",
                             "trace": traceback.format_exc(limit=6)[-2000:]})
     print(json.dumps(results))
+
+
+def main() -> None:
+    _install_torchvision_placeholder()
+    _register_cuda_quantization()
+    run(size)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from specpair import registry
+from specpair.engines import registry as releases_registry
 from specpair.engines.sglang_0_5_23 import args as sglang_args
 from specpair.engines.sglang_0_5_23 import budget as sglang_budget
 from specpair.engines.sglang_0_5_23 import launch as sglang_launch
@@ -85,28 +86,45 @@ def argv_for_engine(argv: list[str | EnvRef]) -> list[str]:
     return [str(a) for a in argv[2:]]  # drop `sglang serve` / `vllm serve`
 
 
+SGLANG_SCRIPTS = {"sglang 0.5.23": "sglang_pools.py", "sglang 0.5.18": "sglang_pools_0_5_18.py"}
+
+
 def sglang_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = TENSOR_PARALLEL,
-                 kvs: tuple[str, ...] = KV_DTYPES
+                 kvs: tuple[str, ...] = KV_DTYPES, release: str = "sglang 0.5.23",
+                 refused: list[tuple[str, str, dict[str, Any]]] | None = None
                  ) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """specpair's numbers and the engine's inputs, through `release`'s package: its
+    defaults (args.DEFAULTS) in 0.5.23's pool code, which every SGLang package budgets
+    with, and its own launch. A corpus pair the release's launch refuses goes to
+    `refused` (name, specpair's reason, the engine's input) instead."""
+    defaults = release_module(release, "args").DEFAULTS
+    build = releases_registry.by_label(release).launch
     cases = []
     for corpus in PAIRS if pairs is None else pairs:
         for tp in tps:
             for kv, hybrid in [(kv, hybrid) for kv in kvs for hybrid in (True, False)]:
-                pair = make_pair(corpus, "sglang", "0.5.23", tp, kv,
+                pair = make_pair(corpus, "sglang", releases.version(release), tp, kv,
                                  {"hybrid_kv_pools": hybrid})
                 if pair is None or (not hybrid and not local_layers(pair.target.geometry)):
                     continue  # the switch only matters with sliding or chunked layers
+                launch = build(pair, True)
                 if "sglang" not in corpus.engines:
-                    assert sglang_launch.build(pair).errors, corpus.name
+                    assert launch.errors, corpus.name
                     continue
-                cells = sglang_budget.pool_cells(pair)
+                name = f"{corpus.name} tp{tp} {kv}" + ("" if hybrid else " no-hybrid")
+                if launch.errors and refused is not None:  # the release's own refusal
+                    refused.append((name, launch.errors[0].message, {
+                        "argv": argv_for_engine(sglang_launch.build(pair, True, defaults).argv),
+                        "rest_gib": REST_GIB}))
+                    continue
+                cells = sglang_budget.pool_cells(pair, defaults)
                 cell = cells.cell_target + cells.cell_draft
                 rest, slots = REST_GIB, None
                 if pair.target.geometry.linear_attention is not None:
                     rest, plan = sglang_budget.state_plan(
                         pair.runbook, pair.target.geometry, tp, REST_GIB, True,
                         sglang_args.verify_width(pair.runbook.speculation),
-                        sglang_args.SPEC_DEFAULT_MAX_RUNNING_REQUESTS)
+                        sglang_args.SPEC_DEFAULT_MAX_RUNNING_REQUESTS, defaults)
                     slots = plan.slots
                 available = int(rest * (1 << 30))
                 tokens, swa_tokens = sglang_budget.pool_tokens(available, cell, cells.swa, 1)
@@ -115,28 +133,42 @@ def sglang_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = T
                         "max_total_num_tokens": tokens, "swa_max_total_num_tokens": swa_tokens,
                         "configurator": "HybridSWAPoolConfigurator" if cells.swa
                         else "DefaultPoolConfigurator"}
-                argv = argv_for_engine(sglang_launch.build(pair).argv)
-                name = f"{corpus.name} tp{tp} {kv}" + ("" if hybrid else " no-hybrid")
+                argv = argv_for_engine(launch.argv)
                 _record(name, pair)
                 cases.append((name, ours, {"argv": argv, "rest_gib": REST_GIB}))
     return cases
 
 
-def test_sglang_pools_equal_the_engines() -> None:
-    cases = sglang_cases()
+# release → (words of specpair's refusal, words of the engine's) for the corpus pairs a
+# release's launch refuses; the engine must refuse each of them too
+SGLANG_REFUSALS = {"sglang 0.5.18": ("reads markov_rank",
+                                     "DSPARK requires markov_rank > 0 in the draft config")}
+
+
+@pytest.mark.parametrize("release", releases.SGLANG)
+def test_sglang_pools_equal_the_engines(release: str) -> None:
+    refused: list[tuple[str, str, dict[str, Any]]] = []
+    cases = sglang_cases(release=release, refused=refused)
     assert len(cases) >= MIN_CASES, len(cases)
-    engine = run_engine("sglang_pools.py", [c for _, _, c in cases])
+    engine = run_engine(SGLANG_SCRIPTS[release],
+                        [c for _, _, c in cases] + [c for _, _, c in refused],
+                        releases.env(release))
     mismatches = []
-    for (name, ours, _), theirs in zip(cases, engine, strict=True):
+    for (name, ours, _), theirs in zip(cases, engine, strict=False):
         if not theirs["ok"]:
             mismatches.append((name, theirs["error"]))
             continue
         got = {k: theirs[k] for k in ours}
         if got != ours:
             mismatches.append((name, {"specpair": ours, "engine": got}))
-    print(f"sglang 0.5.23: {len(cases) - len(mismatches)}/{len(cases)} cases exact")
+    ours_says, engine_says = SGLANG_REFUSALS.get(release, ("", ""))
+    for (name, reason, _), theirs in zip(refused, engine[len(cases):], strict=True):
+        if theirs["ok"] or engine_says not in theirs["error"] or ours_says not in reason:
+            mismatches.append((name, {"specpair refuses": reason, "engine": theirs}))
+    print(f"{release}: {len(cases) - len(mismatches)}/{len(cases)} cases exact; "
+          f"{len(refused)} refused by both")
     assert not mismatches, json.dumps(mismatches, indent=1)[:20000]
-    assert_registry_verified("sglang 0.5.23", [name for name, _, _ in cases])
+    assert_registry_verified(release, [name for name, _, _ in cases])
 
 
 def release_module(release: str, module: str) -> Any:

@@ -18,7 +18,7 @@ from tests.engine.conftest import HERE
 from tests.pairs import make_pair
 from tests.test_budget_properties import dense
 
-ENGINES = ("sglang 0.5.23", *releases.VLLM)  # the releases with a package
+ENGINES = (*releases.SGLANG, *releases.VLLM)  # the releases with a package
 
 
 def engine_answers(engine: str, architectures: list[str]) -> dict[str, bool | None]:

@@ -156,7 +156,8 @@ def _declared(source: str, name: str) -> bool:
 
 def test_every_metric_name_is_declared_in_the_engines_source() -> None:
     """The names of the engine releases' modules, against the released sources of sglang
-    0.5.23 (installed in the engine session), vllm 0.33.0 and vllm 0.32.0 (unpacked)."""
+    0.5.23 (installed in the engine session), sglang 0.5.18, vllm 0.33.0 and vllm 0.32.0
+    (unpacked)."""
     import os
 
     import sglang
@@ -170,6 +171,13 @@ def test_every_metric_name_is_declared_in_the_engines_source() -> None:
     missing = [n for n in sglang_0_5_23_metrics.METRICS.names()
                if n.startswith("sglang:") and not _declared(sglang_src, n)]
     assert not missing, missing
+    from specpair.engines.sglang_0_5_18 import metrics as sglang_0_5_18_metrics
+
+    sglang_0_5_18_src = (Path(os.environ["SPECPAIR_SGLANG_0_5_18_LAYER"]) / "sglang" / "srt"
+                         / "observability" / "metrics_collector.py").read_text()
+    missing = [n for n in sglang_0_5_18_metrics.METRICS.names()
+               if n.startswith("sglang:") and not _declared(sglang_0_5_18_src, n)]
+    assert not missing, ("sglang 0.5.18", missing)
     from specpair.engines.vllm_0_32_0 import metrics as vllm_0_32_0_metrics
 
     for variable, names in (("SPECPAIR_VLLM_SOURCES", vllm_0_33_0_metrics.METRICS.names()),

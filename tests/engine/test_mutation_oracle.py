@@ -2,8 +2,8 @@
 
 Mutated variants of the example runbooks are put through the gate (validate, lock,
 check) and through each engine's own start-up validation (tests/engine/engine_startup.py:
-vLLM 0.33.0's and 0.32.0's create_engine_config, SGLang 0.5.23's ServerArgs resolution
-and ModelConfig), both reading the same real config.json files in checkpoint folders
+vLLM 0.33.0's and 0.32.0's create_engine_config, SGLang 0.5.23's and 0.5.18's ServerArgs
+resolution and ModelConfig), both reading the same real config.json files in checkpoint folders
 without weights. Every variant an engine refuses must fail the gate: 0 false passes.
 The examples themselves must pass both.
 
@@ -226,6 +226,26 @@ VARIANTS += [Variant(**{**v.__dict__, "name": f"{v.name}@0.32.0",
                         "base": "llama-eagle3-vllm-0.32.0",
                         **VLLM_0_32_0_VERDICTS.get(v.name, {})})
              for v in VARIANTS if v.base == "llama-eagle3-vllm"]
+
+# Where sglang 0.5.18's verdict differs from 0.5.23's (engines/sglang_0_5_18/facts.py
+# DIFFERENCES): none of these variants is about a difference, so none so far.
+SGLANG_0_5_18_VERDICTS: dict[str, dict[str, str]] = {}
+SGLANG_BASES = ("qwen3-8b-dflash", "llama31-8b-eagle3")
+
+
+def at_0_5_18(v: Variant) -> Variant:
+    """The variant with the runbook pinned to sglang 0.5.18, checked by 0.5.18's own
+    start-up (resolution while parsing, check_server_args, ModelConfig)."""
+    runbook = copy.deepcopy(v.runbook)
+    runbook["engine"] = {"version": "0.5.18"}
+    return Variant(**{**v.__dict__, "name": f"{v.name}@0.5.18", "runbook": runbook,
+                      **SGLANG_0_5_18_VERDICTS.get(v.name, {})})
+
+
+# the SGLang examples and every SGLang variant again, on 0.5.18
+VARIANTS += [at_0_5_18(Variant(f"example:{name}", name)) for name in SGLANG_BASES]
+VARIANTS += [at_0_5_18(v) for v in VARIANTS
+             if v.base in SGLANG_BASES and not v.name.startswith("example:")]
 
 
 def merge(into: dict[str, Any], update: dict[str, Any]) -> None:

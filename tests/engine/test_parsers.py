@@ -25,14 +25,22 @@ def example_argvs() -> dict[str, list[tuple[str, list[str]]]]:
     return found
 
 
-# sglang 0.5.18 has no package yet (its KV-pool and start-up harnesses do not run it, see
-# engines/README.md): its parser reads the 0.5.23 commands, every flag of which it has
-COMMANDS_OF = {"sglang 0.5.18": "sglang 0.5.23"}
+# sglang 0.5.18's own commands (its example, engines/sglang_0_5_18/) and, since its package
+# writes the same flags, the 0.5.23 examples' commands too
+COMMANDS_OF = {"sglang 0.5.18": ("sglang 0.5.18", "sglang 0.5.23")}
 
 
-# Probes of the reviewed facts (engines/vllm_0_32_0/facts.py DIFFERENCES) the parsers can
-# show: a flag only 0.33.0 has, a method only 0.32.0 accepts; each release's verdict
-PROBES: dict[str, list[tuple[list[str], dict[str, bool]]]] = {"vllm": [
+# Probes of the reviewed facts (engines/vllm_0_32_0/facts.py and
+# engines/sglang_0_5_18/facts.py DIFFERENCES) the parsers can show: a flag only one release
+# has, a method or choice only one accepts; each release's verdict
+PROBES: dict[str, list[tuple[list[str], dict[str, bool]]]] = {"sglang": [
+    (["sglang", "serve", "--model-path", "m", "--quantization", "marlin"],
+     {"sglang 0.5.23": False, "sglang 0.5.18": True}),
+    (["sglang", "serve", "--model-path", "m", "--kv-cache-dtype", "fp4_e2m1"],
+     {"sglang 0.5.23": False, "sglang 0.5.18": True}),
+    (["sglang", "serve", "--model-path", "m", "--speculative-use-block-verification"],
+     {"sglang 0.5.23": True, "sglang 0.5.18": False}),
+], "vllm": [
     (["vllm", "serve", "m", "--monokernel"], {"vllm 0.33.0": True, "vllm 0.32.0": False}),
     (["vllm", "serve", "m", "--speculative-config",
       json.dumps({"method": "medusa", "model": "d", "num_speculative_tokens": 3})],
@@ -50,7 +58,8 @@ def test_every_example_command_parses(release: str) -> None:
     """Each release's own parser, built once (one subprocess per release): every example
     command parses, a misspelled flag fails, and the fact probes answer as reviewed."""
     engine = release.split()[0]
-    items = example_argvs()[COMMANDS_OF.get(release, release)]
+    items = [item for label in COMMANDS_OF.get(release, (release,))
+             for item in example_argvs()[label]]
     assert items, release
     wrong = misspelled(items[0][1])
     assert wrong != items[0][1], items[0][0]

@@ -23,6 +23,9 @@ class ServerArg:
     value: str
     default: bool
     """True when the runbook leaves it to the release's default."""
+    how: str = ""
+    """How the release sets the default (its parser, or its resolution when the parser has
+    none), where two releases may agree on the value but not on how they reach it."""
 
 
 class ResolvedArgs(Protocol):

@@ -21,7 +21,44 @@ if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
 
 ENGINE = PROFILE.label
 SPEC_DEFAULT_MAX_RUNNING_REQUESTS = 48  # server_args.py: under speculation, when unset
-DEFAULT_MAMBA_FULL_MEMORY_RATIO = 0.9  # --mamba-full-memory-ratio
+
+
+@dataclass(frozen=True)
+class ParserDefault:
+    """How a release defaults a ratio that specpair's commands may leave unset."""
+
+    parser: float | None
+    """The parser's default (None: the parser has none and resolution sets it)."""
+    resolved: float
+    """What the release runs with when the command does not set it."""
+    source: str
+
+    def describe(self) -> str:
+        if self.parser is None:
+            return f"no parser default, resolved to {self.resolved:g} ({self.source})"
+        return f"parser default {self.parser:g} ({self.source})"
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """What another release of this engine changes in the code this package follows: the
+    label its rules cite, where its memory heuristic lives, and its parser defaults
+    (sglang_0_5_18 passes its own; everything else is this release's code)."""
+
+    engine: str
+    memory_rule: str
+    swa_full_tokens_ratio: ParserDefault
+    mamba_full_memory_ratio: ParserDefault
+
+
+DEFAULTS = Defaults(
+    engine=ENGINE,
+    memory_rule="arg_groups/memory_hook.py::handle_gpu_memory_settings",
+    swa_full_tokens_ratio=ParserDefault(
+        None, 0.8, "arg_groups/fields/schedule.py:150 Arg(fallback=0.8)"),
+    mamba_full_memory_ratio=ParserDefault(
+        None, 0.9, "arg_groups/fields/schedule.py:220 Arg(fallback=0.9)"))
+DEFAULT_MAMBA_FULL_MEMORY_RATIO = DEFAULTS.mamba_full_memory_ratio.resolved
 
 
 def verify_width(spec: Speculation) -> int:
@@ -54,7 +91,7 @@ def prefill_graph_sizes(max_bs: int) -> list[int]:
 
 
 def default_mem_fraction(gpu_mem_mib: int, tp: int, pp: int, user_max_running: int | None,
-                         use_mla: bool) -> MemFraction:
+                         use_mla: bool, defaults: Defaults = DEFAULTS) -> MemFraction:
     """`memory_hook.handle_gpu_memory_settings` for a text model on CUDA, defaults only."""
     gib = 1024
     if gpu_mem_mib < 20 * gib:
@@ -76,7 +113,7 @@ def default_mem_fraction(gpu_mem_mib: int, tp: int, pp: int, user_max_running: i
     if gpu_mem_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     value = round((gpu_mem_mib - reserved) / gpu_mem_mib, 3)
-    rule = f"{ENGINE} arg_groups/memory_hook.py::handle_gpu_memory_settings"
+    rule = f"{defaults.engine} {defaults.memory_rule}"
     return MemFraction(value, [
         Line(key="chunked_prefill_size", label="chunked prefill size (default)", value=chunked,
              unit="tokens", rule=f"by GPU memory {gpu_mem_mib} MiB; {rule}"),
@@ -105,6 +142,12 @@ class ServerArgs:
     """The verify width; None only for a runbook the loader would refuse."""
     cuda_graphs: bool
     defaulted: frozenset[str]
+    swa_full_tokens_ratio: float | None
+    """What the SWA pool is sized with; None for a target without local-attention layers."""
+    mamba_full_memory_ratio: float | None
+    """The state pool's share (passed explicitly); None for a target without linear
+    attention."""
+    defaults: Defaults = DEFAULTS
 
     def rows(self) -> list[ServerArg]:
         def row(key: str, label: str, flag: str, value: object, name: str) -> ServerArg:
@@ -121,6 +164,16 @@ class ServerArgs:
                 "--speculative-num-draft-tokens", self.num_draft_tokens, "num_draft_tokens"),
             row("cuda_graphs", "CUDA graphs", "--cuda-graph-backend-decode disabled (off)",
                 self.cuda_graphs, "cuda_graphs"),
+            *(ServerArg(key, label, flag, f"{value:g}", name in self.defaulted,
+                        default.describe())
+              for key, label, flag, value, name, default in (
+                  ("swa_full_tokens_ratio", "SWA pool tokens per full-pool token",
+                   "--swa-full-tokens-ratio", self.swa_full_tokens_ratio,
+                   "swa_full_tokens_ratio", self.defaults.swa_full_tokens_ratio),
+                  ("mamba_full_memory_ratio", "state pool share of the KV memory",
+                   "--mamba-full-memory-ratio", self.mamba_full_memory_ratio,
+                   "mamba_full_memory_ratio", self.defaults.mamba_full_memory_ratio))
+              if value is not None),
         ]
 
 
@@ -132,8 +185,9 @@ def _verify_width_or_none(spec: Speculation) -> int | None:
     return None if spec.num_speculative_tokens is None else verify_width(spec)
 
 
-def server_args(pair: ResolvedPair, gpu: GPU) -> ServerArgs:
+def server_args(pair: ResolvedPair, gpu: GPU, defaults: Defaults = DEFAULTS) -> ServerArgs:
     dep = pair.runbook.deployment
+    target = pair.target.geometry
     par = dep.parallel
     if dep.memory_fraction is not None:
         fraction = dep.memory_fraction
@@ -142,15 +196,22 @@ def server_args(pair: ResolvedPair, gpu: GPU) -> ServerArgs:
                                         unit="fraction", rule="declared in runbook"),)
     else:
         mf = default_mem_fraction(gpu.memory_bytes // MiB, par.tensor, par.pipeline,
-                                  dep.max_running_requests,
-                                  pair.target.geometry.attention == "mla")
+                                  dep.max_running_requests, target.attention == "mla",
+                                  defaults)
         fraction, lines = mf.value, tuple(mf.lines)
     defaulted = {name for name, value in (
         ("mem_fraction_static", dep.memory_fraction), ("page_size", dep.page_size),
-        ("max_running_requests", dep.max_running_requests)) if value is None}
+        ("max_running_requests", dep.max_running_requests),
+        ("swa_full_tokens_ratio", None),  # no runbook field: the release's default
+        ("mamba_full_memory_ratio", dep.linear_state.full_memory_ratio)) if value is None}
+    local = target.sliding_window_layers + target.chunked_attention_layers > 0
     return ServerArgs(
         mem_fraction_static=fraction, mem_fraction_lines=lines,
         page_size=dep.page_size or PROFILE.default_page_size,
         max_running_requests=dep.max_running_requests or SPEC_DEFAULT_MAX_RUNNING_REQUESTS,
         num_draft_tokens=_verify_width_or_none(pair.runbook.speculation),
-        cuda_graphs=dep.cuda_graphs, defaulted=frozenset(defaulted))
+        cuda_graphs=dep.cuda_graphs, defaulted=frozenset(defaulted),
+        swa_full_tokens_ratio=defaults.swa_full_tokens_ratio.resolved if local else None,
+        mamba_full_memory_ratio=(dep.linear_state.full_memory_ratio
+                                 or defaults.mamba_full_memory_ratio.resolved)
+        if target.linear_attention is not None else None, defaults=defaults)

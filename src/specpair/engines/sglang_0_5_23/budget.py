@@ -34,9 +34,9 @@ from specpair.budget.common import (
 )
 from specpair.budget.model import Assumption, Budget, GiB, Line, Scenario
 from specpair.engines.sglang_0_5_23.args import (
-    DEFAULT_MAMBA_FULL_MEMORY_RATIO,
-    ENGINE,
+    DEFAULTS,
     SPEC_DEFAULT_MAX_RUNNING_REQUESTS,
+    Defaults,
     server_args,
     verify_width,
 )
@@ -64,7 +64,6 @@ HYBRID_SWA_ARCHS = frozenset({
     # chunked local attention is kept in the SWA pool, its window the attention chunk
     # (load_model_utils.py::resolve_sliding_window_size; get_hybrid_layer_ids)
     "Llama4ForConditionalGeneration"})
-DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8  # --swa-full-tokens-ratio
 
 
 # --------------------------------------------------------------------------- flags
@@ -156,15 +155,15 @@ class StatePlan:
     lines: list[Line]
 
 
-def _state_sizes(g: Geometry, attn_tp: int, ssm_bytes: int, ring_len: int | None
-                 ) -> tuple[int, int]:
+def _state_sizes(g: Geometry, attn_tp: int, ssm_bytes: int, ring_len: int | None,
+                 engine: str) -> tuple[int, int]:
     la = g.linear_attention
     assert la is not None
     if la.kind == "gdn":
-        return _gdn_state_size(la, attn_tp, ssm_bytes, ring_len), 0
+        return _gdn_state_size(la, attn_tp, ssm_bytes, ring_len, engine), 0
     if la.kind != "kda":
         raise SpecpairError.single(
-            "runbook", f"not modelled: the {la.kind} state pool for {ENGINE}",
+            "runbook", f"not modelled: the {la.kind} state pool for {engine}",
             "only KDA and Gated DeltaNet hybrids are modelled; budget this pair by "
             "measurement", field_path="target")
     h_rank, d = la.num_heads // attn_tp, la.head_dim
@@ -180,7 +179,7 @@ def _state_sizes(g: Geometry, attn_tp: int, ssm_bytes: int, ring_len: int | None
 
 
 def _gdn_state_size(la: LinearAttention, attn_tp: int, ssm_bytes: int,
-                    ring_len: int | None) -> int:
+                    ring_len: int | None, engine: str) -> int:
     """Gated DeltaNet (Qwen3-Next): `Qwen3NextConfig.mamba2_cache_params` →
     `Mamba2StateShape.create`: conv windows over q, k and v (bf16), an SSM state of
     value heads × value head size × key head size per layer, both split over attn-TP."""
@@ -188,7 +187,7 @@ def _gdn_state_size(la: LinearAttention, attn_tp: int, ssm_bytes: int,
     key_dim = la.key_head_dim or la.head_dim
     if ring_len:
         raise SpecpairError.single(
-            "runbook", f"not modelled: the Gated DeltaNet ReplaySSM scratch on {ENGINE}",
+            "runbook", f"not modelled: the Gated DeltaNet ReplaySSM scratch on {engine}",
             "set deployment.linear_state.replay_spec: false",
             field_path="deployment.linear_state.replay_spec")
     if key_heads % attn_tp or la.num_heads % attn_tp:
@@ -204,7 +203,8 @@ def _gdn_state_size(la: LinearAttention, attn_tp: int, ssm_bytes: int,
 
 
 def state_plan(rb: Runbook, g: Geometry, attn_tp: int, rest_gib: float, speculative: bool,
-               verify: int, max_running: int) -> tuple[float, StatePlan]:
+               verify: int, max_running: int, defaults: Defaults = DEFAULTS
+               ) -> tuple[float, StatePlan]:
     """`KVCacheConfigurator._handle_max_mamba_cache`: returns rest after the state pool."""
     ls = rb.deployment.linear_state
     replay = speculative and ls.replay_spec
@@ -214,7 +214,8 @@ def state_plan(rb: Runbook, g: Geometry, attn_tp: int, rest_gib: float, speculat
     ssm_dtype = ls.ssm_dtype or (la.ssm_dtype if la is not None and la.kind == "gdn"
                                  else None) or "float32"
     ssm_bytes = {"float32": 4, "bfloat16": 2, "float16": 2}[ssm_dtype]
-    state, ring = _state_sizes(g, attn_tp, ssm_bytes, ls.replay_cache_len if replay else None)
+    state, ring = _state_sizes(g, attn_tp, ssm_bytes, ls.replay_cache_len if replay else None,
+                               defaults.engine)
     if ls.disable_radix_cache:
         ratio = 1
     else:
@@ -222,7 +223,7 @@ def state_plan(rb: Runbook, g: Geometry, attn_tp: int, rest_gib: float, speculat
         if strategy == "auto":
             strategy = "extra_buffer" if g.architecture in EXTRA_BUFFER_ARCHS else "no_buffer"
         ratio = 5 if strategy == "extra_buffer" else 3  # base 3 + 2 tracking slots (overlap)
-    r = ls.full_memory_ratio or DEFAULT_MAMBA_FULL_MEMORY_RATIO
+    r = ls.full_memory_ratio or defaults.mamba_full_memory_ratio.resolved
     reserves_spec_state = speculative and not replay
     per_slot = state + ring
     intermediate = 0
@@ -249,7 +250,7 @@ def state_plan(rb: Runbook, g: Geometry, attn_tp: int, rest_gib: float, speculat
     rest -= intermediate / (1 << 30)
     pool = (slots + 1) * per_slot
     rest -= pool / (1 << 30)
-    rule = f"{ENGINE} kv_cache_configurator.py::_handle_max_mamba_cache"
+    rule = f"{defaults.engine} kv_cache_configurator.py::_handle_max_mamba_cache"
     linear_layers = g.linear_attention.layers if g.linear_attention else 0
     lines = [
         Line(key="state_per_slot", label="linear-attention state per slot", value=state,
@@ -291,7 +292,7 @@ class PoolCells:
     note: str | None
 
 
-def pool_cells(pair: ResolvedPair) -> PoolCells:
+def pool_cells(pair: ResolvedPair, defaults: Defaults = DEFAULTS) -> PoolCells:
     """The configurator the engine picks for this pair (DefaultPoolConfigurator or
     HybridSWAPoolConfigurator) and its bytes per token: target, draft, sliding layers."""
     dep = pair.runbook.deployment
@@ -304,12 +305,12 @@ def pool_cells(pair: ResolvedPair) -> PoolCells:
     if hybrid and pp > 1:
         raise SpecpairError.single(
             "runbook", f"hybrid-SWA pools under pipeline parallelism are not modelled for "
-            f"{ENGINE}", "set deployment.parallel.pipeline to 1, or "
+            f"{defaults.engine}", "set deployment.parallel.pipeline to 1, or "
             "deployment.hybrid_kv_pools: false (--disable-hybrid-swa-memory)",
             field_path="deployment.parallel.pipeline")
     cell_t, cell_t_rule = target_cell(target, attn_tp, pp, t_bytes_kv, hybrid)
-    swa = swa_split(target, attn_tp, t_bytes_kv, DEFAULT_SWA_FULL_TOKENS_RATIO) \
-        if hybrid else None
+    ratio = defaults.swa_full_tokens_ratio.resolved
+    swa = swa_split(target, attn_tp, t_bytes_kv, ratio) if hybrid else None
     baseline_swa = swa
     layers_t = math.ceil((target.full_attention_layers if hybrid else kv_layers(target)) / pp)
     note = None
@@ -333,7 +334,7 @@ def pool_cells(pair: ResolvedPair) -> PoolCells:
         d_swa = swa_layers(draft) if uses_hybrid_swa_pools(draft, True) else 0
         per_layer = per_layer_cell(target, attn_tp, t_bytes_kv)
         cell_d = per_layer * (d_layers - d_swa)
-        swa = swa_split(target, attn_tp, t_bytes_kv, DEFAULT_SWA_FULL_TOKENS_RATIO, d_swa)
+        swa = swa_split(target, attn_tp, t_bytes_kv, ratio, d_swa)
         rule = (f"{spec.method.value}: {d_layers - d_swa} draft layers at the target's "
                 f"full-layer cell {per_layer} B; HybridSWAPoolConfigurator")
     elif spec.method.is_block_drafter:
@@ -393,7 +394,7 @@ class Inputs:
 def size_pool(name: str, inputs: Inputs, cell_t: int, cell_d: int, rb: Runbook | None = None,
               target: Geometry | None = None, attn_tp: int = 1, speculative: bool = False,
               verify: int = 1, extra_lines: list[Line] | None = None,
-              swa: SwaSplit | None = None) -> Scenario:
+              swa: SwaSplit | None = None, defaults: Defaults = DEFAULTS) -> Scenario:
     p_gib = inputs.free_before_load / GiB
     f = inputs.mem_fraction
     used = inputs.target_weights + inputs.draft_weights + inputs.other_allocations
@@ -420,7 +421,7 @@ def size_pool(name: str, inputs: Inputs, cell_t: int, cell_d: int, rb: Runbook |
     plan: StatePlan | None = None
     if target is not None and target.linear_attention is not None and rb is not None and rest > 0:
         rest, plan = state_plan(rb, target, attn_tp, rest, speculative, verify,
-                                max_running or 1)
+                                max_running or 1, defaults)
         lines += plan.lines
     cell = cell_t + cell_d
     available = int(rest * (1 << 30)) if rest > 0 else 0
@@ -484,7 +485,7 @@ def size_pool(name: str, inputs: Inputs, cell_t: int, cell_d: int, rb: Runbook |
         full_context_headroom_bytes=headroom, fits=fits, verdict=verdict, lines=lines)
 
 
-def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
+def budget(pair: ResolvedPair, gpu: GPU, defaults: Defaults = DEFAULTS) -> Budget:
     rb = pair.runbook
     dep = rb.deployment
     spec = rb.speculation
@@ -507,7 +508,7 @@ def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
         unit="B", source="declared in runbook" if a.other_allocations_bytes is not None
         else "default 0.6 GiB (ENGINE_NOTES_SGLANG §4.8)"))
 
-    args = server_args(pair, gpu)
+    args = server_args(pair, gpu, defaults)
     f, frac_lines = args.mem_fraction_static, list(args.mem_fraction_lines)
     # the limit the launch passes, to the speculative server and to its baseline alike
     max_running = args.max_running_requests
@@ -526,7 +527,7 @@ def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
                   "whole on every rank"),
     ]
 
-    cells = pool_cells(pair)
+    cells = pool_cells(pair, defaults)
     cell_t, swa = cells.cell_target, cells.swa
     page = args.page_size
     base_inputs = Inputs(p_bytes, wt, 0, other, f, page, dep.context_length, max_running)
@@ -535,7 +536,7 @@ def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
                                     f"{dep.kv_cache_dtype.value}; "
                                     "pool_configurator.py::_compute_cell_size")
     baseline = size_pool("target alone", base_inputs, cell_t, 0, rb, target, attn_tp,
-                         False, 1, frac_lines + [cell_line], cells.baseline_swa)
+                         False, 1, frac_lines + [cell_line], cells.baseline_swa, defaults)
 
     spec_inputs = Inputs(p_bytes, wt, wd, other, f, page, dep.context_length, max_running)
     verify = verify_width(spec)
@@ -549,21 +550,21 @@ def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
                 key="cell_draft", label="draft KV bytes per token (fallback)", value=fb_cell,
                 unit="B", rule=f"ceil(cell_t · ({layers_t} + {kv_layers(draft)}) / "
                                f"{layers_t}) − cell_t: layer-count scaling when the engine "
-                               "cannot read the draft config")])
+                               "cannot read the draft config")], defaults=defaults)
     note = cells.note
     if cells.draft_rule is None:
         scenario = size_pool("with NGRAM (no draft KV)", spec_inputs, cell_t, 0, rb, target,
-                             attn_tp, True, verify, frac_lines + [cell_line], swa)
+                             attn_tp, True, verify, frac_lines + [cell_line], swa, defaults)
     else:
         scenario = size_pool(
             f"with the {spec.method.value} draft", spec_inputs, cell_t, cells.cell_draft, rb,
             target, attn_tp, True, verify, frac_lines + [cell_line, Line(
                 key="cell_draft", label="draft KV bytes per token",
-                value=cells.cell_draft, unit="B", rule=cells.draft_rule)], swa)
+                value=cells.cell_draft, unit="B", rule=cells.draft_rule)], swa, defaults)
     lost = pct(baseline.max_total_tokens - scenario.max_total_tokens,
                baseline.max_total_tokens)
     share = pct(scenario.cell_draft, scenario.cell_total)
     return Budget(
-        engine=ENGINE, gpu=gpu.key, assumptions=assumptions, weights=weights,
+        engine=defaults.engine, gpu=gpu.key, assumptions=assumptions, weights=weights,
         baseline=baseline, speculative=scenario, fallback=fallback, draft_pool_note=note,
         capacity_lost_pct=lost, draft_share_of_kv_pct=share, storage=storage(pair))

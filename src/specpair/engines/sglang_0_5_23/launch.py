@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from specpair.budget.common import kv_layers
 from specpair.engines.launch_model import EnvRef, Launch, Preflights
 from specpair.engines.sglang_0_5_23.args import (
-    DEFAULT_MAMBA_FULL_MEMORY_RATIO,
-    ENGINE,
+    DEFAULTS,
+    Defaults,
     server_args,
     verify_width,
 )
@@ -50,14 +50,15 @@ def _source(art: Artifact) -> tuple[str, str | None]:
     return art.repo, art.revision
 
 
-def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
+def build(pair: ResolvedPair, speculate: bool = True, defaults: Defaults = DEFAULTS,
+          quantization: tuple[str, ...] = QUANTIZATION) -> Launch:
     rb = pair.runbook
     dep = rb.deployment
     spec = rb.speculation
     par = dep.parallel
-    checks = Preflights(ENGINE)
+    checks = Preflights(defaults.engine)
     need = checks.need
-    args = server_args(pair, pair.gpu_spec)
+    args = server_args(pair, pair.gpu_spec, defaults)
 
     model, revision = _source(rb.target)
     argv: list[str | EnvRef] = ["sglang", "serve", "--model-path", model]
@@ -68,9 +69,9 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
         argv.append("--trust-remote-code")
     for role, art in (("target", rb.target), ("draft", rb.draft)):
         if art is not None and art.quantization:
-            need(art.quantization in QUANTIZATION, f"{role}.quantization",
+            need(art.quantization in quantization, f"{role}.quantization",
                  f"--quantization has no {art.quantization!r} (the parser refuses it)",
-                 "use one of: " + ", ".join(QUANTIZATION))
+                 "use one of: " + ", ".join(quantization))
     if rb.target.quantization:
         argv += ["--quantization", rb.target.quantization]
 
@@ -154,8 +155,8 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
         if ls.ssm_dtype:
             argv += ["--mamba-ssm-dtype", ls.ssm_dtype]
         # the state share and the radix strategy as the budget assumes them, explicitly
-        ratio = ls.full_memory_ratio or DEFAULT_MAMBA_FULL_MEMORY_RATIO
-        argv += ["--mamba-full-memory-ratio", f"{ratio:g}"]
+        assert args.mamba_full_memory_ratio is not None
+        argv += ["--mamba-full-memory-ratio", f"{args.mamba_full_memory_ratio:g}"]
         if ls.max_cache_size is not None:
             argv += ["--max-mamba-cache-size", str(ls.max_cache_size)]
         strategy = ls.radix_cache_strategy
@@ -206,7 +207,7 @@ def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
         env[LONGER_CONTEXT_ENV] = "1"
     # /health generates one token (503 while starting or wedged); /ready only says whether
     # new requests are taken (sglang/srt/entrypoints/http_server.py)
-    return Launch(engine=ENGINE, argv=argv, node_env=node_env, env=env, preflight=checks,
+    return Launch(engine=defaults.engine, argv=argv, node_env=node_env, env=env, preflight=checks,
                   health_path="/health", ready_path="/ready", port=dep.port)
 
 

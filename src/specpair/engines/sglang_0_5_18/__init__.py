@@ -1,0 +1,21 @@
+"""SGLang 0.5.18: the 0.5.23 package's code with this release's facts (facts.DIFFERENCES):
+its defaults, its rule sources, the start-up refusals only it has, its metrics' source."""
+
+from __future__ import annotations
+
+from specpair.engines.release import EngineRelease
+from specpair.engines.sglang_0_5_18 import args, budget, facts, launch, metrics
+from specpair.engines.sglang_0_5_23 import bench, logs
+
+RELEASE = EngineRelease(
+    profile=facts.PROFILE,
+    server_args=args.server_args,
+    launch=launch.build,
+    budget=budget.budget,
+    metrics=metrics.METRICS,
+    # the same log lines (model_runner.py:1156, cuda_graph_setup.py:394) and request
+    # fields (return_spec_tokens_details, /server_info) as 0.5.23
+    log_timings=logs.TIMINGS,
+    bench=bench.PROBE,
+    image="lmsysorg/sglang:v0.5.18",
+)

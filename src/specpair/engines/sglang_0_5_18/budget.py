@@ -1,0 +1,19 @@
+"""SGLang 0.5.18's KV budget: 0.5.23's start-up order and pool formulas, which 0.5.18's own
+pool code computes to the token over the oracle corpus (tests/engine/test_kv_oracle.py),
+with this release's defaults."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from specpair.budget.model import Budget
+from specpair.engines.sglang_0_5_18.args import DEFAULTS
+from specpair.engines.sglang_0_5_23 import budget as base
+from specpair.hardware import GPU
+
+if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
+    from specpair.resolve import ResolvedPair
+
+
+def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
+    return base.budget(pair, gpu, DEFAULTS)
