@@ -183,6 +183,28 @@ def test_the_lock_says_which_class_read_the_config() -> None:
     assert "custom config code not run" in config_source(nas.read_text())
 
 
+def test_nemotron_nas_is_refused_at_lock_by_its_block_configs() -> None:
+    # Llama-3.3-Nemotron-Super-49B's published config: num_key_value_heads is null and
+    # 31 of its 80 blocks have no attention; reading it as a dense model budgeted 8-13x
+    # what the engines keep. Neither engine's KV code can be run on it here (both read
+    # block_configs as objects of the checkpoint's own DeciLMConfig, custom code that is
+    # not shipped with the corpus), so it is refused, naming the key
+    from specpair.errors import SpecpairError
+    from specpair.geometry import NotModelled
+    from specpair.hub import geometry_from_config
+
+    text = (FIXTURES / "corpus" / "nvidia__Llama-3_3-Nemotron-Super-49B-v1"
+            / "config.json").read_text()
+    config = json.loads(text)
+    assert config["num_key_value_heads"] is None
+    assert sum(b["attention"]["no_op"] for b in config["block_configs"]) == 31
+    with pytest.raises(NotModelled) as refused:
+        from_hf_config(config)
+    assert refused.value.key == "block_configs"
+    with pytest.raises(SpecpairError, match=r"not modelled: block_configs .*Nemotron-NAS"):
+        geometry_from_config(text, "target/config.json")
+
+
 def test_a_declared_lock_says_which_class_read_its_config() -> None:
     from specpair.declare import declared_artifact
     from specpair.schema.lock import Source

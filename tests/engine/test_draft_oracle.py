@@ -12,7 +12,7 @@ import os
 import re
 from typing import Any
 
-from specpair import registry
+from specpair import method_support, registry
 from specpair.budget import check_layouts
 from specpair.errors import SpecpairError
 from specpair.geometry import NotModelled
@@ -60,7 +60,10 @@ def corpus_drafts() -> tuple[list[CorpusPair], dict[str, str], dict[str, str]]:
     """(pairs to run, draft folder → why it is not run, pair name → the stand-in target
     it is served with)."""
     entries = json.loads((CORPUS / "SOURCES.json").read_text(encoding="utf-8"))
-    targets = {e["model_id"].lower(): e["folder"] for e in entries if e["role"] == "target"}
+    # a vendored copy of a published config answers for the model it `represents`
+    targets = {e.get("represents", e["model_id"]).lower(): e["folder"]
+               for e in entries if e["role"] == "target"}
+    targets |= {e["model_id"].lower(): e["folder"] for e in entries if e["role"] == "target"}
     drafts = [e for e in entries if e["role"] == "draft"]
     assert len(drafts) >= MIN_DRAFTS, len(drafts)
     pairs, skipped, stand_ins = [], {}, {}
@@ -90,13 +93,19 @@ def corpus_drafts() -> tuple[list[CorpusPair], dict[str, str], dict[str, str]]:
 
 def specpair_refusal(corpus: CorpusPair, engine: str) -> tuple[str, str] | None:
     """(which check, why) when specpair refuses the pair on `engine`, by name: the
-    launch's own rules, then the allowlist of verified layouts; None when it budgets it."""
+    launch's own rules, the engine's method support, then the allowlist of verified
+    layouts; None when it budgets it."""
     name, version = engine.split()
     pair = make_pair(corpus, name, version, 1, "auto")
     assert pair is not None, corpus.name  # TP 1 always splits
     launch = build_for(pair, engine)  # the release's own launch rules
     if launch.errors:
         return "launch", f"{launch.errors[0].field}: {launch.errors[0].message}"
+    # the engine's model registry: its class cannot serve the method (the gate's SP308)
+    cannot = method_support.refusal(engine, corpus.speculation["method"],
+                                    pair.target.geometry.architecture)
+    if cannot is not None:
+        return "method", f"speculation.method: {cannot[0]}"
     try:
         check_layouts(pair)
     except SpecpairError as refusal:

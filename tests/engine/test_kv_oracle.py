@@ -350,3 +350,23 @@ def test_the_whole_corpus_is_exact_or_refused_by_name() -> None:
           f"{len(by_key)} {sorted(set(by_key.values()))}")
     print(json.dumps(report, indent=1))
     assert not failures, json.dumps(failures, indent=1)[:20000]
+
+
+def test_gemma3_published_config_budgets_exactly_in_both_engines() -> None:
+    """google/gemma-3-27b-it's config.json, unchanged (a verbatim vendored copy; see
+    tests/test_gemma3_published.py for its lock): every TP × KV dtype × hybrid-switch case
+    equals both engines' own pool code, and none is refused."""
+    gemma3 = CorpusPair("gemma3-27b-published", "sgl-project__ome-testdata-gemma3", None,
+                        {"method": "NGRAM", "num_speculative_tokens": 3}, root=CORPUS)
+    assert registry.layout_architecture(geometry(gemma3.target, CORPUS)) == \
+        "Gemma3ForConditionalGeneration"
+    sglang = _exact("sglang_pools.py", sglang_cases([gemma3]))
+    cases, refused = vllm_cases([gemma3])
+    vllm = _exact("vllm_kv_plan.py", cases, releases.env("vllm 0.33.0"))
+    assert not refused, refused
+    for engine, verdicts in (("sglang 0.5.23", sglang), ("vllm 0.33.0", vllm)):
+        # TP 1/2/4/8 × auto/fp8 × hybrid pools on and off (52 of its 62 layers slide)
+        assert len(verdicts) == 16, (engine, sorted(verdicts))
+        wrong = {name: v for name, v in verdicts.items() if v is not None}
+        assert not wrong, (engine, wrong)
+        print(f"{engine}: {len(verdicts)}/{len(verdicts)} cases exact")
