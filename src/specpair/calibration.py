@@ -48,7 +48,8 @@ __all__ = ["TP_ALLREDUCES_PER_LAYER", "shape_for"]
 # Where no fit exists yet: plausible serving-engine figures inside every bound, labelled as
 # such wherever used; they are also the priors every fit is pulled towards (weakly).
 UNCALIBRATED = StepParams(eta_bw=0.8, eta_flops=0.6, forward_s=2e-3, speculative_s=1e-3,
-                          draft_s=0.5e-3, allreduce_s=20e-6, token_s=10e-6, moe_locality=0.6)
+                          draft_s=0.5e-3, allreduce_s=20e-6, token_s=10e-6, moe_locality=0.6,
+                          layer_s=10e-6)
 DRAFT_PRIORS = {"eagle": 4e-4, "eagle3": 4e-4, "mtp": 4e-4, "block": 6e-4,
                 "draft-model": 8e-4, "ngram": 1e-4}
 FP8_BYTES = 1.0
@@ -460,7 +461,7 @@ def baseline_ratio(point: Point, pred: Prediction) -> float | None:
 # ------------------------------------------------------------------ fitting
 
 SHARED = ("eta_bw", "eta_flops", "forward_s", "speculative_s", "allreduce_s", "token_s",
-          "moe_locality")
+          "moe_locality", "layer_s")
 
 
 def identifiable(points: Sequence[Point], data: CalibrationData) -> list[str]:
@@ -475,6 +476,8 @@ def identifiable(points: Sequence[Point], data: CalibrationData) -> list[str]:
         free.append("allreduce_s")
     if len({p.concurrency for p in points}) > 1:
         free.append("token_s")
+    if len({data.models[p.target].layers for p in points}) > 1:
+        free.append("layer_s")  # models of different depths tell it from forward_s
     if any(data.models[p.target].experts for p in spec):
         free.append("moe_locality")
     free += [f"draft_s.{d}" for d in sorted({p.drafter for p in spec})]

