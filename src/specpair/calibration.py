@@ -49,7 +49,7 @@ __all__ = ["TP_ALLREDUCES_PER_LAYER", "shape_for"]
 # such wherever used; they are also the priors every fit is pulled towards (weakly).
 UNCALIBRATED = StepParams(eta_bw=0.8, eta_flops=0.6, forward_s=2e-3, speculative_s=1e-3,
                           draft_s=0.5e-3, allreduce_s=20e-6, token_s=10e-6, moe_locality=0.6,
-                          layer_s=10e-6)
+                          layer_s=10e-6, moe_bw=0.7)
 DRAFT_PRIORS = {"eagle": 4e-4, "eagle3": 4e-4, "mtp": 4e-4, "block": 6e-4,
                 "draft-model": 8e-4, "ngram": 1e-4}
 FP8_BYTES = 1.0
@@ -461,7 +461,7 @@ def baseline_ratio(point: Point, pred: Prediction) -> float | None:
 # ------------------------------------------------------------------ fitting
 
 SHARED = ("eta_bw", "eta_flops", "forward_s", "speculative_s", "allreduce_s", "token_s",
-          "moe_locality", "layer_s")
+          "moe_locality", "layer_s", "moe_bw")
 
 
 def identifiable(points: Sequence[Point], data: CalibrationData) -> list[str]:
@@ -480,6 +480,8 @@ def identifiable(points: Sequence[Point], data: CalibrationData) -> list[str]:
         free.append("layer_s")  # models of different depths tell it from forward_s
     if any(data.models[p.target].experts for p in spec):
         free.append("moe_locality")
+    if any(data.models[p.target].experts for p in points):
+        free.append("moe_bw")
     free += [f"draft_s.{d}" for d in sorted({p.drafter for p in spec})]
     return free
 

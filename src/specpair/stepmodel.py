@@ -2,12 +2,17 @@
 
 Every forward costs a fixed part and a roofline part:
 
-    T_forward = fixed + allreduces · allreduce_s
+    T_forward = fixed + layers · layer_s + allreduces · allreduce_s
                 + max(bytes / (η_bw · bandwidth), FLOPs / (η_f · peak))
 
 - bytes: the weights the step reads (dense part always; of the routed experts the share
-  the step's tokens touch, see `Forward.routed_coverage`) plus the KV it reads, batch ×
-  context × bytes per token, at the *expected* context (prompt plus half the output);
+  the step's tokens touch, see `Forward.routed_coverage`, counted at 1 / moe_bw: grouped-
+  GEMM expert reads reach only that share of a dense GEMV's bandwidth) plus the KV it
+  reads, batch × context × bytes per token, at the *expected* context (prompt plus half
+  the output);
+- layers · layer_s: each decoder layer's kernel boundaries (launch gaps and tail drain,
+  present even in a CUDA graph), which a per-forward constant cannot carry for models of
+  different depths;
 - FLOPs: 2 × active parameters per token, plus attention, per token 2 · heads ·
   (head_dim + v_head_dim) per layer and per token of context;
 - peak: dense FP8 tensor FLOP/s when the weights are FP8 and the GPU has FP8 tensor cores,
@@ -203,9 +208,12 @@ class Forward:
         return float(1 - (1 - self.routed_share) ** n)
 
     def memory(self, batch: int, tokens_per_seq: int, context: int,
-               locality: float = 1.0, chain: int | None = None) -> float:
+               locality: float = 1.0, chain: int | None = None,
+               moe_bw: float = 1.0) -> float:
+        """Bytes the forward reads, the routed experts' counted at 1 / `moe_bw` (their
+        grouped-GEMM reads reach that share of the dense kernels' bandwidth)."""
         routed = self.routed_bytes * self.routed_coverage(batch, tokens_per_seq, locality,
-                                                          chain)
+                                                          chain) / moe_bw
         windowed = min(context, self.window) * self.window_kv_bytes_per_token
         return self.weight_bytes + routed + batch * (context * self.kv_bytes_per_token
                                                      + windowed)
@@ -216,9 +224,11 @@ class Forward:
         return per_token * batch * tokens_per_seq
 
     def time(self, batch: int, tokens_per_seq: int, context: int, bandwidth: float,
-             flops: float, locality: float = 1.0, chain: int | None = None) -> float:
+             flops: float, locality: float = 1.0, chain: int | None = None,
+             moe_bw: float = 1.0) -> float:
         """The roofline part alone, at the bandwidth and FLOP/s given."""
-        return max(self.memory(batch, tokens_per_seq, context, locality, chain) / bandwidth,
+        return max(self.memory(batch, tokens_per_seq, context, locality, chain, moe_bw)
+                   / bandwidth,
                    self.flops(batch, tokens_per_seq, context) / flops)
 
 
@@ -255,12 +265,17 @@ BOUNDS: dict[str, Bound] = {
     "token_s": Bound(1e-7, SAMPLER_TOKEN_S, "per output token per sequence, at most a "
                      "sampler's measured cost (vLLM PR #23997: ~24K tokens/s at batch 1, "
                      "≤ 41.6 µs)"),
-    "layer_s": Bound(1e-6, 5e-5, "per decoder layer and forward: the kernel boundaries of "
+    "layer_s": Bound(1e-6, 1e-4, "per decoder layer and forward: the kernel boundaries of "
                      "one layer each drain the GPU and wait on the next launch even inside a "
                      "CUDA graph, a few µs each; a dense layer runs ~8-12 kernels (norms, "
-                     "QKV, RoPE/KV write, attention, output, MLP): at most ~50 µs. MoE "
-                     "layers run more (router, top-k, permute, two grouped GEMMs, shared "
-                     "expert), which one per-layer figure cannot tell apart"),
+                     "QKV, RoPE/KV write, attention, output, MLP), a MoE layer with MLA "
+                     "20-30 (router, top-k, permute, two grouped GEMMs, shared expert, "
+                     "unpermute, absorbed projections): at most ~100 µs"),
+    "moe_bw": Bound(0.25, 1.0, "share of the dense kernels' achieved bandwidth that the "
+                    "routed experts' grouped-GEMM reads reach: a decode step gives each "
+                    "expert a few tokens, so fused-MoE kernels read many small weight tiles "
+                    "with routing gathers in between; 1 is as fast as a dense GEMV, below a "
+                    "quarter no tuned MoE kernel runs"),
     "moe_locality": Bound(0.2, 1.0, "ρ: the w verify tokens of one sequence count as w^ρ "
                           "independent tokens for expert coverage; 1 is uniform routing"),
 }
@@ -284,7 +299,7 @@ RECORD_BOUNDS: dict[str, Bound] = {
                            "forward_s": (1e-5, 1.0), "speculative_s": (1e-6, 1.0),
                            "draft_s": (1e-6, 1.0), "allreduce_s": (1e-6, 1e-3),
                            "token_s": (1e-7, 0.1), "moe_locality": (0.2, 1.0),
-                           "layer_s": (1e-7, 1e-2)}.items()}
+                           "layer_s": (1e-7, 1e-2), "moe_bw": (0.01, 1.0)}.items()}
 """Bounds for `specpair calibrate` on a pair's own records (not the published fits)."""
 
 
@@ -310,6 +325,8 @@ class StepParams(Strict):
                                 "verify tokens touch experts like w^ρ independent tokens")
     layer_s: float = Field(default=0.0, ge=0, description="fixed cost per decoder layer "
                            "and forward (kernel boundaries), serial")
+    moe_bw: float = Field(default=1.0, gt=0, le=1, description="share of the dense "
+                          "kernels' bandwidth the routed experts' reads reach")
 
     def describe(self) -> str:
         return (f"η_bw {self.eta_bw:.2f}, η_f {self.eta_flops:.2f}, per forward "
@@ -318,7 +335,7 @@ class StepParams(Strict):
                 f"{self.draft_s * 1e3:.2f} ms, per all-reduce {self.allreduce_s * 1e6:.0f} µs, "
                 f"per output token {self.token_s * 1e6:.1f} µs, per layer "
                 f"{self.layer_s * 1e6:.1f} µs, expert-routing locality ρ "
-                f"{self.moe_locality:.2f}")
+                f"{self.moe_locality:.2f}, routed-expert bandwidth share {self.moe_bw:.2f}")
 
 
 @dataclass(frozen=True)
@@ -441,7 +458,7 @@ def forward_time(fwd: Forward, batch: int, tokens: int, context: int, hw: Hardwa
         / hw.link_bandwidth
     return fixed + fwd.layers * p.layer_s + fwd.allreduces * (p.allreduce_s + message) + fwd.time(
         batch, tokens, context, p.eta_bw * hw.bandwidth, p.eta_flops * hw.peak(fwd),
-        p.moe_locality, chain)
+        p.moe_locality, chain, p.moe_bw)
 
 
 def step_times(target: Forward, draft: Forward | None, shape: Shape, batch: int,
