@@ -226,6 +226,22 @@ def test_a_held_out_dense_baseline_curve_is_not_pulled_by_moe_sources() -> None:
     assert "moe_bw" in fit.free and "layer_s" in fit.free
 
 
+def test_a_repeated_baseline_run_counts_once_beside_the_row_count() -> None:
+    """tomasruizt's 84 speculative points all compare with the 7 published no-speculation
+    runs (bench-nosd-c1 … c64.log): the baseline figure over rows counts those runs 91
+    times; the summary also gives the figure over the distinct published measurements, and
+    the τ figure says how many of its points one source holds."""
+    cv = calibration.stored_cross_validation()
+    mine = [r for r in cv.rows if r.source == "tomasruizt-vllm-draft-model-bench"]
+    assert len([r for r in mine if r.baseline_ratio is not None]) == 91
+    assert len(calibration._baseline_measurements(mine)) == 7
+    assert cv.baseline_measurements == len(calibration._baseline_measurements(cv.rows))
+    assert cv.baseline_measurements < cv.baseline_points
+    assert cv.largest_tau_source == "tomasruizt-vllm-draft-model-bench"
+    assert cv.largest_tau_source_points == 84
+    assert 0.0 < cv.source_mean_within < 1.0
+
+
 def test_intervals_come_from_the_cross_validated_error() -> None:
     band = calibration.interval("hopper", "vllm", "eagle3", "speedup")
     stored = next(b for b in calibration.load().cross_validated
