@@ -64,11 +64,16 @@ def report(ev: calibration.Evaluation, rows: bool = True) -> None:
               f"({s.published_direction}), predicted {s.predicted} ({s.predicted_direction})"
               f"{best} → {'ok' if s.ok else 'WRONG'}")
     print(f"\npoints with a published τ: {ev.known_tau}; within ×{calibration.BAND[0]}–"
-          f"×{calibration.BAND[1]}: {ev.within_band} ({100 * ev.share_within:.0f}%)")
+          f"×{calibration.BAND[1]}: {ev.within_band} ({100 * ev.share_within:.1f}%)")
+    print(f"  from {ev.tau_sources} sources, {ev.largest_tau_source_points} of them from "
+          f"{ev.largest_tau_source or '–'}; each source weighed the same: "
+          f"{100 * ev.source_mean_within:.1f}% within")
     print(f"median |error| of the speedup: {ev.median_abs_error_pct}%; worst ratio "
           f"{ev.worst_ratio} ({ev.worst_id})")
     print(f"baseline throughput: {ev.baseline_points} points, median |error| "
           f"{ev.baseline_median_abs_error_pct}%, worst ratio {ev.baseline_worst_ratio}")
+    print(f"  each published baseline measurement once: {ev.baseline_measurements}, median "
+          f"|error| {ev.baseline_measurements_median_abs_error_pct}%")
     print(f"published speedups above the model's at full acceptance: "
           f"{ev.beyond_full_acceptance}")
     print(f"sweeps in their published direction (depth sweeps: best depth within one step): "

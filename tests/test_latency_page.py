@@ -12,7 +12,7 @@ def test_page_lists_every_point_with_the_summary_numbers() -> None:
     for row in ev.rows:
         assert f"| {row.id} |" in text
     assert f"median |error| of the speedup: **{ev.median_abs_error_pct}%**" in text
-    assert f"**{ev.within_band} ({100 * ev.share_within:.0f}%)**" in text
+    assert f"**{ev.within_band} ({100 * ev.share_within:.1f}%)**" in text
     assert "aiconfigurator" in text
     chart = svgs["predicted-vs-published.svg"]
     assert chart.startswith(b"<?xml") and b"<svg" in chart

@@ -48,7 +48,8 @@ __all__ = ["TP_ALLREDUCES_PER_LAYER", "shape_for"]
 # Where no fit exists yet: plausible serving-engine figures inside every bound, labelled as
 # such wherever used; they are also the priors every fit is pulled towards (weakly).
 UNCALIBRATED = StepParams(eta_bw=0.8, eta_flops=0.6, forward_s=2e-3, speculative_s=1e-3,
-                          draft_s=0.5e-3, allreduce_s=20e-6, token_s=10e-6, moe_locality=0.6)
+                          draft_s=0.5e-3, allreduce_s=20e-6, token_s=10e-6, moe_locality=0.6,
+                          layer_s=10e-6, moe_bw=0.7)
 DRAFT_PRIORS = {"eagle": 4e-4, "eagle3": 4e-4, "mtp": 4e-4, "block": 6e-4,
                 "draft-model": 8e-4, "ngram": 1e-4}
 FP8_BYTES = 1.0
@@ -460,7 +461,7 @@ def baseline_ratio(point: Point, pred: Prediction) -> float | None:
 # ------------------------------------------------------------------ fitting
 
 SHARED = ("eta_bw", "eta_flops", "forward_s", "speculative_s", "allreduce_s", "token_s",
-          "moe_locality")
+          "moe_locality", "layer_s", "moe_bw")
 
 
 def identifiable(points: Sequence[Point], data: CalibrationData) -> list[str]:
@@ -475,8 +476,12 @@ def identifiable(points: Sequence[Point], data: CalibrationData) -> list[str]:
         free.append("allreduce_s")
     if len({p.concurrency for p in points}) > 1:
         free.append("token_s")
+    if len({data.models[p.target].layers for p in points}) > 1:
+        free.append("layer_s")  # models of different depths tell it from forward_s
     if any(data.models[p.target].experts for p in spec):
         free.append("moe_locality")
+    if any(data.models[p.target].experts for p in points):
+        free.append("moe_bw")
     free += [f"draft_s.{d}" for d in sorted({p.drafter for p in spec})]
     return free
 
@@ -681,6 +686,18 @@ class Evaluation(Strict):
     baseline_worst_ratio: float
     beyond_full_acceptance: int = Field(default=0, description="published speedups the "
                                         "model cannot reach even at full acceptance")
+    baseline_measurements: int = Field(default=0, description="distinct published baseline "
+                                       "measurements: a speculative point that repeats its "
+                                       "source's baseline run counts it once")
+    baseline_measurements_median_abs_error_pct: float = Field(
+        default=0.0, description="median |error| over the distinct baseline measurements")
+    tau_sources: int = Field(default=0, description="sources with a published τ")
+    source_mean_within: float = Field(default=0.0, description="mean over the sources with "
+                                      "a published τ of their share within the band: every "
+                                      "source weighs the same")
+    largest_tau_source: str = Field(default="", description="the source with the most "
+                                    "points with a published τ")
+    largest_tau_source_points: int = 0
     fits: list[Fitted]
 
     @property
@@ -865,9 +882,29 @@ def _groups(rows: Sequence[Row]) -> list[GroupSummary]:
     return out
 
 
+def _baseline_measurements(rows: Sequence[Row]) -> list[float]:
+    """Baseline ratios, each published baseline measurement once: the speculative points
+    of a table that all compare with one baseline run repeat that run's number (and hence
+    its ratio), which would otherwise weigh as many times as the table has rows."""
+    seen: dict[tuple[object, ...], float] = {}
+    for r in rows:
+        if r.baseline_ratio is not None:
+            # the published number names the run (a TPOT-only point: its ratio, to 3 places)
+            run = r.published_baseline if r.published_baseline is not None \
+                else round(r.baseline_ratio, 3)
+            key = (r.source, r.gpu, r.engine, r.target, r.concurrency, run)
+            seen.setdefault(key, r.baseline_ratio)
+    return list(seen.values())
+
+
 def _summary(mode: Mode, points: Sequence[Point], rows: list[Row],
              fits: list[Fitted]) -> Evaluation:
     known = [r for r in rows if r.ratio is not None and not r.tau_anchored]
+    by_source: dict[str, list[Row]] = {}
+    for r in known:
+        by_source.setdefault(r.source, []).append(r)
+    largest = max(sorted(by_source), key=lambda k: len(by_source[k]), default="")
+    distinct = _baseline_measurements(rows)
     errors = [abs((r.ratio or 1) - 1) for r in known]
     worst = max(known, key=lambda r: abs(math.log(r.ratio or 1.0)), default=None)
     base = [r for r in rows if r.baseline_ratio]
@@ -883,7 +920,16 @@ def _summary(mode: Mode, points: Sequence[Point], rows: list[Row],
         baseline_median_abs_error_pct=round(100 * _median(
             [abs((r.baseline_ratio or 1) - 1) for r in base]), 1),
         baseline_worst_ratio=round(base_worst, 3),
-        beyond_full_acceptance=sum(1 for r in rows if r.beyond_full_acceptance), fits=fits)
+        beyond_full_acceptance=sum(1 for r in rows if r.beyond_full_acceptance),
+        baseline_measurements=len(distinct),
+        baseline_measurements_median_abs_error_pct=round(100 * _median(
+            [abs(x - 1) for x in distinct]), 1),
+        tau_sources=len(by_source),
+        source_mean_within=round(sum(sum(1 for r in v if _inside(r)) / len(v)
+                                     for v in by_source.values()) / len(by_source), 4)
+        if by_source else 0.0,
+        largest_tau_source=largest,
+        largest_tau_source_points=len(by_source.get(largest, [])), fits=fits)
 
 
 def evaluate(data: CalibrationData | None = None, fits: list[Fitted] | None = None,

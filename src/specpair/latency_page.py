@@ -39,11 +39,15 @@ def _summary(ev: calibration.Evaluation) -> list[str]:
         f"- {ev.points} points from {ev.sources} independent sources",
         f"- points with a published τ: **{ev.known_tau}**; predicted speedup within "
         f"×{lo}–×{hi} of the published one: **{ev.within_band} "
-        f"({100 * ev.share_within:.0f}%)**",
+        f"({100 * ev.share_within:.1f}%)**; they come from {ev.tau_sources} sources, "
+        f"{ev.largest_tau_source_points} from {ev.largest_tau_source or '–'}; each source "
+        f"weighed the same, {100 * ev.source_mean_within:.1f}% are within",
         f"- median |error| of the speedup: **{ev.median_abs_error_pct}%**; worst case: ratio "
         f"{ev.worst_ratio} ({ev.worst_id})",
         f"- baseline throughput ({ev.baseline_points} points): median |error| "
-        f"**{ev.baseline_median_abs_error_pct}%**, worst ratio {ev.baseline_worst_ratio}",
+        f"**{ev.baseline_median_abs_error_pct}%**, worst ratio {ev.baseline_worst_ratio}; "
+        f"counting each published baseline measurement once ({ev.baseline_measurements}), "
+        f"median |error| **{ev.baseline_measurements_median_abs_error_pct}%**",
         f"- published speedups the model cannot reach even at full acceptance: "
         f"{ev.beyond_full_acceptance}",
         f"- sweeps in their published direction (a depth sweep also with its best depth "

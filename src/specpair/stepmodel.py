@@ -2,12 +2,17 @@
 
 Every forward costs a fixed part and a roofline part:
 
-    T_forward = fixed + allreduces · allreduce_s
+    T_forward = fixed + layers · layer_s + allreduces · allreduce_s
                 + max(bytes / (η_bw · bandwidth), FLOPs / (η_f · peak))
 
 - bytes: the weights the step reads (dense part always; of the routed experts the share
-  the step's tokens touch, see `Forward.routed_coverage`) plus the KV it reads, batch ×
-  context × bytes per token, at the *expected* context (prompt plus half the output);
+  the step's tokens touch, see `Forward.routed_coverage`, counted at 1 / moe_bw: grouped-
+  GEMM expert reads reach only that share of a dense GEMV's bandwidth) plus the KV it
+  reads, batch × context × bytes per token, at the *expected* context (prompt plus half
+  the output);
+- layers · layer_s: each decoder layer's kernel boundaries (launch gaps and tail drain,
+  present even in a CUDA graph), which a per-forward constant cannot carry for models of
+  different depths;
 - FLOPs: 2 × active parameters per token, plus attention, per token 2 · heads ·
   (head_dim + v_head_dim) per layer and per token of context;
 - peak: dense FP8 tensor FLOP/s when the weights are FP8 and the GPU has FP8 tensor cores,
@@ -134,7 +139,7 @@ class Architecture:
         share = self.top_k / self.experts if self.experts and self.routed_params else 0.0
         window = {"window": self.window, "window_kv_bytes_per_token": window_kv,
                   "window_attention_flops": window_flops,
-                  "allreduce_bytes_per_token": ar_bytes}
+                  "allreduce_bytes_per_token": ar_bytes, "layers": math.ceil(self.layers / pp)}
         if share:
             routed_ranks = max(ep, tp) * pp
             return Forward((all_bytes - routed_bytes) / shards, 2 * active / shards, kv,
@@ -179,6 +184,7 @@ class Forward:
     window_kv_bytes_per_token: float = 0.0
     window_attention_flops: float = 0.0
     allreduce_bytes_per_token: float = 0.0  # one all-reduce's bytes per rank and token
+    layers: int = 0             # decoder layers on this rank: each pays `layer_s`
 
     def routed_coverage(self, batch: int, tokens_per_seq: int, locality: float,
                         chain: int | None = None) -> float:
@@ -202,9 +208,12 @@ class Forward:
         return float(1 - (1 - self.routed_share) ** n)
 
     def memory(self, batch: int, tokens_per_seq: int, context: int,
-               locality: float = 1.0, chain: int | None = None) -> float:
+               locality: float = 1.0, chain: int | None = None,
+               moe_bw: float = 1.0) -> float:
+        """Bytes the forward reads, the routed experts' counted at 1 / `moe_bw` (their
+        grouped-GEMM reads reach that share of the dense kernels' bandwidth)."""
         routed = self.routed_bytes * self.routed_coverage(batch, tokens_per_seq, locality,
-                                                          chain)
+                                                          chain) / moe_bw
         windowed = min(context, self.window) * self.window_kv_bytes_per_token
         return self.weight_bytes + routed + batch * (context * self.kv_bytes_per_token
                                                      + windowed)
@@ -215,9 +224,11 @@ class Forward:
         return per_token * batch * tokens_per_seq
 
     def time(self, batch: int, tokens_per_seq: int, context: int, bandwidth: float,
-             flops: float, locality: float = 1.0, chain: int | None = None) -> float:
+             flops: float, locality: float = 1.0, chain: int | None = None,
+             moe_bw: float = 1.0) -> float:
         """The roofline part alone, at the bandwidth and FLOP/s given."""
-        return max(self.memory(batch, tokens_per_seq, context, locality, chain) / bandwidth,
+        return max(self.memory(batch, tokens_per_seq, context, locality, chain, moe_bw)
+                   / bandwidth,
                    self.flops(batch, tokens_per_seq, context) / flops)
 
 
@@ -254,6 +265,17 @@ BOUNDS: dict[str, Bound] = {
     "token_s": Bound(1e-7, SAMPLER_TOKEN_S, "per output token per sequence, at most a "
                      "sampler's measured cost (vLLM PR #23997: ~24K tokens/s at batch 1, "
                      "≤ 41.6 µs)"),
+    "layer_s": Bound(1e-6, 1e-4, "per decoder layer and forward: the kernel boundaries of "
+                     "one layer each drain the GPU and wait on the next launch even inside a "
+                     "CUDA graph, a few µs each; a dense layer runs ~8-12 kernels (norms, "
+                     "QKV, RoPE/KV write, attention, output, MLP), a MoE layer with MLA "
+                     "20-30 (router, top-k, permute, two grouped GEMMs, shared expert, "
+                     "unpermute, absorbed projections): at most ~100 µs"),
+    "moe_bw": Bound(0.25, 1.0, "share of the dense kernels' achieved bandwidth that the "
+                    "routed experts' grouped-GEMM reads reach: a decode step gives each "
+                    "expert a few tokens, so fused-MoE kernels read many small weight tiles "
+                    "with routing gathers in between; 1 is as fast as a dense GEMV, below a "
+                    "quarter no tuned MoE kernel runs"),
     "moe_locality": Bound(0.2, 1.0, "ρ: the w verify tokens of one sequence count as w^ρ "
                           "independent tokens for expert coverage; 1 is uniform routing"),
 }
@@ -276,7 +298,8 @@ RECORD_BOUNDS: dict[str, Bound] = {
     for name, (lo, hi) in {"eta_bw": (0.01, 1.0), "eta_flops": (0.01, 1.0),
                            "forward_s": (1e-5, 1.0), "speculative_s": (1e-6, 1.0),
                            "draft_s": (1e-6, 1.0), "allreduce_s": (1e-6, 1e-3),
-                           "token_s": (1e-7, 0.1), "moe_locality": (0.2, 1.0)}.items()}
+                           "token_s": (1e-7, 0.1), "moe_locality": (0.2, 1.0),
+                           "layer_s": (1e-7, 1e-2), "moe_bw": (0.01, 1.0)}.items()}
 """Bounds for `specpair calibrate` on a pair's own records (not the published fits)."""
 
 
@@ -300,14 +323,19 @@ class StepParams(Strict):
                            "(sampling, per-request bookkeeping), serial")
     moe_locality: float = Field(default=1.0, gt=0, le=1, description="ρ: one sequence's w "
                                 "verify tokens touch experts like w^ρ independent tokens")
+    layer_s: float = Field(default=0.0, ge=0, description="fixed cost per decoder layer "
+                           "and forward (kernel boundaries), serial")
+    moe_bw: float = Field(default=1.0, gt=0, le=1, description="share of the dense "
+                          "kernels' bandwidth the routed experts' reads reach")
 
     def describe(self) -> str:
         return (f"η_bw {self.eta_bw:.2f}, η_f {self.eta_flops:.2f}, per forward "
                 f"{self.forward_s * 1e3:.2f} ms, per speculative step "
                 f"{self.speculative_s * 1e3:.2f} ms, per draft forward "
                 f"{self.draft_s * 1e3:.2f} ms, per all-reduce {self.allreduce_s * 1e6:.0f} µs, "
-                f"per output token {self.token_s * 1e6:.1f} µs, expert-routing locality ρ "
-                f"{self.moe_locality:.2f}")
+                f"per output token {self.token_s * 1e6:.1f} µs, per layer "
+                f"{self.layer_s * 1e6:.1f} µs, expert-routing locality ρ "
+                f"{self.moe_locality:.2f}, routed-expert bandwidth share {self.moe_bw:.2f}")
 
 
 @dataclass(frozen=True)
@@ -331,9 +359,14 @@ LINKS: dict[str, Link] = {
                        "(NCCL's SHM transport): ~19-21 GB/s bidirectional measured by CUDA's "
                        "p2pBandwidthLatencyTest with P2P disabled on A40s (NVIDIA/nccl-tests "
                        "issue #74), ~10 GB/s each way"),
-    "pcie5-host": Link(20e9, "PCIe 5.0 without GPU peer-to-peer, staged through host memory: "
-                       "the PCIe 4.0 measurement (nccl-tests #74) scaled by the link's 2× "
-                       "(ASSUMED: no published Gen5 host-staged figure found)"),
+    "pcie5-host": Link(10e9, "PCIe 5.0 without GPU peer-to-peer, staged through host memory: "
+                       "the measured PCIe 4.0 host-staged figure (nccl-tests #74), not scaled "
+                       "by the link's 2x (ASSUMED: no published Gen5 host-staged all-reduce "
+                       "figure found; staging through host memory, not the GPU's link, is "
+                       "taken to bound it. The scaled 20 GB/s put the one such source, "
+                       "tomasruizt's 2x H100 without P2P, 20-60% fast at concurrency 32-64 "
+                       "when held out; 10 GB/s was chosen between these two readings with "
+                       "that source in view, so its held-out figure is not fully independent)"),
 }
 _NVLINK_OF = {"ampere": "nvlink3", "hopper": "nvlink4", "blackwell": "nvlink5",
               "cdna3": "xgmi", "cdna4": "xgmi"}
@@ -423,9 +456,9 @@ def forward_time(fwd: Forward, batch: int, tokens: int, context: int, hw: Hardwa
                  p: StepParams, fixed: float, chain: int | None = None) -> float:
     message = batch * fwd.routed_batch_scale * tokens * fwd.allreduce_bytes_per_token \
         / hw.link_bandwidth
-    return fixed + fwd.allreduces * (p.allreduce_s + message) + fwd.time(
+    return fixed + fwd.layers * p.layer_s + fwd.allreduces * (p.allreduce_s + message) + fwd.time(
         batch, tokens, context, p.eta_bw * hw.bandwidth, p.eta_flops * hw.peak(fwd),
-        p.moe_locality, chain)
+        p.moe_locality, chain, p.moe_bw)
 
 
 def step_times(target: Forward, draft: Forward | None, shape: Shape, batch: int,
