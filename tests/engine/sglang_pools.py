@@ -72,8 +72,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def parser_defaults(argv: list[str]) -> dict[str, Any]:
-    """What the release's own parser gives the ratios a command may leave unset."""
-    ns = _parser().parse_args(argv)
+    """What the release's own parser gives the ratios a command may leave unset (the
+    command already parsed once in `prepare_server_args`; an exit here is not expected,
+    but must not end the other cases)."""
+    try:
+        ns = _parser().parse_args(argv)
+    except SystemExit as exit_:
+        return {"parser_exit": str(exit_.code)}
     return {name: getattr(ns, name) for name in RATIOS}
 
 
