@@ -4,10 +4,15 @@ release knows lives in `specpair/engines/<release>/`, everything else asks the r
 from __future__ import annotations
 
 import ast
+import json
 import re
 from pathlib import Path
 
+import pytest
+
 from specpair.engines import registry
+from specpair.geometry import from_hf_config
+from tests.conftest import FIXTURES
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "specpair"
 ENGINES = SRC / "engines"
@@ -87,3 +92,21 @@ def test_the_metric_scan_finds_a_name_and_passes_other_text() -> None:
                         'LABEL = "vllm 0.33.0"\n')
     assert [text for _, text in metric_names(planted)] == [
         *sorted(n for n in used if n.split(":")[0] in NAMES), "vllm:spec_decode"]
+
+
+@pytest.mark.parametrize("folder", ["Qwen__Qwen3-Next-80B-A3B-Thinking", "Qwen__Qwen3.5-27B"])
+def test_geometry_reads_the_config_as_written_and_each_release_its_draft_mode(
+        folder: str) -> None:
+    """A built-in MTP layer count the config leaves out is the engine's to supply: SGLang
+    0.5.23's draft-mode ModelConfig sets num_nextn_predict_layers = 1 for these (configs/
+    model_config.py), vLLM's Qwen3NextMTP / Qwen3_5MTP default to 1 layer
+    (models/qwen3_next_mtp.py:63, models/qwen3_5_mtp.py:82). `specpair.geometry` knows no
+    engine: the override is each release's `draft_mode`."""
+    config = json.loads((FIXTURES / "configs" / folder / "config.json").read_text())
+    assert "num_nextn_predict_layers" not in config.get("text_config", config)
+    geometry = from_hf_config(config)
+    assert geometry.num_nextn_predict_layers == 0
+    for release in registry.RELEASES.values():
+        assert release.draft_mode(geometry).num_nextn_predict_layers == 1, release.label
+        assert release.draft_mode(geometry).model_copy(
+            update={"num_nextn_predict_layers": 0}) == geometry  # nothing else changes

@@ -9,9 +9,12 @@ access or a local folder replaces the lock with resolved facts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
+from specpair.engines import registry
 from specpair.errors import SpecpairError
+from specpair.geometry import Geometry
 from specpair.hub import (
     TORCH_TO_SAFETENSORS,
     bundled_geometry,
@@ -54,7 +57,8 @@ def declared_artifact(source: Source, config: Path, weight_bytes: int) -> Artifa
                  "download_bytes": "declared: the weight bytes"})
 
 
-def bundled_declared(target: ArtifactLock, share_bytes: int | None, where: str) -> ArtifactLock:
+def bundled_declared(target: ArtifactLock, share_bytes: int | None, where: str,
+                     draft_mode: Callable[[Geometry], Geometry]) -> ArtifactLock:
     """A bundled draft (MTP/NEXTN layers inside the target checkpoint): no download and no
     config of its own; its weights are part of the target's declared bytes.
 
@@ -63,8 +67,8 @@ def bundled_declared(target: ArtifactLock, share_bytes: int | None, where: str) 
     which ignores embeddings and dense-vs-MoE layer sizes: DERIVED, and listed unconfirmed
     like every declared fact, so the gate (SP104) reports it until a hub lock reads the
     layers' own tensors."""
-    geometry = bundled_geometry(target.geometry)
-    g = target.geometry
+    g = draft_mode(target.geometry)  # the release's reading of the config (draft mode)
+    geometry = bundled_geometry(g)
     total = target.weights.weight_bytes
     layers = g.num_nextn_predict_layers
     if share_bytes is not None and share_bytes >= total:
@@ -105,7 +109,9 @@ def declare(loaded: LoadedRunbook, target_config: Path, target_bytes: int,
                 where, "the runbook's draft is bundled in the target: it has no config.json "
                 "of its own", "leave --draft-config out; its layers are read from the "
                 "target's config (num_nextn_predict_layers)")
-        draft = bundled_declared(target, draft_bytes, where)
+        release = registry.get_release(rb.engine.name.value, rb.engine.version)
+        assert release is not None, "rules.check_runbook refuses an unsupported release"
+        draft = bundled_declared(target, draft_bytes, where, release.draft_mode)
     elif rb.draft is not None:
         if draft_config is None or draft_bytes is None:
             raise SpecpairError.single(

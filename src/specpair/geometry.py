@@ -265,15 +265,6 @@ UNMODELLED_LAYOUT_KEYS = {
 # budgeted wrong on vLLM, whose hybrid manager gives them a window-sized cache.
 _INTERLEAVED_SLIDING_TYPES = ("gemma2", "gemma3", "gemma3_text", "cohere2")
 
-# Checkpoints that ship one built-in MTP layer without `num_nextn_predict_layers` in their
-# config: SGLang 0.5.23's ModelConfig (draft mode) sets it to 1 for these architectures
-# (configs/model_config.py, the Qwen3-Next and Qwen3.5 MTP rewrites).
-BUILT_IN_MTP_LAYERS = {
-    "Qwen3NextForCausalLM": 1,
-    "Qwen3_5ForConditionalGeneration": 1,
-    "Qwen3_5MoeForConditionalGeneration": 1,
-}
-
 _LAYER_KINDS: dict[str, LayerKind] = {
     "full_attention": "full", "attention": "full", "sliding_attention": "sliding",
     "chunked_attention": "chunked", "linear_attention": "linear"}
@@ -476,8 +467,9 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
         v_head_dim=int(base.get("v_head_dim") or head_dim),
         kv_lora_rank=int(base["kv_lora_rank"]) if is_mla else None,
         qk_rope_head_dim=int(base["qk_rope_head_dim"]) if is_mla else None,
-        num_nextn_predict_layers=int(base.get("num_nextn_predict_layers")
-                                     or BUILT_IN_MTP_LAYERS.get(architecture, 0)),
+        # as the config says: an engine's draft mode may supply a count the config leaves
+        # out (EngineRelease.draft_mode, applied where the bundled draft is built)
+        num_nextn_predict_layers=int(base.get("num_nextn_predict_layers") or 0),
         target_layer_ids=[int(i) for i in target_ids] if target_ids else None,
         num_target_layers=int(num_target) if num_target else None,
         block_size=int(block_size) if block_size else None,

@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -270,13 +271,15 @@ def bundled_geometry(g: Geometry) -> Geometry:
         "architecture": f"{g.architecture} (built-in MTP layers)"})
 
 
-def bundled_draft(target: ArtifactLock, headers: dict[str, dict[str, Any]]) -> ArtifactLock:
+def bundled_draft(target: ArtifactLock, headers: dict[str, dict[str, Any]],
+                  draft_mode: Callable[[Geometry], Geometry]) -> ArtifactLock:
     """The draft that lives inside the target checkpoint (MTP/NEXTN layers).
 
-    Its geometry is one target layer per `num_nextn_predict_layers`; its weights are the
-    tensors of the layers numbered past the decoder's `num_hidden_layers`.
+    Its geometry is one target layer per `num_nextn_predict_layers` of the target's config
+    as the engine release reads it in draft mode (`EngineRelease.draft_mode`); its weights
+    are the tensors of the layers numbered past the decoder's `num_hidden_layers`.
     """
-    geometry = bundled_geometry(target.geometry)
+    geometry = bundled_geometry(draft_mode(target.geometry))
     g = target.geometry
     params: dict[str, int] = {}
     weight_bytes = 0

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from specpair.engines import registry
+from specpair.engines.release import EngineRelease
 from specpair.errors import Problem, SpecpairError
 from specpair.hub import (
     TOKENIZER_FILES,
@@ -26,7 +28,7 @@ from specpair.hub import (
 )
 from specpair.runbooks import LOCK_NAME, LoadedRunbook, load_lock
 from specpair.schema.lock import ArtifactLock, Lock, VocabMapping
-from specpair.schema.runbook import Artifact
+from specpair.schema.runbook import Artifact, Runbook
 from specpair.vocab import intersect, load_tokenizer, to_lock
 from specpair.writer import atomic_write, dump_json, holds
 
@@ -63,6 +65,12 @@ def _same_source(art: Artifact, locked: ArtifactLock | None) -> bool:
                                    locked.source.revision) == (art.repo, art.path, art.revision)
 
 
+def _release(rb: Runbook) -> EngineRelease:
+    release = registry.get_release(rb.engine.name.value, rb.engine.version)
+    assert release is not None, "rules.check_runbook refuses an unsupported release"
+    return release
+
+
 def lock_one(loaded: LoadedRunbook, *, refresh: bool, offline: bool) -> LockOutcome:
     rb = loaded.runbook
     outcome = LockOutcome(loaded)
@@ -91,7 +99,7 @@ def lock_one(loaded: LoadedRunbook, *, refresh: bool, offline: bool) -> LockOutc
                         "lock with the shards present, or write a declared lock: "
                         "`specpair lock --declare`")
                 else:
-                    draft = bundled_draft(target, headers)
+                    draft = bundled_draft(target, headers, _release(rb).draft_mode)
             else:
                 draft, _ = _resolve(rb.draft, existing.draft if existing else None,
                                     offline, refresh, outcome, "draft")

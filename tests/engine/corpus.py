@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from specpair.budget.common import check_tensor_parallel
+from specpair.engines.registry import get_release
 from specpair.errors import SpecpairError
 from specpair.geometry import Geometry, from_hf_config
 from specpair.resolve import ResolvedPair
@@ -123,8 +124,12 @@ def local_layers(g: Geometry) -> int:
     return g.sliding_window_layers + g.chunked_attention_layers
 
 
-def bundled_geometry(target: Geometry) -> Geometry:
-    """The built-in draft as `specpair lock` resolves it (hub.bundled_draft)."""
+def bundled_geometry(target: Geometry, engine: str, version: str) -> Geometry:
+    """The built-in draft as `specpair lock` resolves it for that release
+    (hub.bundled_draft over the release's draft mode)."""
+    release = get_release(engine, version)
+    assert release is not None, (engine, version)
+    target = release.draft_mode(target)
     layers = target.num_nextn_predict_layers
     return target.model_copy(update={
         "num_hidden_layers": layers, "full_attention_layers": layers, "layers": None,
@@ -153,7 +158,7 @@ def make_pair(corpus: CorpusPair, engine: str, version: str, tp: int, kv: str,
         draft = None
         data["staging"] = {"order": ["target"]}
     elif corpus.draft == BUNDLED:
-        draft = bundled_geometry(target)
+        draft = bundled_geometry(target, engine, version)
         data["draft"] = {"bundled": True}
         data["staging"] = {"order": ["target"]}
     else:

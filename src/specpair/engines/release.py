@@ -20,10 +20,16 @@ if TYPE_CHECKING:  # annotations only: the release packages import these, not th
     from specpair.engines.launch_model import Launch
     from specpair.engines.logs_model import Timing
     from specpair.engines.metrics_model import EngineMetrics
+    from specpair.geometry import Geometry
     from specpair.hardware import GPU
     from specpair.resolve import ResolvedPair
 
-__all__ = ["EngineProfile", "EngineRelease"]
+__all__ = ["EngineProfile", "EngineRelease", "as_configured"]
+
+
+def as_configured(target: Geometry) -> Geometry:
+    """A release that overrides nothing of the target's config in draft mode."""
+    return target
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,11 @@ class EngineRelease:
     """Start-up log lines that time a part of the start (weight load, graph capture)."""
     bench: BenchProbe
     """Request fields and server checks of the measurement protocol."""
+    draft_mode: Callable[[Geometry], Geometry] = as_configured
+    """The target's geometry as the release reads the target's config for a draft that
+    lives in the target checkpoint (built-in MTP layers): the overrides the release's own
+    draft-mode config code applies, e.g. a layer count the config leaves out. `specpair
+    lock` builds the bundled draft from it; `specpair.geometry` reads configs as written."""
 
     @property
     def name(self) -> str:

@@ -4,7 +4,16 @@ release."""
 from __future__ import annotations
 
 from specpair.engines.release import EngineRelease
-from specpair.engines.sglang_0_5_23 import args, bench, budget, facts, launch, logs, metrics
+from specpair.engines.sglang_0_5_23 import (
+    args,
+    bench,
+    budget,
+    draft_mode,
+    facts,
+    launch,
+    logs,
+    metrics,
+)
 
 RELEASE = EngineRelease(
     profile=facts.PROFILE,
@@ -15,4 +24,5 @@ RELEASE = EngineRelease(
     log_timings=logs.TIMINGS,
     bench=bench.PROBE,
     image="lmsysorg/sglang:v0.5.23",
+    draft_mode=draft_mode.geometry,
 )

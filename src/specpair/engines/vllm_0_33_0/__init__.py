@@ -4,7 +4,16 @@ release."""
 from __future__ import annotations
 
 from specpair.engines.release import EngineRelease
-from specpair.engines.vllm_0_33_0 import args, bench, budget, facts, launch, logs, metrics
+from specpair.engines.vllm_0_33_0 import (
+    args,
+    bench,
+    budget,
+    draft_mode,
+    facts,
+    launch,
+    logs,
+    metrics,
+)
 
 RELEASE = EngineRelease(
     profile=facts.PROFILE,
@@ -15,4 +24,5 @@ RELEASE = EngineRelease(
     log_timings=logs.TIMINGS,
     bench=bench.PROBE,
     image="vllm/vllm-openai:v0.33.0",
+    draft_mode=draft_mode.geometry,
 )

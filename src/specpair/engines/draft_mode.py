@@ -1,0 +1,21 @@
+"""Draft-mode overrides of a target's config (engines/<release>/draft_mode.py): what an
+engine release changes in the target's config when it loads the draft that lives in the
+target checkpoint (built-in MTP layers)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from specpair.geometry import Geometry
+
+
+def built_in_layers(layers_by_architecture: Mapping[str, int]
+                    ) -> Callable[[Geometry], Geometry]:
+    """The override of a release whose draft mode gives these architectures this many
+    built-in draft layers when their config names none (`num_nextn_predict_layers`)."""
+    def draft_mode(target: Geometry) -> Geometry:
+        layers = layers_by_architecture.get(target.architecture)
+        if target.num_nextn_predict_layers or layers is None:
+            return target
+        return target.model_copy(update={"num_nextn_predict_layers": layers})
+    return draft_mode
