@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from specpair.engines.release import EngineRelease
 from specpair.engines.sglang_0_5_18 import args, budget, facts, launch, metrics
-from specpair.engines.sglang_0_5_23 import bench, logs
+from specpair.engines.sglang_0_5_23 import bench, draft_mode, logs
 
 RELEASE = EngineRelease(
     profile=facts.PROFILE,
@@ -18,4 +18,7 @@ RELEASE = EngineRelease(
     log_timings=logs.TIMINGS,
     bench=bench.PROBE,
     image="lmsysorg/sglang:v0.5.18",
+    # the same draft-mode rewrites of Qwen3-Next and Qwen3.5 to one built-in MTP layer
+    # (0.5.18's configs/model_config.py:698-700, :706-728)
+    draft_mode=draft_mode.geometry,
 )
