@@ -131,6 +131,11 @@ def main() -> int:
         drafts = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in sorted(f.draft_s.items()))
         print(f"{f.family} × {f.engine}: {f.params.describe()}; per draft forward by drafter: "
               f"{drafts or '–'} (fitted on {len(f.fitted_on)} points{at})")
+    for drafter in calibration.FEATURE_DRIFT_FAMILIES:
+        d = calibration.fit_position_decay(data.points, drafter)
+        print(f"acceptance × {drafter}: later positions at δ = {d.decay:.3f} × the first's "
+              f"(fitted on {len(d.sweeps)} depth sweeps with a published τ"
+              f"{', on its ' + d.at_bound + ' bound' if d.at_bound else ''})")
     print()
     report(cv, rows=not args.quiet)
     print()

@@ -340,3 +340,28 @@ def test_break_even_ignores_a_per_token_cost() -> None:
                    base.model_copy(update={"token_s": 5e-4}))
     assert a.break_even() == pytest.approx(b.break_even())
     assert a.speedup(3.0) > b.speedup(3.0) > 1.0
+
+
+def test_eagle1_later_positions_are_accepted_less_and_the_held_out_sweep_falls() -> None:
+    """vLLM #20780's EAGLE-1 chain on one H100 publishes its mean acceptance length at
+    K=2..7 (2.10, 2.29, 2.39, 2.43, 2.45, 2.47): one acceptance rate at every position
+    fixed at K=2 would give 2.98 at K=7. Later positions are accepted at δ·α; δ, fitted on
+    the EAGLE-1 sweeps of the other sources only, makes vLLM #16937's anchored EAGLE-1
+    sweep (1.52x at K=2, 1.49x at K=4, 1.27x at K=7, no τ published) fall, as published,
+    where with δ = 1 it rose (+1.2%) and put the best depth at K=4."""
+    data = calibration.load()
+    k = {p.depth: p.tau for p in data.points if p.sweep == "vllm20780-eagle1-depth"}
+    assert k[2] == 2.10 and k[7] == 2.47
+    alpha = calibration.acceptance_rate(k[2], 3)  # δ = 1, anchored at K=2
+    assert calibration.chain_tau(alpha, 8) > 1.15 * k[7]
+    fit = calibration.fit_position_decay(data.points, "eagle", exclude_source="vllm-pr-16937")
+    assert "vllm20780-eagle1-depth" in fit.sweeps and fit.at_bound is None
+    assert calibration.DECAY_BOUND.lo < fit.decay < 0.9
+    with_decay = calibration.chain_tau(calibration.acceptance_rate(k[2], 3, fit.decay), 8,
+                                       fit.decay)
+    assert abs(with_decay / k[7] - 1) < 0.05  # the published K=7 length, from K=2's
+    (s,) = [s for s in calibration.stored_cross_validation().sweeps
+            if s.sweep == "vllm16937-eagle1-depth"]
+    assert s.published_direction == s.predicted_direction == "falling" and s.ok, s
+    # EAGLE-3 (training-time test) and draft models keep one acceptance rate
+    assert calibration.fit_position_decay(data.points, "eagle3").decay == 1.0

@@ -30,6 +30,7 @@ from specpair.stepmodel import (
     DRAFT_BOUNDS,
     TP_ALLREDUCES_PER_LAYER,
     Architecture,
+    Bound,
     Forward,
     Hardware,
     Shape,
@@ -722,26 +723,116 @@ def _anchor_tau(point: Point, published: float, params: StepParams,
     return published * (t.draft + t.verify) / room if room > 0 else math.inf
 
 
-def chain_tau(alpha: float, tokens: int) -> float:
-    """Tokens a step yields when each drafted token is accepted with probability α given
-    its predecessors were (Leviathan et al. 2023, eq. 1): (1 − α^n) / (1 − α), n = the
-    most tokens a step can yield."""
-    if alpha >= 1.0:
-        return float(tokens)
-    return (1 - alpha ** tokens) / (1 - alpha)
+def chain_tau(alpha: float, tokens: int, decay: float = 1.0) -> float:
+    """Tokens a step yields when the first drafted token is accepted with probability α
+    and each later one, given its predecessors were, with δ·α (δ = `decay`): 1 + α ·
+    Σ_{j<n−1} (δα)^j, n = the most tokens a step can yield. δ = 1 is Leviathan et al.
+    2023, eq. 1, (1 − α^n) / (1 − α): one acceptance rate at every position."""
+    if tokens <= 1:
+        return 1.0
+    later = decay * alpha
+    if later >= 1.0:
+        return 1.0 + alpha * (tokens - 1)
+    return 1.0 + alpha * (1 - later ** (tokens - 1)) / (1 - later)
 
 
-def acceptance_rate(tau: float, tokens: int) -> float:
-    """The α at which `chain_tau(α, tokens)` = τ (bisection; τ is increasing in α)."""
-    if tau >= tokens:
+def acceptance_rate(tau: float, tokens: int, decay: float = 1.0) -> float:
+    """The α at which `chain_tau(α, tokens, decay)` = τ (bisection; τ is increasing in
+    α); 1.0 where τ is at or above what full first-position acceptance yields."""
+    if tau >= chain_tau(1.0, tokens, decay):
         return 1.0
     if tau <= 1.0:
         return 0.0
     lo, hi = 0.0, 1.0
     for _ in range(60):
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if chain_tau(mid, tokens) < tau else (lo, mid)
+        lo, hi = (mid, hi) if chain_tau(mid, tokens, decay) < tau else (lo, mid)
     return (lo + hi) / 2
+
+
+DECAY_BOUND = Bound(0.4, 1.0, "δ: acceptance of a drafted position after the first, "
+                    "relative to the first's. A chain drafter's first position reads the "
+                    "target's own features; later ones read the drafter's estimates of "
+                    "them (EAGLE, Li et al. 2024, section 5: 0-α above n-α), so a later "
+                    "position is accepted no more often than the first (δ ≤ 1, "
+                    "Leviathan's constant acceptance); below 0.4 a drafter's later "
+                    "positions would add less than the published depth sweeps show")
+
+
+FEATURE_DRIFT_FAMILIES = ("eagle", "mtp")
+"""Drafter families whose later positions read their own estimates of the target's
+features, trained only on the target's (EAGLE-1/2; an MTP/NextN layer trained for one
+position and chained). EAGLE-3's training-time test trains every position on the
+drafter's own estimates, and a separate draft model reads only tokens, so those keep
+Leviathan's constant acceptance (δ = 1). Fitted on their depth sweeps δ would be 0.93
+(EAGLE-3) and 0.98 (draft model): within what one acceptance rate per sweep already
+misses, and the EAGLE-3 value moves the gpt-oss chain sweep's best depth two steps from
+the published one."""
+
+
+@dataclass(frozen=True)
+class PositionDecay:
+    """The fitted δ of one drafter family and the depth sweeps it was fitted on."""
+
+    drafter: str
+    decay: float
+    sweeps: tuple[str, ...]
+    at_bound: str | None
+
+
+def _decay_sweeps(points: Iterable[Point], drafter: str) -> list[list[Point]]:
+    """Depth sweeps of chains (top-k 1) of `drafter` with a published τ at each of ≥ 2
+    depths: the data that shows how τ grows with depth."""
+    by: dict[str, list[Point]] = {}
+    for p in points:
+        if p.sweep and p.method and p.drafter == drafter and p.topk == 1:
+            by.setdefault(p.sweep, []).append(p)
+    out = []
+    for _, members in sorted(by.items()):
+        if len({p.concurrency for p in members}) == 1 and len({p.depth for p in members}) > 1 \
+                and all(p.tau is not None for p in members):
+            out.append(sorted(members, key=lambda p: p.depth))
+    return out
+
+
+def fit_position_decay(points: Sequence[Point], drafter: str,
+                       exclude_source: str | None = None) -> PositionDecay:
+    """δ of `drafter`, fitted on every source's published τ-by-depth sweeps (one δ per
+    drafter family, never per source): each sweep's shallowest point fixes its α, as an
+    anchored sweep's does, and δ minimises the log error of the deeper points' τ (each
+    source weighted 1/√(its points), as the step fit does). Without such sweeps, and for
+    families outside `FEATURE_DRIFT_FAMILIES`, δ = 1."""
+    if drafter not in FEATURE_DRIFT_FAMILIES:
+        return PositionDecay(drafter, 1.0, (), None)
+    sweeps = _decay_sweeps((p for p in points if p.source_key != exclude_source), drafter)
+    if not sweeps:
+        return PositionDecay(drafter, 1.0, (), None)
+    per_source: dict[str, int] = {}
+    for sw in sweeps:
+        per_source[sw[0].source_key] = per_source.get(sw[0].source_key, 0) + len(sw) - 1
+
+    def cost(decay: float) -> float:
+        total = 0.0
+        for sw in sweeps:
+            w = 1 / per_source[sw[0].source_key]
+            alpha = acceptance_rate(sw[0].tau or 1.0, sw[0].shape.max_tokens, decay)
+            for p in sw[1:]:
+                total += w * math.log(chain_tau(alpha, p.shape.max_tokens, decay)
+                                      / (p.tau or 1.0)) ** 2
+        return total
+
+    lo, hi = DECAY_BOUND.lo, DECAY_BOUND.hi
+    grid = [lo + (hi - lo) * i / 60 for i in range(61)]
+    best = min(range(61), key=lambda i: (cost(grid[i]), i))
+    a, b = grid[max(best - 1, 0)], grid[min(best + 1, 60)]
+    golden = (math.sqrt(5) - 1) / 2
+    for _ in range(40):  # golden-section refinement inside the best grid cell
+        c, d = b - golden * (b - a), a + golden * (b - a)
+        a, b = (a, d) if cost(c) <= cost(d) else (c, b)
+    value = round((a + b) / 2, 3)
+    side = "lower" if value <= lo * 1.005 else ("upper" if value >= hi * 0.995 else None)
+    return PositionDecay(drafter, min(hi, max(lo, value)), tuple(s[0].sweep or "" for s in sweeps),
+                         side)
 
 
 def _max_speedup(point: Point, params: StepParams, data: CalibrationData) -> float:
@@ -774,12 +865,17 @@ def _fit_label(fits: Sequence[Fitted], family: str, engine: str) -> tuple[StepPa
 
 def _predict_rows(points: Sequence[Point], data: CalibrationData,
                   fits_for: Mapping[str, Sequence[Fitted]] | None,
-                  default_fits: Sequence[Fitted]) -> list[Row]:
+                  default_fits: Sequence[Fitted],
+                  decay_points: Sequence[Point] | None = None) -> list[Row]:
     """Rows for `points`; each point's fits are `fits_for[its source]` when given (the fits
-    made without its source), else `default_fits`."""
+    made without its source), else `default_fits`. An anchored depth sweep's δ is fitted
+    on `decay_points` (default: `data.points`), without the point's source when
+    `fits_for` is given."""
+    decay_points = data.points if decay_points is None else decay_points
     # sweep → its first point's τ and per-token acceptance α (None: the model cannot
     # reach that point's speedup even at full acceptance, so α is unknown)
-    anchors: dict[str, tuple[float, float | None]] = {}
+    anchors: dict[str, tuple[float, float | None, float]] = {}
+    decays: dict[tuple[str, str | None], float] = {}
     unreachable: set[str] = set()
     rows: list[Row] = []
     for pt in sorted(points, key=lambda p: (p.sweep or p.id, p.concurrency, p.depth, p.id)):
@@ -793,18 +889,29 @@ def _predict_rows(points: Sequence[Point], data: CalibrationData,
             n = pt.shape.max_tokens
             if pt.sweep not in anchors:  # the sweep's first point anchors its acceptance
                 first = _anchor_tau(pt, published, params, data)
+                # δ of the drafter family, fitted without the point's source when
+                # cross-validating (the same leave-one-source-out as the step fits)
+                held_out = pt.source_key if fits_for is not None else None
+                if (pt.drafter, held_out) not in decays:
+                    decays[(pt.drafter, held_out)] = fit_position_decay(
+                        decay_points, pt.drafter, held_out).decay
+                decay = decays[(pt.drafter, held_out)]
+                if first >= chain_tau(1.0, n, decay):
+                    decay = 1.0  # τ beyond what δ allows at this depth: constant acceptance
                 # no τ beyond the most tokens a step yields: a published speedup the model
                 # cannot reach at full acceptance is said so, not bent into an impossible τ
-                anchors[pt.sweep] = (first, acceptance_rate(first, n) if first < n else None)
-            first, alpha = anchors[pt.sweep]
+                anchors[pt.sweep] = (first, acceptance_rate(first, n, decay) if first < n
+                                     else None, decay)
+            first, alpha, decay = anchors[pt.sweep]
             if alpha is None:  # unknown acceptance: the anchor's τ, capped
                 tau = min(first, float(n))
                 if first > n:  # this point's published speedup needs more than n tokens
                     unreachable.add(pt.id)
             else:
-                # the same per-token acceptance at every point: τ grows with a deeper
-                # draft as acceptance theory says (a concurrency sweep keeps its τ)
-                tau = chain_tau(alpha, n)
+                # the same acceptance α at every point, later positions at δ·α: τ grows
+                # with a deeper draft as the family's published sweeps show (a
+                # concurrency sweep keeps its τ)
+                tau = chain_tau(alpha, n, decay)
         pred = predict(pt, params, data, tau)
         ratio = pred.speedup / published if pred.speedup and published else None
         rows.append(Row(
@@ -939,7 +1046,9 @@ def evaluate(data: CalibrationData | None = None, fits: list[Fitted] | None = No
     if mode == "cross-validated":
         return cross_validate(data)
     fits = data.fitted if fits is None else fits
-    rows = _predict_rows(data.points, data, None, fits)
+    # with the stored fits, δ too is the package's (a user's file is evaluated, not fitted)
+    rows = _predict_rows(data.points, data, None, fits,
+                         load().points if mode == "as stored" else data.points)
     return _summary(mode, data.points, rows, fits)
 
 
@@ -1174,6 +1283,14 @@ def bound_problems(data: CalibrationData) -> list[str]:
             if not data.bound_reasons.get(key, "").strip():
                 out.append(f"{key} is on its {side} bound without a written reason "
                            "(data/calibration.yaml bound_reasons)")
+    for drafter in FEATURE_DRIFT_FAMILIES:  # δ is fitted from the points, not stored
+        fit = fit_position_decay(data.points, drafter)
+        if fit.at_bound is not None:
+            key = f"acceptance × {drafter}: position_decay"
+            on_a_bound.add(key)
+            if not data.bound_reasons.get(key, "").strip():
+                out.append(f"{key} is on its {fit.at_bound} bound without a written "
+                           "reason (data/calibration.yaml bound_reasons)")
     # a reason for a parameter a refit moved off its bound would explain what is not so
     out += [f"{key}: a written reason, but the stored fit is not on a bound (remove it "
             "from data/calibration.yaml bound_reasons)"
