@@ -255,3 +255,30 @@ def test_check_warns_when_a_locked_branch_moved(pair_repo: Path, hub: HubServer,
     quiet = subprocess.run([sys.executable, "-m", "specpair", "check", "runbooks"],
                            cwd=pair_repo, env=env, capture_output=True, text=True, check=False)
     assert "SP103" not in quiet.stdout  # without --hub nothing asks the hub
+
+
+def test_a_hub_lock_from_a_shard_index_passes_its_own_provenance_rule(
+        tmp_path: Path, hub: HubServer) -> None:
+    # A repo reached without its shards (only config.json and the shard index): the lock
+    # reads bytes, not parameters per dtype, and says so; the gate must not then call it
+    # hand-written (SP105), only warn that the parameter count is derived (SP104).
+    ckpt = tmp_path / "indexed"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text(json.dumps(llama_config()))
+    (ckpt / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {"total_size": 123_456_000},
+         "weight_map": {"lm_head.weight": "model-00001-of-00002.safetensors"}}))
+    commit = publish(hub, "org/indexed", ckpt)
+    root = tmp_path / "repo"
+    runbook(root, "p", "org/indexed", method="NGRAM")
+    result = lock(root, hub, "runbooks")
+    assert result.returncode == 0, result.stderr
+    target = json.loads((root / "runbooks" / "p" / "lock.json").read_text())["target"]
+    assert target["provenance"] == f"hub@{commit}"
+    assert target["unconfirmed"] == ["weights.params_by_dtype", "tokenizer"]
+    env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HOME": str(root / ".hf")}
+    checked = subprocess.run([sys.executable, "-m", "specpair", "check", "runbooks"],
+                             cwd=root, env=env, capture_output=True, text=True, check=False)
+    assert "SP104 [warning] target lock facts are declared and unconfirmed: " \
+           "weights.params_by_dtype, tokenizer" in checked.stdout, checked.stdout
+    assert "SP105" not in checked.stdout, checked.stdout

@@ -22,6 +22,7 @@ from specpair.latency import LatencyModel, model
 from specpair.launch import build_for
 from specpair.resolve import ResolvedArtifact, ResolvedPair
 from specpair.schema.common import Method
+from specpair.schema.lock import RESOLUTION_MAY_LEAVE_UNREAD
 from specpair.staging import StagingPlan, plan
 from specpair.staging_calibration import measured_cold_start
 
@@ -124,8 +125,10 @@ def provenance_problems(art: ResolvedArtifact) -> list[str]:
         if source.revision and COMMIT.match(source.revision) and source.revision != sha:
             problems.append(f"revision {source.revision[:12]} is a commit, yet it claims to "
                             f"have resolved to {sha[:12]}: a commit resolves to itself")
-        if art.unconfirmed:
-            problems.append("claims hub provenance but lists unconfirmed facts")
+        unexplained = sorted(set(art.unconfirmed) - RESOLUTION_MAY_LEAVE_UNREAD)
+        if unexplained:
+            problems.append("claims hub provenance but lists unconfirmed facts a resolution "
+                            "reads: " + ", ".join(unexplained))
         for part, claimed in (("weights", art.weights.provenance),
                               ("tokenizer", art.tokenizer.provenance)):
             if claimed != provenance:

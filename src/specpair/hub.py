@@ -20,7 +20,13 @@ from pydantic import ValidationError
 from specpair import hf_config
 from specpair.errors import SpecpairError
 from specpair.geometry import Geometry, NotModelled, from_hf_config
-from specpair.schema.lock import ArtifactLock, Source, Tokenizer, Weights
+from specpair.schema.lock import (
+    RESOLUTION_MAY_LEAVE_UNREAD,
+    ArtifactLock,
+    Source,
+    Tokenizer,
+    Weights,
+)
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json",
                    "merges.txt", "special_tokens_map.json", "added_tokens.json")
@@ -196,6 +202,8 @@ def _from_index(ckpt: Checkpoint, files: dict[str, int], geometry: Any,
     per = {"BF16": 2, "F16": 2, "F32": 4}
     params = {dtype: total // per[dtype]} if dtype else {}
     tok_files = {name: ckpt.read(name) for name in TOKENIZER_FILES if name in files}
+    unread = ["weights.params_by_dtype"] + ([] if tok_files else ["tokenizer"])
+    assert RESOLUTION_MAY_LEAVE_UNREAD.issuperset(unread)
     return ArtifactLock(
         source=ckpt.source, provenance=ckpt.provenance, geometry=geometry,
         weights=Weights(params_by_dtype=params, weight_bytes=total, provenance=ckpt.provenance),
@@ -204,7 +212,7 @@ def _from_index(ckpt: Checkpoint, files: dict[str, int], geometry: Any,
             fingerprint=tokenizer_fingerprint(tok_files) if tok_files else None,
             vocab_size=tokenizer_vocab(tok_files, geometry.vocab_size),
             files=sorted(tok_files), provenance=ckpt.provenance),
-        unconfirmed=["weights.params_by_dtype"] + ([] if tok_files else ["tokenizer"]),
+        unconfirmed=unread,
         sources={"geometry": source, "weights": f"{INDEX} metadata.total_size; "
                  f"parameters = bytes / {geometry.dtype} size",
                  "tokenizer": "tokenizer files" if tok_files else "config.json vocab_size",

@@ -63,6 +63,14 @@ class Tokenizer(Strict):
     provenance: Provenance
 
 
+# Facts a resolution (hub or local folder) can leave unread without anything being wrong:
+# a checkpoint published with a shard index but fetched without its shards gives bytes,
+# not parameters per dtype (only the shards' headers state them), and a checkpoint may
+# ship no tokenizer files. `specpair lock` lists these as unconfirmed; every other fact a
+# resolution writes it has read.
+RESOLUTION_MAY_LEAVE_UNREAD = frozenset({"weights.params_by_dtype", "tokenizer"})
+
+
 class ArtifactLock(Strict):
     source: Source
     provenance: Provenance = Field(description="where the geometry came from")
