@@ -19,7 +19,7 @@ import yaml
 from specpair.alerts import PAIR_LABEL
 from specpair.analysis import Analysis
 from specpair.build import load_pairs
-from specpair.generators import monitoring_files
+from specpair.generators import dashboard_files, monitoring_files
 from specpair.monitoring import EngineMetrics, for_engine
 from specpair.resolve import ResolvedPair
 from tests.conftest import REPO
@@ -419,6 +419,11 @@ def test_vllm_data_parallel_has_no_first_request_rule() -> None:
     assert "multiprocess registry" in text.split("groups:")[0]
     single = monitoring_files.generate(Analysis(pair))[monitoring_files.RULES].decode()
     assert "SpecpairFirstRequestOverColdStartBudget" in single
+    # nor does its dashboard query a record that is not generated
+    board = dashboard_files.generate(Analysis(dp))[dashboard_files.DASHBOARD].decode()
+    assert "specpair:time_to_first_request_seconds" not in board
+    board = dashboard_files.generate(Analysis(pair))[dashboard_files.DASHBOARD].decode()
+    assert "specpair:time_to_first_request_seconds" in board
 
 
 def phases(per_minute: list[tuple[int, float]]) -> str:
