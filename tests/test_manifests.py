@@ -13,6 +13,7 @@ import pytest
 
 from specpair.analysis import Analysis
 from specpair.build import load_pairs
+from specpair.errors import SpecpairError
 from specpair.generators import launch_files, monitoring_files
 from specpair.resolve import ResolvedPair
 from tests.conftest import REPO
@@ -26,7 +27,7 @@ PAIRS = {p.name: p for p in load_pairs(REPO)}
 PLATFORM = {"node_selector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
             "models_volume": {"storage_class": "fast-nvme", "size_gib": 500},
             "monitor_labels": {"release": "kube-prometheus-stack"}, "shm_size": "32Gi",
-            "hf_token_secret": None}
+            "cpu_request": "12", "memory_request": "96Gi", "hf_token_secret": None}
 
 
 def sglang_two_nodes() -> ResolvedPair:
@@ -120,9 +121,11 @@ def test_single_node_pairs_roll_out_on_one_claim_they_generate(name: str) -> Non
     assert gib(claim["spec"]["resources"]["requests"]["storage"]) == max(
         1, math.ceil(need / 2**30))
     (dshm,) = [v for v in pod["volumes"] if v["name"] == "dshm"]
-    assert dshm["emptyDir"] == {"medium": "Memory", "sizeLimit": "16Gi"}
+    assert dshm["emptyDir"]["medium"] == "Memory"
     server = pod["containers"][0]
     assert set(server["resources"]["requests"]) == {"cpu", "memory"}
+    # a full memory-backed /dev/shm counts toward the pod's memory: within the request
+    assert gib(server["resources"]["requests"]["memory"]) > gib(dshm["emptyDir"]["sizeLimit"])
     assert server["resources"]["limits"]["nvidia.com/gpu"] == (
         pair.runbook.deployment.parallel.tensor * pair.runbook.deployment.parallel.pipeline
         * pair.runbook.deployment.parallel.data)
@@ -148,6 +151,8 @@ def test_what_a_platform_sets_reaches_the_objects() -> None:
     assert claim["resources"]["requests"]["storage"] == "500Gi"
     (dshm,) = [v for v in pod["volumes"] if v["name"] == "dshm"]
     assert dshm["emptyDir"]["sizeLimit"] == "32Gi"
+    assert pod["containers"][0]["resources"]["requests"] == {"cpu": "12", "memory": "96Gi"}
+    assert "Pod requests derived" not in files["deployment.k8s.yaml"].decode()
     for doc in documents(files["monitoring.k8s.yaml"]):
         assert doc["metadata"]["labels"]["release"] == "kube-prometheus-stack"
 
@@ -185,3 +190,67 @@ def test_the_vllm_script_starts_ranks_above_zero_headless(tmp_path: Path) -> Non
         argv = json.loads((tmp_path / "argv.json").read_text())
         assert ("--headless" in argv) == headless
         assert argv[argv.index("--node-rank") + 1] == rank
+
+
+def pod_of(pair: ResolvedPair) -> tuple[dict[str, Any], str]:
+    text = launch_files.generate(Analysis(pair))["deployment.k8s.yaml"].decode()
+    for doc in documents(text.encode()):
+        validate(doc)
+    spec = workload(text.encode())["spec"]
+    template = spec["template"] if "template" in spec else \
+        spec["leaderWorkerTemplate"]["workerTemplate"]
+    return template["spec"], text
+
+
+def requests_of(pod: dict[str, Any]) -> tuple[float, int, int]:
+    """(CPU cores, memory GiB, /dev/shm GiB) of the server pod."""
+    requests = pod["containers"][0]["resources"]["requests"]
+    (dshm,) = [v for v in pod["volumes"] if v["name"] == "dshm"]
+    return float(requests["cpu"]), gib(requests["memory"]), gib(dshm["emptyDir"]["sizeLimit"])
+
+
+@pytest.mark.parametrize("make", [
+    lambda: PAIRS["qwen3-8b-dflash"], sglang_two_nodes, vllm_two_nodes,
+    lambda: with_runbook(PAIRS["qwen3-8b-dflash"], kubernetes={"shm_size": "24Gi"})],
+    ids=["one-rank", "sglang-2x4-ranks", "vllm-2x4-ranks", "shm-set"])
+def test_pod_requests_grow_with_the_ranks_and_hold_the_shm(make: Any) -> None:
+    """Left to specpair, a pod running more GPU ranks (NCCL peers, worker processes) asks
+    for more CPU, memory and /dev/shm than a one-rank pod, every derived memory request
+    holds the /dev/shm it mounts, and the manifest says how the numbers were chosen."""
+    pair = make()
+    pod, text = pod_of(pair)
+    cpu, memory, shm = requests_of(pod)
+    one_cpu, one_memory, one_shm = requests_of(pod_of(PAIRS["qwen3-8b-dflash"])[0])
+    ranks = pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
+    if ranks > 1:
+        assert cpu > one_cpu and memory > one_memory and shm > one_shm
+    assert memory > shm
+    assert "Pod requests derived from the GPU ranks per pod" in text
+    if pair.runbook.kubernetes.shm_size is not None:
+        assert shm == gib(pair.runbook.kubernetes.shm_size)
+        assert memory - shm == one_memory - one_shm, "the set /dev/shm is added to memory"
+
+
+def test_a_memory_request_below_the_shm_size_is_refused_by_field() -> None:
+    pair = with_runbook(PAIRS["qwen3-8b-dflash"],
+                        kubernetes={"memory_request": "8Gi", "shm_size": "16Gi"})
+    with pytest.raises(SpecpairError) as caught:
+        launch_files.generate(Analysis(pair))
+    (problem,) = caught.value.problems
+    assert problem.location.field == "kubernetes.memory_request"
+    assert problem.location.file.startswith("runbooks/qwen3-8b-dflash/runbook.")
+    assert "below the /dev/shm size 16Gi" in problem.message
+    assert "shm_size" in problem.hint
+
+
+def test_quantities_compare_as_kubernetes_reads_them() -> None:
+    """Kubernetes' "Resource Management for Pods and Containers" page: 128974848, 129e6,
+    129M, 128974848000m and 123Mi are (roughly) the same memory; 0.1 CPU is 100m."""
+    from specpair.generators.pod_resources import quantity
+
+    assert quantity("123Mi") == quantity("128974848") == quantity("128974848000m")
+    assert quantity("129e6") == quantity("129M") == 129_000_000
+    assert quantity("0.1") == quantity("100m")
+    assert quantity("2Gi") > quantity("2G")
+    with pytest.raises(ValueError, match="not a Kubernetes quantity"):
+        quantity("2GB")

@@ -19,7 +19,7 @@ import yaml
 from specpair.alerts import PAIR_LABEL
 from specpair.analysis import Analysis
 from specpair.build import load_pairs
-from specpair.generators import monitoring_files
+from specpair.generators import dashboard_files, monitoring_files
 from specpair.monitoring import EngineMetrics, for_engine
 from specpair.resolve import ResolvedPair
 from tests.conftest import REPO
@@ -223,11 +223,17 @@ def scenarios(pair: ResolvedPair, rules: dict[str, dict[str, Any]]) -> list[dict
                                        [where(name, "a")], at="5m")],
         })
     if m.process_start and m.requests_done:
-        # the process starts at 10m; a serves its first request 5 minutes after the budget,
-        # b after 2 minutes, c is a restart whose earlier process had served requests
+        # The process starts at 10m. a serves its first request 5 minutes after the budget,
+        # b after 2 minutes; c is a restart whose earlier process had served requests; d
+        # is scraped only from after its first request (a late-joining Prometheus: its
+        # first sample is already above 0, so the time of the first request is unknown);
+        # e is seen at 0 once, then not scraped until after the budget (only an upper
+        # bound past the budget, so no alert); f restarts with its earlier process's
+        # last sample still inside the lookback while the new one boots unscraped.
         wait = budget_min + 4
         end = 10 + wait + 1 + 3
         rest = end - 10 - wait
+        joins = 10 + wait + 2
         tests.append({
             "interval": "1m",
             "input_series": [
@@ -236,16 +242,24 @@ def scenarios(pair: ResolvedPair, rules: dict[str, dict[str, Any]]) -> list[dict
                 series(m.process_start, "b", f"_x10 600+0x{end - 10}", name),
                 series(m.requests_done, "b", f"_x10 0+0x1 1+1x{end - 12}", name),
                 series(m.process_start, "c", f"0+0x9 600+0x{end - 10}", name),
-                series(m.requests_done, "c", f"0 1+1x8 0+0x{wait} 1+1x{rest - 1}", name)],
+                series(m.requests_done, "c", f"0 1+1x8 0+0x{wait} 1+1x{rest - 1}", name),
+                series(m.process_start, "d", f"_x{joins} 600+0x{end - joins}", name),
+                series(m.requests_done, "d", f"_x{joins} 7+1x{end - joins}", name),
+                series(m.process_start, "e", f"_x10 600 _x{wait + 1} 600+0x{rest - 2}", name),
+                series(m.requests_done, "e", f"_x10 0 _x{wait + 1} 3+1x{rest - 2}", name),
+                series(m.process_start, "f", f"0+0x9 600+0x{end - 10}", name),
+                series(m.requests_done, "f", f"0 1+1x8 _x2 0+0x{wait - 2} 1+1x{rest - 1}",
+                       name)],
             "alert_rule_test": [expect(rules, "SpecpairFirstRequestOverColdStartBudget",
-                                       [where(name, "a"), where(name, "c")], at=f"{end}m")],
+                                       [where(name, i) for i in "acf"], at=f"{end}m")],
             "promql_expr_test": [{
                 "expr": "specpair:time_to_first_request_seconds", "eval_time": f"{end}m",
                 "exp_samples": [
                     {"labels": "{" + f'__name__="specpair:time_to_first_request_seconds",'
                      f'{PAIR_LABEL}="{name}",instance="{i}"' + "}", "value": v}
                     for i, v in (("a", (wait + 1) * 60), ("b", 120),
-                                 ("c", (wait + 1) * 60))]}],
+                                 ("c", (wait + 1) * 60), ("e", (wait + 2) * 60),
+                                 ("f", (wait + 1) * 60))]}],
         })
     return tests
 
@@ -306,6 +320,7 @@ def test_a_multi_node_pair_scrapes_only_the_leader() -> None:
 
 
 LONG = 9 * 60  # minutes: past the 6-hour windows, where a subquery's edge shows
+RESTART = 400  # minutes: a restart after the first 6 hours
 
 
 def long_horizon(pair: ResolvedPair, rules: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -324,7 +339,19 @@ def long_horizon(pair: ResolvedPair, rules: dict[str, dict[str, Any]]) -> list[d
         inputs += [series(m.process_start, "a", f"0+0x{LONG}", name),
                    series(m.requests_done, "a", f"0+0x1 1+1x{LONG - 2}", name),
                    series(m.process_start, "b", f"0+0x{LONG}", name),
-                   series(m.requests_done, "b", f"0+0x{late} 1+1x{LONG - late - 1}", name)]
+                   series(m.requests_done, "b", f"0+0x{late} 1+1x{LONG - late - 1}", name),
+                   # c serves from its first minute, restarts at 400m (6 h 40 min) and
+                   # then serves its first request 5 minutes after the budget
+                   series(m.process_start, "c", f"0+0x{RESTART - 1} "
+                          f"{RESTART * 60}+0x{LONG - RESTART}", name),
+                   series(m.requests_done, "c", f"0+1x{RESTART - 1} 0+0x{late} "
+                          f"1+1x{LONG - RESTART - late - 1}", name),
+                   # d restarts at 400m too and serves within 3 minutes, but this
+                   # Prometheus scrapes it only from after the budget (late-joining)
+                   series(m.process_start, "d", f"_x{RESTART + late} "
+                          f"{RESTART * 60}+0x{LONG - RESTART - late}", name),
+                   series(m.requests_done, "d", f"_x{RESTART + late} "
+                          f"40+1x{LONG - RESTART - late}", name)]
     if m.startup_seconds:
         metric, extra = m.startup_seconds
         key, value = extra.split("=")
@@ -350,11 +377,19 @@ def long_horizon(pair: ResolvedPair, rules: dict[str, dict[str, Any]]) -> list[d
         record = "specpair:time_to_first_request_seconds"
         checks += [expect(rules, late_alert, [where(name, "b")], at=at)
                    for at in ("60m", "300m")]
-        checks += [expect(rules, late_alert, [], at=at) for at in times]
         exprs += [{"expr": record, "eval_time": "300m", "exp_samples": [
             {"labels": "{" + f'__name__="{record}",{PAIR_LABEL}="{name}",instance="{i}"}}',
-             "value": v} for i, v in (("a", 120), ("b", (late + 1) * 60))]}]
-        exprs += [{"expr": record, "eval_time": at, "exp_samples": []} for at in times]
+             "value": v} for i, v in (("a", 120), ("b", (late + 1) * 60), ("c", 60))]}]
+        # past 6 h only c's process restarted at 400m is inside its window, from the
+        # first scrape that saw its first request
+        served = RESTART + late + 1
+        for at in times:
+            minute = int(at.removesuffix("m"))
+            seen = [where(name, "c")] if minute >= served else []
+            checks.append(expect(rules, late_alert, seen, at=at))
+            exprs.append({"expr": record, "eval_time": at, "exp_samples": [
+                {"labels": "{" + f'__name__="{record}",{PAIR_LABEL}="{name}",instance="c"}}',
+                 "value": (late + 1) * 60}] if seen else []})
     return [{"interval": "1m", "input_series": inputs, "alert_rule_test": checks,
              "promql_expr_test": exprs}]
 
@@ -384,6 +419,11 @@ def test_vllm_data_parallel_has_no_first_request_rule() -> None:
     assert "multiprocess registry" in text.split("groups:")[0]
     single = monitoring_files.generate(Analysis(pair))[monitoring_files.RULES].decode()
     assert "SpecpairFirstRequestOverColdStartBudget" in single
+    # nor does its dashboard query a record that is not generated
+    board = dashboard_files.generate(Analysis(dp))[dashboard_files.DASHBOARD].decode()
+    assert "specpair:time_to_first_request_seconds" not in board
+    board = dashboard_files.generate(Analysis(pair))[dashboard_files.DASHBOARD].decode()
+    assert "specpair:time_to_first_request_seconds" in board
 
 
 def phases(per_minute: list[tuple[int, float]]) -> str:

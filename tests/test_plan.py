@@ -333,3 +333,47 @@ def test_the_plan_reproduces_a_published_draft_length_sweep() -> None:
     best = max(speed for _, speed in VLLM_20780.values())
     near = {g for g, (_, speed) in VLLM_20780.items() if speed >= 0.98 * best}
     assert result.best is not None and result.best.depth in near, (result.best.key, near)
+
+
+def test_the_search_budgets_each_distinct_runbook_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Candidates whose runbooks come out equal (the target alone and a draft shape of one
+    deployment, where the SLO at the shape's depth is the runbook's own) share one
+    variant, so the budget (computed once per pair object) is computed once per runbook
+    the search builds. Distinct runbooks are told apart by their full JSON dump."""
+    import specpair.plan as plan_module
+
+    seen: dict[int, ResolvedPair] = {}
+    real = plan_module.compute
+
+    def spy(pair: ResolvedPair) -> Any:
+        seen[id(pair)] = pair
+        return real(pair)
+
+    monkeypatch.setattr(plan_module, "compute", spy)
+    result = plan(example("qwen3-8b-dflash"))
+    assert result.rows
+    dumps = {p.runbook.model_dump_json() for p in seen.values()}
+    assert len(seen) == len(dumps), f"{len(seen)} variants for {len(dumps)} runbooks"
+
+
+def test_a_variant_is_what_validating_the_whole_runbook_gives() -> None:
+    """Variants validate only the sections a change touches; pydantic validating the whole
+    changed dump must agree, and an invalid change must still be refused."""
+    from specpair.schema.runbook import Runbook
+
+    pair = example("llama31-8b-eagle3")
+    dump = pair.runbook.model_dump(mode="json")
+    changes: dict[tuple[str, ...], Any] = {
+        ("deployment", "gpu"): "H200-141GB", ("deployment", "kv_cache_dtype"): "fp8_e4m3",
+        ("deployment", "parallel", "tensor"): 2, ("deployment", "memory_fraction"): 0.85,
+        ("acceptance", "slo", "min_length"): 2.75, ("deployment", "max_running_requests"): 9}
+    whole = json.loads(json.dumps(dump))
+    for path, value in changes.items():
+        node = whole
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+    assert variant(pair, changes, dump).runbook == Runbook.model_validate(whole)
+    assert pair.runbook.model_dump(mode="json") == dump, "the base dump stays unchanged"
+    with pytest.raises(AssertionError, match="invalid runbook"):
+        variant(pair, {("deployment", "memory_fraction"): 1.5}, dump)

@@ -129,21 +129,59 @@ def speedup_expr(pair: str, points: list[Point]) -> str:
     return "\nor\n".join(parts)
 
 
-def first_request_expr(metrics: EngineMetrics, pair: str) -> str:
-    """Seconds from the serving process's start to its first finished request, sampled per
-    minute over 6 hours. `@ end()` pins the start to the current process, so requests
-    served by an earlier process (before a restart) do not count. Only while the start is
-    inside that window: past it the window's oldest sample would stand in for the first
-    request and the value would grow with uptime, so the series ends there instead."""
+def _first_request_parts(metrics: EngineMetrics, pair: str) -> tuple[str, str, str]:
+    """(process start, subquery of the times this process was seen with a finished
+    request, subquery of the times it was seen with none).
+
+    Times are the scrape's own sample times (`timestamp` of the selector, not of an
+    expression, which would be the evaluation time): after a restart the earlier process's
+    last sample stays visible for the lookback delta, and its time is before the new
+    start, so `>= start @ end()` drops it. `@ end()` pins the start to the current
+    process, so requests served by an earlier process do not count."""
     s = selector(pair)
     start = f"max by ({BY}) ({metrics.process_start}{s})"
     current = f"max by ({BY}) ({metrics.process_start}{s} @ end())"
-    served = f"timestamp(sum by ({BY}) ({metrics.requests_done}{s}) > 0)"
-    window = f"{FIRST_REQUEST_LOOKBACK_S // 3600}h:{FIRST_REQUEST_STEP_S // 60}m"
+    sampled = f"max by ({BY}) (timestamp({metrics.requests_done}{s}))"
+    count = f"sum by ({BY}) ({metrics.requests_done}{s})"
+    window = f"[{FIRST_REQUEST_LOOKBACK_S // 3600}h:{FIRST_REQUEST_STEP_S // 60}m]"
+
+    def seen(condition: str) -> str:
+        return f"(({sampled} and on({BY}) ({count} {condition})) >= on({BY}) {current}){window}"
+
+    return start, seen("> 0"), seen("== 0")
+
+
+def first_request_expr(metrics: EngineMetrics, pair: str) -> str:
+    """Seconds from the serving process's start to the first scrape that saw a finished
+    request, sampled per minute over 6 hours.
+
+    Only where this Prometheus saw the finished-request counter at 0 in the current
+    process: a scrape that begins after the first request (a Prometheus restart, a
+    PodMonitor applied late) has no first request to see, and its first sample would
+    stand in for it. vLLM exports the counter at 0 from start-up (`PrometheusStatLogger`
+    creates every `finished_reason` child with `.labels()`, vllm/v1/metrics/loggers.py
+    807-819 in 0.32.0 and 0.33.0), so a scrape that was there from the start sees the 0.
+    Only while the start is inside the window: past it the window's oldest sample would
+    stand in for the first request and the value would grow with uptime, so the series
+    ends there instead."""
+    start, served, idle = _first_request_parts(metrics, pair)
     inside = FIRST_REQUEST_LOOKBACK_S - FIRST_REQUEST_STEP_S
-    return (f"(min_over_time(({served} >= on({BY}) {current})[{window}])\n"
+    return (f"(min_over_time({served})\n"
             f"- on({BY}) {start})\n"
+            f"and on({BY}) max_over_time({idle})\n"
             f"and on({BY}) (time() - {start} < {inside})")
+
+
+def first_request_late_expr(metrics: EngineMetrics, pair: str, budget_s: float) -> str:
+    """The first request came after the budget: the recorded time is over it, and so is
+    the last scrape that still saw no finished request. The recorded time is an upper
+    bound (the first sample with one); with a gap in the scrapes around the first request
+    it can be far above the request, so the alert also needs the lower bound over the
+    budget: a server proven still without a finished request at the budget."""
+    start, _, idle = _first_request_parts(metrics, pair)
+    return (f"specpair:time_to_first_request_seconds{selector(pair)} > {budget_s:g}\n"
+            f"and on({BY}) (max_over_time({idle})\n"
+            f"- on({BY}) {start} > {budget_s:g})")
 
 
 def watches_first_request(pair: ResolvedPair, metrics: EngineMetrics) -> bool:
@@ -292,12 +330,13 @@ def groups(pair: ResolvedPair, t: Thresholds) -> list[dict[str, Any]]:
     if watches_first_request(pair, metrics):
         alerts.append(_alert(
             "SpecpairFirstRequestOverColdStartBudget",
-            f"specpair:time_to_first_request_seconds{s} > {t.cold_start_budget_s:g}", "0s",
+            first_request_late_expr(metrics, name, t.cold_start_budget_s), "0s",
             "warning", f"{name}: first request after a start later than the cold-start budget",
             f"The first request finished more than {t.cold_start_budget_s:g} s (the cold-start "
             f"budget; planned {t.cold_start_plan_s:g} s) after the serving process started; "
             "staging before the process starts is not included. Watched for the first "
-            f"{FIRST_REQUEST_LOOKBACK_S // 3600} h of each process."))
+            f"{FIRST_REQUEST_LOOKBACK_S // 3600} h of each process, where Prometheus saw it "
+            "with no finished request yet."))
     return [{"name": f"specpair-{name}-records", "rules": records},
             {"name": f"specpair-{name}-alerts", "rules": alerts}]
 

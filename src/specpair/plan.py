@@ -24,13 +24,15 @@ each depth the same way, so the written runbook states the floor of the shape it
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
 from specpair import calibration, hardware, registry
 from specpair.acceptance import AcceptanceCurve, from_tau, measured_curve
@@ -48,7 +50,7 @@ from specpair.schema.common import KVDtype, Method, Strict
 from specpair.schema.runbook import Runbook, Workload
 from specpair.staging import StagingPlan
 from specpair.staging import plan as staging_plan
-from specpair.step_inputs import CHARS_PER_TOKEN, draft_shape, expected_context
+from specpair.step_inputs import CHARS_PER_TOKEN, _Setup, draft_shape, expected_context
 from specpair.stepmodel import (
     Forward,
     Hardware,
@@ -212,11 +214,51 @@ def _set(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     data[path[-1]] = value
 
 
+_ABSENT = object()
+
+
+def _at(data: dict[str, Any], path: tuple[str, ...]) -> Any:
+    """The value at `path` in a runbook dump (`_ABSENT` where it has none)."""
+    value: Any = data
+    for key in path:
+        if not isinstance(value, dict) or key not in value:
+            return _ABSENT
+        value = value[key]
+    return value
+
+
+def _hashable(value: Any) -> tuple[str, Any]:
+    """A change's value as a key: typed (1, 1.0 and True are equal in Python but not in a
+    runbook), dicts and lists (an inline GPU) as canonical JSON."""
+    if isinstance(value, dict | list):
+        return "json", json.dumps(value, sort_keys=True)
+    return type(value).__name__, value
+
+
 def _get(rb: Runbook, path: tuple[str, ...]) -> Any:
     value: Any = rb
     for key in path:
         value = getattr(value, key)
     return value.value if hasattr(value, "value") else value
+
+
+_SECTIONS: dict[str, TypeAdapter[Any]] = {
+    name: TypeAdapter(info.rebuild_annotation()) for name, info in Runbook.model_fields.items()}
+# Runbook has no validators of its own (only its sections do), so validating the changed
+# sections alone accepts and builds exactly what validating the whole runbook would
+_WHOLE = bool(Runbook.__pydantic_decorators__.model_validators
+              or Runbook.__pydantic_decorators__.field_validators)
+
+
+def _validated(rb: Runbook, data: dict[str, Any], touched: set[str]) -> Runbook:
+    """`Runbook.model_validate(data)`, where `data` differs from `rb`'s dump only in the
+    `touched` top-level sections: those are validated, the rest is `rb`'s already
+    validated sections (a plan search validates a variant per candidate; the whole
+    runbook each time was a tenth of its cost)."""
+    if _WHOLE:
+        return Runbook.model_validate(data)
+    return rb.model_copy(update={name: _SECTIONS[name].validate_python(data[name])
+                                 for name in sorted(touched)})
 
 
 def variant(pair: ResolvedPair, changes: Changes,
@@ -229,7 +271,7 @@ def variant(pair: ResolvedPair, changes: Changes,
     for path, value in changes.items():
         _set(data, path, value)
     try:
-        rb = Runbook.model_validate(data)
+        rb = _validated(pair.runbook, data, {path[0] for path in changes})
     except ValidationError as exc:  # a planner bug, not the user's input
         raise AssertionError(f"planner built an invalid runbook: {exc}") from None
     return pair.model_copy(update={"runbook": rb, "measurement": None,
@@ -478,8 +520,15 @@ def _synthetic(pair: ResolvedPair) -> list[Workload]:
     return [w for w in pair.runbook.workloads if w.kind != "replay"]
 
 
+@functools.cache
+def _prompt_lengths(workload: Workload) -> tuple[int, ...]:
+    """A generated workload's prompt lengths: a function of the (frozen) workload alone,
+    and most pairs keep the default workloads, so a site build generates each once."""
+    return tuple(len(r.prompt) for r in generate(workload))
+
+
 def _mean_prompt_tokens(pair: ResolvedPair) -> int:
-    prompts = [len(r.prompt) for w in _synthetic(pair) for r in generate(w)]
+    prompts = [n for w in _synthetic(pair) for n in _prompt_lengths(w)]
     if not prompts:  # the split of prompt and answer is not guessed
         raise SpecpairError.single(pair.source_file, "the plan needs a synthetic workload "
                                    "for the split of prompt and answer tokens; this runbook "
@@ -580,6 +629,9 @@ class Planner:
         self._params: dict[str, tuple[StepParams, str, tuple[float | None, str]]] = {}
         self._staging: list[tuple[tuple[Any, ...], StagingPlan]] = []
         self._dump = rb.model_dump(mode="json")  # the base of every variant (`variant`)
+        self._variants: dict[tuple[tuple[tuple[str, ...], tuple[str, Any]], ...],
+                             ResolvedPair] = {}
+        self._setups: dict[int, tuple[ResolvedPair, Budget, _Setup]] = {}
         self.stats = _Stats()
         self.evaluators: dict[str, Evaluator] = {}  # row key → its predictions
 
@@ -628,7 +680,12 @@ class Planner:
     def _evaluator(self, pair: ResolvedPair, budget: Budget, depth: int,
                    tau: float | None) -> tuple[Evaluator, str, tuple[float | None, str]]:
         params, source, validation = self.params_for(pair.gpu)
-        s = setup(pair, budget, params)
+        # one setup per variant object: `setup` reads the pair, its budget (`compute`'s,
+        # one per pair object) and the GPU's parameters, all fixed for a given `pair`
+        known = self._setups.get(id(pair))
+        if known is None or known[0] is not pair or known[1] is not budget:
+            known = self._setups[id(pair)] = (pair, budget, setup(pair, budget, params))
+        s = known[2]
         return (Evaluator(s.target, s.draft, s.shape, s.hw, params, s.context, self.prompt,
                           tau, s.speedup_band, s.throughput_band), source, validation)
 
@@ -694,8 +751,7 @@ class Planner:
         would refuse it or the budget cannot hold it (counted in the stats)."""
         self.stats.candidates += 1
         changes = self._changes(d, s)
-        screen = variant(self.pair, {**changes, ("deployment", "max_running_requests"): None},
-                         self._dump)
+        screen = self._variant({**changes, ("deployment", "max_running_requests"): None})
         try:
             budget = compute(screen)
         except SpecpairError:
@@ -735,7 +791,7 @@ class Planner:
             changes[("deployment", "max_running_requests")] = op.concurrency
             if self.pair.runbook.deployment.concurrency is not None:
                 changes[("deployment", "concurrency")] = op.concurrency
-            final = variant(self.pair, changes, self._dump)
+            final = self._variant(changes)
             final_budget = compute(final)
             maybe = final_budget.speculative if s.speculative else final_budget.baseline
             assert maybe is not None
@@ -795,6 +851,19 @@ class Planner:
             changes=effective_changes(self.pair, changes if s.speculative else {
                 k: v for k, v in changes.items() if k[0] == "deployment"}),
             params_source=source, validation_pct=validation[0], validation=validation[1])
+
+    def _variant(self, changes: Changes) -> ResolvedPair:
+        """`variant(self.pair, changes)`, one object per distinct runbook: changes that set
+        a field to its current value are no change, so candidates whose runbooks come out
+        equal (a baseline and a speculative shape of one deployment whose SLO at the
+        shape's depth is the runbook's own) share the variant, and with it the budget
+        `compute` keeps per pair object."""
+        effective = tuple(sorted((path, _hashable(value)) for path, value in changes.items()
+                                 if _at(self._dump, path) != value))
+        found = self._variants.get(effective)
+        if found is None:
+            found = self._variants[effective] = variant(self.pair, changes, self._dump)
+        return found
 
     def _gate_context(self, final: ResolvedPair, budget: Budget) -> Context:
         """The context `run(Context(final))` would build, reusing `budget`: given no

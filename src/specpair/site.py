@@ -243,7 +243,8 @@ def _alerts_section(a: Analysis, files: dict[str, bytes]) -> str:
                      f"engine start-up &gt; {t.cold_start_budget_s:g} s"])
     if watches_first_request(pair, metrics):
         rows.append(["SpecpairFirstRequestOverColdStartBudget",
-                     f"first request &gt; {t.cold_start_budget_s:g} s after the process start"])
+                     f"first request &gt; {t.cold_start_budget_s:g} s after the process start "
+                     "(where Prometheus saw the process with no finished request yet)"])
     links = " · ".join(f"[{name}]({pair.name}/{name})" for name in sorted(generated))
     return ("\n## Alerts and dashboard\n\n"
             + _table(["alert", "fires when"], rows)

@@ -20,7 +20,7 @@ from grafana_foundation_sdk.cog import builder as cogbuilder
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import dashboard as model
 
-from specpair.alerts import Thresholds, selector
+from specpair.alerts import Thresholds, selector, watches_first_request
 from specpair.analysis import Analysis
 from specpair.monitoring import EngineMetrics, for_engine
 from specpair.registry import marks
@@ -110,13 +110,14 @@ def memory_panels(pair: str, t: Thresholds, m: EngineMetrics) -> list[PanelBuild
     return panels
 
 
-def staging_panels(pair: str, t: Thresholds, m: EngineMetrics) -> list[PanelBuilder]:
+def staging_panels(pair: str, t: Thresholds, m: EngineMetrics,
+                   first_request: bool) -> list[PanelBuilder]:
     queries = [_query("A", f"vector({t.cold_start_budget_s:g})", "cold-start budget"),
                _query("B", f"vector({t.cold_start_plan_s:g})", "planned cold start")]
     if m.startup_seconds:
         queries.append(_query("C", _series("specpair:engine_startup_seconds", pair),
                               "engine start-up {{instance}}"))
-    if m.process_start and m.requests_done:
+    if first_request:  # the record exists (`alerts.watches_first_request`)
         queries.append(_query("D", _series("specpair:time_to_first_request_seconds", pair),
                               "first request after the process start {{instance}}"))
     cold = _timeseries(6, "Cold start against its budget", (
@@ -155,7 +156,7 @@ def build(a: Analysis) -> dict[str, object]:
     rows: list[tuple[int, str, list[PanelBuilder]]] = [
         (100, "Latency: acceptance, SLO and break-even", latency_panels(name, t, m)),
         (101, "Memory", memory_panels(name, t, m)),
-        (102, "Staging", staging_panels(name, t, m))]
+        (102, "Staging", staging_panels(name, t, m, watches_first_request(pair, m)))]
     for row_id, title, panels in rows:
         board = board.with_row(dashboard.Row(title).id(row_id))
         for panel in panels:

@@ -22,6 +22,7 @@ import yaml
 from specpair.analysis import Analysis
 from specpair.engines import registry as engines
 from specpair.generators import stage_script
+from specpair.generators.pod_resources import pod_resources, ranks_per_pod
 from specpair.generators.shell_text import cell_text, slug
 from specpair.launch import EnvRef, Launch
 from specpair.registry import declared_notes, marks
@@ -161,7 +162,7 @@ def manifest_notes(pair: ResolvedPair) -> list[str]:
     if not k8s.node_selector:
         notes.append(f"No node selector: the budget assumes {pair.gpu}; set "
                      "kubernetes.node_selector to the label your nodes carry for it.")
-    return notes
+    return notes + pod_resources(pair).notes
 
 
 def k8s_literal(value: str) -> str:
@@ -180,8 +181,9 @@ def manifest(pair: ResolvedPair, launch: Launch) -> str:
     dep = rb.deployment
     k8s = rb.kubernetes
     name = rb.pair.name
-    gpus = dep.parallel.tensor * dep.parallel.pipeline * dep.parallel.data // dep.nodes
+    gpus = ranks_per_pod(pair)
     image = engines.by_label(launch.engine).image
+    resources = pod_resources(pair)
     command = [LWS_ENV[a.name] if isinstance(a, EnvRef) else k8s_literal(a) for a in launch.argv]
     # both log each phase in the deployment-log format
     stage_args = _k8s_words(stage_script.init_container_command(pair, rb.staging.mode))
@@ -194,7 +196,7 @@ def manifest(pair: ResolvedPair, launch: Launch) -> str:
         "env": [*env, *({"name": k, "value": k8s_literal(v)}
                         for k, v in sorted(launch.env.items()))],
         "ports": [{"containerPort": launch.port, "name": "http"}],
-        "resources": {"requests": {"cpu": k8s.cpu_request, "memory": k8s.memory_request},
+        "resources": {"requests": {"cpu": resources.cpu, "memory": resources.memory},
                       "limits": {"nvidia.com/gpu": gpus}},
         "volumeMounts": [{"name": "models", "mountPath": "/models"},
                          {"name": "dshm", "mountPath": "/dev/shm"}],
@@ -216,7 +218,7 @@ def manifest(pair: ResolvedPair, launch: Launch) -> str:
         "containers": [container],
         "volumes": [{"name": "models", "persistentVolumeClaim": {"claimName": f"{name}-models"}},
                     {"name": "dshm", "emptyDir": {"medium": "Memory",
-                                                  "sizeLimit": k8s.shm_size}}],
+                                                  "sizeLimit": resources.shm}}],
     }
     if k8s.node_selector:
         pod["nodeSelector"] = dict(sorted(k8s.node_selector.items()))

@@ -58,11 +58,18 @@ class Kubernetes(Strict):
     node_selector: dict[LabelKey, LabelValue] = Field(
         default_factory=dict, description="nodeSelector for the GPU the budget assumes, e.g. "
         "GPU feature discovery's nvidia.com/gpu.product; empty: any node with the GPUs")
-    cpu_request: Quantity = Field(default="8", description="CPU request of the server pod")
-    memory_request: Quantity = Field(
-        default="64Gi", description="memory request of the server pod (/dev/shm counts too)")
-    shm_size: Quantity = Field(
-        default="16Gi", description="sizeLimit of the memory-backed /dev/shm (NCCL, workers)")
+    cpu_request: Quantity | None = Field(
+        default=None, description="CPU request of the server pod; default: 2 per GPU rank in "
+        "the pod + 2 for the API server, tokenizer and detokenizer (platform defaults)")
+    memory_request: Quantity | None = Field(
+        default=None, description="memory request of the server pod, /dev/shm included (a "
+        "memory-backed emptyDir counts toward the pod's memory; a request below shm_size is "
+        "refused); default: 8Gi per GPU rank in the pod (a platform default: specpair "
+        "launches use no CPU offload, host KV cache or swap) + the /dev/shm size")
+    shm_size: Quantity | None = Field(
+        default=None, description="sizeLimit of the memory-backed /dev/shm (NCCL's shared-"
+        "memory transport, the engine's worker queues); default: 2Gi per GPU rank in the "
+        "pod (a platform default)")
     monitor_labels: dict[LabelKey, LabelValue] = Field(
         default_factory=dict, description="extra labels on the PrometheusRule and PodMonitor, "
         "for the operator's ruleSelector/podMonitorSelector (kube-prometheus-stack: release)")
