@@ -16,6 +16,7 @@ from specpair import method_support, registry
 from specpair.budget import compute
 from specpair.budget.model import Budget
 from specpair.catalogue import BY_ID, CATALOGUE, unwaivable
+from specpair.engines.launch_model import Preflight
 from specpair.errors import SpecpairError
 from specpair.findings import Finding
 from specpair.latency import LatencyModel, model
@@ -41,6 +42,14 @@ class Context:
     speculate: bool = True
     """False: judge the server without its draft (the planner's baseline candidates), by
     the catalogue's `baseline` rules only."""
+    _preflight: dict[bool, list[Preflight]] = field(default_factory=dict, repr=False)
+
+    def preflight(self, speculate: bool) -> list[Preflight]:
+        """The release's own launch checks, rendered once per gate run (SP901 and SP902
+        read the same launch; the planner runs the gate for hundreds of candidates)."""
+        if speculate not in self._preflight:
+            self._preflight[speculate] = build_for(self.pair, speculate=speculate).preflight
+        return self._preflight[speculate]
 
 
 Check = Callable[[Context], Iterator[tuple[str, str, str]]]  # message, field, hint
@@ -546,15 +555,14 @@ def _cold(ctx: Context) -> Iterator[tuple[str, str, str]]:
 
 @rule("SP901")
 def _engine(ctx: Context) -> Iterator[tuple[str, str, str]]:
-    launch = build_for(ctx.pair, speculate=ctx.speculate)
-    for p in launch.preflight:
+    for p in ctx.preflight(ctx.speculate):
         if p.severity == "error":
             yield p.message, p.field, p.hint
 
 
 @rule("SP902")
 def _engine_warn(ctx: Context) -> Iterator[tuple[str, str, str]]:
-    for p in build_for(ctx.pair).preflight:
+    for p in ctx.preflight(True):
         if p.severity == "warning":
             yield p.message, p.field, p.hint
 

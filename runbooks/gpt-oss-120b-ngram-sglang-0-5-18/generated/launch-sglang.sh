@@ -13,7 +13,7 @@ exec sglang serve \
   --ep-size 1 \
   --dp-size 1 \
   --pp-size 1 \
-  --mem-fraction-static 0.828 \
+  --mem-fraction-static 0.833 \
   --context-length 32768 \
   --kv-cache-dtype auto \
   --page-size 1 \

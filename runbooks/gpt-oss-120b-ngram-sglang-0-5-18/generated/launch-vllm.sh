@@ -14,7 +14,7 @@ exec vllm serve openai/gpt-oss-120b \
   --max-model-len 32768 \
   --kv-cache-dtype auto \
   --block-size 16 \
-  --max-num-seqs 1024 \
+  --max-num-seqs 48 \
   --speculative-config '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":5,"prompt_lookup_min":5}' \
   --per-request-spec-decode-metrics summary \
   --host 0.0.0.0 \
