@@ -835,6 +835,13 @@ def fit_position_decay(points: Sequence[Point], drafter: str,
                          side)
 
 
+@cache
+def position_decay(drafter: str) -> float:
+    """δ of a drafter family, fitted on the stored published points (`load()`): the one δ
+    the planner's depth extrapolation and the calibration points' anchored sweeps share."""
+    return fit_position_decay(load().points, drafter).decay
+
+
 def _max_speedup(point: Point, params: StepParams, data: CalibrationData) -> float:
     """The model's speedup at full acceptance (every drafted token accepted)."""
     return predict(point, params, data, float(point.shape.max_tokens)).speedup or 0.0
