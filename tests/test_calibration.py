@@ -365,3 +365,27 @@ def test_eagle1_later_positions_are_accepted_less_and_the_held_out_sweep_falls()
     assert s.published_direction == s.predicted_direction == "falling" and s.ok, s
     # EAGLE-3 (training-time test) and draft models keep one acceptance rate
     assert calibration.fit_position_decay(data.points, "eagle3").decay == 1.0
+
+
+def test_amd_mtp_sharegpt_sweep_falls_once_the_mtp_run_decodes_48_at_a_time() -> None:
+    """lmsys.org/blog/2025-09-02-sglang-amd-deepseek-v3-mtp, Table 2 (ShareGPT, 8x MI300X,
+    SGLang v0.4.10.post1): MTP over baseline e2e latency 1.80 at max concurrency 4 down to
+    1.36 at 64. The blog's MTP launch command passes no --max-running-requests, so that
+    release capped the MTP server at 48 running requests (the baseline's is uncapped): at
+    64 clients the MTP run decodes 48 at a time and the rest queue. Held out, the sweep
+    now falls as published; without the recorded cap it was predicted rising."""
+    published = {4: 1.80, 8: 1.75, 16: 1.58, 32: 1.51, 64: 1.36}
+    data = calibration.load()
+    members = [p for p in data.points if p.sweep == "amd-dsv3-mtp-sharegpt"]
+    assert {p.concurrency: round(p.published_speedup or 0, 2) for p in members} == published
+    assert {p.speculative_batch for p in members if p.concurrency == 64} == {48}
+    (s,) = [s for s in calibration.stored_cross_validation().sweeps
+            if s.sweep == "amd-dsv3-mtp-sharegpt"]
+    assert s.published_direction == s.predicted_direction == "falling" and s.ok, s
+    # the control: the same points without the cap, with the stored fits
+    uncapped = data.model_copy(update={"points": [
+        p.model_copy(update={"speculative_max_running_requests": None})
+        if p.sweep == "amd-dsv3-mtp-sharegpt" else p for p in data.points]})
+    (u,) = [s for s in calibration.evaluate(uncapped).sweeps
+            if s.sweep == "amd-dsv3-mtp-sharegpt"]
+    assert u.predicted_direction != "falling" and not u.ok, u

@@ -7,8 +7,12 @@ bonus token makes the 1). Two sources give it:
   (`vllm:spec_decode_num_accepted_tokens_per_pos_total` over
   `vllm:spec_decode_num_drafts_total`); known up to the depth that was measured and not
   extrapolated past it;
-- one published or required τ at one depth: i.i.d. acceptance α solved from
-  τ = (1 − α^{d+1}) / (1 − α) (Leviathan et al., Eq. 1), so p_k = α^k. A tree of top-k
+- one published or required τ at one depth: the first drafted position accepted at α and
+  each later one at δ·α, α solved from τ = 1 + α · Σ_{j<d} (δα)^j, so p_k = α (δα)^{k−1}.
+  δ is the drafter family's fitted per-position decay (`calibration.position_decay`: the
+  same δ the calibration points' anchored sweeps use, so runbooks and validation extrapolate
+  depth with one model); δ = 1 (families outside `calibration.FEATURE_DRIFT_FAMILIES`, or no
+  method given) is Leviathan et al.'s Eq. 1, (1 − α^{d+1}) / (1 − α). A tree of top-k
   branches is treated as a chain of its depth whose α is the tree's own (the width stays
   what the τ was measured with).
 
@@ -23,17 +27,20 @@ from dataclasses import dataclass
 
 from specpair.bench.acceptance import measured_acceptance
 from specpair.bench.record import Measurement
-from specpair.latency import leviathan_expected_tokens
+from specpair.calibration import acceptance_rate, chain_tau, position_decay
+from specpair.stepmodel import drafter_family
 
 
 @dataclass(frozen=True)
 class AcceptanceCurve:
-    """τ by depth, from per-position rates (measured) or a geometric α (one τ)."""
+    """τ by depth, from per-position rates (measured) or α at the first position and δ·α
+    at each later one (one τ)."""
 
     source: str
     rates: tuple[float, ...] = ()   # measured p_1..p_n; empty for a geometric curve
     alpha: float | None = None
     measured: bool = False
+    decay: float = 1.0              # δ: a later position's acceptance over the first's
 
     def tau(self, depth: int) -> float | None:
         """Tokens per verify step at this depth, bonus included; None past the measured
@@ -45,29 +52,32 @@ class AcceptanceCurve:
                 return None
             return 1.0 + sum(self.rates[:depth])
         assert self.alpha is not None
-        return leviathan_expected_tokens(self.alpha, depth)
+        return chain_tau(self.alpha, depth + 1, self.decay)
 
 
-def solve_alpha(tau: float, depth: int) -> float:
-    """The i.i.d. acceptance α at which `depth` drafts yield `tau` tokens per step."""
-    if depth <= 0 or tau >= depth + 1:
+def solve_alpha(tau: float, depth: int, decay: float = 1.0) -> float:
+    """The first-position acceptance α at which `depth` drafts, later positions at δ·α
+    (δ = `decay`), yield `tau` tokens per step."""
+    if depth <= 0:
         return 1.0
-    if tau <= 1.0:
-        return 0.0
-    lo, hi = 0.0, 1.0
-    for _ in range(100):  # increasing in α: bisection to float precision
-        mid = (lo + hi) / 2
-        if leviathan_expected_tokens(mid, depth) < tau:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
+    return acceptance_rate(tau, depth + 1, decay)
 
 
-def from_tau(tau: float, depth: int, source: str) -> AcceptanceCurve:
-    alpha = solve_alpha(tau, depth)
-    return AcceptanceCurve(source=f"{source}: τ {tau:g} at depth {depth} → i.i.d. α "
-                                  f"{alpha:.3f}", alpha=alpha)
+def from_tau(tau: float, depth: int, source: str,
+             method: str | None = None) -> AcceptanceCurve:
+    """The curve through one τ at one depth; with the speculative `method`, later
+    positions decay by its drafter family's fitted δ (as the calibration points' do)."""
+    decay = position_decay(drafter_family(method)) if method is not None else 1.0
+    if depth > 0 and tau >= chain_tau(1.0, depth + 1, decay):
+        # τ beyond what δ allows at this depth: constant acceptance, as the anchored
+        # calibration sweeps do
+        decay = 1.0
+    alpha = solve_alpha(tau, depth, decay)
+    how = (f"α {alpha:.3f} at the first position, δ·α at later ones (δ = {decay:.3f}, "
+           f"{drafter_family(method or '')} family, fitted on published τ-by-depth sweeps)"
+           if decay < 1.0 else f"i.i.d. α {alpha:.3f}")
+    return AcceptanceCurve(source=f"{source}: τ {tau:g} at depth {depth} → {how}",
+                           alpha=alpha, decay=decay)
 
 
 def measured_curve(record: Measurement) -> AcceptanceCurve | None:

@@ -192,6 +192,11 @@ class Point(Strict):
     speedup_metric: Literal["output_throughput", "e2e_latency", "tpot", "tpot_ratio"] | None \
         = None
     tau_source: str | None = None
+    speculative_max_running_requests: int | None = Field(
+        default=None, gt=0, description="the most requests the speculative run decoded at "
+        "once per engine instance, where the source's launch command or its engine release "
+        "fixes it below the concurrency (SGLang resets --max-running-requests to 48 for "
+        "EAGLE/NEXTN when it is not given); the rest of the concurrency queues")
 
     @property
     def replicas(self) -> int:
@@ -205,10 +210,20 @@ class Point(Strict):
         """Sequences in one forward of one replica (per rank under DP attention)."""
         return max(1, round(self.concurrency / self.replicas))
 
-    def published_scale(self, per_forward: float) -> float:
-        """One replica's output tokens/s as the source's `throughput_scope` counts them."""
+    @property
+    def speculative_batch(self) -> int:
+        """Sequences in one speculative forward: the batch, or fewer where the speculative
+        run's engine capped its running requests (the others wait in its queue: by
+        Little's law a closed-loop benchmark's latency ratio is then the ratio of the
+        throughputs at these two batches)."""
+        cap = self.speculative_max_running_requests
+        return self.batch if cap is None else min(self.batch, cap)
+
+    def published_scale(self, per_forward: float, batch: int | None = None) -> float:
+        """One replica's output tokens/s as the source's `throughput_scope` counts them
+        (`batch`: the sequences of that forward, default the point's batch)."""
         if self.throughput_scope == "per_user":
-            return per_forward / self.batch
+            return per_forward / (batch or self.batch)
         if self.throughput_scope in ("per_gpu", "per_rank"):
             return per_forward if self.dp_attention else per_forward / self.tp
         system = per_forward * (self.tp if self.dp_attention else self.replicas)
@@ -411,12 +426,22 @@ class Prediction:
     tau_anchored: bool
 
 
-def times_at(point: Point, params: StepParams, data: CalibrationData) -> StepTimes:
-    """One replica's step times: the same model description path as a runbook's."""
+def times_at(point: Point, params: StepParams, data: CalibrationData,
+             batch: int | None = None) -> StepTimes:
+    """One replica's step times at `batch` sequences (default the point's): the same
+    model description path as a runbook's."""
     draft = data.models[point.draft] if point.draft else None
     target_fwd, draft_fwd, hw = _forwards(point, data.models[point.target], draft)
-    return step_times(target_fwd, draft_fwd, point.shape, point.batch, point.context, hw,
-                      params)
+    return step_times(target_fwd, draft_fwd, point.shape, batch or point.batch,
+                      point.context, hw, params)
+
+
+def _speculative_times(point: Point, params: StepParams, data: CalibrationData,
+                       times: StepTimes) -> StepTimes:
+    """Step times of the speculative run: at its own batch where its engine capped it."""
+    if point.speculative_batch == point.batch:
+        return times
+    return times_at(point, params, data, point.speculative_batch)
 
 
 _shape = cache(shape_for)
@@ -443,7 +468,8 @@ def predict(point: Point, params: StepParams, data: CalibrationData,
     used = tau if tau is not None else point.tau
     if used is None or point.method is None:
         return Prediction(base, None, None, None, False)
-    spec = point.published_scale(point.batch * used / times.speculative(used))
+    st, sb = _speculative_times(point, params, data, times), point.speculative_batch
+    spec = point.published_scale(sb * used / st.speculative(used), sb)
     return Prediction(base, spec, spec / base, used, tau is not None)
 
 
@@ -719,8 +745,11 @@ def _anchor_tau(point: Point, published: float, params: StepParams,
                 data: CalibrationData) -> float:
     """The τ at which the model reproduces a published speedup (sweeps without τ)."""
     t = times_at(point, params, data)
-    room = t.decode - published * t.per_token
-    return published * (t.draft + t.verify) / room if room > 0 else math.inf
+    st = _speculative_times(point, params, data, t)
+    # S = (b·τ / (T_draft + T_verify + τ·P)) / (B / T_decode), b the speculative batch
+    share = point.speculative_batch / point.batch
+    room = share * t.decode - published * st.per_token
+    return published * (st.draft + st.verify) / room if room > 0 else math.inf
 
 
 def chain_tau(alpha: float, tokens: int, decay: float = 1.0) -> float:
@@ -833,6 +862,13 @@ def fit_position_decay(points: Sequence[Point], drafter: str,
     side = "lower" if value <= lo * 1.005 else ("upper" if value >= hi * 0.995 else None)
     return PositionDecay(drafter, min(hi, max(lo, value)), tuple(s[0].sweep or "" for s in sweeps),
                          side)
+
+
+@cache
+def position_decay(drafter: str) -> float:
+    """δ of a drafter family, fitted on the stored published points (`load()`): the one δ
+    the planner's depth extrapolation and the calibration points' anchored sweeps share."""
+    return fit_position_decay(load().points, drafter).decay
 
 
 def _max_speedup(point: Point, params: StepParams, data: CalibrationData) -> float:

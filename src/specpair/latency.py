@@ -35,6 +35,7 @@ from pydantic import Field
 
 from specpair.budget.model import Budget, Scenario
 from specpair.calibrate import fit_pair
+from specpair.calibration import chain_tau
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import Strict
 from specpair.step_inputs import (
@@ -55,8 +56,12 @@ SLO_MARGIN = 0.10
 """The SLO must clear break-even by 10%: acceptance drifts with traffic."""
 
 
-def leviathan_expected_tokens(alpha: float, gamma: int) -> float:
-    """Expected tokens per iteration with γ drafts and i.i.d. acceptance α (Eq. 1)."""
+def leviathan_expected_tokens(alpha: float, gamma: int, decay: float = 1.0) -> float:
+    """Expected tokens per iteration with γ drafts and i.i.d. acceptance α (Eq. 1); with
+    `decay` δ < 1, the first drafted position at α and each later one at δ·α (the drafter
+    family's `calibration.position_decay`, as `calibration.chain_tau`)."""
+    if decay < 1.0:
+        return chain_tau(alpha, gamma + 1, decay)
     if alpha >= 1.0:
         return gamma + 1.0
     return (1 - alpha ** (gamma + 1)) / (1 - alpha)

@@ -604,7 +604,10 @@ class Planner:
         self.output = _mean_output_tokens(pair)
         self.ref_depth = shape_depth(pair)
         acc = rb.acceptance
-        self.slo_curve = from_tau(acc.slo.min_length, self.ref_depth, "the SLO")
+        # one τ carried to other depths with the drafter family's per-position decay δ,
+        # the same acceptance-by-depth model the calibration points are predicted with
+        method = rb.speculation.method.value
+        self.slo_curve = from_tau(acc.slo.min_length, self.ref_depth, "the SLO", method)
         measured, stale = None, ""
         if pair.measurement is not None:
             stale = _record_mismatch(pair)
@@ -613,16 +616,18 @@ class Planner:
             self.curve = measured
         elif acc.reference is not None:
             self.curve = from_tau(acc.reference.mean_length, self.ref_depth,
-                                  f"the runbook's reference ({acc.reference.source})")
+                                  f"the runbook's reference ({acc.reference.source})", method)
         else:
             self.curve = AcceptanceCurve(
                 source="no reference or measurement: the SLO itself (" +
-                self.slo_curve.source + ")", alpha=self.slo_curve.alpha)
+                self.slo_curve.source + ")", alpha=self.slo_curve.alpha,
+                decay=self.slo_curve.decay)
         if stale:
             self.curve = AcceptanceCurve(source=f"{self.curve.source}; the latest bench "
                                                 f"record is not used: {stale}",
                                          rates=self.curve.rates, alpha=self.curve.alpha,
-                                         measured=self.curve.measured)
+                                         measured=self.curve.measured,
+                                         decay=self.curve.decay)
         self.own_params = self._own_params()
         # GPU key → params_for's answer. Sound: it reads only the key, this planner's pair
         # (fixed) and the calibration data (`calibration.load` is cached for the process)
