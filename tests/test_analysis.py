@@ -4,6 +4,7 @@ many generators, alert rules, dashboards and pages read them."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -17,6 +18,10 @@ from specpair.engines import registry as engines
 from tests.conftest import REPO
 
 PAIRS = load_pairs(REPO)
+# the fixtures below patch the counted functions in every specpair module loaded when
+# they run; the planner is imported lazily (by the site), so load it now or a test run
+# alone would not see its calls
+importlib.import_module("specpair.plan")
 
 # the functions that compute a pair's numbers, wherever a module imported them by name
 COUNTED: dict[str, Callable[..., Any]] = {

@@ -637,6 +637,9 @@ class Planner:
         self._variants: dict[tuple[tuple[tuple[str, ...], tuple[str, Any]], ...],
                              ResolvedPair] = {}
         self._setups: dict[int, tuple[ResolvedPair, Budget, _Setup]] = {}
+        # id(variant) → (variant, its budget or the refusal): variants are shared between
+        # candidates (`_variant`), and budget.compute memoises nothing
+        self._budgets: dict[int, tuple[ResolvedPair, Budget | SpecpairError]] = {}
         self.stats = _Stats()
         self.evaluators: dict[str, Evaluator] = {}  # row key → its predictions
 
@@ -758,7 +761,7 @@ class Planner:
         changes = self._changes(d, s)
         screen = self._variant({**changes, ("deployment", "max_running_requests"): None})
         try:
-            budget = compute(screen)
+            budget = self._budget(screen)
         except SpecpairError:
             self._refused(["SP501"])
             return None
@@ -797,7 +800,7 @@ class Planner:
             if self.pair.runbook.deployment.concurrency is not None:
                 changes[("deployment", "concurrency")] = op.concurrency
             final = self._variant(changes)
-            final_budget = compute(final)
+            final_budget = self._budget(final)
             maybe = final_budget.speculative if s.speculative else final_budget.baseline
             assert maybe is not None
             final_scenario: Scenario = maybe
@@ -857,12 +860,25 @@ class Planner:
                 k: v for k, v in changes.items() if k[0] == "deployment"}),
             params_source=source, validation_pct=validation[0], validation=validation[1])
 
+    def _budget(self, pair: ResolvedPair) -> Budget:
+        """`compute(pair)` once per variant object; a refusal is raised again each time."""
+        held = self._budgets.get(id(pair))
+        if held is None or held[0] is not pair:
+            try:
+                result: Budget | SpecpairError = compute(pair)
+            except SpecpairError as exc:
+                result = exc
+            held = self._budgets[id(pair)] = (pair, result)
+        if isinstance(held[1], SpecpairError):
+            raise held[1]
+        return held[1]
+
     def _variant(self, changes: Changes) -> ResolvedPair:
         """`variant(self.pair, changes)`, one object per distinct runbook: changes that set
         a field to its current value are no change, so candidates whose runbooks come out
         equal (a baseline and a speculative shape of one deployment whose SLO at the
         shape's depth is the runbook's own) share the variant, and with it the budget
-        `compute` keeps per pair object."""
+        (`_budget`, once per variant object)."""
         effective = tuple(sorted((path, _hashable(value)) for path, value in changes.items()
                                  if _at(self._dump, path) != value))
         found = self._variants.get(effective)
