@@ -33,7 +33,8 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from specpair import calibration, hardware, registry
-from specpair.acceptance import AcceptanceCurve, from_tau, measured_curve
+from specpair.acceptance import by_depth, shape_depth
+from specpair.acceptance import record_mismatch as _record_mismatch
 from specpair.bench.workloads import generate
 from specpair.budget import compute
 from specpair.budget.model import Budget, Scenario
@@ -48,7 +49,7 @@ from specpair.schema.common import KVDtype, Method, Strict
 from specpair.schema.runbook import Runbook, Workload
 from specpair.staging import StagingPlan
 from specpair.staging import plan as staging_plan
-from specpair.step_inputs import CHARS_PER_TOKEN, draft_shape, expected_context
+from specpair.step_inputs import CHARS_PER_TOKEN, expected_context
 from specpair.stepmodel import (
     Forward,
     Hardware,
@@ -120,11 +121,6 @@ class ShapeChoice:
 
 
 BASELINE = ShapeChoice("no draft (target alone)", 0, ())
-
-
-def shape_depth(pair: ResolvedPair) -> int:
-    """Depth of the runbook's own shape: the most draft tokens one step can accept."""
-    return draft_shape(pair).max_tokens - 1
 
 
 def shapes(pair: ResolvedPair) -> list[ShapeChoice]:
@@ -505,26 +501,6 @@ def _baseline_refusals(pair: ResolvedPair, budget: Budget) -> list[str]:
     return _engine_refusals(run(Context(pair, budget=budget, speculate=False)))
 
 
-def _record_mismatch(pair: ResolvedPair) -> str:
-    """Why the latest bench record does not describe this pair's draft ('' if it does)."""
-    record = pair.measurement
-    assert record is not None
-    spec = record.protocol.speculation
-    if spec.get("method") != pair.runbook.speculation.method.value:
-        return (f"it measured {spec.get('method')}, the runbook runs "
-                f"{pair.runbook.speculation.method.value}")
-    for role in ("target", "draft"):
-        art = getattr(pair, role)
-        measured = getattr(record.protocol, role)
-        if art is None or measured is None:
-            continue
-        for key in ("repo", "path", "revision"):
-            if measured.get(key) != getattr(art.source, key):
-                return (f"it measured {role} {key} {measured.get(key)!r}, the lock has "
-                        f"{getattr(art.source, key)!r}")
-    return ""
-
-
 class Planner:
     def __init__(self, pair: ResolvedPair, opts: Options) -> None:
         self.pair = pair
@@ -554,26 +530,7 @@ class Planner:
         self.prompt = _mean_prompt_tokens(pair)
         self.output = _mean_output_tokens(pair)
         self.ref_depth = shape_depth(pair)
-        acc = rb.acceptance
-        self.slo_curve = from_tau(acc.slo.min_length, self.ref_depth, "the SLO")
-        measured, stale = None, ""
-        if pair.measurement is not None:
-            stale = _record_mismatch(pair)
-            measured = None if stale else measured_curve(pair.measurement)
-        if measured is not None:
-            self.curve = measured
-        elif acc.reference is not None:
-            self.curve = from_tau(acc.reference.mean_length, self.ref_depth,
-                                  f"the runbook's reference ({acc.reference.source})")
-        else:
-            self.curve = AcceptanceCurve(
-                source="no reference or measurement: the SLO itself (" +
-                self.slo_curve.source + ")", alpha=self.slo_curve.alpha)
-        if stale:
-            self.curve = AcceptanceCurve(source=f"{self.curve.source}; the latest bench "
-                                                f"record is not used: {stale}",
-                                         rates=self.curve.rates, alpha=self.curve.alpha,
-                                         measured=self.curve.measured)
+        self.curve, self.slo_curve = by_depth(pair)
         self.own_params = self._own_params()
         # GPU key → params_for's answer. Sound: it reads only the key, this planner's pair
         # (fixed) and the calibration data (`calibration.load` is cached for the process)

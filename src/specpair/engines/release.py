@@ -46,6 +46,9 @@ class EngineRelease:
     """Start-up log lines that time a part of the start (weight load, graph capture)."""
     bench: BenchProbe
     """Request fields and server checks of the measurement protocol."""
+    schedule_refusal: Callable[[ResolvedPair], str | None] | None = None
+    """Why the release cannot run a speculation schedule for a pair, citing its code
+    (None from the callable: it can); unset: the release's schedule support is unreviewed."""
 
     @property
     def name(self) -> str:

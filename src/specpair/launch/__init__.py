@@ -12,6 +12,7 @@ from __future__ import annotations
 from specpair.engines import registry
 from specpair.engines.launch_model import EnvRef, Launch, Preflight, Preflights
 from specpair.resolve import ResolvedPair
+from specpair.schedule import attach
 
 __all__ = ["EnvRef", "Launch", "Preflight", "Preflights", "build_for"]
 
@@ -19,5 +20,6 @@ __all__ = ["EnvRef", "Launch", "Preflight", "Preflights", "build_for"]
 def build_for(pair: ResolvedPair, engine: str | None = None, *,
               speculate: bool = True) -> Launch:
     """The launch of `pair` on `engine` (default: the runbook's); `speculate=False` gives
-    the baseline: the same server without a draft, for the measurement protocol."""
-    return registry.by_label(engine or pair.engine).launch(pair, speculate)
+    the baseline: the same server without a draft, for the measurement protocol. The
+    schedule the runbook asks for is resolved first (`schedule.attach`)."""
+    return registry.by_label(engine or pair.engine).launch(attach(pair), speculate)

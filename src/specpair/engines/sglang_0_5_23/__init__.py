@@ -4,7 +4,16 @@ release."""
 from __future__ import annotations
 
 from specpair.engines.release import EngineRelease
-from specpair.engines.sglang_0_5_23 import args, bench, budget, facts, launch, logs, metrics
+from specpair.engines.sglang_0_5_23 import (
+    args,
+    bench,
+    budget,
+    facts,
+    launch,
+    logs,
+    metrics,
+    schedule,
+)
 
 RELEASE = EngineRelease(
     profile=facts.PROFILE,
@@ -14,5 +23,6 @@ RELEASE = EngineRelease(
     metrics=metrics.METRICS,
     log_timings=logs.TIMINGS,
     bench=bench.PROBE,
+    schedule_refusal=schedule.refusal,
     image="lmsysorg/sglang:v0.5.23",
 )

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from specpair.engines.release import EngineRelease
-from specpair.engines.vllm_0_32_0 import args, bench, budget, facts, launch, logs, metrics
+from specpair.engines.vllm_0_32_0 import args, bench, budget, facts, launch, logs, metrics, schedule
 
 RELEASE = EngineRelease(
     profile=facts.PROFILE,
@@ -14,5 +14,6 @@ RELEASE = EngineRelease(
     metrics=metrics.METRICS,
     log_timings=logs.TIMINGS,
     bench=bench.PROBE,
+    schedule_refusal=schedule.refusal,
     image="vllm/vllm-openai:v0.32.0",
 )
