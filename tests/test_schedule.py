@@ -14,9 +14,10 @@ from specpair.budget import compute
 from specpair.errors import SpecpairError
 from specpair.latency import expected_speedup
 from specpair.launch import build_for
-from specpair.plan import variant
+from specpair.plan import BASELINE, Options, Planner, shapes, variant
 from specpair.resolve import ResolvedPair
 from specpair.runbooks import load_runbook
+from specpair.schedule import MERGE_LOSS
 from tests.conftest import write
 from tests.test_plan import example
 
@@ -175,3 +176,44 @@ def test_releases_that_cannot_run_a_schedule_say_why(name: str) -> None:
     assert check is not None
     why = check(pair)
     assert why is not None and re.search(r"adaptive_spec_params\.py", why), why
+
+
+# ------------------------------------------------------------------ the planner
+
+
+def test_the_plan_searches_a_schedule_that_wins_over_every_static_depth() -> None:
+    # The 70B pair on its own GPU and TP, free to run up to the 256 sequences vLLM's
+    # default allows. Published Llama-3.3-70B EAGLE-3 sweeps on H100 lose the speedup
+    # above ~32 sequences (the runbook's note): memory-bound decode makes drafts cheap at
+    # low load, compute-bound verify of K + 1 tokens per sequence makes them dear at high
+    # load, so no static K serves both ends, and a schedule should.
+    pair = variant(example("llama33-70b-eagle3-vllm"),
+                   {("deployment", "max_running_requests"): None})
+    planner = Planner(pair, Options(gpus=("H100-80GB",), max_gpus=4))
+    (d,) = {d for d, _ in planner.candidates() if d.tensor == 4 and d.kv.value == "auto"
+            and d.memory_fraction == 0.92}
+    rows = {s.label: planner.evaluate(d, s) for s in [BASELINE, *shapes(pair)]}
+    (label,) = [k for k in rows if k.startswith("schedule")]
+    scheduled = rows.pop(label)
+    assert scheduled is not None and scheduled.passes_check, scheduled
+    levels = (1, 4, 16, 32, 64, 96, 128, 192, 256)
+    assert scheduled.capacity >= levels[-1]
+
+    def speed(key: str) -> list[float]:
+        return [planner.evaluators[key].at(c).per_request for c in levels]
+
+    ours = speed(scheduled.key)
+    for other in rows.values():
+        assert other is not None
+        theirs = speed(other.key)
+        # never slower than another shape by more than the merge allowance, at any load
+        assert all(a >= b * (1 - MERGE_LOSS) for a, b in zip(ours, theirs, strict=True)), \
+            (other.shape, ours, theirs)
+        # and faster at some load, by more than the allowance: each static K loses
+        # somewhere, the target alone at low load
+        assert any(a > b * (1 + MERGE_LOSS) for a, b in zip(ours, theirs, strict=True)), \
+            (other.shape, ours, theirs)
+    # the written runbook carries the schedule
+    assert "speculation.schedule" not in scheduled.changes  # the runbook asks for it already
+    assert all(r is not None and r.changes.get("speculation.schedule") == "static"
+               for r in rows.values() if r is not None and r.depth > 0)

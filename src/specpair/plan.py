@@ -27,13 +27,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
 from specpair import calibration, hardware, registry
-from specpair.acceptance import by_depth, shape_depth
+from specpair.acceptance import AcceptanceCurve, by_depth, shape_depth
 from specpair.acceptance import record_mismatch as _record_mismatch
 from specpair.bench.workloads import generate
 from specpair.budget import compute
@@ -41,10 +41,12 @@ from specpair.budget.model import Budget, Scenario
 from specpair.calibrate import fit_pair
 from specpair.catalogue import unwaivable
 from specpair.checks import Context, failing, run
+from specpair.engines.schedule_model import ResolvedSchedule
 from specpair.errors import SpecpairError
 from specpair.findings import Finding
 from specpair.latency import SLO_MARGIN, capacity, model, setup
 from specpair.resolve import ResolvedPair
+from specpair.schedule import derive, pinned
 from specpair.schema.common import KVDtype, Method, Strict
 from specpair.schema.runbook import Runbook, Workload
 from specpair.staging import StagingPlan
@@ -57,6 +59,7 @@ from specpair.stepmodel import (
     StepTimes,
     drafter_family,
     forward_time,
+    shape_for,
     step_times,
 )
 
@@ -112,8 +115,9 @@ class DeploymentChoice:
 @dataclass(frozen=True)
 class ShapeChoice:
     label: str
-    depth: int               # 0: no draft
+    depth: int               # 0: no draft; a schedule: its largest K
     changes: tuple[tuple[tuple[str, ...], Any], ...]
+    scheduled: bool = False  # K by batch size (`specpair.schedule`), up to `depth`
 
     @property
     def speculative(self) -> bool:
@@ -147,6 +151,12 @@ def shapes(pair: ResolvedPair) -> list[ShapeChoice]:
         for gamma in range(1, MAX_DEPTH + 1):
             out.append(ShapeChoice(f"γ = {gamma}", gamma,
                                    ((("speculation", "num_speculative_tokens"), gamma),)))
+        check = pair.release.schedule_refusal
+        if check is not None and check(pair) is None:
+            # one schedule up to the deepest depth searched: it picks the shorter ones
+            out.append(ShapeChoice(f"schedule (derived, K ≤ {MAX_DEPTH})", MAX_DEPTH, (
+                (("speculation", "num_speculative_tokens"), MAX_DEPTH),
+                (("speculation", "schedule"), "derived")), scheduled=True))
     return out
 
 
@@ -263,6 +273,8 @@ class Operating:
     tpot_s: float
     ttft_s: float
     break_even: float | None
+    depth: int | None = None     # a schedule's K at this concurrency
+    tau_slo: float | None = None  # the SLO at that K
 
 
 def _prefill_s(fwd: Forward, prompt: int, hw: Hardware, p: StepParams, fixed: float) -> float:
@@ -316,6 +328,27 @@ class Evaluator:
         # step it waits for; queueing is not modelled
         return Operating(batch, per_request, per_request * batch, 1 / per_request,
                          self._prefill + step, even)
+
+
+@dataclass
+class ScheduledEvaluator(Evaluator):
+    """A schedule's predictions: at each concurrency the K its ranges give there (vLLM's
+    lookup: past the last range, its K), with that depth's shape and acceptance."""
+
+    schedule: ResolvedSchedule | None = None
+    method: str = ""
+    curve: AcceptanceCurve | None = None
+    slo_curve: AcceptanceCurve | None = None
+
+    def at(self, batch: int) -> Operating:
+        assert self.schedule is not None and self.curve is not None
+        k = self.schedule.k_at(batch)
+        tau = self.curve.tau(k) if k else None
+        shape = shape_for(self.method, k, None, None, 1, None) if k else self.shape
+        fixed = replace(self, tau=tau, shape=shape)  # a plain Evaluator of this depth
+        op = Evaluator.at(fixed, batch)
+        slo = self.slo_curve.tau(k) if k and self.slo_curve is not None else None
+        return replace(op, depth=k, tau_slo=slo)
 
 
 def _largest(ok: Callable[[int], bool], hi: int) -> int | None:
@@ -575,6 +608,8 @@ class Planner:
         ch.update(_parallel_changes(rb, d.tensor))
         if d.memory_fraction is not None or rb.deployment.memory_fraction is not None:
             ch[("deployment", "memory_fraction")] = d.memory_fraction
+        if rb.speculation.schedule is not None and not s.scheduled:
+            ch[("speculation", "schedule")] = "static"  # a static depth is static
         ch.update(dict(s.changes))
         if s.speculative:
             tau_slo = self.slo_curve.tau(s.depth)
@@ -586,6 +621,13 @@ class Planner:
                    tau: float | None) -> tuple[Evaluator, str, tuple[float | None, str]]:
         params, source, validation = self.params_for(pair.gpu)
         s = setup(pair, budget, params)
+        if pair.runbook.speculation.schedule is not None and tau is not None:
+            return (ScheduledEvaluator(
+                s.target, s.draft, s.shape, s.hw, params, s.context, self.prompt, tau,
+                s.speedup_band, s.throughput_band,
+                schedule=pinned(pair) or derive(pair, budget, self.curve, params),
+                method=pair.runbook.speculation.method.value, curve=self.curve,
+                slo_curve=self.slo_curve), source, validation)
         return (Evaluator(s.target, s.draft, s.shape, s.hw, params, s.context, self.prompt,
                           tau, s.speedup_band, s.throughput_band), source, validation)
 
@@ -595,8 +637,9 @@ class Planner:
             (t.ttft_ms is None or op.ttft_s * 1e3 <= t.ttft_ms)
 
     def _pays(self, op: Operating, tau_slo: float | None) -> bool:
-        return op.break_even is None or (tau_slo is not None and
-                                         tau_slo >= op.break_even * (1 + SLO_MARGIN))
+        floor = op.tau_slo if op.depth is not None else tau_slo
+        return op.break_even is None or (floor is not None and
+                                         floor >= op.break_even * (1 + SLO_MARGIN))
 
     def _operate(self, ev: Evaluator, cap: int, gpus: int, tau_slo: float | None
                  ) -> tuple[Operating, int] | str:
@@ -677,6 +720,11 @@ class Planner:
         # bound it, the KV pool (and state slots) do
         cap = _kv_capacity(scenario, self.context)
         ev, source, validation = self._evaluator(screen, budget, s.depth, tau)
+        if isinstance(ev, ScheduledEvaluator) and ev.schedule is not None \
+                and ev.schedule.max_k == 0:
+            # no depth pays at any load: the target alone, with a draft loaded for nothing
+            self.stats.no_point += 1
+            return None
         tau_slo = self.slo_curve.tau(s.depth) if s.speculative else None
         notes: list[str] = []
         for _ in range(3):  # the request pool the chosen concurrency needs takes KV room
@@ -924,7 +972,10 @@ def _current(planner: Planner) -> Row | None:
     d = DeploymentChoice(planner.pair.gpu, dep.parallel.tensor, dep.kv_cache_dtype,
                          dep.memory_fraction)
     own = shape_depth(planner.pair)
-    s = next((x for x in shapes(planner.pair) if x.depth == own), None)
+    s = next((x for x in shapes(planner.pair) if x.depth == own and not x.scheduled), None)
+    if s is not None and rb.speculation.schedule is not None:  # as written: its schedule
+        form = "derived" if rb.speculation.schedule == "derived" else "pinned"
+        s = ShapeChoice(f"schedule ({form}, K ≤ {own})", own, (), scheduled=True)
     if s is None:
         return None
     saved = planner.stats

@@ -206,14 +206,15 @@ def _check_schedule(rb: Runbook, add: Add) -> None:
             "drafts a fixed shape", "remove schedule (or use a chain: topk 1)")
         return
     gamma = spec.num_speculative_tokens
-    if spec.schedule == "derived" or gamma is None:
+    ranges = spec.schedule
+    if not isinstance(ranges, list) or gamma is None:
         return
-    if not spec.schedule:
+    if not ranges:
         add(loc, "a pinned schedule needs at least one range",
             "write ranges [{start: 1, end: N, k: K}, ...], or `schedule: derived`")
         return
     expected = 1
-    for i, r in enumerate(spec.schedule):
+    for i, r in enumerate(ranges):
         at: PathKey = (*loc, i)
         if r.start > r.end:
             add((*at, "end"), f"range {i} ends ({r.end}) before it starts ({r.start})",

@@ -42,7 +42,7 @@ from specpair.latency import parameters, setup
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import Strict
 from specpair.step_inputs import _Setup
-from specpair.stepmodel import shape_for, step_times
+from specpair.stepmodel import StepParams, shape_for, step_times
 
 MERGE_LOSS = 0.05
 """A merge may cost at most 5% of the best depth's expected speedup at any batch of the
@@ -92,9 +92,12 @@ class Goodput:
         return self.band.overlaps(self.speedup(k, batch), best)
 
 
-def goodput(pair: ResolvedPair, budget: Budget) -> Goodput:
-    s = setup(pair, budget, parameters(pair, budget).values)
-    curve, _ = by_depth(pair)
+def goodput(pair: ResolvedPair, budget: Budget, curve: AcceptanceCurve | None = None,
+            params: StepParams | None = None) -> Goodput:
+    """`curve`, `params`: the planner's, for a variant of the pair (default: the pair's
+    own acceptance by depth and step-model parameters)."""
+    s = setup(pair, budget, params or parameters(pair, budget).values)
+    curve = curve or by_depth(pair)[0]
     ceiling = shape_depth(pair)
     depths = [0] + [k for k in range(1, ceiling + 1) if curve.tau(k) is not None]
     return Goodput(s, pair.runbook.speculation.method.value, curve, depths, s.speedup_band)
@@ -160,10 +163,12 @@ def _merge(g: Goodput, ranges: list[_Range], points: list[int]) -> list[_Range]:
         ranges[i:i + 2] = [_Range(ranges[i].start, ranges[i + 1].end, k)]
 
 
-def derive(pair: ResolvedPair, budget: Budget | None = None) -> ResolvedSchedule:
+def derive(pair: ResolvedPair, budget: Budget | None = None,
+           curve: AcceptanceCurve | None = None, params: StepParams | None = None
+           ) -> ResolvedSchedule:
     """The derived schedule of a pair (see the module docstring)."""
     budget = budget or compute(pair)
-    g = goodput(pair, budget)
+    g = goodput(pair, budget, curve, params)
     top = max_batch(budget)
     points = grid(top)
     cache: dict[int, int] = {}
@@ -201,7 +206,8 @@ def derive(pair: ResolvedPair, budget: Budget | None = None) -> ResolvedSchedule
     return ResolvedSchedule(ranges=out, source=(
         f"derived: the K of most expected speedup per batch range, batches 1–{top} (the "
         f"engine's max running requests), K 0–{max(g.depths)} (num_speculative_tokens); "
-        f"acceptance by depth: {g.curve.source}; step model: {parameters(pair, budget).source}; "
+        f"acceptance by depth: {g.curve.source}; step model: "
+        f"{'the planner' if params else parameters(pair, budget).source}; "
         f"ranges merged where the optimum is flat within the model's interval "
         f"({g.band.label})"))
 
@@ -283,3 +289,17 @@ def report(pair: ResolvedPair, budget: Budget, concurrencies: list[int]) -> Sche
                           concurrencies=concurrencies, acceptance_source=c.g.curve.source,
                           static={str(k): v for k, v in c.static.items()},
                           scheduled=c.scheduled)
+
+
+def at_depth(pair: ResolvedPair, k: int) -> ResolvedPair:
+    """The pair at the static depth `k` a schedule runs somewhere, its SLO carried to that
+    depth as the planner carries it (`acceptance.by_depth`)."""
+    rb = pair.runbook
+    _, slo_curve = by_depth(pair)
+    tau_slo = slo_curve.tau(k)
+    assert tau_slo is not None
+    spec = rb.speculation.model_copy(update={"num_speculative_tokens": k, "schedule": None})
+    slo = rb.acceptance.slo.model_copy(update={"min_length": round(tau_slo, 2)})
+    acc = rb.acceptance.model_copy(update={"slo": slo})
+    return pair.model_copy(update={"runbook": rb.model_copy(
+        update={"speculation": spec, "acceptance": acc}), "schedule": None})

@@ -318,7 +318,7 @@ def evaluate(variant: Variant, root: Path) -> Outcome:
         argv = [a.name if isinstance(a, EnvRef) else a for a in launch.argv]
         if "--served-model-name" not in argv and engine.startswith("sglang"):
             argv += ["--served-model-name", "oracle"]  # the resolution pipeline needs one
-        outcome.cases[engine] = {"argv": argv, "env": launch.env}
+        outcome.cases[engine] = {"argv": argv, "env": launch.env, "files": launch.files}
     return outcome
 
 

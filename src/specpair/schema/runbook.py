@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import Discriminator, Field, StringConstraints, Tag
+from pydantic import Discriminator, Field, StringConstraints, Tag, field_validator
 
 from specpair.geometry import GeometryOverride
 from specpair.schema.alerting import AlertWindows
@@ -87,7 +87,7 @@ def _schedule_form(value: object) -> str:
 
 
 Schedule = Annotated[
-    Annotated[Literal["derived"], Tag("derived")] | Annotated[list[ScheduleRange],
+    Annotated[Literal["derived", "static"], Tag("derived")] | Annotated[list[ScheduleRange],
                                                               Tag("ranges")],
     Discriminator(_schedule_form)]
 """`derived`, or ranges pinned by hand; only the form the value has is validated, so an
@@ -121,12 +121,17 @@ class Speculation(Strict):
         default=False, description="vLLM use_local_argmax_reduction (vocab-parallel argmax "
                                    "for greedy drafting)")
     schedule: Schedule | None = Field(
-        default=None, description="draft length by load: `derived` (specpair derives, per "
+        default=None, description="draft length by load: `static` or unset (the static "
+        "num_speculative_tokens), `derived` (specpair derives, per "
         "batch-size range, the K of most goodput from the step model and acceptance by "
         "depth, K = 0 where no depth beats the target alone), or ranges pinned by hand "
-        "({start, end, k}, from batch 1, contiguous, k ≤ num_speculative_tokens). Unset: "
-        "the static num_speculative_tokens. num_speculative_tokens is the largest K a "
-        "schedule may use")
+        "({start, end, k}, from batch 1, contiguous, k ≤ num_speculative_tokens). "
+        "num_speculative_tokens is the largest K a schedule may use")
+
+    @field_validator("schedule")
+    @classmethod
+    def _static_is_no_schedule(cls, value: object) -> object:
+        return None if value == "static" else value
 
 
 class ParallelSizes(Strict):

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from specpair.engines.vllm_0_33_0.schedule import CONFIG_KEY, entries, render
+from specpair.engines.vllm_0_33_0.schedule import CONFIG_KEY, entries, graph_note, render
 from specpair.engines.vllm_0_33_0.schedule import refusal as _refusal
 
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
     from specpair.resolve import ResolvedPair
 
-__all__ = ["CONFIG_KEY", "entries", "refusal", "render"]
+__all__ = ["CONFIG_KEY", "entries", "graph_note", "refusal", "render"]
 
 
 def refusal(pair: ResolvedPair) -> str | None:

@@ -71,3 +71,19 @@ def render(pair: ResolvedPair, config: dict[str, Any], checks: Preflights,
                 "remove speculation.schedule (static K), or change what the engine names")
     if reason is None and pair.schedule is not None:
         config[CONFIG_KEY] = entries(pair)
+
+
+def graph_note(pair: ResolvedPair) -> str:
+    """What a schedule changes in the CUDA-graph memory this release captures: '' without
+    one. The KV lookahead slots and the draft/verify buffers stay sized for
+    num_speculative_tokens (`VllmConfig.num_lookahead_tokens`), the schedule's largest K,
+    so the KV budget is unchanged; the graphs are not (the estimate is an assumption)."""
+    if pair.runbook.speculation.schedule is None or pair.schedule is None:
+        return ""
+    tiers = sorted({r.k for r in pair.schedule.ranges})
+    return ("; with the schedule the engine captures uniform-decode graphs for each "
+            f"query length of its K tiers ({', '.join(str(k + 1) for k in tiers)} tokens per "
+            "request, VllmConfig's capture sizes in vllm/config/vllm.py) and, on Model Runner "
+            "V1, turns full CUDA graphs into PIECEWISE "
+            "(_maybe_override_dynamic_sd_cudagraph_mode): this estimate does not grow with "
+            "the tiers, declare cuda_graph_bytes from the engine's start-up log")
