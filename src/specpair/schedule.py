@@ -38,7 +38,7 @@ from specpair.budget import compute
 from specpair.budget.model import Budget
 from specpair.calibration import Interval
 from specpair.engines.schedule_model import ResolvedSchedule, ScheduledRange
-from specpair.latency import parameters, setup
+from specpair.latency import model, parameters, setup
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import Strict
 from specpair.step_inputs import _Setup
@@ -303,3 +303,42 @@ def at_depth(pair: ResolvedPair, k: int) -> ResolvedPair:
     acc = rb.acceptance.model_copy(update={"slo": slo})
     return pair.model_copy(update={"runbook": rb.model_copy(
         update={"speculation": spec, "acceptance": acc}), "schedule": None})
+
+
+def slo_by_depth(pair: ResolvedPair) -> list[tuple[int, float]]:
+    """(K, the SLO carried to K) for 0 and each K > 0 the pair's schedule runs ([] without
+    one): the acceptance rules compare τ with this at the depth in use (τ(0) = 1)."""
+    if pair.runbook.speculation.schedule is None or pair.schedule is None:
+        return []
+    _, slo_curve = by_depth(pair)
+    out = [(0, 1.0)]
+    for k in sorted({r.k for r in pair.schedule.ranges if r.k > 0}):
+        tau = slo_curve.tau(k)
+        assert tau is not None
+        out.append((k, round(tau, 4)))
+    return out
+
+
+def break_even_by_concurrency(pair: ResolvedPair, latency_curve: list[tuple[int, float]]
+                              ) -> list[tuple[int, float]]:
+    """τ* at each concurrency of the curve for the K the schedule runs there (0 where it
+    drafts nothing: nothing to break even); the static curve without a schedule."""
+    if pair.runbook.speculation.schedule is None or pair.schedule is None:
+        return latency_curve
+    gamma = shape_depth(pair)
+    by_k: dict[int, dict[int, float]] = {}
+    out = []
+    for c, even in latency_curve:
+        k = pair.schedule.k_at(c)
+        if k == 0:
+            out.append((c, 0.0))
+        elif k == gamma:
+            out.append((c, even))
+        else:
+            if k not in by_k:
+                fixed = at_depth(pair, k)
+                by_k[k] = {p.concurrency: p.break_even
+                           for p in model(fixed, compute(fixed)).curve}
+            points = by_k[k]
+            out.append((c, points.get(c, points[min(points, key=lambda x: abs(x - c))])))
+    return out

@@ -32,6 +32,10 @@ class EngineMetrics:
     """Where per-request acceptance lives, and why no rule can read it."""
     not_exported: tuple[str, ...]
     source: str
+    draft_depth: tuple[str, str] | None = None
+    """How the engine says which draft length it is running, for acceptance under a
+    speculation schedule: ("tokens", counter of drafted tokens, whose rate over the verify
+    steps' is the mean K) or ("gauge", the gauge of the current number of steps)."""
     process_metrics_with_data_parallel: bool = True
     """False where data parallelism > 1 runs several API servers on prometheus_client's
     multiprocess registry, which has no process collector (no process_start_time_seconds)."""
@@ -42,5 +46,6 @@ class EngineMetrics:
                  self.running_requests, self.kv_usage_fraction, self.kv_capacity_tokens,
                  self.target_weights_gib, self.target_kv_gib,
                  self.startup_seconds[0] if self.startup_seconds else None,
-                 self.process_start, self.requests_done]
+                 self.process_start, self.requests_done,
+                 self.draft_depth[1] if self.draft_depth else None]
         return sorted({n for n in found if n})

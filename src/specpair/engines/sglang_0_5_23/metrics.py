@@ -36,4 +36,7 @@ METRICS = EngineMetrics(
                   "weight_memory_usage_gb are the target's)",),
     source="sglang 0.5.23: srt/observability/metrics_collector.py, "
            "srt/observability/startup_time.py",
+    # "Currently active speculative_num_steps." (metrics_collector.py), which the adaptive
+    # controller changes (adaptive_spec_params.py)
+    draft_depth=("gauge", "sglang:spec_num_steps"),
 )

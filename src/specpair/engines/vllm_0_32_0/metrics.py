@@ -37,4 +37,7 @@ METRICS = EngineMetrics(
                   "start is measured from the API process's start instead)"),
     source="vllm 0.32.0: vllm/v1/spec_decode/metrics.py, vllm/v1/metrics/loggers.py",
     process_metrics_with_data_parallel=False,
+    # SpecDecodingProm's "Number of draft tokens": K per request per step, so its rate over
+    # num_drafts' is the mean draft length in use (a schedule changes it with the load)
+    draft_depth=("tokens", "vllm:spec_decode_num_draft_tokens_total"),
 )
