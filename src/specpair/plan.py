@@ -151,6 +151,11 @@ def shapes(pair: ResolvedPair) -> list[ShapeChoice]:
         for gamma in range(1, MAX_DEPTH + 1):
             out.append(ShapeChoice(f"γ = {gamma}", gamma,
                                    ((("speculation", "num_speculative_tokens"), gamma),)))
+        if spec.schedule is not None and spec.num_speculative_tokens is not None:
+            # the runbook's own schedule, as written (no change to recommend)
+            form = "derived" if spec.schedule == "derived" else "pinned"
+            out.append(ShapeChoice(f"schedule ({form}, K ≤ {spec.num_speculative_tokens})",
+                                   spec.num_speculative_tokens, (), scheduled=True))
         check = pair.release.schedule_refusal
         if check is not None and check(pair) is None:
             # one schedule up to the deepest depth searched: it picks the shorter ones
@@ -972,10 +977,10 @@ def _current(planner: Planner) -> Row | None:
     d = DeploymentChoice(planner.pair.gpu, dep.parallel.tensor, dep.kv_cache_dtype,
                          dep.memory_fraction)
     own = shape_depth(planner.pair)
-    s = next((x for x in shapes(planner.pair) if x.depth == own and not x.scheduled), None)
-    if s is not None and rb.speculation.schedule is not None:  # as written: its schedule
-        form = "derived" if rb.speculation.schedule == "derived" else "pinned"
-        s = ShapeChoice(f"schedule ({form}, K ≤ {own})", own, (), scheduled=True)
+    written = rb.speculation.schedule is not None  # as written: its schedule
+    s = next((x for x in shapes(planner.pair) if x.depth == own and not x.changes
+              and x.scheduled == written), None) or next(
+        (x for x in shapes(planner.pair) if x.depth == own and not x.scheduled), None)
     if s is None:
         return None
     saved = planner.stats
