@@ -220,3 +220,14 @@ def test_the_plan_searches_a_schedule_that_wins_over_every_static_depth() -> Non
     assert "speculation.schedule" not in scheduled.changes  # the runbook asks for it already
     assert all(r is not None and r.changes.get("speculation.schedule") == "static"
                for r in rows.values() if r is not None and r.depth > 0)
+
+
+def test_bench_measures_where_the_schedule_switches() -> None:
+    from specpair.cli import _bench_levels
+
+    pair = variant(loaded_at_scale(), {("speculation", "schedule"): [
+        {"start": 1, "end": 8, "k": 3}, {"start": 9, "end": 64, "k": 1},
+        {"start": 65, "end": 256, "k": 0}]})
+    assert _bench_levels(pair) == [1, 8, 9, 64, 65]
+    static = variant(pair, {("speculation", "schedule"): "static"})
+    assert _bench_levels(static) == [1, 4, 16]

