@@ -231,3 +231,13 @@ def test_bench_measures_where_the_schedule_switches() -> None:
     assert _bench_levels(pair) == [1, 8, 9, 64, 65]
     static = variant(pair, {("speculation", "schedule"): "static"})
     assert _bench_levels(static) == [1, 4, 16]
+
+
+def test_a_schedule_the_budget_cannot_derive_is_a_located_launch_error() -> None:
+    # TP 3 does not split the 70B's heads: the budget (which the derivation reads) is
+    # refused, and the launch says so at the schedule instead of raising
+    pair = variant(example("llama33-70b-eagle3-vllm"),
+                   {("deployment", "parallel", "tensor"): 3})
+    errors = [p for p in build_for(pair).errors if p.field == "speculation.schedule"]
+    assert errors and "cannot be derived" in errors[0].message
+    assert "do not split over 3 ranks" in errors[0].message

@@ -59,6 +59,8 @@ class Thresholds:
     max_total_tokens: int
     depth_slo: tuple[tuple[int, float], ...] = ()
     """Under a speculation schedule: (K, the SLO carried to K), K = 0 first; empty: static."""
+    depth_window: str = ""
+    """The window of the depth-aware records (the SLO alert's), where depth_slo is set."""
 
 
 def thresholds(pair: ResolvedPair, budget: Budget, latency: LatencyModel,
@@ -75,6 +77,7 @@ def thresholds(pair: ResolvedPair, budget: Budget, latency: LatencyModel,
         curve=break_even_by_concurrency(pair, [(p.concurrency, p.break_even)
                                                for p in latency.curve]),
         points=latency.curve, depth_slo=tuple(slo_by_depth(pair)),
+        depth_window=rb.alerts.slo_window,
         cold_start_budget_s=rb.staging.cold_start_budget_s,
         cold_start_plan_s=staging.cold_start_s,
         target_weight_bytes=int(weights.get("target_weights", 0)),

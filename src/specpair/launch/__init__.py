@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from specpair.engines import registry
 from specpair.engines.launch_model import EnvRef, Launch, Preflight, Preflights
+from specpair.errors import SpecpairError
+from specpair.findings import Finding
 from specpair.resolve import ResolvedPair
 from specpair.schedule import attach
 
@@ -22,4 +24,15 @@ def build_for(pair: ResolvedPair, engine: str | None = None, *,
     """The launch of `pair` on `engine` (default: the runbook's); `speculate=False` gives
     the baseline: the same server without a draft, for the measurement protocol. The
     schedule the runbook asks for is resolved first (`schedule.attach`)."""
-    return registry.by_label(engine or pair.engine).launch(attach(pair), speculate)
+    release = registry.by_label(engine or pair.engine)
+    try:
+        scheduled = attach(pair)
+    except SpecpairError as exc:  # a derived schedule needs the budget the engine refuses
+        launch = release.launch(pair, speculate)
+        if speculate:
+            first = exc.problems[0]
+            launch.preflight.append(Finding(
+                "SP901", "error", f"{launch.engine}: the speculation schedule cannot be "
+                f"derived: {first.message}", "speculation.schedule", first.hint))
+        return launch
+    return release.launch(scheduled, speculate)
