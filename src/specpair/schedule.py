@@ -44,6 +44,9 @@ from specpair.schema.common import Strict
 from specpair.step_inputs import _Setup
 from specpair.stepmodel import StepParams, shape_for, step_times
 
+DEPTH_LIMIT = 16
+"""Deepest K a derived schedule considers: past 16 drafted tokens no published sweep
+measures acceptance (the planner stops at 8), and a runbook's γ is otherwise unbounded."""
 MERGE_LOSS = 0.05
 """A merge may cost at most 5% of the best depth's expected speedup at any batch of the
 merged range (and stay within the model's interval): the published bands are ±15-60%
@@ -98,7 +101,7 @@ def goodput(pair: ResolvedPair, budget: Budget, curve: AcceptanceCurve | None = 
     own acceptance by depth and step-model parameters)."""
     s = setup(pair, budget, params or parameters(pair, budget).values)
     curve = curve or by_depth(pair)[0]
-    ceiling = shape_depth(pair)
+    ceiling = min(shape_depth(pair), DEPTH_LIMIT)
     depths = [0] + [k for k in range(1, ceiling + 1) if curve.tau(k) is not None]
     return Goodput(s, pair.runbook.speculation.method.value, curve, depths, s.speedup_band)
 
