@@ -37,7 +37,11 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[tuple[str, str]]]
         def wrapper(pair: Any, *args: Any, **kwargs: Any) -> Any:
             # the pair itself, not the planner's candidates (copies under the same name);
             # staging's what-ifs plan the other modes (a second argument)
-            own = next((p.name for p in PAIRS if p is pair), None)
+            # and the copy the analysis attaches a speculation schedule to (`schedule.
+            # attach`: the same runbook object, the schedule resolved)
+            own = next((p.name for p in PAIRS if p is pair or (
+                getattr(pair, "schedule", None) is not None and pair.runbook is p.runbook)),
+                None)
             if own is not None and (what != "staging plan" or not args):
                 counted[(what, own)] += 1
             return real(pair, *args, **kwargs)
@@ -57,7 +61,11 @@ def test_a_build_computes_each_pair_once(calls: Counter[tuple[str, str]]) -> Non
     for pair in pairs:
         got = {what: calls[(what, pair.name)] for what in COUNTED}
         # one launch per rendered release and one baseline of the runbook's own
-        want = {"budget": 1, "latency model": 1, "staging plan": 1,
+        # a pair whose runbook asks for a schedule is budgeted twice, as written (the
+        # derivation's input) and with the schedule (the engine sizes its verify width
+        # and graphs for it): two different budgets, each computed once
+        scheduled = pair.runbook.speculation.schedule is not None
+        want = {"budget": 2 if scheduled else 1, "latency model": 1, "staging plan": 1,
                 "launch": len(engines.rendered_for(pair.engine)) + 1}
         assert got == want, pair.name
 
@@ -69,8 +77,9 @@ def test_a_site_page_computes_each_pair_once(calls: Counter[tuple[str, str]]) ->
         got = {what: calls[(what, pair.name)] for what in COUNTED}
         # the gate's launch rules (SP6xx in checks.py) still build their own launch;
         # the rule catalogue's context is where that goes next (issue 26 item 2)
+        scheduled = pair.runbook.speculation.schedule is not None  # as in the build
         assert {k: v for k, v in got.items() if k != "launch"} == {
-            "budget": 1, "latency model": 1, "staging plan": 1}, pair.name
+            "budget": 2 if scheduled else 1, "latency model": 1, "staging plan": 1}, pair.name
 
 
 @pytest.fixture
@@ -105,5 +114,7 @@ def test_no_pair_object_is_budgeted_twice(budgets_by_object: list[Any], command:
     # each runbook's own pair is budgeted once; other objects are the plan search's
     # candidates (the site's plan page), each a pair of its own
     assert [per_object[id(p)] for p in pairs] == [1] * len(pairs)
-    if command == "build":  # a build budgets nothing but the runbooks' pairs
-        assert len(budgets_by_object) == len(pairs)
+    if command == "build":  # a build budgets nothing but the runbooks' pairs (and the
+        # copies with their speculation schedule attached)
+        scheduled = [p for p in pairs if p.runbook.speculation.schedule is not None]
+        assert len(budgets_by_object) == len(pairs) + len(scheduled)

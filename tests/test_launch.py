@@ -134,7 +134,9 @@ def test_mtp_is_spelled_nextn_for_sglang_and_mtp_for_vllm() -> None:
     assert "MTP" not in sglang
     vllm = build_for(pair, "vllm 0.33.0").argv
     config = json.loads(str(vllm[vllm.index("--speculative-config") + 1]))
-    assert config == {"method": "mtp", "num_speculative_tokens": 3}
+    # the runbook's derived schedule travels to the translation (vLLM runs it for mtp)
+    assert config == {"method": "mtp", "num_speculative_tokens": 3,
+                      "num_speculative_tokens_per_batch_size": [[1, 64, 3]]}
 
 
 def test_block_drafters_spell_out_their_block() -> None:

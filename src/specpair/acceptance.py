@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from specpair.bench.acceptance import measured_acceptance
 from specpair.bench.record import Measurement
 from specpair.calibration import acceptance_rate, chain_tau, position_decay
+from specpair.resolve import ResolvedPair
+from specpair.step_inputs import draft_shape
 from specpair.stepmodel import drafter_family
 
 
@@ -91,3 +93,59 @@ def measured_curve(record: Measurement) -> AcceptanceCurve | None:
                f"{', '.join(map(str, found.concurrencies))}, {found.drafts:,.0f} draft steps, "
                f"depth {found.num_speculative_tokens})",
         rates=found.rates, measured=True)
+
+
+def record_mismatch(pair: ResolvedPair) -> str:
+    """Why the latest bench record does not describe this pair's draft ('' if it does)."""
+    record = pair.measurement
+    assert record is not None
+    spec = record.protocol.speculation
+    if spec.get("method") != pair.runbook.speculation.method.value:
+        return (f"it measured {spec.get('method')}, the runbook runs "
+                f"{pair.runbook.speculation.method.value}")
+    for role in ("target", "draft"):
+        art = getattr(pair, role)
+        measured = getattr(record.protocol, role)
+        if art is None or measured is None:
+            continue
+        for key in ("repo", "path", "revision"):
+            if measured.get(key) != getattr(art.source, key):
+                return (f"it measured {role} {key} {measured.get(key)!r}, the lock has "
+                        f"{getattr(art.source, key)!r}")
+    return ""
+
+
+def shape_depth(pair: ResolvedPair) -> int:
+    """Depth of the runbook's own shape: the most draft tokens one step can accept."""
+    return draft_shape(pair).max_tokens - 1
+
+
+def by_depth(pair: ResolvedPair) -> tuple[AcceptanceCurve, AcceptanceCurve]:
+    """(expected acceptance by depth, the SLO carried to each depth): the pair's own
+    per-position measurement when its latest record describes this draft, else the
+    runbook's reference τ at its depth, else the SLO itself. The planner and the schedule
+    derivation read acceptance through this one function."""
+    acc = pair.runbook.acceptance
+    depth = shape_depth(pair)
+    # one τ carried to other depths with the drafter family's per-position decay δ, the
+    # same acceptance-by-depth model the calibration points are predicted with
+    method = pair.runbook.speculation.method.value
+    slo_curve = from_tau(acc.slo.min_length, depth, "the SLO", method)
+    measured, stale = None, ""
+    if pair.measurement is not None:
+        stale = record_mismatch(pair)
+        measured = None if stale else measured_curve(pair.measurement)
+    if measured is not None:
+        curve = measured
+    elif acc.reference is not None:
+        curve = from_tau(acc.reference.mean_length, depth,
+                         f"the runbook's reference ({acc.reference.source})", method)
+    else:
+        curve = AcceptanceCurve(source="no reference or measurement: the SLO itself ("
+                                + slo_curve.source + ")", alpha=slo_curve.alpha,
+                                decay=slo_curve.decay)
+    if stale:
+        curve = AcceptanceCurve(source=f"{curve.source}; the latest bench record is not "
+                                       f"used: {stale}", rates=curve.rates, alpha=curve.alpha,
+                                measured=curve.measured, decay=curve.decay)
+    return curve, slo_curve

@@ -29,6 +29,7 @@ from specpair.budget.model import Budget
 from specpair.latency import LatencyModel, Point
 from specpair.monitoring import EngineMetrics, for_engine
 from specpair.resolve import ResolvedPair
+from specpair.schedule import break_even_by_concurrency, slo_by_depth
 from specpair.schema.alerting import AlertWindows, seconds
 from specpair.staging import StagingPlan
 
@@ -56,6 +57,10 @@ class Thresholds:
     target_kv_bytes: int
     draft_kv_bytes: int
     max_total_tokens: int
+    depth_slo: tuple[tuple[int, float], ...] = ()
+    """Under a speculation schedule: (K, the SLO carried to K), K = 0 first; empty: static."""
+    depth_window: str = ""
+    """The window of the depth-aware records (the SLO alert's), where depth_slo is set."""
 
 
 def thresholds(pair: ResolvedPair, budget: Budget, latency: LatencyModel,
@@ -69,7 +74,10 @@ def thresholds(pair: ResolvedPair, budget: Budget, latency: LatencyModel,
     return Thresholds(
         slo_min=slo.min_length, scope=slo.scope, percentile=slo.percentile, basis=slo.basis,
         break_even=latency.at_concurrency.break_even, concurrency=latency.concurrency,
-        curve=[(p.concurrency, p.break_even) for p in latency.curve], points=latency.curve,
+        curve=break_even_by_concurrency(pair, [(p.concurrency, p.break_even)
+                                               for p in latency.curve]),
+        points=latency.curve, depth_slo=tuple(slo_by_depth(pair)),
+        depth_window=rb.alerts.slo_window,
         cold_start_budget_s=rb.staging.cold_start_budget_s,
         cold_start_plan_s=staging.cold_start_s,
         target_weight_bytes=int(weights.get("target_weights", 0)),
@@ -99,6 +107,39 @@ def break_even_expr(pair: str, curve: list[tuple[int, float]]) -> str:
     for (low, tau_low), (high, tau_high) in pairwise(curve):
         parts.append(f"(({running} > {low}) <= {high}) * 0 + {max(tau_low, tau_high):g}")
     parts.append(f"({running} > {curve[-1][0]}) * 0 + {curve[-1][1]:g}")
+    return "\nor\n".join(parts)
+
+
+def depth_expr(metrics: EngineMetrics, pair: str, window: str) -> str | None:
+    """The draft length the engine runs, over `window`: vLLM's drafted tokens per draft
+    (the mean K of its steps), SGLang's current-steps gauge averaged; None where the
+    release exports neither."""
+    if metrics.draft_depth is None:
+        return None
+    kind, metric = metrics.draft_depth
+    s = selector(pair)
+    if kind == "gauge":
+        return f"avg by ({BY}) (avg_over_time({metric}{s}[{window}]))"
+    steps = f"(sum by ({BY}) (rate({metrics.verify_steps}{s}[{window}])) > 0)"
+    return f"sum by ({BY}) (rate({metric}{s}[{window}])) / {steps}"
+
+
+def slo_at_depth_expr(pair: str, window: str, points: tuple[tuple[int, float], ...],
+                      slo_min: float) -> str:
+    """The SLO at the depth in use: the chords of τ_SLO(K) between the schedule's depths at
+    the recorded mean depth D (a window that mixes two depths expects the chord, not the
+    curve); past the deepest, its SLO. Without a depth series: the runbook's SLO."""
+    depth = f"specpair:draft_depth:rate{window}{selector(pair)}"
+    parts = []
+    for (k_a, t_a), (k_b, t_b) in pairwise(points):
+        slope = (t_b - t_a) / (k_b - k_a)
+        parts.append(f"({t_a:g} + ({depth} - {k_a}) * {slope:.6g}) and on({BY}) "
+                     f"(({depth} > {k_a}) <= {k_b})" if k_a else
+                     f"({t_a:g} + {depth} * {slope:.6g}) and on({BY}) ({depth} <= {k_b})")
+    parts.append(f"({depth} * 0 + {points[-1][1]:g}) and on({BY}) "
+                 f"({depth} > {points[-1][0]})")
+    tau = f"specpair:acceptance_length:rate{window}{selector(pair)}"
+    parts.append(f"({tau} * 0 + {slo_min:g}) unless on({BY}) {depth}")
     return "\nor\n".join(parts)
 
 
@@ -279,6 +320,18 @@ def groups(pair: ResolvedPair, t: Thresholds) -> list[dict[str, Any]]:
         records.append({"record": "specpair:time_to_first_request_seconds",
                         "expr": first_request_expr(metrics, name)})
 
+    depth_aware = bool(t.depth_slo) and metrics.draft_depth is not None
+    if depth_aware:  # under a schedule τ is judged against the SLO at the depth in use
+        sw = windows.slo_window
+        depth = depth_expr(metrics, name, sw)
+        assert depth is not None
+        records += [
+            {"record": f"specpair:draft_depth:rate{sw}", "expr": depth},
+            {"record": f"specpair:slo_at_depth:rate{sw}",
+             "expr": slo_at_depth_expr(name, sw, t.depth_slo, t.slo_min)},
+            {"record": f"specpair:acceptance_over_slo:rate{sw}",
+             "expr": f"specpair:acceptance_length:rate{sw}{s} / on({BY}) "
+                     f"specpair:slo_at_depth:rate{sw}{s}"}]
     q = t.percentile / 100
     scope_note = ("per 5-minute window" if t.scope == "per_batch" else
                   "per 5-minute window, standing in for the per-request SLO: "
@@ -286,13 +339,19 @@ def groups(pair: ResolvedPair, t: Thresholds) -> list[dict[str, Any]]:
     tokens = f"sum by ({BY}) (rate({metrics.generated_tokens}{s}[{FALLBACK_WINDOW}])) > 0"
     alerts: list[dict[str, Any]] = [
         _alert("SpecpairAcceptanceBelowSLO",
+               f"quantile_over_time({q:g}, specpair:acceptance_over_slo:rate"
+               f"{windows.slo_window}{s}[{windows.slo_lookback}]) < 1" if depth_aware else
                f"quantile_over_time({q:g}, specpair:acceptance_length:rate{windows.slo_window}"
                f"{s}[{windows.slo_lookback}]) < {t.slo_min:g}", windows.slo_for, "warning",
                f"{name}: acceptance below the SLO",
                f"p{t.percentile} of the {windows.slo_window} acceptance length over "
                f"{windows.slo_lookback} "
                f"is below the SLO's minimum τ {t.slo_min:g} ({t.scope}, basis {t.basis}); "
-               f"measured {scope_note}."),
+               + ("under the speculation schedule, the SLO carried to the draft length in "
+                  "use (" + ", ".join(f"K {k}: {v:g}" for k, v in t.depth_slo[1:])
+                  + f"; {metrics.draft_depth[1] if metrics.draft_depth else ''} says which); "
+                  if depth_aware else "")
+               + f"measured {scope_note}."),
         _alert("SpecpairBelowBreakEven",
                f"specpair:acceptance_length:rate{windows.break_even_window}{s} < on({BY}) "
                f"specpair:break_even_tau{s}", windows.break_even_for, "critical",

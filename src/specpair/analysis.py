@@ -27,6 +27,7 @@ from specpair.findings import Finding
 from specpair.latency import LatencyModel, model
 from specpair.launch import Launch, build_for
 from specpair.resolve import ResolvedPair
+from specpair.schedule import ScheduleReport, attach, report
 from specpair.staging import StagingPlan, plan
 
 if TYPE_CHECKING:  # the planner is imported when the site first asks for a plan
@@ -45,7 +46,7 @@ class Launches:
 
 class Analysis:
     def __init__(self, pair: ResolvedPair) -> None:
-        self.pair = pair
+        self.pair = _scheduled(pair)
 
     @cached_property
     def budget(self) -> Budget:
@@ -54,6 +55,11 @@ class Analysis:
     @cached_property
     def latency(self) -> LatencyModel:
         return model(self.pair, self.budget)
+
+    @cached_property
+    def schedule(self) -> ScheduleReport:
+        """The speculation schedule at the latency curve's concurrencies (or why none)."""
+        return report(self.pair, self.budget, [p.concurrency for p in self.latency.curve])
 
     @cached_property
     def staging(self) -> StagingPlan:
@@ -93,6 +99,15 @@ class Analysis:
         from specpair.plan import plan as search
 
         return search(self.pair)
+
+
+def _scheduled(pair: ResolvedPair) -> ResolvedPair:
+    """The pair with its speculation schedule resolved; a derivation the budget refuses
+    is left to the part that first needs it (the launch), which reports it located."""
+    try:
+        return attach(pair)
+    except SpecpairError:
+        return pair
 
 
 def analyse(pairs: list[ResolvedPair]) -> list[Analysis]:

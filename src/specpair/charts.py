@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from specpair.budget.model import Budget, GiB
 from specpair.latency import LatencyModel, Point
+from specpair.schedule import ScheduleReport
 from specpair.stepmodel import StepTimes
 from specpair.svg import Plot, stacked_bars
 
@@ -69,6 +70,20 @@ def break_even(m: LatencyModel) -> bytes:
     plot.hline(m.slo, SLO_RED, f"SLO τ = {m.slo:g}", dash="5 3")
     if m.reference:
         plot.hline(m.reference, REFERENCE_GREEN, f"reference τ = {m.reference:g}", dash="2 3")
+    return plot.svg()
+
+
+def schedule(r: ScheduleReport) -> bytes:
+    """Expected speedup against concurrency of every static K and of the schedule."""
+    plot = Plot("concurrency (running requests)", "expected speedup over the target alone",
+                height=340, xlog2=True)
+    xs = [float(c) for c in r.concurrencies]
+    for i, (k, values) in enumerate(r.static.items()):
+        plot.line(xs, values, CYCLE[i % len(CYCLE)], f"static K = {k}",
+                  dash="4 3")
+    if r.scheduled:
+        plot.line(xs, r.scheduled, "#000000", "schedule", marker=True)
+    plot.hline(1.0, SLO_RED, "target alone", dash="5 3")
     return plot.svg()
 
 

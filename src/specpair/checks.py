@@ -22,6 +22,7 @@ from specpair.findings import Finding
 from specpair.latency import LatencyModel, model
 from specpair.launch import build_for
 from specpair.resolve import ResolvedArtifact, ResolvedPair
+from specpair.schedule import at_depth, attach
 from specpair.schema.common import Method
 from specpair.schema.lock import RESOLUTION_MAY_LEAVE_UNREAD
 from specpair.staging import StagingPlan, plan
@@ -508,8 +509,20 @@ def _refused_layout(ctx: Context) -> Iterator[tuple[str, str, str]]:
 
 @rule("SP701")
 def _slo(ctx: Context) -> Iterator[tuple[str, str, str]]:
-    if ctx.latency is not None and not ctx.latency.slo_ok:
-        yield ctx.latency.slo_verdict, "acceptance.slo.min_length", \
+    latency = ctx.latency
+    if latency is not None and ctx.pair.runbook.speculation.schedule is not None \
+            and ctx.budget is not None:
+        # under a schedule the break-even that matters is the one of the K in use there
+        pair = attach(ctx.pair, ctx.budget)
+        assert pair.schedule is not None
+        k = pair.schedule.k_at(latency.concurrency)
+        if k == 0:
+            return  # the engine drafts nothing at this concurrency
+        if k != pair.runbook.speculation.num_speculative_tokens:
+            fixed = at_depth(pair, k)
+            latency = model(fixed, compute(fixed))
+    if latency is not None and not latency.slo_ok:
+        yield latency.slo_verdict, "acceptance.slo.min_length", \
             "raise the SLO only with measurements, or lower concurrency / use a cheaper draft"
 
 

@@ -374,7 +374,7 @@ def _bench(args: argparse.Namespace) -> int:
         return gate(pair, folder, Path(args.against), args.baseline.rstrip("/"),
                     args.spec.rstrip("/"), args.concurrency, args.time_limit, args.workloads,
                     Path(args.sarif) if args.sarif else None, _display(root, Path(args.runbook)))
-    levels: list[int] = args.concurrency or [1, 4, 16]
+    levels: list[int] = args.concurrency or _bench_levels(pair)
     measurement = run(pair, args.baseline.rstrip("/"), args.spec.rstrip("/"), levels,
                       args.time_limit, folder=folder, only=args.workloads)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -388,6 +388,15 @@ def _bench(args: argparse.Namespace) -> int:
     print(f"measurement written to {record}")
     print((folder / GENERATED_DIR / "card.md").read_text())
     return EXIT_OK
+
+
+def _bench_levels(pair: ResolvedPair) -> list[int]:
+    """Without --concurrency: 1, 4, 16; under a speculation schedule the concurrencies it
+    switches at, so the record shows each K where the schedule hands over."""
+    from specpair.schedule import attach, switch_points
+
+    scheduled = attach(pair)
+    return switch_points(scheduled.schedule) if scheduled.schedule is not None else [1, 4, 16]
 
 
 def _regenerate(root: Path, runbook: str) -> None:
@@ -615,7 +624,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", required=True, help="URL of the target-only server")
     p.add_argument("--spec", required=True, help="URL of the speculative server")
     p.add_argument("--concurrency", type=_levels, default=None,
-                   help="comma-separated levels (default 1,4,16; with --against the "
+                   help="comma-separated levels (default 1,4,16; under a speculation "
+                   "schedule the concurrencies it switches at; with --against the "
                    "record's)")
     p.add_argument("--time-limit", type=float, default=600.0,
                    help="seconds per run (server × workload × concurrency)")

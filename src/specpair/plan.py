@@ -29,28 +29,31 @@ import json
 import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pydantic import Field, TypeAdapter, ValidationError
 
 from specpair import calibration, hardware, registry
-from specpair.acceptance import AcceptanceCurve, from_tau, measured_curve
+from specpair.acceptance import AcceptanceCurve, by_depth, shape_depth
+from specpair.acceptance import record_mismatch as _record_mismatch
 from specpair.bench.workloads import generate
 from specpair.budget import compute
 from specpair.budget.model import Budget, Scenario
 from specpair.calibrate import fit_pair
 from specpair.catalogue import unwaivable
 from specpair.checks import Context, failing, run
+from specpair.engines.schedule_model import ResolvedSchedule
 from specpair.errors import SpecpairError
 from specpair.findings import Finding
 from specpair.latency import SLO_MARGIN, capacity, model, setup
 from specpair.resolve import ResolvedPair
+from specpair.schedule import derive, pinned
 from specpair.schema.common import KVDtype, Method, Strict
 from specpair.schema.runbook import Runbook, Workload
 from specpair.staging import StagingPlan
 from specpair.staging import plan as staging_plan
-from specpair.step_inputs import CHARS_PER_TOKEN, _Setup, draft_shape, expected_context
+from specpair.step_inputs import CHARS_PER_TOKEN, _Setup, expected_context
 from specpair.stepmodel import (
     Forward,
     Hardware,
@@ -58,6 +61,7 @@ from specpair.stepmodel import (
     StepTimes,
     drafter_family,
     forward_time,
+    shape_for,
     step_times,
 )
 
@@ -113,8 +117,9 @@ class DeploymentChoice:
 @dataclass(frozen=True)
 class ShapeChoice:
     label: str
-    depth: int               # 0: no draft
+    depth: int               # 0: no draft; a schedule: its largest K
     changes: tuple[tuple[tuple[str, ...], Any], ...]
+    scheduled: bool = False  # K by batch size (`specpair.schedule`), up to `depth`
 
     @property
     def speculative(self) -> bool:
@@ -122,11 +127,6 @@ class ShapeChoice:
 
 
 BASELINE = ShapeChoice("no draft (target alone)", 0, ())
-
-
-def shape_depth(pair: ResolvedPair) -> int:
-    """Depth of the runbook's own shape: the most draft tokens one step can accept."""
-    return draft_shape(pair).max_tokens - 1
 
 
 def shapes(pair: ResolvedPair) -> list[ShapeChoice]:
@@ -153,6 +153,17 @@ def shapes(pair: ResolvedPair) -> list[ShapeChoice]:
         for gamma in range(1, MAX_DEPTH + 1):
             out.append(ShapeChoice(f"γ = {gamma}", gamma,
                                    ((("speculation", "num_speculative_tokens"), gamma),)))
+        if spec.schedule is not None and spec.num_speculative_tokens is not None:
+            # the runbook's own schedule, as written (no change to recommend)
+            form = "derived" if spec.schedule == "derived" else "pinned"
+            out.append(ShapeChoice(f"schedule ({form}, K ≤ {spec.num_speculative_tokens})",
+                                   spec.num_speculative_tokens, (), scheduled=True))
+        check = pair.release.schedule_refusal
+        if check is not None and check(pair) is None:
+            # one schedule up to the deepest depth searched: it picks the shorter ones
+            out.append(ShapeChoice(f"schedule (derived, K ≤ {MAX_DEPTH})", MAX_DEPTH, (
+                (("speculation", "num_speculative_tokens"), MAX_DEPTH),
+                (("speculation", "schedule"), "derived")), scheduled=True))
     return out
 
 
@@ -309,6 +320,8 @@ class Operating:
     tpot_s: float
     ttft_s: float
     break_even: float | None
+    depth: int | None = None     # a schedule's K at this concurrency
+    tau_slo: float | None = None  # the SLO at that K
 
 
 def _prefill_s(fwd: Forward, prompt: int, hw: Hardware, p: StepParams, fixed: float) -> float:
@@ -362,6 +375,27 @@ class Evaluator:
         # step it waits for; queueing is not modelled
         return Operating(batch, per_request, per_request * batch, 1 / per_request,
                          self._prefill + step, even)
+
+
+@dataclass
+class ScheduledEvaluator(Evaluator):
+    """A schedule's predictions: at each concurrency the K its ranges give there (vLLM's
+    lookup: past the last range, its K), with that depth's shape and acceptance."""
+
+    schedule: ResolvedSchedule | None = None
+    method: str = ""
+    curve: AcceptanceCurve | None = None
+    slo_curve: AcceptanceCurve | None = None
+
+    def at(self, batch: int) -> Operating:
+        assert self.schedule is not None and self.curve is not None
+        k = self.schedule.k_at(batch)
+        tau = self.curve.tau(k) if k else None
+        shape = shape_for(self.method, k, None, None, 1, None) if k else self.shape
+        fixed = replace(self, tau=tau, shape=shape)  # a plain Evaluator of this depth
+        op = Evaluator.at(fixed, batch)
+        slo = self.slo_curve.tau(k) if k and self.slo_curve is not None else None
+        return replace(op, depth=k, tau_slo=slo)
 
 
 def _largest(ok: Callable[[int], bool], hi: int) -> int | None:
@@ -554,26 +588,6 @@ def _baseline_refusals(pair: ResolvedPair, budget: Budget) -> list[str]:
     return _engine_refusals(run(Context(pair, budget=budget, speculate=False)))
 
 
-def _record_mismatch(pair: ResolvedPair) -> str:
-    """Why the latest bench record does not describe this pair's draft ('' if it does)."""
-    record = pair.measurement
-    assert record is not None
-    spec = record.protocol.speculation
-    if spec.get("method") != pair.runbook.speculation.method.value:
-        return (f"it measured {spec.get('method')}, the runbook runs "
-                f"{pair.runbook.speculation.method.value}")
-    for role in ("target", "draft"):
-        art = getattr(pair, role)
-        measured = getattr(record.protocol, role)
-        if art is None or measured is None:
-            continue
-        for key in ("repo", "path", "revision"):
-            if measured.get(key) != getattr(art.source, key):
-                return (f"it measured {role} {key} {measured.get(key)!r}, the lock has "
-                        f"{getattr(art.source, key)!r}")
-    return ""
-
-
 class Planner:
     def __init__(self, pair: ResolvedPair, opts: Options) -> None:
         self.pair = pair
@@ -603,31 +617,7 @@ class Planner:
         self.prompt = _mean_prompt_tokens(pair)
         self.output = _mean_output_tokens(pair)
         self.ref_depth = shape_depth(pair)
-        acc = rb.acceptance
-        # one τ carried to other depths with the drafter family's per-position decay δ,
-        # the same acceptance-by-depth model the calibration points are predicted with
-        method = rb.speculation.method.value
-        self.slo_curve = from_tau(acc.slo.min_length, self.ref_depth, "the SLO", method)
-        measured, stale = None, ""
-        if pair.measurement is not None:
-            stale = _record_mismatch(pair)
-            measured = None if stale else measured_curve(pair.measurement)
-        if measured is not None:
-            self.curve = measured
-        elif acc.reference is not None:
-            self.curve = from_tau(acc.reference.mean_length, self.ref_depth,
-                                  f"the runbook's reference ({acc.reference.source})", method)
-        else:
-            self.curve = AcceptanceCurve(
-                source="no reference or measurement: the SLO itself (" +
-                self.slo_curve.source + ")", alpha=self.slo_curve.alpha,
-                decay=self.slo_curve.decay)
-        if stale:
-            self.curve = AcceptanceCurve(source=f"{self.curve.source}; the latest bench "
-                                                f"record is not used: {stale}",
-                                         rates=self.curve.rates, alpha=self.curve.alpha,
-                                         measured=self.curve.measured,
-                                         decay=self.curve.decay)
+        self.curve, self.slo_curve = by_depth(pair)
         self.own_params = self._own_params()
         # GPU key → params_for's answer. Sound: it reads only the key, this planner's pair
         # (fixed) and the calibration data (`calibration.load` is cached for the process)
@@ -678,6 +668,8 @@ class Planner:
         ch.update(_parallel_changes(rb, d.tensor))
         if d.memory_fraction is not None or rb.deployment.memory_fraction is not None:
             ch[("deployment", "memory_fraction")] = d.memory_fraction
+        if rb.speculation.schedule is not None and not s.scheduled:
+            ch[("speculation", "schedule")] = "static"  # a static depth is static
         ch.update(dict(s.changes))
         if s.speculative:
             tau_slo = self.slo_curve.tau(s.depth)
@@ -694,6 +686,13 @@ class Planner:
         if known is None or known[0] is not pair or known[1] is not budget:
             known = self._setups[id(pair)] = (pair, budget, setup(pair, budget, params))
         s = known[2]
+        if pair.runbook.speculation.schedule is not None and tau is not None:
+            return (ScheduledEvaluator(
+                s.target, s.draft, s.shape, s.hw, params, s.context, self.prompt, tau,
+                s.speedup_band, s.throughput_band,
+                schedule=pinned(pair) or derive(pair, budget, self.curve, params),
+                method=pair.runbook.speculation.method.value, curve=self.curve,
+                slo_curve=self.slo_curve), source, validation)
         return (Evaluator(s.target, s.draft, s.shape, s.hw, params, s.context, self.prompt,
                           tau, s.speedup_band, s.throughput_band), source, validation)
 
@@ -703,8 +702,9 @@ class Planner:
             (t.ttft_ms is None or op.ttft_s * 1e3 <= t.ttft_ms)
 
     def _pays(self, op: Operating, tau_slo: float | None) -> bool:
-        return op.break_even is None or (tau_slo is not None and
-                                         tau_slo >= op.break_even * (1 + SLO_MARGIN))
+        floor = op.tau_slo if op.depth is not None else tau_slo
+        return op.break_even is None or (floor is not None and
+                                         floor >= op.break_even * (1 + SLO_MARGIN))
 
     def _operate(self, ev: Evaluator, cap: int, gpus: int, tau_slo: float | None
                  ) -> tuple[Operating, int] | str:
@@ -784,6 +784,11 @@ class Planner:
         # bound it, the KV pool (and state slots) do
         cap = _kv_capacity(scenario, self.context)
         ev, source, validation = self._evaluator(screen, budget, s.depth, tau)
+        if isinstance(ev, ScheduledEvaluator) and ev.schedule is not None \
+                and ev.schedule.max_k == 0:
+            # no depth pays at any load: the target alone, with a draft loaded for nothing
+            self.stats.no_point += 1
+            return None
         tau_slo = self.slo_curve.tau(s.depth) if s.speculative else None
         notes: list[str] = []
         for _ in range(3):  # the request pool the chosen concurrency needs takes KV room
@@ -1057,7 +1062,10 @@ def _current(planner: Planner) -> Row | None:
     d = DeploymentChoice(planner.pair.gpu, dep.parallel.tensor, dep.kv_cache_dtype,
                          dep.memory_fraction)
     own = shape_depth(planner.pair)
-    s = next((x for x in shapes(planner.pair) if x.depth == own), None)
+    written = rb.speculation.schedule is not None  # as written: its schedule
+    s = next((x for x in shapes(planner.pair) if x.depth == own and not x.changes
+              and x.scheduled == written), None) or next(
+        (x for x in shapes(planner.pair) if x.depth == own and not x.scheduled), None)
     if s is None:
         return None
     saved = planner.stats

@@ -13,6 +13,7 @@ from specpair import hardware
 from specpair.bench.record import Measurement
 from specpair.engines import registry
 from specpair.engines.release import EngineRelease
+from specpair.engines.schedule_model import ResolvedSchedule
 from specpair.errors import Location, Problem, SpecpairError
 from specpair.findings import path_key
 from specpair.geometry import Geometry, GeometryOverride
@@ -52,6 +53,9 @@ class ResolvedPair(Strict):
         default_factory=list, description="recorded cold starts, oldest first")
     vocab_mapping: VocabMapping | None = Field(
         default=None, description="the lock's vocabulary intersection (heterogeneous mode)")
+    schedule: ResolvedSchedule | None = Field(
+        default=None, description="the speculation schedule the launch renders "
+                                  "(`specpair.schedule.attach`); None: static K")
 
     _document: Document | None = PrivateAttr(default=None)
     """The runbook as the loader parsed it: positions for findings made after loading."""

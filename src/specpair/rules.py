@@ -54,6 +54,7 @@ def check_runbook(rb: Runbook, folder_name: str | None = None) -> list[Finding]:
         _check_artifact(rb.draft, ("draft",), add, bundled=rb.draft.bundled)
 
     _check_speculation(rb, profile, add)
+    _check_schedule(rb, add)
     _check_parallel(rb, profile, add)
 
     roles = ["target"] + ([] if rb.draft is None or rb.draft.bundled else ["draft"])
@@ -188,6 +189,45 @@ def _check_speculation(rb: Runbook, profile: EngineProfile | None, add: Add) -> 
             and spec.ngram_min_match > spec.ngram_max_match):
         add((*loc, "ngram_min_match"), "ngram_min_match is larger than ngram_max_match",
             "swap them")
+
+
+def _check_schedule(rb: Runbook, add: Add) -> None:
+    """A speculation schedule varies the draft length of a chain up to its γ; ranges
+    pinned by hand cover every batch from 1, in order, without overlap (what vLLM's
+    `validate_and_normalize_dynamic_sd_schedule` requires; a K above
+    num_speculative_tokens would be clamped to it silently)."""
+    spec = rb.speculation
+    loc: PathKey = ("speculation", "schedule")
+    if spec.schedule is None:
+        return
+    if spec.method.is_block_drafter or spec.topk != 1:
+        add(loc, f"a schedule varies the length of a chain draft; {spec.method.value} with "
+            f"{'block_size' if spec.method.is_block_drafter else f'topk {spec.topk}'} "
+            "drafts a fixed shape", "remove schedule (or use a chain: topk 1)")
+        return
+    gamma = spec.num_speculative_tokens
+    ranges = spec.schedule
+    if not isinstance(ranges, list) or gamma is None:
+        return
+    if not ranges:
+        add(loc, "a pinned schedule needs at least one range",
+            "write ranges [{start: 1, end: N, k: K}, ...], or `schedule: derived`")
+        return
+    expected = 1
+    for i, r in enumerate(ranges):
+        at: PathKey = (*loc, i)
+        if r.start > r.end:
+            add((*at, "end"), f"range {i} ends ({r.end}) before it starts ({r.start})",
+                f"set end ≥ {r.start}")
+        if r.start != expected:
+            add((*at, "start"), f"range {i} starts at batch {r.start}; the ranges must cover "
+                f"every batch from 1 in order, so it must start at {expected}",
+                f"set start: {expected}")
+        if r.k > gamma:
+            add((*at, "k"), f"k {r.k} exceeds num_speculative_tokens {gamma}: the engine "
+                f"would clamp it to {gamma} (and is sized for {gamma})",
+                f"use k ≤ {gamma}, or raise num_speculative_tokens")
+        expected = max(expected, r.end + 1)
 
 
 def _check_parallel(rb: Runbook, profile: EngineProfile | None, add: Add) -> None:

@@ -23,7 +23,7 @@ from specpair.findings import path_key
 from specpair.load import Document, PathKey, load_document, read_text, render_path
 from specpair.schema.common import UNSAFE
 from specpair.schema.lock import Lock
-from specpair.schema.runbook import Runbook
+from specpair.schema.runbook import UNION_TAGS, Runbook
 
 RUNBOOK_NAMES = ("runbook.yaml", "runbook.yml", "runbook.jsonnet")
 MEASUREMENTS_DIR = "measurements"
@@ -183,7 +183,7 @@ def validation_problems(exc: ValidationError, document: Document, model: type[Ba
                         ) -> list[Problem]:
     problems = []
     for error in exc.errors(include_url=False):
-        loc: PathKey = tuple(error["loc"])
+        loc: PathKey = tuple(x for x in error["loc"] if x not in UNION_TAGS)
         kind = error["type"]
         message, hint = _explain(kind, error, model, loc, schema)
         line, column = document.locate(loc, key=kind == "extra_forbidden")

@@ -160,6 +160,15 @@ def pair_page(a: Analysis, changes: str | None) -> tuple[str, dict[str, bytes], 
     verdict_kind = {"pass": "success", "uncertain": "warning"}.get(latency.slo_status,
                                                                    "failure")
     lines.append(f'!!! {verdict_kind} "SLO against break-even"\n    {text(latency.slo_verdict)}\n')
+    if a.schedule.schedule is not None:
+        charts_out["schedule.svg"] = charts.schedule(a.schedule)
+        lines.append(f"\n![Expected speedup of each static K and of the schedule against "
+                     f"concurrency]({pair.name}/schedule.svg){CHART}\n\n"
+                     f"Speculation schedule ({text(a.schedule.requested)}): " + ", ".join(
+                         f"{r.start}–{r.end}: K {r.k}" for r in a.schedule.schedule.ranges)
+                     + ". Every range and why: `generated/breakeven.md`.\n")
+    elif a.schedule.refusal:
+        lines.append(f"\nNo speculation schedule: {text(a.schedule.refusal)}.\n")
     lines.append(_alerts_section(a, charts_out))
     lines.append(_plan_section(a, charts_out))
     lines.append("\n## Staging plan\n\n")

@@ -7,9 +7,12 @@ Run inside the engines session (see conftest.startup):
 
 (tests/engine/releases.py: which folder holds which release.)
 
-Input: a JSON list of {"argv": [...], "env": {...}} (argv starting with `sglang serve` or
-`vllm serve`, model paths pointing at folders that hold the real config.json, no
-weights). Output: a JSON list of {"ok": bool, "stage": str, "error": str}.
+Input: a JSON list of {"argv": [...], "env": {...}, "files": {path: text}} (argv starting
+with `sglang serve` or `vllm serve`, model paths pointing at folders that hold the real
+config.json, no weights; `files`: what the command reads, written first). Output: a JSON list of
+{"ok": bool, "stage": str, "error": str, "schedule": ...}: the speculation schedule the
+engine runs after its own checks (vLLM: K per batch size from its lookup; SGLang: its
+adaptive tiers), null where it runs none.
 
 What runs is the engine's code, from argument parsing to the configuration it builds
 before loading weights:
@@ -82,6 +85,7 @@ def vllm(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for case in cases:
         argv = case["argv"]
         assert argv[:2] == ["vllm", "serve"], argv[:2]
+        write_files(case.get("files", {}))
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
             try:
@@ -94,11 +98,36 @@ def vllm(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
         ns.skip_tokenizer_init = True  # the folders hold config.json only
         try:
             with environment(case.get("env", {})):
-                EngineArgs.from_cli_args(ns).create_engine_config()
-            results.append({"ok": True, "stage": "config", "error": ""})
+                config = EngineArgs.from_cli_args(ns).create_engine_config()
+            results.append({"ok": True, "stage": "config", "error": "",
+                            "schedule": _vllm_schedule(config)})
         except Exception as exc:  # the engine's verdict, whatever it raises
             results.append({"ok": False, "stage": "config", "error": _reason(exc)})
     return results
+
+
+def _vllm_schedule(config: Any) -> list[int] | None:
+    """K by batch size 1..max_num_seqs as the scheduler will look it up (the engine's own
+    `build_dynamic_sd_schedule_lookup`), None where the engine runs no schedule (none
+    given, or dropped by its config checks)."""
+    spec = config.speculative_config
+    if spec is None or not spec.num_speculative_tokens_per_batch_size:
+        return None
+    from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup
+
+    lookup = build_dynamic_sd_schedule_lookup(
+        spec.num_speculative_tokens_per_batch_size,
+        vllm_max_batch_size=config.scheduler_config.max_num_seqs,
+        vllm_num_speculative_tokens=spec.num_speculative_tokens)
+    return list(lookup[1:])
+
+
+def write_files(files: dict[str, str]) -> None:
+    """The files a launch reads (Launch.files), where its command reads them."""
+    for path, text in files.items():
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
 
 
 # --------------------------------------------------------------------------- SGLang
@@ -167,6 +196,7 @@ def sglang(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for case in cases:
         argv = case["argv"]
         assert argv[:2] == ["sglang", "serve"], argv[:2]
+        write_files(case.get("files", {}))
         stage = "parser"
         err = io.StringIO()
         try:
@@ -186,7 +216,8 @@ def sglang(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     ModelConfig.from_server_args(
                         server_args, model_path=draft_path, is_draft_model=True,
                         context_length=target.context_len)
-            results.append({"ok": True, "stage": stage, "error": ""})
+            results.append({"ok": True, "stage": stage, "error": "",
+                            "schedule": _sglang_schedule(server_args)})
         except SystemExit:
             lines = err.getvalue().strip().splitlines()
             results.append({"ok": False, "stage": stage, "error": lines[-1] if lines
@@ -194,6 +225,23 @@ def sglang(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
         except Exception as exc:  # the engine's verdict, whatever it raises
             results.append({"ok": False, "stage": stage, "error": _reason(exc)})
     return results
+
+
+def _sglang_schedule(server_args: Any) -> dict[str, Any] | None:
+    """The adaptive tiers the engine built (tier → candidate steps, and the steps it
+    starts from), None where adaptive speculation is off after resolution."""
+    from sglang.srt.arg_groups.overrides import resolved_view
+
+    view = resolved_view(server_args)
+    if not getattr(view, "speculative_adaptive", False):
+        return None
+    from sglang.srt.speculative.adaptive_spec_params import AdaptiveSpeculativeParams
+
+    params = AdaptiveSpeculativeParams(initial_steps=view.speculative_num_steps,
+                                       cfg_path=view.speculative_adaptive_config)
+    return {"tiers": {str(bs): slot.candidate_steps for bs, slot in params._slots.items()},
+            "steps": view.speculative_num_steps,
+            "draft_tokens": view.speculative_num_draft_tokens}
 
 
 if __name__ == "__main__":

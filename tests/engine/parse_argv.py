@@ -87,11 +87,13 @@ def vllm(argvs: list[list[str]]) -> list[dict[str, Any]]:
             unknown = sorted(set(ns.speculative_config) - fields)
             if unknown:
                 result.update(ok=False, error=f"unknown speculative-config keys {unknown}")
-            # each value against the engine's own annotation of its field
+            # each value against the engine's own annotation of its field, strictly, as
+            # the JSON it was written in (a JSON array is what a tuple field reads)
             for key, value in sorted(ns.speculative_config.items()):
                 if key in annotations:
                     try:
-                        TypeAdapter(annotations[key]).validate_python(value, strict=True)
+                        TypeAdapter(annotations[key]).validate_json(json.dumps(value),
+                                                                    strict=True)
                     except ValidationError as exc:
                         result.update(ok=False, error=f"{key}: {exc.errors()[0]['msg']}")
             result["speculative_config"] = ns.speculative_config

@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from specpair.checks import failing
+from specpair.engines.schedule_model import ResolvedSchedule, ScheduledRange
 from specpair.errors import SpecpairError
 from specpair.gate import check
 from specpair.hub import LocalCheckpoint, resolve_checkpoint
@@ -214,6 +215,26 @@ VARIANTS = [
     Variant("max-running-1", "llama31-8b-eagle3", dep(max_running_requests=1)),
 ]
 
+# --- speculation schedules (issue 32): what each engine runs is checked in
+# test_the_engines_run_the_generated_schedules; a schedule the engine drops (vLLM with
+# data parallelism > 1: a warning, then the static K) must fail the gate
+CHAIN = {"num_steps": None, "topk": 1, "num_draft_tokens": None, "num_speculative_tokens": 3}
+SCHEDULE_VARIANTS = [
+    (Variant("schedule-pinned-vllm", "llama-eagle3-vllm", spec(schedule=[
+        {"start": 1, "end": 4, "k": 3}, {"start": 5, "end": 8, "k": 1},
+        {"start": 9, "end": 12, "k": 0}])), True),
+    (Variant("schedule-dp2-vllm", "llama-eagle3-vllm", dep(parallel={"tensor": 2, "data": 2}),
+             gate_says="data parallelism"), False),
+    (Variant("schedule-dp2-vllm-0.32.0", "llama-eagle3-vllm-0.32.0",
+             dep(parallel={"tensor": 2, "data": 2}), gate_says="data parallelism"), False),
+    (Variant("schedule-derived-sglang", "llama31-8b-eagle3", spec(**CHAIN,
+                                                                  schedule="derived")), True),
+    (Variant("schedule-pinned-sglang", "llama31-8b-eagle3", spec(**CHAIN, schedule=[
+        {"start": 1, "end": 8, "k": 3}, {"start": 9, "end": 32, "k": 1},
+        {"start": 33, "end": 48, "k": 0}])), True),
+]
+VARIANTS += [v for v, _ in SCHEDULE_VARIANTS]
+
 
 # Where vllm 0.32.0's verdict differs from 0.33.0's (engines/vllm_0_32_0/facts.py
 # DIFFERENCES): 0.32.0 has no VllmConfig._reject_mismatched_float_kv_cache, so it starts
@@ -338,7 +359,7 @@ def evaluate(variant: Variant, root: Path) -> Outcome:
         argv = [a.name if isinstance(a, EnvRef) else a for a in launch.argv]
         if "--served-model-name" not in argv and engine.startswith("sglang"):
             argv += ["--served-model-name", "oracle"]  # the resolution pipeline needs one
-        outcome.cases[engine] = {"argv": argv, "env": launch.env}
+        outcome.cases[engine] = {"argv": argv, "env": launch.env, "files": launch.files}
     return outcome
 
 
@@ -425,3 +446,48 @@ def test_each_refusal_is_the_engines_and_the_gates_same_reason(
                                                                        refusals)
         else:
             assert not o.variant.engine_says, (o.variant.name, "the engine accepts it now")
+
+
+def _vllm_entries(argv: list[str]) -> list[list[int]]:
+    config = json.loads(argv[argv.index("--speculative-config") + 1])
+    entries: list[list[int]] = config["num_speculative_tokens_per_batch_size"]
+    return entries
+
+
+def test_the_engines_run_the_generated_schedules(outcomes: list[Outcome]) -> None:
+    """The schedule each engine runs after its own checks (engine_startup.py: vLLM's dense
+    lookup, SGLang's adaptive tiers) is the one specpair generated; the vLLM examples
+    (schedule: derived) included. A schedule the engine drops fails the gate."""
+    by_name = {o.variant.name: o for o in outcomes}
+    runs = {v.name: r for v, r in SCHEDULE_VARIANTS}
+    runs.update({"example:llama-eagle3-vllm": True, "example:llama-eagle3-vllm-0.32.0": True})
+    for name, expected in runs.items():
+        o = by_name[name]
+        if not expected:
+            assert o.gate_failed and "cannot run a speculation schedule" in o.gate_text, name
+            assert all(v["ok"] and v["schedule"] is None for v in o.verdicts.values()), name
+            continue
+        ((release, verdict),) = o.verdicts.items()
+        assert verdict["ok"], (name, verdict)
+        argv = [str(a) for a in o.cases[release]["argv"]]
+        if release in releases.VLLM:
+            entries = _vllm_entries(argv)
+            ours = ResolvedSchedule(ranges=[ScheduledRange(start=a, end=b, k=k, candidates=[k])
+                                            for a, b, k in entries], source="generated")
+            lookup = verdict["schedule"]
+            assert lookup, (name, verdict)
+            # the engine's K at every batch it can run is the K specpair means there
+            assert lookup == [ours.k_at(b) for b in range(1, len(lookup) + 1)], name
+            if name == "schedule-pinned-vllm":
+                assert entries == [[1, 4, 3], [5, 8, 1], [9, 12, 0]]
+        else:
+            path = argv[argv.index("--speculative-adaptive-config") + 1]
+            written = json.loads(o.cases[release]["files"][path])
+            tiers = {k: sorted(v["candidate_steps"]) for k, v in written.items()
+                     if k.isdigit()}
+            got = verdict["schedule"]
+            assert got is not None and got["tiers"] == tiers, (name, got, tiers)
+            largest = max(max(v) for v in tiers.values())
+            assert got["steps"] == largest and got["draft_tokens"] == largest + 1, got
+            if name == "schedule-pinned-sglang":
+                assert tiers == {"1": [3], "9": [1], "33": [0]}

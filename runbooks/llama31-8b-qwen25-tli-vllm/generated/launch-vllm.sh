@@ -16,7 +16,7 @@ exec vllm serve meta-llama/Llama-3.1-8B-Instruct \
   --kv-cache-dtype auto \
   --block-size 16 \
   --max-num-seqs 16 \
-  --speculative-config '{"draft_sample_method":"greedy","method":"draft_model","model":"Qwen/Qwen2.5-0.5B-Instruct","num_speculative_tokens":5,"revision":"main","use_heterogeneous_vocab":true}' \
+  --speculative-config '{"draft_sample_method":"greedy","method":"draft_model","model":"Qwen/Qwen2.5-0.5B-Instruct","num_speculative_tokens":5,"num_speculative_tokens_per_batch_size":[[1,16,5]],"revision":"main","use_heterogeneous_vocab":true}' \
   --per-request-spec-decode-metrics summary \
   --host 0.0.0.0 \
   --port 8000

@@ -15,7 +15,7 @@ exec vllm serve meta-llama/Llama-3.3-70B-Instruct \
   --kv-cache-dtype auto \
   --block-size 16 \
   --max-num-seqs 16 \
-  --speculative-config '{"method":"eagle3","model":"RedHatAI/Llama-3.3-70B-Instruct-speculator.eagle3","num_speculative_tokens":3,"revision":"main"}' \
+  --speculative-config '{"method":"eagle3","model":"RedHatAI/Llama-3.3-70B-Instruct-speculator.eagle3","num_speculative_tokens":3,"num_speculative_tokens_per_batch_size":[[1,16,3]],"revision":"main"}' \
   --per-request-spec-decode-metrics summary \
   --host 0.0.0.0 \
   --port 8000

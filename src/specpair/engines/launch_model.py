@@ -52,6 +52,10 @@ class Launch:
     follower_argv: list[str] = field(default_factory=list)
     """Arguments that nodes other than rank 0 add (multi-node runs)."""
     port: int = 30000
+    files: dict[str, str] = field(default_factory=dict)
+    """Files the command reads (absolute path → contents, e.g. SGLang's adaptive config):
+    the launch script writes them before it starts the server, the manifest mounts them
+    from a ConfigMap."""
 
     @property
     def errors(self) -> list[Preflight]:

@@ -40,6 +40,10 @@ class EngineMetrics:
     accepted_per_position: str | None = None
     """Counter of accepted draft tokens labelled `position="k"`, k = 0..K-1, where the
     engine exports one (it also shows the draft tokens per step the server runs)."""
+    draft_depth: tuple[str, str] | None = None
+    """How the engine says which draft length it is running, for acceptance under a
+    speculation schedule: ("tokens", counter of drafted tokens, whose rate over the verify
+    steps' is the mean K) or ("gauge", the gauge of the current number of steps)."""
     process_metrics_with_data_parallel: bool = True
     """False where data parallelism > 1 runs several API servers on prometheus_client's
     multiprocess registry, which has no process collector (no process_start_time_seconds)."""
@@ -50,5 +54,6 @@ class EngineMetrics:
                  self.running_requests, self.kv_usage_fraction, self.kv_capacity_tokens,
                  self.target_weights_gib, self.target_kv_gib,
                  self.startup_seconds[0] if self.startup_seconds else None,
-                 self.process_start, self.requests_done]
+                 self.process_start, self.requests_done,
+                 self.draft_depth[1] if self.draft_depth else None]
         return sorted({n for n in found if n})

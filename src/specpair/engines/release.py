@@ -57,6 +57,9 @@ class EngineRelease:
     lives in the target checkpoint (built-in MTP layers): the overrides the release's own
     draft-mode config code applies, e.g. a layer count the config leaves out. `specpair
     lock` builds the bundled draft from it; `specpair.geometry` reads configs as written."""
+    schedule_refusal: Callable[[ResolvedPair], str | None] | None = None
+    """Why the release cannot run a speculation schedule for a pair, citing its code
+    (None from the callable: it can); unset: the release's schedule support is unreviewed."""
 
     @property
     def name(self) -> str:

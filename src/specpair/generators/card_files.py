@@ -52,7 +52,14 @@ def judge(pair: ResolvedPair, c: Cell) -> dict[str, Any]:
             if base.output_throughput else None,
             "ttft_change_pct": ttft_change, "acceptance": acceptance,
             "acceptance_basis": basis, "slo_min_length": slo.min_length, "meets_slo": meets,
-            "verdict": verdict}
+            "draft_length": _draft_length(spec.counters), "verdict": verdict}
+
+
+def _draft_length(counters: dict[str, float]) -> float | None:
+    """Drafted tokens per draft from the engine's counters: the K it ran (a schedule's
+    changes with the load); None where the engine does not count drafted tokens."""
+    steps, drafted = counters.get("verify_steps"), counters.get("drafted")
+    return round(drafted / steps, 3) if steps and drafted else None
 
 
 def render_markdown(pair: ResolvedPair, staging: StagingPlan,
@@ -100,6 +107,7 @@ def _num(x: float | None, suffix: str = "") -> str:
 def markdown(pair: ResolvedPair, m: Measurement, rows: list[dict[str, Any]],
              esc: Callable[[object], str] = esc) -> str:
     tested = ", ".join(f"{w['name']} ({w['kind']})" for w in m.protocol.workloads)
+    scheduled = pair.runbook.speculation.schedule is not None  # which K ran where
     target, draft = m.protocol.target, m.protocol.draft or {}
     out = [f"# Pair card: {esc(pair.runbook.pair.title)}\n\n",
            f"Measured {esc(m.started_at)} on {esc(m.protocol.engine)}; target "
@@ -108,10 +116,12 @@ def markdown(pair: ResolvedPair, m: Measurement, rows: list[dict[str, Any]],
            f", draft {esc(draft.get('repo') or draft.get('path'))}" if draft else "", ".\n\n",
            f"**Tested workloads:** {esc(tested)}.\n\n",
            table(["workload", "concurrency", "speedup (TPOT)", "throughput ×",
-                  "TTFT change", "acceptance", "SLO", "verdict"],
+                  "TTFT change", "acceptance", "SLO", "verdict"]
+                 + (["draft length (drafted / drafts)"] if scheduled else []),
                  [[esc(r["workload"]), str(r["concurrency"]), _num(r["speedup_tpot"], "×"),
                    _num(r["throughput_ratio"], "×"), _num(r["ttft_change_pct"], "%"),
                    f"{_num(r['acceptance'])} ({esc(r['acceptance_basis'])})",
-                   f"≥ {r['slo_min_length']:g}", esc(r["verdict"])] for r in rows]),
+                   f"≥ {r['slo_min_length']:g}", esc(r["verdict"])]
+                  + ([_num(r.get("draft_length"))] if scheduled else []) for r in rows]),
            f"\n> {CAVEAT}\n"]
     return "".join(out)

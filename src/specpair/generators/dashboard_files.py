@@ -61,6 +61,10 @@ def latency_panels(pair: str, t: Thresholds, m: EngineMetrics) -> list[PanelBuil
         _query("F", f"vector({t.break_even:g})",
                f"τ* {t.break_even:.2f} at concurrency {t.concurrency}"),
     ]
+    if t.depth_slo and m.draft_depth is not None:  # what the depth-aware SLO alert reads
+        acceptance.append(_query("G", _series(f"specpair:slo_at_depth:rate{t.depth_window}",
+                                              pair),
+                                 "SLO at the draft length in use {{instance}}"))
     speedup = _query("A", _series("specpair:modelled_speedup", pair),
                      "modelled speedup {{instance}}")
     activity = [
@@ -70,6 +74,9 @@ def latency_panels(pair: str, t: Thresholds, m: EngineMetrics) -> list[PanelBuil
                "verify steps/s {{instance}}"),
         _query("C", _series("specpair:running_requests:avg5m", pair),
                "running requests {{instance}}")]
+    if t.depth_slo and m.draft_depth is not None:
+        activity.append(_query("D", _series(f"specpair:draft_depth:rate{t.depth_window}",
+                                            pair), "draft length in use {{instance}}"))
     return [
         _timeseries(1, "Acceptance length against the SLO and break-even",
                     f"{m.tau_definition}. {m.per_request}.", "none", acceptance),

@@ -13,6 +13,7 @@ args.json.
 from __future__ import annotations
 
 import math
+import posixpath
 import re
 import shlex
 from typing import Any
@@ -70,6 +71,12 @@ def shell_script(pair: ResolvedPair, launch: Launch, primary: bool,
         lines.append(f': "${{{name}:?set {name}: {plain}}}"')
     for name, value in sorted(launch.env.items()):
         lines.append(f"export {name}={shlex.quote(value)}")
+    for path, text in sorted(launch.files.items()):
+        # a file the command reads, written as generated (quoted heredoc: no expansion)
+        lines.append(f"mkdir -p {shlex.quote(posixpath.dirname(path))}")
+        lines.append(f"cat > {shlex.quote(path)} <<'SPECPAIR_FILE'")
+        lines.extend(text.rstrip("\n").split("\n"))
+        lines.append("SPECPAIR_FILE")
     words = [word(a) for a in launch.argv]
     # keep each flag with its value on one line
     groups: list[str] = []
@@ -107,6 +114,7 @@ def args_data(launch: Launch) -> dict[str, Any]:
         "ready": launch.ready_path,
         "follower_argv": launch.follower_argv,
         "port": launch.port,
+        "files": launch.files,
         "preflight": [{"severity": p.severity, "field": p.field, "message": p.message,
                        "fix": p.hint} for p in launch.preflight],
     }
@@ -223,6 +231,7 @@ def manifest(pair: ResolvedPair, launch: Launch) -> str:
     if k8s.node_selector:
         pod["nodeSelector"] = dict(sorted(k8s.node_selector.items()))
     labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "specpair"}
+    _launch_files(launch, image, container, pod)
     docs: list[dict[str, Any]]
     if dep.nodes == 1:
         claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
@@ -264,6 +273,24 @@ def manifest(pair: ResolvedPair, launch: Launch) -> str:
     return header + "---\n".join(
         yaml.dump(doc, Dumper=_NoAliasDumper, sort_keys=False, width=100, allow_unicode=True)
         for doc in docs)
+
+
+def _launch_files(launch: Launch, image: str, container: dict[str, Any],
+                  pod: dict[str, Any]) -> None:
+    """The files the command reads, written by an init container into an emptyDir that
+    the server mounts where the command reads them (nothing when it reads none)."""
+    if not launch.files:
+        return
+    (folder,) = {posixpath.dirname(path) for path in launch.files}  # one folder per launch
+    script = " && ".join([f"mkdir -p {shlex.quote(folder)}", *(
+        f"printf '%s' {shlex.quote(text)} > {shlex.quote(path)}"
+        for path, text in sorted(launch.files.items()))])
+    mount = {"name": "launch-files", "mountPath": folder}
+    container["volumeMounts"] = [*container["volumeMounts"], mount]
+    pod["initContainers"] = [*pod["initContainers"], {
+        "name": "launch-files", "image": image, "command": ["sh", "-c", script],
+        "volumeMounts": [mount]}]
+    pod["volumes"] = [*pod["volumes"], {"name": "launch-files", "emptyDir": {}}]
 
 
 def generate(a: Analysis) -> dict[str, bytes]:

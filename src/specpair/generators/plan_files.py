@@ -13,6 +13,7 @@ from specpair.latency import LatencyModel
 from specpair.registry import UNVERIFIED_MARK, UNVERIFIED_MEANING, declared_notes
 from specpair.render import cell, num, table
 from specpair.resolve import ResolvedPair
+from specpair.schedule import ScheduleReport
 from specpair.staging import StagingPlan
 from specpair.staging_calibration import Comparison, StagingCalibration, calibrate, compare
 from specpair.staging_log import rate
@@ -23,6 +24,7 @@ def generate(a: Analysis) -> dict[str, bytes]:
     pair, latency, staging = a.pair, a.latency, a.staging
     data = staging.model_dump(mode="json")
     breakeven = latency.model_dump(mode="json")
+    breakeven["schedule"] = a.schedule.model_dump(mode="json")
     if declared_notes(pair):  # only pairs that declare an unverified layout carry the key
         breakeven["unverified"] = declared_notes(pair)
     measured = measured_of(pair, staging)
@@ -33,7 +35,8 @@ def generate(a: Analysis) -> dict[str, bytes]:
         data["calibration"] = calibration.model_dump(mode="json")
     return {
         "breakeven.json": dump_json(breakeven),
-        "breakeven.md": breakeven_markdown(pair, latency).encode(),
+        "breakeven.md": (breakeven_markdown(pair, latency)
+                         + schedule_markdown(a.schedule)).encode(),
         "staging.json": dump_json(data),
         "staging.md": (staging_markdown(pair, staging) + (measured_markdown(measured) if
                        measured else "") + (calibration_markdown(calibration) if calibration
@@ -116,6 +119,33 @@ def breakeven_markdown(pair: ResolvedPair, m: LatencyModel) -> str:
             "How well this model predicts published measurements: the site page \"How good "
             "is the latency model\". Assumptions:\n\n"]
     out += [f"- {cell(a)}\n" for a in m.assumptions]
+    return "".join(out)
+
+
+def schedule_markdown(r: ScheduleReport) -> str:
+    """The schedule section of breakeven.md: the ranges and the speedup of every static K
+    and of the schedule by concurrency, or why the release runs none."""
+    out = ["\n## Speculation schedule\n\n"]
+    if r.schedule is None:
+        out.append(f"Not available: {cell(r.refusal)}. The draft length stays static.\n")
+        return "".join(out)
+    if r.refusal is not None:
+        out.append(f"❌ The runbook asks for a schedule the engine cannot run: "
+                   f"{cell(r.refusal)}.\n\n")
+    elif r.requested == "static":
+        out.append("The runbook keeps a static K; `speculation.schedule: derived` would run "
+                   "the schedule below.\n\n")
+    out += [f"{cell(r.schedule.source)}.\n\n",
+            table(["batch sizes", "K", "candidates (SGLang tiers)", "note"],
+                  [[f"{x.start}–{x.end}", str(x.k), ", ".join(map(str, x.candidates)),
+                    "⚠️ speedup interval contains 1: measure" if x.uncertain else ""]
+                   for x in r.schedule.ranges]),
+            f"\nExpected speedup over the target alone by concurrency, at the expected "
+            f"acceptance by depth ({cell(r.acceptance_source)}):\n\n",
+            table(["concurrency", *(f"K = {k}" for k in r.static), "schedule"],
+                  [[str(c), *(f"{v[i]:.2f}" for v in r.static.values()),
+                    f"{r.scheduled[i]:.2f}" if r.scheduled else "–"]
+                   for i, c in enumerate(r.concurrencies)])]
     return "".join(out)
 
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from specpair.engines import registry
 from specpair.engines.launch_model import EnvRef, Launch, Preflight, Preflights
+from specpair.errors import SpecpairError
+from specpair.findings import Finding
 from specpair.resolve import ResolvedPair
+from specpair.schedule import attach
 
 __all__ = ["EnvRef", "Launch", "Preflight", "Preflights", "build_for"]
 
@@ -19,5 +22,17 @@ __all__ = ["EnvRef", "Launch", "Preflight", "Preflights", "build_for"]
 def build_for(pair: ResolvedPair, engine: str | None = None, *,
               speculate: bool = True) -> Launch:
     """The launch of `pair` on `engine` (default: the runbook's); `speculate=False` gives
-    the baseline: the same server without a draft, for the measurement protocol."""
-    return registry.by_label(engine or pair.engine).launch(pair, speculate)
+    the baseline: the same server without a draft, for the measurement protocol. The
+    schedule the runbook asks for is resolved first (`schedule.attach`)."""
+    release = registry.by_label(engine or pair.engine)
+    try:
+        scheduled = attach(pair)
+    except SpecpairError as exc:  # a derived schedule needs the budget the engine refuses
+        launch = release.launch(pair, speculate)
+        if speculate:
+            first = exc.problems[0]
+            launch.preflight.append(Finding(
+                "SP901", "error", f"{launch.engine}: the speculation schedule cannot be "
+                f"derived: {first.message}", "speculation.schedule", first.hint))
+        return launch
+    return release.launch(scheduled, speculate)

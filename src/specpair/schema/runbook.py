@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import Discriminator, Field, StringConstraints, Tag, field_validator
 
 from specpair.geometry import GeometryOverride
 from specpair.schema.alerting import AlertWindows
@@ -72,6 +72,31 @@ class Draft(Artifact):
                     "DSpark weights): one download, still two KV pools")
 
 
+class ScheduleRange(Strict):
+    """One batch-size range of a speculation schedule (vLLM's inclusive
+    [start, end, K] entries of `num_speculative_tokens_per_batch_size`)."""
+
+    start: PositiveInt = Field(description="smallest batch (running requests), inclusive")
+    end: PositiveInt = Field(description="largest batch (running requests), inclusive")
+    k: NonNegativeInt = Field(description="draft tokens per step in this range; 0 drafts "
+                                          "nothing (the target alone)")
+
+
+def _schedule_form(value: object) -> str:
+    return "ranges" if isinstance(value, list) else "derived"
+
+
+Schedule = Annotated[
+    Annotated[Literal["derived", "static"], Tag("derived")] | Annotated[list[ScheduleRange],
+                                                              Tag("ranges")],
+    Discriminator(_schedule_form)]
+"""`derived`, or ranges pinned by hand; only the form the value has is validated, so an
+error names the field it is about."""
+UNION_TAGS = frozenset({"derived", "ranges"})
+"""The tags of the schema's tagged unions: pydantic puts them into an error's location,
+where they name no field (the loader drops them)."""
+
+
 class Speculation(Strict):
     method: Method
     num_speculative_tokens: PositiveInt | None = Field(
@@ -95,6 +120,18 @@ class Speculation(Strict):
     local_argmax_reduction: bool = Field(
         default=False, description="vLLM use_local_argmax_reduction (vocab-parallel argmax "
                                    "for greedy drafting)")
+    schedule: Schedule | None = Field(
+        default=None, description="draft length by load: `static` or unset (the static "
+        "num_speculative_tokens), `derived` (specpair derives, per "
+        "batch-size range, the K of most goodput from the step model and acceptance by "
+        "depth, K = 0 where no depth beats the target alone), or ranges pinned by hand "
+        "({start, end, k}, from batch 1, contiguous, k ≤ num_speculative_tokens). "
+        "num_speculative_tokens is the largest K a schedule may use")
+
+    @field_validator("schedule")
+    @classmethod
+    def _static_is_no_schedule(cls, value: object) -> object:
+        return None if value == "static" else value
 
 
 class ParallelSizes(Strict):

@@ -13,6 +13,7 @@ from specpair.engines.sglang_0_5_23 import (
     launch,
     logs,
     metrics,
+    schedule,
 )
 
 RELEASE = EngineRelease(
@@ -23,6 +24,7 @@ RELEASE = EngineRelease(
     metrics=metrics.METRICS,
     log_timings=logs.TIMINGS,
     bench=bench.PROBE,
+    schedule_refusal=schedule.refusal,
     image="lmsysorg/sglang:v0.5.23",
     draft_mode=draft_mode.geometry,
 )

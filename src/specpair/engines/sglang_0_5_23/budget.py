@@ -33,6 +33,7 @@ from specpair.budget.common import (
     weights_per_rank,
 )
 from specpair.budget.model import Assumption, Budget, GiB, Line, Scenario
+from specpair.engines.sglang_0_5_23 import schedule
 from specpair.engines.sglang_0_5_23.args import (
     DEFAULTS,
     SPEC_DEFAULT_MAX_RUNNING_REQUESTS,
@@ -540,6 +541,8 @@ def budget(pair: ResolvedPair, gpu: GPU, defaults: Defaults = DEFAULTS) -> Budge
 
     spec_inputs = Inputs(p_bytes, wt, wd, other, f, page, dep.context_length, max_running)
     verify = verify_width(spec)
+    if pair.schedule is not None and spec.schedule is not None and schedule.refusal(pair) is None:
+        verify = schedule.steps(pair) + 1  # adaptive: sized for the largest candidate
     fallback = None
     if cells.fallback_draft is not None:
         layers_t, fb_cell = cells.target_layers, cells.fallback_draft

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from specpair.budget.common import kv_layers
 from specpair.engines.launch_model import EnvRef, Launch, Preflights
+from specpair.engines.sglang_0_5_23 import schedule
 from specpair.engines.sglang_0_5_23.args import (
     DEFAULTS,
     Defaults,
@@ -87,6 +88,8 @@ def build(pair: ResolvedPair, speculate: bool = True, defaults: Defaults = DEFAU
              "vocabulary)", f"remove {key}, or serve the pair with vllm 0.33.0")
 
     verify = verify_width(spec)
+    adaptive, files = schedule.render(pair, checks, schedule.refusal(pair)) if speculate \
+        else ([], {})
     if speculate:
         argv += ["--speculative-algorithm", PROFILE.method_names[spec.method]]
         if rb.draft is not None:
@@ -105,8 +108,12 @@ def build(pair: ResolvedPair, speculate: bool = True, defaults: Defaults = DEFAU
             argv += ["--speculative-num-draft-tokens", str(verify)]
         else:
             steps = spec.num_steps or spec.num_speculative_tokens
+            width = verify
+            if adaptive:  # sized for the largest candidate, which must be the steps
+                steps = schedule.steps(pair)
+                width = steps + 1
             argv += ["--speculative-num-steps", str(steps), "--speculative-eagle-topk",
-                     str(spec.topk), "--speculative-num-draft-tokens", str(verify)]
+                     str(spec.topk), "--speculative-num-draft-tokens", str(width), *adaptive]
         if dep.draft_kv_cache_dtype is not None:
             need(dep.draft_kv_cache_dtype in KV_DTYPE, "deployment.draft_kv_cache_dtype",
                  f"--speculative-draft-kv-cache-dtype has no {dep.draft_kv_cache_dtype.value}",
@@ -207,8 +214,9 @@ def build(pair: ResolvedPair, speculate: bool = True, defaults: Defaults = DEFAU
         env[LONGER_CONTEXT_ENV] = "1"
     # /health generates one token (503 while starting or wedged); /ready only says whether
     # new requests are taken (sglang/srt/entrypoints/http_server.py)
-    return Launch(engine=defaults.engine, argv=argv, node_env=node_env, env=env, preflight=checks,
-                  health_path="/health", ready_path="/ready", port=dep.port)
+    return Launch(engine=defaults.engine, argv=argv, node_env=node_env, env=env,
+                  preflight=checks, health_path="/health", ready_path="/ready", port=dep.port,
+                  files=files)
 
 
 def _next_pow2(n: int) -> int:

@@ -37,4 +37,7 @@ METRICS = EngineMetrics(
     source="sglang 0.5.23: srt/observability/metrics_collector.py, "
            "srt/observability/startup_time.py",
     speculative_prefix="sglang:spec_",
+    # "Currently active speculative_num_steps." (metrics_collector.py), which the adaptive
+    # controller changes (adaptive_spec_params.py)
+    draft_depth=("gauge", "sglang:spec_num_steps"),
 )

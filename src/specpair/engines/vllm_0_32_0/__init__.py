@@ -7,7 +7,7 @@ both wheels (models/qwen3_next_mtp.py:63, models/qwen3_5_mtp.py:82 in 0.32.0).""
 from __future__ import annotations
 
 from specpair.engines.release import EngineRelease
-from specpair.engines.vllm_0_32_0 import args, budget, facts, launch, metrics
+from specpair.engines.vllm_0_32_0 import args, budget, facts, launch, metrics, schedule
 from specpair.engines.vllm_0_33_0 import bench, draft_mode, logs
 
 RELEASE = EngineRelease(
@@ -18,6 +18,7 @@ RELEASE = EngineRelease(
     metrics=metrics.METRICS,
     log_timings=logs.TIMINGS,
     bench=bench.PROBE,
+    schedule_refusal=schedule.refusal,
     image="vllm/vllm-openai:v0.32.0",
     draft_mode=draft_mode.geometry,
 )

@@ -13,6 +13,7 @@ from specpair.engines.vllm_0_33_0 import (
     launch,
     logs,
     metrics,
+    schedule,
 )
 
 RELEASE = EngineRelease(
@@ -23,6 +24,7 @@ RELEASE = EngineRelease(
     metrics=metrics.METRICS,
     log_timings=logs.TIMINGS,
     bench=bench.PROBE,
+    schedule_refusal=schedule.refusal,
     image="vllm/vllm-openai:v0.33.0",
     draft_mode=draft_mode.geometry,
 )

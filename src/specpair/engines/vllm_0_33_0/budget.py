@@ -29,6 +29,7 @@ from specpair.budget.common import (
     weights_per_rank,
 )
 from specpair.budget.model import Assumption, Budget, GiB, Line, Scenario
+from specpair.engines.vllm_0_33_0 import schedule
 from specpair.engines.vllm_0_33_0.args import server_args
 from specpair.engines.vllm_0_33_0.facts import PROFILE
 from specpair.errors import SpecpairError
@@ -403,7 +404,8 @@ class Rules:
                        source=source(a.activation_peak_bytes, "default 2 GiB; read the engine's "
                                      "'Available KV cache memory' log to calibrate")),
             Assumption(key="cuda_graphs", label="CUDA-graph memory estimate", value=graphs,
-                       unit="B", source=source(a.cuda_graph_bytes, "default 0.5 GiB")),
+                       unit="B", source=source(a.cuda_graph_bytes, "default 0.5 GiB")
+                       + schedule.graph_note(pair)),
         ]
         wt = weights_per_rank(pair.target_own_weight_bytes,
                               pair.target.weights.replicated_bytes, tp * pp)

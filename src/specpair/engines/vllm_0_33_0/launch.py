@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from specpair.engines.launch_model import EnvRef, Launch, Preflights
 from specpair.engines.profile import EngineProfile
+from specpair.engines.vllm_0_33_0 import schedule
 from specpair.engines.vllm_0_33_0.args import ServerArgs, server_args
 from specpair.engines.vllm_0_33_0.facts import PROFILE
 from specpair.schema.common import KVDtype, Method
@@ -27,7 +28,7 @@ SPEC_CONFIG_KEYS = frozenset({
     "method", "model", "num_speculative_tokens", "revision", "draft_tensor_parallel_size",
     "kv_cache_dtype", "quantization", "prompt_lookup_max", "prompt_lookup_min",
     "max_model_len", "use_heterogeneous_vocab", "draft_sample_method",
-    "use_local_argmax_reduction"})
+    "use_local_argmax_reduction", schedule.CONFIG_KEY})
 # vllm/model_executor/layers/quantization/__init__.py QuantizationMethods (0.33.0)
 QUANTIZATION = ("awq", "auto_awq", "fp8", "fbgemm_fp8", "fp_quant", "modelopt", "modelopt_fp4",
                 "modelopt_mxfp8", "modelopt_mixed", "auto_gptq", "gptq", "gptq_marlin",
@@ -48,6 +49,10 @@ class Launcher:
     def __init__(self, profile: EngineProfile) -> None:
         self.profile = profile
         self.engine = profile.label
+
+    def schedule_refusal(self, pair: ResolvedPair) -> str | None:
+        """Why this release would drop the pair's speculation schedule (schedule.py)."""
+        return schedule.refusal(pair)
 
     def mismatched_float_kv_cache(self, checks: Preflights, kv_float: str, model_dtype: str
                                   ) -> None:
@@ -136,9 +141,10 @@ class Launcher:
         if not dep.hybrid_kv_pools:
             argv.append("--disable-hybrid-kv-cache-manager")
         if speculate:
+            config = self.speculative_config(pair, args)
+            schedule.render(pair, config, checks, self.schedule_refusal(pair))
             argv += ["--speculative-config",
-                     json.dumps(self.speculative_config(pair, args), sort_keys=True,
-                                separators=(",", ":")),
+                     json.dumps(config, sort_keys=True, separators=(",", ":")),
                      # per-request acceptance for the measurement protocol (final usage chunk)
                      "--per-request-spec-decode-metrics", "summary"]
         argv += ["--host", dep.host, "--port", str(dep.port)]

@@ -46,6 +46,9 @@ def metrics(profile: EngineProfile) -> EngineMetrics:
         drafted="vllm:spec_decode_num_draft_tokens_total",
         accepted_per_position="vllm:spec_decode_num_accepted_tokens_per_pos_total",
         process_metrics_with_data_parallel=False,
+        # SpecDecodingProm's "Number of draft tokens": K per request per step, so its rate
+        # over num_drafts' is the mean draft length in use (a schedule changes it with load)
+        draft_depth=("tokens", "vllm:spec_decode_num_draft_tokens_total"),
     )
 
 
