@@ -214,6 +214,12 @@ def test_sglangs_own_spelling_gets_a_hint(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- TP, locks
 
 
+def _line_of(repo: Path, pair: str, text: str) -> int:
+    """The 1-based line of `text` in the pair's runbook (positions move as runbooks grow)."""
+    lines = (repo / "runbooks" / pair / "runbook.yaml").read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if text in line)
+
+
 def test_validate_refuses_a_tp_the_heads_do_not_divide(repo_copy: Path) -> None:
     _edit(repo_copy, "llama33-70b-eagle3-vllm", "parallel: {tensor: 4}",
           "parallel: {tensor: 3}")
@@ -222,7 +228,8 @@ def test_validate_refuses_a_tp_the_heads_do_not_divide(repo_copy: Path) -> None:
     examples = len(list(REPO.glob("runbooks/*/runbook.*")))
     assert "0 of 1" not in result.stderr
     assert f"{examples - 1} of {examples} runbook(s) valid" in result.stderr
-    assert re.search(r"runbook\.yaml:23:\d+: deployment\.parallel\.tensor: SP501: target: "
+    line = _line_of(repo_copy, "llama33-70b-eagle3-vllm", "parallel: {tensor: 3}")
+    assert re.search(rf"runbook\.yaml:{line}:\d+: deployment\.parallel\.tensor: SP501: target: "
                      r"64 attention heads do not split over 3 ranks", result.stderr)
 
 
@@ -231,7 +238,8 @@ def test_build_keeps_sp501s_position_and_names_the_real_head_count(repo_copy: Pa
           "parallel: {tensor: 3}")
     result = cli("build", "--check", cwd=repo_copy)
     assert result.returncode == 1
-    assert re.search(r"runbook\.yaml:23:\d+: deployment\.parallel\.tensor: target: 64 "
+    line = _line_of(repo_copy, "llama33-70b-eagle3-vllm", "parallel: {tensor: 3}")
+    assert re.search(rf"runbook\.yaml:{line}:\d+: deployment\.parallel\.tensor: target: 64 "
                      r"attention heads", result.stderr), result.stderr
     assert "the target's 64 attention heads, 8 KV heads accept: 1, 2, 4, 8, 16, 32, 64" in \
         result.stderr
