@@ -96,8 +96,14 @@ def test_pair_page_renders_tables_and_charts(browser: webdriver.Chrome, server: 
         "return document.readyState") == "complete")
     assert len(browser.find_elements(By.CSS_SELECTOR, "article table")) >= 4
     images = browser.find_elements(By.CSS_SELECTOR, "article img")
-    assert len(images) == 4
-    assert images[-1].get_attribute("src").endswith(f"{name}/plan-front.svg")
+    # a pair with a speculation schedule also plots every static K against it
+    breakeven = json.loads((REPO / "runbooks" / name / "generated" / "breakeven.json")
+                           .read_text())
+    scheduled = breakeven["schedule"]["schedule"] is not None
+    assert len(images) == 4 + scheduled
+    srcs = [img.get_attribute("src") or "" for img in images]
+    assert any(src.endswith(f"{name}/schedule.svg") for src in srcs) == scheduled, srcs
+    assert srcs[-1].endswith(f"{name}/plan-front.svg")
     WebDriverWait(browser, 20).until(lambda d: all(d.execute_script(
         "return arguments[0].complete && arguments[0].naturalWidth > 0", img) for img in images))
     headings = [h.text for h in browser.find_elements(By.CSS_SELECTOR, "article h2")]
