@@ -50,7 +50,7 @@ __all__ = ["TP_ALLREDUCES_PER_LAYER", "shape_for"]
 # such wherever used; they are also the priors every fit is pulled towards (weakly).
 UNCALIBRATED = StepParams(eta_bw=0.8, eta_flops=0.6, forward_s=2e-3, speculative_s=1e-3,
                           draft_s=0.5e-3, allreduce_s=20e-6, token_s=10e-6, moe_locality=0.6,
-                          layer_s=10e-6, moe_bw=0.7)
+                          layer_s=10e-6, moe_bw=0.7, host_link=1.0)
 DRAFT_PRIORS = {"eagle": 4e-4, "eagle3": 4e-4, "mtp": 4e-4, "block": 6e-4,
                 "draft-model": 8e-4, "ngram": 1e-4}
 FP8_BYTES = 1.0
@@ -488,7 +488,7 @@ def baseline_ratio(point: Point, pred: Prediction) -> float | None:
 # ------------------------------------------------------------------ fitting
 
 SHARED = ("eta_bw", "eta_flops", "forward_s", "speculative_s", "allreduce_s", "token_s",
-          "moe_locality", "layer_s", "moe_bw")
+          "moe_locality", "layer_s", "moe_bw", "host_link")
 
 
 def identifiable(points: Sequence[Point], data: CalibrationData) -> list[str]:
@@ -501,6 +501,12 @@ def identifiable(points: Sequence[Point], data: CalibrationData) -> list[str]:
         free.append("speculative_s")
     if any(p.tp > 1 for p in points):
         free.append("allreduce_s")
+    if any(max(p.tp, p.draft_tp or 1) > 1 and hardware_of(p.gpu, p.gpu_p2p).host_staged
+           for p in points):
+        # the host-staged link's measured figure is another machine's: what this one's
+        # staging reaches of it is fitted on the points that cross it (and, held out with
+        # their source, is the measured figure itself when they are predicted)
+        free.append("host_link")
     if len({p.concurrency for p in points}) > 1:
         free.append("token_s")
     if len({data.models[p.target].layers for p in points}) > 1:

@@ -278,6 +278,12 @@ BOUNDS: dict[str, Bound] = {
                     "quarter no tuned MoE kernel runs"),
     "moe_locality": Bound(0.2, 1.0, "ρ: the w verify tokens of one sequence count as w^ρ "
                           "independent tokens for expert coverage; 1 is uniform routing"),
+    "host_link": Bound(0.2, 1.0, "share of the measured host-staged all-reduce bandwidth "
+                       "(`LINKS` *-host, a bare-metal measurement) that a deployment reaches: "
+                       "1 on bare metal with the GPUs and the staging memory on one socket; "
+                       "less where staging crosses sockets or an IOMMU/hypervisor (cloud VMs, "
+                       "whose disabled P2P is often why they stage at all); below a fifth a "
+                       "PCIe 5 host path would be slower than PCIe 3"),
 }
 DRAFT_BOUNDS: dict[str, Bound] = {
     "eagle": Bound(2e-5, 1.5e-3, "one decoder layer forward plus its launch/prep per drafted "
@@ -299,7 +305,8 @@ RECORD_BOUNDS: dict[str, Bound] = {
                            "forward_s": (1e-5, 1.0), "speculative_s": (1e-6, 1.0),
                            "draft_s": (1e-6, 1.0), "allreduce_s": (1e-6, 1e-3),
                            "token_s": (1e-7, 0.1), "moe_locality": (0.2, 1.0),
-                           "layer_s": (1e-7, 1e-2), "moe_bw": (0.01, 1.0)}.items()}
+                           "layer_s": (1e-7, 1e-2), "moe_bw": (0.01, 1.0),
+                           "host_link": (0.01, 1.0)}.items()}
 """Bounds for `specpair calibrate` on a pair's own records (not the published fits)."""
 
 
@@ -327,6 +334,9 @@ class StepParams(Strict):
                            "and forward (kernel boundaries), serial")
     moe_bw: float = Field(default=1.0, gt=0, le=1, description="share of the dense "
                           "kernels' bandwidth the routed experts' reads reach")
+    host_link: float = Field(default=1.0, gt=0, le=1, description="share of the measured "
+                             "host-staged link figure (`LINKS` *-host) a deployment's "
+                             "all-reduces through host memory reach")
 
     def describe(self) -> str:
         return (f"η_bw {self.eta_bw:.2f}, η_f {self.eta_flops:.2f}, per forward "
@@ -335,7 +345,9 @@ class StepParams(Strict):
                 f"{self.draft_s * 1e3:.2f} ms, per all-reduce {self.allreduce_s * 1e6:.0f} µs, "
                 f"per output token {self.token_s * 1e6:.1f} µs, per layer "
                 f"{self.layer_s * 1e6:.1f} µs, expert-routing locality ρ "
-                f"{self.moe_locality:.2f}, routed-expert bandwidth share {self.moe_bw:.2f}")
+                f"{self.moe_locality:.2f}, routed-expert bandwidth share {self.moe_bw:.2f}"
+                + (f", host-staged link at {self.host_link:.2f} of its measured figure"
+                   if self.host_link != 1.0 else ""))
 
 
 @dataclass(frozen=True)
@@ -359,14 +371,15 @@ LINKS: dict[str, Link] = {
                        "(NCCL's SHM transport): ~19-21 GB/s bidirectional measured by CUDA's "
                        "p2pBandwidthLatencyTest with P2P disabled on A40s (NVIDIA/nccl-tests "
                        "issue #74), ~10 GB/s each way"),
-    "pcie5-host": Link(10e9, "PCIe 5.0 without GPU peer-to-peer, staged through host memory: "
-                       "the measured PCIe 4.0 host-staged figure (nccl-tests #74), not scaled "
-                       "by the link's 2x (ASSUMED: no published Gen5 host-staged all-reduce "
-                       "figure found; staging through host memory, not the GPU's link, is "
-                       "taken to bound it. The scaled 20 GB/s put the one such source, "
-                       "tomasruizt's 2x H100 without P2P, 20-60% fast at concurrency 32-64 "
-                       "when held out; 10 GB/s was chosen between these two readings with "
-                       "that source in view, so its held-out figure is not fully independent)"),
+    "pcie5-host": Link(27e9, "PCIe 5.0 without GPU peer-to-peer, staged through host memory "
+                       "(NCCL's SHM transport): NCCL all_reduce_perf on 4x GeForce RTX 5090 "
+                       "(PCIe 5.0, no P2P: 'via SHM/direct/direct'), NCCL 2.26.2 on an AMD "
+                       "Genoa host, bus bandwidth 24.1 GB/s at 4 MB, 25.7 at 8 MB, 27.3 at "
+                       "128 MB (NVIDIA/nccl-tests issue #287, comment of 2025-03-14); its "
+                       "8-byte all-reduce takes 15.5 µs, the latency `allreduce_s` carries. "
+                       "A measurement of another machine, independent of every calibration "
+                       "point; what a given deployment's host staging reaches of it is "
+                       "`host_link` (fitted where points with such a link exist)"),
 }
 _NVLINK_OF = {"ampere": "nvlink3", "hopper": "nvlink4", "blackwell": "nvlink5",
               "cdna3": "xgmi", "cdna4": "xgmi"}
@@ -398,6 +411,11 @@ class Hardware:
     @property
     def link_bandwidth(self) -> float:
         return LINKS[self.link].bandwidth
+
+    @property
+    def host_staged(self) -> bool:
+        """All-reduces staged through host memory (PCIe without peer-to-peer)."""
+        return self.link.endswith("-host")
 
     def peak(self, forward: Forward) -> float:
         return self.fp8_flops if forward.fp8 and self.fp8_flops else self.bf16_flops
@@ -454,8 +472,8 @@ class StepTimes:
 
 def forward_time(fwd: Forward, batch: int, tokens: int, context: int, hw: Hardware,
                  p: StepParams, fixed: float, chain: int | None = None) -> float:
-    message = batch * fwd.routed_batch_scale * tokens * fwd.allreduce_bytes_per_token \
-        / hw.link_bandwidth
+    link = hw.link_bandwidth * (p.host_link if hw.host_staged else 1.0)
+    message = batch * fwd.routed_batch_scale * tokens * fwd.allreduce_bytes_per_token / link
     return fixed + fwd.layers * p.layer_s + fwd.allreduces * (p.allreduce_s + message) + fwd.time(
         batch, tokens, context, p.eta_bw * hw.bandwidth, p.eta_flops * hw.peak(fwd),
         p.moe_locality, chain, p.moe_bw)
