@@ -33,6 +33,7 @@ from specpair.stepmodel import (
     Bound,
     Forward,
     Hardware,
+    Prefill,
     Shape,
     StepParams,
     StepTimes,
@@ -50,7 +51,8 @@ __all__ = ["TP_ALLREDUCES_PER_LAYER", "shape_for"]
 # such wherever used; they are also the priors every fit is pulled towards (weakly).
 UNCALIBRATED = StepParams(eta_bw=0.8, eta_flops=0.6, forward_s=2e-3, speculative_s=1e-3,
                           draft_s=0.5e-3, allreduce_s=20e-6, token_s=10e-6, moe_locality=0.6,
-                          layer_s=10e-6, moe_bw=0.7, host_link=1.0)
+                          layer_s=10e-6, moe_bw=0.7, host_link=1.0,
+                          eta_prefill=0.7)
 DRAFT_PRIORS = {"eagle": 4e-4, "eagle3": 4e-4, "mtp": 4e-4, "block": 6e-4,
                 "draft-model": 8e-4, "ngram": 1e-4}
 FP8_BYTES = 1.0
@@ -123,10 +125,12 @@ class ModelSpec(Strict):
             kv = (self.kv_lora_rank + (self.qk_rope_head_dim or 0)) * attention_layers \
                 * kv_dtype_bytes
             per_head: int | None = 2 * self.kv_lora_rank + (self.qk_rope_head_dim or 0)
+            prefill: int | None = self.head_dim + (self.qk_rope_head_dim or 0) \
+                + (self.v_head_dim or self.head_dim)
             kv_heads = 1
         else:
             kv = 2 * self.kv_heads * self.head_dim * attention_layers * kv_dtype_bytes
-            per_head, kv_heads = None, self.kv_heads
+            per_head, prefill, kv_heads = None, None, self.kv_heads
         routed = 0.0
         if self.experts and self.top_k and self.expert_params:
             routed = self.experts * self.expert_params * (self.moe_layers or self.layers)
@@ -136,7 +140,7 @@ class ModelSpec(Strict):
             head_dim=self.head_dim, v_head_dim=self.v_head_dim or self.head_dim,
             kv_bytes_per_token=kv, active_params=self.active_params,
             experts=self.experts or 0, top_k=self.top_k or 0, routed_params=routed,
-            attention_per_head=per_head, fp8=self.fp8,
+            attention_per_head=per_head, prefill_per_head=prefill, fp8=self.fp8,
             window_layers=self.sliding_window_layers if self.sliding_window else 0,
             window=self.sliding_window or 0, hidden=self.hidden or 0)
 
@@ -187,6 +191,9 @@ class Point(Strict):
     draft_dtype: str | None = None
     input_len: float | None = None
     output_len: float | None = None
+    prefill_disaggregated: bool = Field(default=False, description="prompts prefilled on "
+                                        "other GPUs (prefill/decode disaggregation): none "
+                                        "ride along with the decode steps measured")
     baseline_tpot_ms: float | None = None
     speculative_tpot_ms: float | None = None
     speedup_metric: Literal["output_throughput", "e2e_latency", "tpot", "tpot_ratio"] | None \
@@ -424,24 +431,41 @@ class Prediction:
     speedup: float | None
     tau_used: float | None
     tau_anchored: bool
+    baseline_tpot_tok_s: float | None = None  # as a TPOT counts it (own prefill excluded)
+
+
+def _prefill(point: Point, batch: int, share: float, tau_ref: float | None
+             ) -> Prefill | None:
+    """The prompts that ride along with the decode steps of the point's benchmark (its
+    published mean prompt and output lengths), or None where they are not published."""
+    if not point.input_len or not point.output_len or point.prefill_disaggregated:
+        return None
+    tau = tau_ref if tau_ref is not None else (1 + point.shape.max_tokens) / 2
+    share = share if share >= 0 else (batch - 1) / batch
+    return Prefill(point.input_len / point.output_len, share, round(point.input_len),
+                   max(tau, 1.0))
 
 
 def times_at(point: Point, params: StepParams, data: CalibrationData,
-             batch: int | None = None) -> StepTimes:
+             batch: int | None = None, share: float = 1.0,
+             tau_ref: float | None = None) -> StepTimes:
     """One replica's step times at `batch` sequences (default the point's): the same
-    model description path as a runbook's."""
+    model description path as a runbook's. `share` of the replacing requests' prompts
+    ride along (1: a throughput over wall time; −1: a TPOT, which leaves out the
+    request's own prefill, (B − 1)/B)."""
     draft = data.models[point.draft] if point.draft else None
     target_fwd, draft_fwd, hw = _forwards(point, data.models[point.target], draft)
-    return step_times(target_fwd, draft_fwd, point.shape, batch or point.batch,
-                      point.context, hw, params)
+    b = batch or point.batch
+    return step_times(target_fwd, draft_fwd, point.shape, b, point.context, hw, params,
+                      _prefill(point, b, share, tau_ref))
 
 
 def _speculative_times(point: Point, params: StepParams, data: CalibrationData,
-                       times: StepTimes) -> StepTimes:
+                       times: StepTimes, tau_ref: float | None = None) -> StepTimes:
     """Step times of the speculative run: at its own batch where its engine capped it."""
     if point.speculative_batch == point.batch:
         return times
-    return times_at(point, params, data, point.speculative_batch)
+    return times_at(point, params, data, point.speculative_batch, tau_ref=tau_ref)
 
 
 _shape = cache(shape_for)
@@ -463,14 +487,18 @@ def predict(point: Point, params: StepParams, data: CalibrationData,
             tau: float | None = None) -> Prediction:
     """Throughputs (in the point's throughput scope) and speedup at the point; `tau`
     replaces the published τ (anchoring)."""
-    times = times_at(point, params, data)
-    base = point.published_scale(point.batch / times.decode)
     used = tau if tau is not None else point.tau
+    times = times_at(point, params, data, tau_ref=used)
+    base = point.published_scale(point.batch / times.decode)
+    tpot = None
+    if point.baseline_tpot_ms:
+        t = times_at(point, params, data, share=-1.0)
+        tpot = point.published_scale(point.batch / t.decode)
     if used is None or point.method is None:
-        return Prediction(base, None, None, None, False)
-    st, sb = _speculative_times(point, params, data, times), point.speculative_batch
+        return Prediction(base, None, None, None, False, tpot)
+    st, sb = _speculative_times(point, params, data, times, used), point.speculative_batch
     spec = point.published_scale(sb * used / st.speculative(used), sb)
-    return Prediction(base, spec, spec / base, used, tau is not None)
+    return Prediction(base, spec, spec / base, used, tau is not None, tpot)
 
 
 def baseline_ratio(point: Point, pred: Prediction) -> float | None:
@@ -478,9 +506,11 @@ def baseline_ratio(point: Point, pred: Prediction) -> float | None:
     decode steps; a benchmark's output throughput also counts prefill and TTFT), else
     from the throughput."""
     if point.baseline_tpot_ms:
-        per_seq = pred.baseline_tok_s if point.throughput_scope == "per_user" else None
+        tok_s = pred.baseline_tpot_tok_s if pred.baseline_tpot_tok_s is not None \
+            else pred.baseline_tok_s
+        per_seq = tok_s if point.throughput_scope == "per_user" else None
         if per_seq is None:
-            per_seq = pred.baseline_tok_s / point.published_scale(point.batch)
+            per_seq = tok_s / point.published_scale(point.batch)
         return per_seq * point.baseline_tpot_ms / 1e3
     return pred.baseline_tok_s / point.baseline_tok_s if point.baseline_tok_s else None
 
@@ -488,7 +518,7 @@ def baseline_ratio(point: Point, pred: Prediction) -> float | None:
 # ------------------------------------------------------------------ fitting
 
 SHARED = ("eta_bw", "eta_flops", "forward_s", "speculative_s", "allreduce_s", "token_s",
-          "moe_locality", "layer_s", "moe_bw", "host_link")
+          "moe_locality", "layer_s", "moe_bw", "host_link", "eta_prefill")
 
 
 def identifiable(points: Sequence[Point], data: CalibrationData) -> list[str]:
@@ -513,6 +543,8 @@ def identifiable(points: Sequence[Point], data: CalibrationData) -> list[str]:
         free.append("layer_s")  # models of different depths tell it from forward_s
     if any(data.models[p.target].experts for p in spec):
         free.append("moe_locality")
+    if any(p.input_len and p.output_len and p.concurrency > 1 for p in points):
+        free.append("eta_prefill")  # prompts ride along only where others decode
     if any(data.models[p.target].experts for p in points):
         free.append("moe_bw")
     free += [f"draft_s.{d}" for d in sorted({p.drafter for p in spec})]
@@ -754,7 +786,7 @@ def _anchor_tau(point: Point, published: float, params: StepParams,
     st = _speculative_times(point, params, data, t)
     # S = (b·τ / (T_draft + T_verify + τ·P)) / (B / T_decode), b the speculative batch
     share = point.speculative_batch / point.batch
-    room = share * t.decode - published * st.per_token
+    room = share * t.decode - published * (st.per_token + st.prefill_per_token)
     return published * (st.draft + st.verify) / room if room > 0 else math.inf
 
 

@@ -99,7 +99,12 @@ def page() -> tuple[str, dict[str, bytes]]:
         "per forward, per speculative step, per draft forward (per drafter family), per "
         "tensor-parallel all-reduce and per output token, plus max(bytes / (η_bw · "
         "bandwidth), FLOPs / (η_f · peak)). Every parameter is physical and fitted inside "
-        "its bounds, per GPU family × engine, on all published points.",
+        "its bounds, per GPU family × engine, on all published points. A published "
+        "benchmark's steps also carry the prompts of the requests that replace finished ones "
+        "(prompt / output tokens of prefill per token a sequence yields, where a point "
+        "publishes both lengths; none where prefill runs on other GPUs); a runbook's step "
+        "times are decode steps alone. Link figures are datasheet or independently measured "
+        "values (`stepmodel.LINKS`), never tuned on the points scored here.",
         "",
         "**The reported accuracy is cross-validated: leave one source out.** Every point "
         "below is predicted with parameters fitted without any point of its source, so a "

@@ -28,7 +28,16 @@ Every forward costs a fixed part and a roofline part:
 
 Then T_decode = forward(1 token per sequence), T_verify = forward(verify width) +
 speculative_s, T_draft = passes × draft forward, and S(τ) = τ · T_decode / (T_draft +
-T_verify). Every parameter is physical and bounded (`BOUNDS`, each with its reason); the
+T_verify).
+
+A measured benchmark also prefills: in a closed loop every finished request is replaced
+and its prompt rides along with the next decode steps (`Prefill`: per token a sequence
+yields, prompt / output tokens of prompt, at prefill's own GEMM efficiency `eta_prefill`,
+with its all-reduced activations and, for a MoE, the experts its tokens touch). A
+speculative run finishes requests τ times as fast per step, so its steps carry τ times the
+prompts: at high concurrency and short outputs this is a large part of the step. The
+calibration points apply it where they publish their prompt and output lengths; a runbook's
+step times are decode steps alone. Every parameter is physical and bounded (`BOUNDS`, each with its reason); the
 fit (`fit_bounded`, scipy's bounded trust-region least squares) stays inside them and says
 which parameters ended on a bound.
 
@@ -99,6 +108,8 @@ class Architecture:
     top_k: int = 0
     routed_params: float = 0.0    # all routed experts of all MoE layers
     attention_per_head: int | None = None   # MLA absorbed: 2·kv_lora_rank + rope dim
+    prefill_per_head: int | None = None     # MLA prefill, not absorbed: qk (nope + rope)
+    #                                         + v head dims; default as `attention_per_head`
     fp8: bool = False
     window_layers: int = 0        # sliding-window layers: KV read up to `window` tokens
     window: int = 0
@@ -134,12 +145,15 @@ class Architecture:
         window_kv = 0.0 if kv_per_rank is not None or not self.window else \
             per_layer * self.window_layers / min(tp, max(self.kv_heads, 1)) / pp
         window_flops = 2 * self.heads * per_head * self.window_layers / shards
+        prefill_attention = 2 * self.heads * (self.prefill_per_head or per_head) \
+            * self.attention_layers / shards
         all_bytes = self.params * self.bytes_per_param
         routed_bytes = self.routed_params * self.bytes_per_param
         share = self.top_k / self.experts if self.experts and self.routed_params else 0.0
         window = {"window": self.window, "window_kv_bytes_per_token": window_kv,
                   "window_attention_flops": window_flops,
-                  "allreduce_bytes_per_token": ar_bytes, "layers": math.ceil(self.layers / pp)}
+                  "allreduce_bytes_per_token": ar_bytes, "layers": math.ceil(self.layers / pp),
+                  "prefill_attention_flops_per_context_token": prefill_attention}
         if share:
             routed_ranks = max(ep, tp) * pp
             return Forward((all_bytes - routed_bytes) / shards, 2 * active / shards, kv,
@@ -185,9 +199,11 @@ class Forward:
     window_attention_flops: float = 0.0
     allreduce_bytes_per_token: float = 0.0  # one all-reduce's bytes per rank and token
     layers: int = 0             # decoder layers on this rank: each pays `layer_s`
+    prefill_attention_flops_per_context_token: float | None = None  # prompt tokens' (MLA
+    #                             prefill attends without the absorption); None: as decode
 
     def routed_coverage(self, batch: int, tokens_per_seq: int, locality: float,
-                        chain: int | None = None) -> float:
+                        chain: int | None = None, extra: float = 0.0) -> float:
         """Share of the routed experts a forward reads.
 
         Sequences route independently: N independent tokens touch 1 − (1 − k/E)^N of the
@@ -205,31 +221,45 @@ class Forward:
             return 0.0
         depth = min(chain or tokens_per_seq, tokens_per_seq)
         n = batch * self.routed_batch_scale * tokens_per_seq / depth * depth ** locality
+        n += extra * self.routed_batch_scale  # prompt tokens route independently
         return float(1 - (1 - self.routed_share) ** n)
 
     def memory(self, batch: int, tokens_per_seq: int, context: int,
                locality: float = 1.0, chain: int | None = None,
-               moe_bw: float = 1.0) -> float:
+               moe_bw: float = 1.0, extra: float = 0.0) -> float:
         """Bytes the forward reads, the routed experts' counted at 1 / `moe_bw` (their
         grouped-GEMM reads reach that share of the dense kernels' bandwidth)."""
         routed = self.routed_bytes * self.routed_coverage(batch, tokens_per_seq, locality,
-                                                          chain) / moe_bw
+                                                          chain, extra) / moe_bw
         windowed = min(context, self.window) * self.window_kv_bytes_per_token
         return self.weight_bytes + routed + batch * (context * self.kv_bytes_per_token
                                                      + windowed)
 
-    def flops(self, batch: int, tokens_per_seq: int, context: int) -> float:
-        per_token = self.flops_per_token + context * self.attention_flops_per_context_token \
-            + min(context, self.window) * self.window_attention_flops
-        return per_token * batch * tokens_per_seq
+    def flops(self, batch: int, tokens_per_seq: int, context: int, extra: float = 0.0,
+              extra_context: int = 0) -> float:
+        """FLOPs of the forward; `extra` prompt tokens (mean context `extra_context`) ride
+        along in the same forward (chunked prefill of the requests that replace finished
+        ones)."""
+        def per_token(ctx: int, attention: float) -> float:
+            return self.flops_per_token + ctx * attention \
+                + min(ctx, self.window) * self.window_attention_flops
+        prefill = self.prefill_attention_flops_per_context_token
+        return per_token(context, self.attention_flops_per_context_token) * batch \
+            * tokens_per_seq + per_token(extra_context, self.attention_flops_per_context_token
+                                         if prefill is None else prefill) * extra
 
     def time(self, batch: int, tokens_per_seq: int, context: int, bandwidth: float,
              flops: float, locality: float = 1.0, chain: int | None = None,
-             moe_bw: float = 1.0) -> float:
-        """The roofline part alone, at the bandwidth and FLOP/s given."""
-        return max(self.memory(batch, tokens_per_seq, context, locality, chain, moe_bw)
-                   / bandwidth,
-                   self.flops(batch, tokens_per_seq, context) / flops)
+             moe_bw: float = 1.0, extra: float = 0.0, extra_context: int = 0,
+             prefill_flops: float | None = None) -> float:
+        """The roofline part alone, at the bandwidth and FLOP/s given (`prefill_flops`:
+        the FLOP/s the `extra` prompt tokens' large GEMMs reach, default `flops`)."""
+        compute = self.flops(batch, tokens_per_seq, context) / flops
+        if extra:
+            compute += (self.flops(0, 0, 0, extra, extra_context)
+                        / (prefill_flops or flops))
+        return max(self.memory(batch, tokens_per_seq, context, locality, chain, moe_bw,
+                               extra) / bandwidth, compute)
 
 
 # ------------------------------------------------------------------ parameters and bounds
@@ -278,6 +308,10 @@ BOUNDS: dict[str, Bound] = {
                     "quarter no tuned MoE kernel runs"),
     "moe_locality": Bound(0.2, 1.0, "ρ: the w verify tokens of one sequence count as w^ρ "
                           "independent tokens for expert coverage; 1 is uniform routing"),
+    "eta_prefill": Bound(0.3, 0.85, "achieved share of dense tensor peak for prefill "
+                         "GEMMs (thousands of tokens per GEMM, the large-GEMM case): cuBLAS/"
+                         "CUTLASS large GEMMs reach 0.7-0.8; prefill attention and chunk "
+                         "boundaries cost some of it"),
     "host_link": Bound(0.2, 1.0, "share of the measured host-staged all-reduce bandwidth "
                        "(`LINKS` *-host, a bare-metal measurement) that a deployment reaches: "
                        "1 on bare metal with the GPUs and the staging memory on one socket; "
@@ -306,7 +340,7 @@ RECORD_BOUNDS: dict[str, Bound] = {
                            "draft_s": (1e-6, 1.0), "allreduce_s": (1e-6, 1e-3),
                            "token_s": (1e-7, 0.1), "moe_locality": (0.2, 1.0),
                            "layer_s": (1e-7, 1e-2), "moe_bw": (0.01, 1.0),
-                           "host_link": (0.01, 1.0)}.items()}
+                           "host_link": (0.01, 1.0), "eta_prefill": (0.01, 1.0)}.items()}
 """Bounds for `specpair calibrate` on a pair's own records (not the published fits)."""
 
 
@@ -334,6 +368,8 @@ class StepParams(Strict):
                            "and forward (kernel boundaries), serial")
     moe_bw: float = Field(default=1.0, gt=0, le=1, description="share of the dense "
                           "kernels' bandwidth the routed experts' reads reach")
+    eta_prefill: float = Field(default=0.7, gt=0, le=1, description="achieved share of "
+                               "peak dense FLOP/s of prefill's large GEMMs")
     host_link: float = Field(default=1.0, gt=0, le=1, description="share of the measured "
                              "host-staged link figure (`LINKS` *-host) a deployment's "
                              "all-reduces through host memory reach")
@@ -457,30 +493,52 @@ class StepTimes:
     draft: float
     verify: float   # without the per-token part, which depends on τ
     per_token: float  # batch × token_s: what each token per sequence a step yields adds
+    prefill_per_token: float = 0.0  # the prompts that replace finished requests, per
+    #                                 token per sequence a speculative step yields
 
     def speculative(self, tau: float) -> float:
-        return self.draft + self.verify + tau * self.per_token
+        return self.draft + self.verify + tau * (self.per_token + self.prefill_per_token)
 
     def speedup(self, tau: float) -> float:
         return tau * self.decode / self.speculative(tau)
 
     def break_even(self) -> float:
-        """τ* where S = 1: τ·T_dec = T_draft + T_verify + τ·B·token_s."""
-        room = self.decode - self.per_token
+        """τ* where S = 1: τ·T_dec = T_draft + T_verify + τ·B·(token_s + prefill)."""
+        room = self.decode - self.per_token - self.prefill_per_token
         return (self.draft + self.verify) / room if room > 0 else math.inf
 
 
+@dataclass(frozen=True)
+class Prefill:
+    """Prompt tokens that ride along with decode steps in a closed-loop benchmark: every
+    finished request is replaced by a new one whose prompt is prefilled in the following
+    steps (chunked prefill, mixed into the decode batch). Per token a sequence yields,
+    `ratio` = prompt / output tokens of prompt ride along, times `share` (1 for a
+    throughput over wall time; (B − 1)/B for a TPOT, which excludes the request's own
+    prefill). Engines that run prefill as separate batches (SGLang's default) also re-read
+    the weights for it: mixing is the lower bound of the cost."""
+
+    ratio: float
+    share: float
+    prompt: int     # tokens of one prompt (its mean context while prefilled: half)
+    tau_ref: float  # τ at which the verify's marginal prefill cost is taken
+
+
 def forward_time(fwd: Forward, batch: int, tokens: int, context: int, hw: Hardware,
-                 p: StepParams, fixed: float, chain: int | None = None) -> float:
+                 p: StepParams, fixed: float, chain: int | None = None,
+                 extra: float = 0.0, extra_context: int = 0) -> float:
     link = hw.link_bandwidth * (p.host_link if hw.host_staged else 1.0)
-    message = batch * fwd.routed_batch_scale * tokens * fwd.allreduce_bytes_per_token / link
+    message = (batch * fwd.routed_batch_scale * tokens + extra * fwd.routed_batch_scale) \
+        * fwd.allreduce_bytes_per_token / link
     return fixed + fwd.layers * p.layer_s + fwd.allreduces * (p.allreduce_s + message) + fwd.time(
         batch, tokens, context, p.eta_bw * hw.bandwidth, p.eta_flops * hw.peak(fwd),
-        p.moe_locality, chain, p.moe_bw)
+        p.moe_locality, chain, p.moe_bw, extra, extra_context,
+        p.eta_prefill * hw.peak(fwd))
 
 
 def step_times(target: Forward, draft: Forward | None, shape: Shape, batch: int,
-               context: int, hw: Hardware, p: StepParams) -> StepTimes:
+               context: int, hw: Hardware, p: StepParams,
+               prefill: Prefill | None = None) -> StepTimes:
     per_token = batch * p.token_s
     t_dec = forward_time(target, batch, 1, context, hw, p, p.forward_s) + per_token
     t_ver = forward_time(target, batch, shape.verify, context, hw, p,
@@ -491,7 +549,28 @@ def step_times(target: Forward, draft: Forward | None, shape: Shape, batch: int,
                                               hw, p, p.draft_s)
     elif shape.verify > 1 and not shape.passes:
         t_draft = p.draft_s  # n-gram: the proposer's CPU lookup, no GPU forward
-    return StepTimes(t_dec, t_draft, t_ver, per_token)
+    prefill_per_token = 0.0
+    if prefill is not None and prefill.ratio > 0 and prefill.share > 0:
+        rate = batch * prefill.ratio * prefill.share   # prompt tokens per yielded token
+        half = prefill.prompt // 2
+        # the decode step yields one token per sequence
+        t_dec += forward_time(target, batch, 1, context, hw, p, 0.0, None, rate, half) \
+            - forward_time(target, batch, 1, context, hw, p, 0.0)
+        if shape.verify > 1:
+            # the verify's secant cost per prompt token at the expected τ; a drafter that
+            # keeps its own KV (EAGLE, MTP, a draft model, a block drafter) prefills too
+            extra = rate * prefill.tau_ref
+            cost = forward_time(target, batch, shape.verify, context, hw, p, 0.0,
+                                shape.max_tokens, extra, half) \
+                - forward_time(target, batch, shape.verify, context, hw, p, 0.0,
+                               shape.max_tokens)
+            if draft is not None:
+                cost += forward_time(draft, batch, shape.tokens_per_pass or 1, context, hw,
+                                     p, 0.0, None, extra, half) \
+                    - forward_time(draft, batch, shape.tokens_per_pass or 1, context, hw,
+                                   p, 0.0)
+            prefill_per_token = cost / prefill.tau_ref
+    return StepTimes(t_dec, t_draft, t_ver, per_token, prefill_per_token)
 
 
 # ------------------------------------------------------------------ fitting
