@@ -37,8 +37,10 @@ with its all-reduced activations and, for a MoE, the experts its tokens touch). 
 speculative run finishes requests τ times as fast per step, so its steps carry τ times the
 prompts: at high concurrency and short outputs this is a large part of the step. The
 calibration points apply it where they publish their prompt and output lengths; a runbook's
-step times are decode steps alone. Every parameter is physical and bounded (`BOUNDS`, each with its reason); the
-fit (`fit_bounded`, scipy's bounded trust-region least squares) stays inside them and says
+step times are decode steps alone.
+
+Every parameter is physical and bounded (`BOUNDS`, each with its reason); the fit
+(`fit_bounded`, scipy's bounded trust-region least squares) stays inside them and says
 which parameters ended on a bound.
 
 One model-description path: a runbook's resolved geometry and a calibration point's
