@@ -171,11 +171,14 @@ class Geometry(Strict):
         # without a layer list, linear layers come first: Qwen3-Next / Qwen3.5 put
         # attention on the last layer of every `full_attention_interval` run
         linear = self.linear_attention.layers if self.linear_attention else 0
-        return ([LayerKV(kind="linear")] * linear
-                + [self._layer("full", None)] * self.full_attention_layers
-                + [self._layer("sliding", self.sliding_window)] * self.sliding_window_layers
-                + [self._layer("chunked", self.attention_chunk_size)]
-                * self.chunked_attention_layers)
+        # a kind the model does not have builds no layer (the budgets call this often)
+        return (([LayerKV(kind="linear")] * linear if linear else [])
+                + ([self._layer("full", None)] * self.full_attention_layers
+                   if self.full_attention_layers else [])
+                + ([self._layer("sliding", self.sliding_window)] * self.sliding_window_layers
+                   if self.sliding_window_layers else [])
+                + ([self._layer("chunked", self.attention_chunk_size)]
+                   * self.chunked_attention_layers if self.chunked_attention_layers else []))
 
     def in_layer_order(self, kinds: list[LayerKind]) -> Geometry:
         """This geometry with its `layers` listed in the given order of kinds."""
