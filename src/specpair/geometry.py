@@ -157,15 +157,15 @@ class Geometry(Strict):
         """Every decoder layer's cache in layer order (`layers`, or, for geometries
         declared by counts, the counts in the order linear, full, sliding, chunked).
         With `derived`, the layers the counts give, in the order `layers` has."""
-        if self.layers is not None and not derived:
+        if self.layers is None:
+            return self._counted()
+        if not derived:
             return list(self.layers)
         made = {"full": self._layer("full", None),
                 "sliding": self._layer("sliding", self.sliding_window),
                 "chunked": self._layer("chunked", self.attention_chunk_size),
                 "linear": LayerKV(kind="linear")}
-        if self.layers is not None:
-            return [made[layer.kind] for layer in self.layers]
-        return self._counted()
+        return [made[layer.kind] for layer in self.layers]
 
     def _counted(self) -> list[LayerKV]:
         # without a layer list, linear layers come first: Qwen3-Next / Qwen3.5 put
