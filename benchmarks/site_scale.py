@@ -6,9 +6,11 @@ generation (`site.render`, which plans every pair and draws its charts) three wa
 cold (an empty page cache), warm (nothing changed since the last run), and after one
 runbook changed. Reports seconds per pair for N = 10, 100, wall clock and this process's
 CPU time (the CPU column is the one to compare on a shared machine); the goal is linear
-scaling and < 0.1 s per pair at N = 100.
+scaling and < 0.1 s per pair at N = 100. The synthetic pairs are static (SGLang DFlash);
+the last line is the repository's own examples, cold, where the scheduled pairs (a derived
+speculation schedule per planner candidate) and the larger models are.
 
-    python benchmarks/site_scale.py [--sizes 10,100] [--no-cache]
+    python benchmarks/site_scale.py [--sizes 10,100] [--no-cache] [--no-examples]
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from build_scale import make_tree
+from build_scale import REPO, make_tree
 
 from specpair import site
 from specpair.build import load_pairs
@@ -58,6 +60,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="10,100")
     parser.add_argument("--no-cache", action="store_true",
                         help="render without the page cache (every run is cold)")
+    parser.add_argument("--no-examples", action="store_true",
+                        help="skip the repository's own examples")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     print("s/pair, wall (CPU)")
@@ -69,6 +73,10 @@ def main() -> None:
         print(f"{n:>5} " + " ".join(f"{f'{w / n:.3f} ({c / n:.3f})':>16}" for w, c in costs))
     print(f"scaling: cold CPU per pair at N={sizes[-1]} is "
           f"{per_pair[-1] / per_pair[0]:.2f}x that at N={sizes[0]} (1.0 = linear)")
+    if not args.no_examples:
+        n = len(load_pairs(REPO))
+        wall, cpu = render(REPO, None)
+        print(f"examples (runbooks/, {n} pairs), cold: {wall / n:.3f} ({cpu / n:.3f}) s/pair")
 
 
 if __name__ == "__main__":

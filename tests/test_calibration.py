@@ -448,3 +448,30 @@ def test_the_prompts_that_replace_finished_requests_ride_along_with_the_decode_s
                              data).decode)
     disaggregated = base.model_copy(update={"prefill_disaggregated": True})
     assert calibration.times_at(disaggregated, params, data).decode == without
+
+
+def test_params_and_bands_are_asked_again_of_a_reloaded_calibration(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # params_for and interval keep their answers per stored calibration: another
+    # load() (a refit written back, a patched data file) must not get the old ones
+    data = calibration.load()
+    fit = data.fitted[0]
+    band = next(b for b in data.cross_validated if b.n >= calibration.MIN_BAND_POINTS)
+    ask = (band.family, band.engine, band.drafter, band.quantity)
+    before = calibration.params_for(fit.family, fit.engine, "EAGLE3")
+    assert calibration.params_for(fit.family, fit.engine, "EAGLE3") is before
+    wide = calibration.interval(*ask)
+    assert (wide.ratio_lo, wide.ratio_hi) == (min(band.ratio_lo, 1), max(band.ratio_hi, 1))
+    slower = fit.params.model_copy(update={"forward_s": fit.params.forward_s * 2})
+    changed = data.model_copy(update={
+        "fitted": [fit.model_copy(update={"params": slower}), *data.fitted[1:]],
+        "cross_validated": [b.model_copy(update={"ratio_lo": 0.5, "ratio_hi": 2.0})
+                            if b is band else b for b in data.cross_validated]})
+    monkeypatch.setattr(calibration, "load", lambda: changed)
+    after = calibration.params_for(fit.family, fit.engine, "EAGLE3")
+    assert after.params.forward_s == 2 * before.params.forward_s
+    narrow = calibration.interval(*ask)
+    assert (narrow.ratio_lo, narrow.ratio_hi) == (0.5, 2.0)
+    monkeypatch.undo()
+    assert calibration.params_for(fit.family, fit.engine, "EAGLE3") == before
+    assert calibration.interval(*ask) == wide

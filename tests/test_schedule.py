@@ -10,14 +10,16 @@ from pathlib import Path
 import pytest
 
 from specpair import schedule
+from specpair.acceptance import by_depth, from_tau
 from specpair.budget import compute
 from specpair.errors import SpecpairError
-from specpair.latency import expected_speedup
+from specpair.latency import expected_speedup, parameters, setup
 from specpair.launch import build_for
 from specpair.plan import BASELINE, MAX_DEPTH, Options, Planner, shapes, variant
 from specpair.resolve import ResolvedPair
 from specpair.runbooks import load_runbook
 from specpair.schedule import MERGE_LOSS
+from specpair.stepmodel import shape_for, step_times
 from tests.conftest import write
 from tests.test_plan import example
 
@@ -79,6 +81,31 @@ def test_k0_exactly_where_no_static_depth_beats_the_target_alone() -> None:
 
 def test_the_deployment_bounds_the_ranges() -> None:
     assert schedule.derive(loaded_at_scale(48)).ranges[-1].end == 48
+
+
+def test_the_speedup_memo_follows_every_input() -> None:
+    # goodputs are shared between equal inputs (the planner's candidates) and memoise
+    # each (K, batch): a changed step model, acceptance or deployment is a new goodput
+    pair = loaded_at_scale()
+    budget = compute(pair)
+    base = schedule.goodput(pair, budget)
+    first = base.speedup(2, 16)
+    assert schedule.goodput(pair, budget) is base and base.speedup(2, 16) == first
+    params = parameters(pair, budget).values
+    slower = params.model_copy(update={"draft_s": params.draft_s * 3})
+    curve = by_depth(pair)[0]
+    better = from_tau(3.5, 3, "test", "EAGLE3")
+    wider = variant(pair, {("deployment", "parallel", "tensor"): 8})
+    for g, s, tau in [(schedule.goodput(pair, budget, params=slower),
+                       setup(pair, budget, slower), curve.tau(2)),
+                      (schedule.goodput(pair, budget, curve=better), setup(pair, budget),
+                       better.tau(2)),
+                      (schedule.goodput(wider, compute(wider)),
+                       setup(wider, compute(wider)), curve.tau(2))]:
+        assert tau is not None
+        fresh = step_times(s.target, s.draft, shape_for("EAGLE3", 2, None, None, 1, None),
+                           16, s.context, s.hw, s.params).speedup(tau)
+        assert g is not base and g.speedup(2, 16) == fresh != first
 
 
 def _problems(tmp_path: Path, text: str) -> list[tuple[str, str]]:

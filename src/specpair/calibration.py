@@ -651,12 +651,27 @@ def _pick(fits: Sequence[Fitted], family: str | None, engine: str
     return None, "none"
 
 
+_CHOSEN: dict[tuple[str | None, str, str | None], tuple[CalibrationData, Chosen]] = {}
+
+
 def params_for(family: str | None, engine: str, method: str | None = None) -> Chosen:
     """The fitted parameters for a GPU family × engine (the per-draft-forward cost of the
     method's drafter family); else the same engine's fit of another family (named); else
-    the uncalibrated defaults (said so)."""
+    the uncalibrated defaults (said so).
+
+    Once per stored calibration (`load()`'s data, held with the answer: a reload is asked
+    again): the planner's and the gate's candidates ask for the same ones every time."""
+    data, key = load(), (family, engine, method)
+    held = _CHOSEN.get(key)
+    if held is None or held[0] is not data:
+        held = _CHOSEN[key] = (data, _params_for(data, family, engine, method))
+    return held[1]
+
+
+def _params_for(data: CalibrationData, family: str | None, engine: str,
+                method: str | None) -> Chosen:
     drafter = drafter_family(method) if method else "none"
-    f, how = _pick(load().fitted, family, engine)
+    f, how = _pick(data.fitted, family, engine)
     if f is None:
         return Chosen(UNCALIBRATED.model_copy(update={"draft_s": DRAFT_PRIORS.get(
             drafter, UNCALIBRATED.draft_s)}),
@@ -1264,12 +1279,29 @@ def _pooled(bands: Sequence[ErrorBand]) -> tuple[float, float, int]:
     return lo, hi, n
 
 
+_INTERVALS: dict[tuple[str | None, str, str, str], tuple[CalibrationData, Interval]] = {}
+
+
 def interval(family: str | None, engine: str, drafter: str,
              quantity: Literal["speedup", "throughput"],
              bands: Sequence[ErrorBand] | None = None) -> Interval:
     """The cross-validated band of a GPU family × engine × drafter family; with few or no
-    points, the wider pool's band widened and labelled."""
-    bands = list(load().cross_validated if bands is None else bands)
+    points, the wider pool's band widened and labelled. The stored bands' answers are kept
+    per stored calibration, as `params_for`'s are."""
+    if bands is not None:
+        return _interval(family, engine, drafter, quantity, bands)
+    data, key = load(), (family, engine, drafter, quantity)
+    held = _INTERVALS.get(key)
+    if held is None or held[0] is not data:
+        held = _INTERVALS[key] = (data, _interval(family, engine, drafter, quantity,
+                                                  data.cross_validated))
+    return held[1]
+
+
+def _interval(family: str | None, engine: str, drafter: str,
+              quantity: Literal["speedup", "throughput"],
+              bands: Sequence[ErrorBand]) -> Interval:
+    bands = list(bands)
     mine = [b for b in bands if b.quantity == quantity]
     if quantity == "throughput":
         drafter = "none"

@@ -157,25 +157,28 @@ class Geometry(Strict):
         """Every decoder layer's cache in layer order (`layers`, or, for geometries
         declared by counts, the counts in the order linear, full, sliding, chunked).
         With `derived`, the layers the counts give, in the order `layers` has."""
-        if self.layers is not None and not derived:
+        if self.layers is None:
+            return self._counted()
+        if not derived:
             return list(self.layers)
         made = {"full": self._layer("full", None),
                 "sliding": self._layer("sliding", self.sliding_window),
                 "chunked": self._layer("chunked", self.attention_chunk_size),
                 "linear": LayerKV(kind="linear")}
-        if self.layers is not None:
-            return [made[layer.kind] for layer in self.layers]
-        return self._counted()
+        return [made[layer.kind] for layer in self.layers]
 
     def _counted(self) -> list[LayerKV]:
         # without a layer list, linear layers come first: Qwen3-Next / Qwen3.5 put
         # attention on the last layer of every `full_attention_interval` run
         linear = self.linear_attention.layers if self.linear_attention else 0
-        return ([LayerKV(kind="linear")] * linear
-                + [self._layer("full", None)] * self.full_attention_layers
-                + [self._layer("sliding", self.sliding_window)] * self.sliding_window_layers
-                + [self._layer("chunked", self.attention_chunk_size)]
-                * self.chunked_attention_layers)
+        # a kind the model does not have builds no layer (the budgets call this often)
+        return (([LayerKV(kind="linear")] * linear if linear else [])
+                + ([self._layer("full", None)] * self.full_attention_layers
+                   if self.full_attention_layers else [])
+                + ([self._layer("sliding", self.sliding_window)] * self.sliding_window_layers
+                   if self.sliding_window_layers else [])
+                + ([self._layer("chunked", self.attention_chunk_size)]
+                   * self.chunked_attention_layers if self.chunked_attention_layers else []))
 
     def in_layer_order(self, kinds: list[LayerKind]) -> Geometry:
         """This geometry with its `layers` listed in the given order of kinds."""

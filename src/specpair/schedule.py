@@ -27,8 +27,8 @@ candidates by the acceptance they observe (SGLang's adaptive tiers).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from typing import Literal
 
 from pydantic import Field
@@ -65,29 +65,41 @@ def grid(top: int) -> list[int]:
     return sorted(out)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Goodput:
-    """Expected speedup over the target alone of each depth at each batch (pure)."""
+    """Expected speedup over the target alone of each depth at each batch (pure: every
+    field is immutable, so each (depth, batch) is computed once per object; the merge and
+    the candidates ask for the same ones many times)."""
 
     s: _Setup
     method: str
     curve: AcceptanceCurve
-    depths: list[int]          # 0 first; depths past a measured curve are left out
+    depths: tuple[int, ...]    # 0 first; depths past a measured curve are left out
     band: Interval
+    _speedups: dict[tuple[int, int], float] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
+    _best: dict[int, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def speedup(self, k: int, batch: int) -> float:
         if k == 0:
             return 1.0
+        known = self._speedups.get((k, batch))
+        if known is not None:
+            return known
         tau = self.curve.tau(k)
         assert tau is not None
         shape = shape_for(self.method, k, None, None, 1, None)
         t = step_times(self.s.target, self.s.draft, shape, batch, self.s.context, self.s.hw,
                        self.s.params)
-        return t.speedup(tau)
+        out = self._speedups[(k, batch)] = t.speedup(tau)
+        return out
 
     def best(self, batch: int) -> int:
         """The depth of most speedup (the smaller one on a tie: it costs less)."""
-        return max(self.depths, key=lambda k: (round(self.speedup(k, batch), 9), -k))
+        if batch not in self._best:
+            self._best[batch] = max(self.depths,
+                                    key=lambda k: (round(self.speedup(k, batch), 9), -k))
+        return self._best[batch]
 
     def tied(self, k: int, batch: int) -> bool:
         """Whether depth `k`'s speedup lies within the interval of the best depth's."""
@@ -102,8 +114,18 @@ def goodput(pair: ResolvedPair, budget: Budget, curve: AcceptanceCurve | None = 
     s = setup(pair, budget, params or parameters(pair, budget).values)
     curve = curve or by_depth(pair)[0]
     ceiling = min(shape_depth(pair), DEPTH_LIMIT)
-    depths = [0] + [k for k in range(1, ceiling + 1) if curve.tau(k) is not None]
-    return Goodput(s, pair.runbook.speculation.method.value, curve, depths, s.speedup_band)
+    depths = (0, *(k for k in range(1, ceiling + 1) if curve.tau(k) is not None))
+    return _goodput(s, pair.runbook.speculation.method.value, curve, depths, s.speedup_band)
+
+
+@lru_cache(maxsize=256)
+def _goodput(s: _Setup, method: str, curve: AcceptanceCurve, depths: tuple[int, ...],
+             band: Interval) -> Goodput:
+    """One `Goodput` per distinct input, keyed on its values (every one is frozen and
+    compared by value): the planner's candidates that differ only in what the step model
+    does not read (the memory fraction, the request cap) share one, and with it the
+    speedups already computed."""
+    return Goodput(s, method, curve, depths, band)
 
 
 def max_batch(budget: Budget) -> int:

@@ -122,9 +122,13 @@ def layer_specs(g: Geometry, tp: int, block: int, dtype_bytes: int) -> list[Laye
     else:
         shape = (kv_heads_per_rank(g.num_key_value_heads, tp), g.head_dim, g.v_head_dim,
                  dtype_bytes)
-    # in layer order, as the model registers its attention layers
-    return [LayerSpec(layer.kind, page, layer.window, shape) for layer in g.layer_list()
-            if layer.kind != "linear"]
+    # in layer order, as the model registers its attention layers; a spec is frozen and
+    # its value is (kind, window) here, so equal layers share one (the planner budgets
+    # hundreds of variants of 60-80-layer models)
+    made: dict[tuple[str, int | None], LayerSpec] = {}
+    return [made.get((layer.kind, layer.window)) or made.setdefault(
+                (layer.kind, layer.window), LayerSpec(layer.kind, page, layer.window, shape))
+            for layer in g.layer_list() if layer.kind != "linear"]
 
 
 @dataclass(frozen=True)
