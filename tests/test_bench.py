@@ -285,7 +285,7 @@ def test_scheduled_cards_say_the_comparison_is_not_measured() -> None:
     for runbook in scheduled:
         card = (runbook.parent / "generated" / "card.md").read_text()
         assert "Which wins where (schedule, static K, target alone): not measured" in card
-        assert (runbook.parent / "generated").glob("launch-*-static.sh")
+        assert list((runbook.parent / "generated").glob("launch-*-static.sh"))
 
 
 def test_bench_compares_the_schedule_with_its_static_k(repo_copy: Path,

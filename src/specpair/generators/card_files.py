@@ -172,16 +172,16 @@ def render_markdown(pair: ResolvedPair, staging: StagingPlan,
     head = "".join(unverified_lines(pair, escape))
     m = pair.measurement
     if m is None:
+        scheduled = pair.runbook.speculation.schedule is not None
         return (f"# Pair card: {escape(pair.runbook.pair.title)}\n\n{head}Not measured yet. "
                 "Run the measurement protocol against a baseline and a speculative server started "
                 "from the generated launch scripts:\n\n```sh\nspecpair bench "
                 f"{pair.source_file} --baseline http://HOST:PORT --spec http://HOST:PORT "
-                "--concurrency 1,4,16\n```\n"
-                + ("\nWhich wins where (schedule, static K, target alone): not measured. "
-                   "Add `--static http://HOST:PORT`, the server of the generated "
-                   "launch script `launch-*-static.sh`, and leave out --concurrency to "
-                   "measure at the schedule's switch points.\n"
-                   if pair.runbook.speculation.schedule is not None else "") + tail)
+                + ("--static http://HOST:PORT\n```\n\nWhich wins where (schedule, static K, "
+                   "target alone): not measured. `--static` is the server of the generated "
+                   "`launch-*-static.sh` (the schedule's largest K without the schedule); "
+                   "without --concurrency the run measures at the schedule's switch "
+                   "points.\n" if scheduled else "--concurrency 1,4,16\n```\n") + tail)
     card = markdown(pair, m, [judge(pair, c) for c in m.cells], escape)
     title, _, rest = card.partition("\n\n")
     return f"{title}\n\n{head}{rest}" + tail
