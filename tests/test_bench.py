@@ -278,6 +278,25 @@ def test_which_wins_names_a_winner_only_outside_the_noise() -> None:
     assert row["winner"] == "schedule" and "point estimate" in row["basis"]
 
 
+def test_the_card_table_says_tie_and_not_measured() -> None:
+    from specpair.bench.record import Cell
+    from specpair.generators.card_files import compare, comparison_markdown
+
+    base = _run("baseline", [0.030, 0.031, 0.029, 0.030], 100.0)
+    fast = _run("speculative", [0.010, 0.011, 0.009, 0.010], 300.0)
+    close = _run("static", [0.0102, 0.0108, 0.0095, 0.0101], 290.0)
+    text = comparison_markdown([
+        compare(Cell(workload="short", concurrency=1, baseline=base, speculative=fast,
+                     static=close), 3),
+        compare(Cell(workload="short", concurrency=4, baseline=base, speculative=fast), 3)], 3)
+    lines = {line.split(" | ")[1]: line for line in text.splitlines()
+             if line.startswith("| short")}
+    assert lines["1"].endswith("| tie: schedule, static K=3 |")
+    assert "290 tok/s" in lines["1"] and "300 tok/s" in lines["1"]
+    assert "| not measured |" in lines["4"] and lines["4"].endswith("| schedule |")
+    assert "static K server was not measured" in text
+
+
 def test_scheduled_cards_say_the_comparison_is_not_measured() -> None:
     scheduled = [p for p in REPO.glob("runbooks/*/runbook.yaml")
                  if "schedule: derived" in p.read_text()]

@@ -145,7 +145,7 @@ def comparison_markdown(rows: list[dict[str, Any]], static_k: int | None,
              *(_server_cell(r["servers"][role]) for role in ROLES),
              esc("tie: " + ", ".join(r["tied"]) if r["winner"] == "tie" else r["winner"])]
             for r in rows]
-    return ("\n## Which wins where: schedule, static K, target alone\n\n"
+    return ("\n### Which wins where: schedule, static K, target alone\n\n"
             "Per server: output tokens/s over the whole run, mean TPOT ± its 95% interval "
             "over requests, speedup (TPOT) over the target alone. The lowest mean TPOT wins "
             "unless another server lies within the interval of the difference: a tie."
