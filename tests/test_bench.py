@@ -13,7 +13,7 @@ import pytest
 
 from specpair.bench import metrics
 from specpair.bench.client import stream_one
-from specpair.bench.record import percentile
+from specpair.bench.record import RunResult, percentile
 from specpair.bench.workloads import fingerprint, generate
 from specpair.engines.registry import by_label
 from specpair.schema.runbook import Workload
@@ -217,3 +217,148 @@ def test_bench_writes_under_the_build_lock(repo_copy: Path,
     reader.join(timeout=10)
     assert len(list((folder / "measurements").glob("*.json"))) == 1
     assert build(repo_copy, check_only=True).drift.stale == []
+
+
+def _run(server: str, tpots: list[float], tokens_per_s: float, failed: int = 0) -> RunResult:
+    from specpair.bench.record import Stats
+
+    stats = Stats.of(tpots)
+    return RunResult(server=server, requests=len(tpots), succeeded=len(tpots) - failed,
+                     failed=failed, truncated=False, wall_s=1.0, output_tokens=10,
+                     output_throughput=tokens_per_s, ttft_s=stats, tpot_s=stats,
+                     itl_s=stats, e2e_s=stats,
+                     counters={"verify_steps": 10, "drafted": 30} if server != "baseline"
+                     else {})
+
+
+def test_standard_error_of_the_mean() -> None:
+    from specpair.bench.record import Stats
+
+    stats = Stats.of([1.0, 2.0, 3.0, 4.0])
+    assert stats.mean == 2.5 and stats.sem == pytest.approx((5 / 3 / 4) ** 0.5)
+    assert Stats.of([1.0]).sem is None and Stats.of([]).sem is None
+    # records made before the field load, without an interval
+    assert Stats.model_validate({"p50": 1, "p90": 1, "p99": 1, "mean": 1}).sem is None
+
+
+def test_which_wins_names_a_winner_only_outside_the_noise() -> None:
+    from specpair.bench.record import Cell
+    from specpair.generators.card_files import compare
+
+    base = _run("baseline", [0.030, 0.031, 0.029, 0.030], 100.0)
+    fast = _run("speculative", [0.010, 0.011, 0.009, 0.010], 300.0)
+    close = _run("static", [0.0102, 0.0108, 0.0095, 0.0101], 290.0)  # within the noise
+    slow = _run("static", [0.020, 0.021, 0.019, 0.020], 150.0)
+    row = compare(Cell(workload="w", concurrency=1, baseline=base, speculative=fast,
+                       static=slow), 3)
+    assert row["winner"] == "schedule" and row["tied"] == []
+    assert row["servers"]["static"]["tokens_per_s"] == 150.0
+    assert row["servers"]["speculative"]["speedup_tpot"] == pytest.approx(3.0, abs=0.01)
+    assert base.tpot_s.sem is not None and base.tpot_s.sem > 0
+    assert row["servers"]["baseline"]["tpot_ci95_s"] == pytest.approx(1.96 * base.tpot_s.sem,
+                                                                      abs=1e-6)
+    row = compare(Cell(workload="w", concurrency=1, baseline=base, speculative=fast,
+                       static=close), 3)
+    assert row["winner"] == "tie" and row["tied"] == ["schedule", "static K=3"]
+    # the target alone winning is a winner too
+    row = compare(Cell(workload="w", concurrency=64, baseline=fast.model_copy(
+        update={"server": "baseline", "counters": {}}), speculative=slow, static=base), 3)
+    assert row["winner"] == "target alone"
+    # a failed request: no verdict
+    row = compare(Cell(workload="w", concurrency=1, baseline=base, speculative=fast,
+                       static=_run("static", [0.01, 0.01], 1.0, failed=1)), 3)
+    assert row["winner"].startswith("incomplete")
+    # no static server measured: the two others are compared, static says not measured
+    row = compare(Cell(workload="w", concurrency=1, baseline=base, speculative=fast), None)
+    assert row["servers"]["static"] is None and row["winner"] == "schedule"
+    # an old record without intervals: a point estimate, said so
+    old = fast.model_copy(update={"tpot_s": fast.tpot_s.model_copy(update={"sem": None})})
+    row = compare(Cell(workload="w", concurrency=1, baseline=base, speculative=old,
+                       static=close), 3)
+    assert row["winner"] == "schedule" and "point estimate" in row["basis"]
+
+
+def test_the_card_table_says_tie_and_not_measured() -> None:
+    from specpair.bench.record import Cell
+    from specpair.generators.card_files import compare, comparison_markdown
+
+    base = _run("baseline", [0.030, 0.031, 0.029, 0.030], 100.0)
+    fast = _run("speculative", [0.010, 0.011, 0.009, 0.010], 300.0)
+    close = _run("static", [0.0102, 0.0108, 0.0095, 0.0101], 290.0)
+    text = comparison_markdown([
+        compare(Cell(workload="short", concurrency=1, baseline=base, speculative=fast,
+                     static=close), 3),
+        compare(Cell(workload="short", concurrency=4, baseline=base, speculative=fast), 3)], 3)
+    lines = {line.split(" | ")[1]: line for line in text.splitlines()
+             if line.startswith("| short")}
+    assert lines["1"].endswith("| tie: schedule, static K=3 |")
+    assert "290 tok/s" in lines["1"] and "300 tok/s" in lines["1"]
+    assert "| not measured |" in lines["4"] and lines["4"].endswith("| schedule |")
+    assert "static K server was not measured" in text
+
+
+def test_scheduled_cards_say_the_comparison_is_not_measured() -> None:
+    scheduled = [p for p in REPO.glob("runbooks/*/runbook.yaml")
+                 if "schedule: derived" in p.read_text()]
+    assert scheduled
+    for runbook in scheduled:
+        card = (runbook.parent / "generated" / "card.md").read_text()
+        assert "Which wins where (schedule, static K, target alone): not measured" in card
+        assert list((runbook.parent / "generated").glob("launch-*-static.sh"))
+
+
+def test_bench_compares_the_schedule_with_its_static_k(repo_copy: Path,
+                                                      fakes: tuple[FakeEngine, FakeEngine]
+                                                      ) -> None:
+    baseline, spec = fakes
+    spec.positions = 3
+    static = FakeEngine(speculative=True, positions=3)
+    _small_workloads(repo_copy)
+    from specpair.build import build
+
+    build(repo_copy)
+    folder = repo_copy / "runbooks" / "llama33-70b-eagle3-vllm"
+    args = json.loads((folder / "generated" / "args.json").read_text())
+    config = args["static"]["argv"][args["static"]["argv"].index("--speculative-config") + 1]
+    assert "per_batch_size" not in config and args["static"]["num_speculative_tokens"] == 3
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "specpair", "bench",
+             "runbooks/llama33-70b-eagle3-vllm/runbook.yaml", "--baseline", baseline.url,
+             "--spec", spec.url, "--static", static.url, "--workloads", "short",
+             "--time-limit", "60"], cwd=repo_copy, capture_output=True, text=True,
+            check=False, timeout=300)
+    finally:
+        static.close()
+    assert result.returncode == 0, result.stderr
+    (record,) = (folder / "measurements").glob("*.json")
+    data = json.loads(record.read_text())
+    # the default concurrencies: the derived schedule's ends ([[1, 16, 3]])
+    assert data["protocol"]["concurrency"] == [1, 16]
+    assert data["protocol"]["static_url"] == static.url
+    assert set(data["protocol"]["servers"]) == {"baseline", "speculative", "static"}
+    assert "static K = 3" in data["protocol"]["servers"]["static"]
+    assert all(c["static"]["server"] == "static" and c["static"]["counters"]["verify_steps"]
+               for c in data["cells"])
+    assert sorted(json.dumps(b, sort_keys=True) for b in static.bodies) == \
+        sorted(json.dumps(b, sort_keys=True) for b in spec.bodies)
+    card = json.loads((folder / "generated" / "card.json").read_text())
+    for row, cell in zip(card["which_wins"], data["cells"], strict=True):
+        for role in ("baseline", "speculative", "static"):
+            assert row["servers"][role]["tokens_per_s"] == cell[role]["output_throughput"]
+            assert row["servers"][role]["tpot_mean_s"] == cell[role]["tpot_s"]["mean"]
+    assert "## Which wins where" in (folder / "generated" / "card.md").read_text()
+    assert build(repo_copy, check_only=True).drift.stale == []
+
+
+def test_bench_refuses_static_without_a_schedule(repo_copy: Path,
+                                                 fakes: tuple[FakeEngine, FakeEngine]) -> None:
+    baseline, spec = fakes
+    path = repo_copy / "runbooks" / "llama33-70b-eagle3-vllm" / "runbook.yaml"
+    path.write_text(path.read_text().replace("schedule: derived", "schedule: static"))
+    result = subprocess.run(
+        [sys.executable, "-m", "specpair", "bench",
+         "runbooks/llama33-70b-eagle3-vllm/runbook.yaml", "--baseline", baseline.url,
+         "--spec", spec.url, "--static", spec.url, "--concurrency", "1"],
+        cwd=repo_copy, capture_output=True, text=True, check=False, timeout=300)
+    assert result.returncode == 1 and "no speculation schedule" in result.stderr

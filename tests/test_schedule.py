@@ -255,9 +255,36 @@ def test_bench_measures_where_the_schedule_switches() -> None:
     pair = variant(loaded_at_scale(), {("speculation", "schedule"): [
         {"start": 1, "end": 8, "k": 3}, {"start": 9, "end": 64, "k": 1},
         {"start": 65, "end": 256, "k": 0}]})
-    assert _bench_levels(pair) == [1, 8, 9, 64, 65]
+    # every range's ends, the last one's too (the deployment holds 256)
+    assert _bench_levels(pair) == [1, 8, 9, 64, 65, 256]
     static = variant(pair, {("speculation", "schedule"): "static"})
     assert _bench_levels(static) == [1, 4, 16]
+
+
+def test_bench_levels_stop_at_what_the_deployment_holds() -> None:
+    from specpair.engines.schedule_model import ResolvedSchedule, ScheduledRange
+    from specpair.schedule import bench_levels
+
+    schedule = ResolvedSchedule(source="pinned", ranges=[
+        ScheduledRange(start=1, end=8, k=3, candidates=[3]),
+        ScheduledRange(start=9, end=64, k=1, candidates=[1]),
+        ScheduledRange(start=65, end=256, k=0, candidates=[0])])
+    assert bench_levels(schedule, 256) == [1, 8, 9, 64, 65, 256]
+    # 32 running requests at most: the 9-64 range ends there, the next never starts
+    assert bench_levels(schedule, 32) == [1, 8, 9, 32]
+    assert bench_levels(schedule, 1) == [1]
+
+
+def test_the_static_variant_is_the_schedules_largest_k_without_it() -> None:
+    from specpair.schedule import static_variant
+
+    pair = variant(loaded_at_scale(), {("speculation", "schedule"): [
+        {"start": 1, "end": 8, "k": 2}, {"start": 9, "end": 256, "k": 1}]})
+    fixed = static_variant(pair)
+    assert fixed is not None and fixed.schedule is None
+    assert fixed.runbook.speculation.schedule is None
+    assert fixed.runbook.speculation.num_speculative_tokens == 2
+    assert static_variant(variant(pair, {("speculation", "schedule"): "static"})) is None
 
 
 def test_a_schedule_the_budget_cannot_derive_is_a_located_launch_error() -> None:

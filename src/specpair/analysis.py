@@ -27,7 +27,7 @@ from specpair.findings import Finding
 from specpair.latency import LatencyModel, model
 from specpair.launch import Launch, build_for
 from specpair.resolve import ResolvedPair
-from specpair.schedule import ScheduleReport, attach, report
+from specpair.schedule import ScheduleReport, attach, report, static_variant
 from specpair.staging import StagingPlan, plan
 
 if TYPE_CHECKING:  # the planner is imported when the site first asks for a plan
@@ -38,10 +38,14 @@ if TYPE_CHECKING:  # the planner is imported when the site first asks for a plan
 class Launches:
     """The launch of the runbook's release and of the newest release of every other engine
     (`engines.registry.rendered_for`), and the runbook engine's launch without speculation
-    (the baseline)."""
+    (the baseline); under a speculation schedule also the same pair at the schedule's
+    largest K without it (`schedule.static_variant`: what `specpair bench` compares with).
+    """
 
     by_engine: dict[str, Launch]
     baseline: Launch
+    static: Launch | None = None
+    static_k: int | None = None
 
 
 class Analysis:
@@ -76,7 +80,12 @@ class Analysis:
         if errors:
             raise SpecpairError([Problem(pair.location(p.field), p.message, p.hint)
                                  for p in errors])
-        return Launches(by_engine, build_for(pair, pair.engine, speculate=False))
+        fixed = static_variant(pair)
+        static = build_for(fixed, pair.engine) if fixed is not None else None
+        if static is None or static.errors or fixed is None:
+            return Launches(by_engine, build_for(pair, pair.engine, speculate=False))
+        return Launches(by_engine, build_for(pair, pair.engine, speculate=False), static,
+                        fixed.runbook.speculation.num_speculative_tokens)
 
     @cached_property
     def thresholds(self) -> alerts.Thresholds:

@@ -375,8 +375,12 @@ def _bench(args: argparse.Namespace) -> int:
                     args.spec.rstrip("/"), args.concurrency, args.time_limit, args.workloads,
                     Path(args.sarif) if args.sarif else None, _display(root, Path(args.runbook)))
     levels: list[int] = args.concurrency or _bench_levels(pair)
+    static = args.static.rstrip("/") if args.static else None
+    if static is None and pair.runbook.speculation.schedule is not None:
+        print("note: the schedule is not compared with its static K: start the generated "
+              "launch-*-static.sh and pass its URL with --static", file=sys.stderr)
     measurement = run(pair, args.baseline.rstrip("/"), args.spec.rstrip("/"), levels,
-                      args.time_limit, folder=folder, only=args.workloads)
+                      args.time_limit, folder=folder, only=args.workloads, static=static)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     record = folder / MEASUREMENTS_DIR / f"{stamp}.json"
     with exclusive(root):  # a build running meanwhile would write the card of before
@@ -392,11 +396,15 @@ def _bench(args: argparse.Namespace) -> int:
 
 def _bench_levels(pair: ResolvedPair) -> list[int]:
     """Without --concurrency: 1, 4, 16; under a speculation schedule the concurrencies it
-    switches at, so the record shows each K where the schedule hands over."""
-    from specpair.schedule import attach, switch_points
+    switches at (every range's ends, up to what the deployment holds), so the record shows
+    each K where the schedule hands over."""
+    from specpair.budget import compute
+    from specpair.schedule import attach, bench_levels, max_batch
 
     scheduled = attach(pair)
-    return switch_points(scheduled.schedule) if scheduled.schedule is not None else [1, 4, 16]
+    if scheduled.schedule is None:
+        return [1, 4, 16]
+    return bench_levels(scheduled.schedule, max_batch(compute(scheduled)))
 
 
 def _regenerate(root: Path, runbook: str) -> None:
@@ -407,9 +415,16 @@ def _regenerate(root: Path, runbook: str) -> None:
 
     pair = _one_pair(root, runbook)
     generated = Path(_display(root, Path(os.path.abspath(runbook)).parent)) / GENERATED_DIR
+    written = set()
     for rel, content in render(root, [pair]).files.items():
         if rel.parent == generated:
             atomic_write(root / rel, content)
+            written.add(rel.name)
+    # an output the pair no longer has goes, as the build removes it (a schedule that the
+    # record turns to K = 0 everywhere has no static-K launch any more)
+    for path in sorted((root / generated).iterdir()):
+        if path.is_file() and path.name not in written:
+            path.unlink()
 
 
 def _slo(args: argparse.Namespace) -> int:
@@ -623,10 +638,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("runbook", help="runbook file")
     p.add_argument("--baseline", required=True, help="URL of the target-only server")
     p.add_argument("--spec", required=True, help="URL of the speculative server")
+    p.add_argument("--static", help="under a speculation schedule: URL of the same pair at "
+                   "the schedule's largest K without it (generated launch-*-static.sh), "
+                   "measured beside the two others; the card says which wins where")
     p.add_argument("--concurrency", type=_levels, default=None,
                    help="comma-separated levels (default 1,4,16; under a speculation "
-                   "schedule the concurrencies it switches at; with --against the "
-                   "record's)")
+                   "schedule the concurrencies it switches at, up to the deployment's "
+                   "max running requests; with --against the record's)")
     p.add_argument("--time-limit", type=float, default=600.0,
                    help="seconds per run (server × workload × concurrency)")
     p.add_argument("--workloads", type=lambda t: {x for x in t.split(",") if x},

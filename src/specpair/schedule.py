@@ -369,8 +369,28 @@ def break_even_by_concurrency(pair: ResolvedPair, latency_curve: list[tuple[int,
     return out
 
 
-def switch_points(schedule: ResolvedSchedule) -> list[int]:
-    """The concurrencies a schedule switches at: each range's first and last batch (the
-    load on either side of every change of K), for `specpair bench` to measure there."""
-    points = {r.start for r in schedule.ranges} | {r.end for r in schedule.ranges[:-1]}
+def static_variant(pair: ResolvedPair) -> ResolvedPair | None:
+    """The pair at its schedule's largest K as a static `num_speculative_tokens`, without
+    the schedule: what `specpair bench` runs the schedule against (None without one). Its
+    SLO is carried to that depth as `at_depth` carries it."""
+    scheduled = attach(pair)
+    if scheduled.runbook.speculation.schedule is None or scheduled.schedule is None:
+        return None
+    k = scheduled.schedule.max_k
+    if k == 0:  # drafting off everywhere: the static variant would be the baseline
+        return None
+    try:
+        return at_depth(scheduled, k)
+    except AssertionError:  # no SLO at that depth: keep the runbook's
+        spec = scheduled.runbook.speculation.model_copy(
+            update={"num_speculative_tokens": k, "schedule": None})
+        return scheduled.model_copy(update={"runbook": scheduled.runbook.model_copy(
+            update={"speculation": spec}), "schedule": None})
+
+
+def bench_levels(schedule: ResolvedSchedule, holds: int) -> list[int]:
+    """`specpair bench`'s default concurrencies under a schedule: every range's ends (the
+    load on either side of each change of K, and where the last range stops), bounded by
+    the most requests the deployment holds (`holds`, its max running requests)."""
+    points = {min(p, holds) for r in schedule.ranges for p in (r.start, r.end)}
     return sorted(points)

@@ -13,7 +13,9 @@ __all__ = ["Cell", "Measurement", "Protocol", "RunResult", "Stats", "percentile"
 
 
 class RunResult(Strict):
-    server: str = Field(description="baseline or speculative")
+    server: str = Field(description="baseline (the target alone), speculative (the pair as "
+                                    "the runbook launches it: its schedule when it has one) "
+                                    "or static (the pair at the schedule's largest K)")
     requests: int
     succeeded: int
     failed: int
@@ -45,6 +47,10 @@ class Cell(Strict):
     concurrency: int
     baseline: RunResult
     speculative: RunResult
+    static: RunResult | None = Field(
+        default=None, description="the pair at its schedule's largest K without the "
+                                  "schedule (`specpair bench --static`); absent without one "
+                                  "and in records made before it was measured")
     replay: ReplayCell | None = Field(
         default=None, description="a replay workload: per-request outcomes and per-class "
                                   "statistics of both servers (no prompt text)")
@@ -62,6 +68,11 @@ class Protocol(Strict):
     concurrency: list[int]
     baseline_url: str
     speculative_url: str
+    static_url: str | None = Field(default=None, description="the static-K server's URL")
+    servers: dict[str, str] = Field(
+        default_factory=dict,
+        description="role → what that server ran: baseline, speculative, static (empty in "
+                    "records made before it was recorded: baseline and speculative then)")
     minimal_request: dict[str, object] = Field(
         description="one successful request and the start of its answer")
 

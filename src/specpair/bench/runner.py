@@ -45,28 +45,69 @@ def served_model(url: str) -> str:
     return str(data[0]["id"])
 
 
-def check_servers(pair: ResolvedPair, baseline: str, spec: str) -> None:
+def check_servers(pair: ResolvedPair, baseline: str, spec: str,
+                  static: tuple[ResolvedPair, str] | None = None) -> None:
+    """`static`: the pair at its schedule's largest K and the URL of its server."""
     release = pair.release
+    checked = [(pair, spec)] + ([static] if static is not None else [])
+    url = baseline
     try:
         metrics.check_baseline_server(scrape(baseline), release.metrics)
-        metrics.check_speculative_server(scrape(spec), release.metrics,
-                                         expected_k=release.bench.draft_positions(pair))
-        release.bench.check_server(pair, lambda path: dict(_get(spec, path).json()))
+        for variant, url in checked:
+            metrics.check_speculative_server(
+                scrape(url), release.metrics,
+                expected_k=release.bench.draft_positions(variant))
+            release.bench.check_server(variant, _getter(url))
     except metrics.FallbackError as exc:
-        raise SpecpairError.single(spec, f"unexpected fallback: {exc}",
+        raise SpecpairError.single(url, f"unexpected fallback: {exc}",
                                    "start the servers from the generated launch scripts") from None
+
+
+def _getter(url: str) -> Callable[[str], dict[str, Any]]:
+    def get(path: str) -> dict[str, Any]:
+        return dict(_get(url, path).json())
+    return get
+
+
+def describe(pair: ResolvedPair, static_pair: ResolvedPair | None) -> dict[str, str]:
+    """What each server of a record ran (`Protocol.servers`)."""
+    spec = pair.runbook.speculation
+    if pair.schedule is not None and spec.schedule is not None:
+        ranges = ", ".join(f"{r.start}-{r.end}: K={r.k}" for r in pair.schedule.ranges)
+        ran = f"the pair with its speculation schedule ({ranges})"
+    else:
+        ran = f"the pair at K = {spec.num_speculative_tokens}"
+    out = {"baseline": "the target alone (no speculation)", "speculative": ran}
+    if static_pair is not None:
+        out["static"] = (f"the pair at static K = "
+                         f"{static_pair.runbook.speculation.num_speculative_tokens} (the "
+                         "schedule's largest), without the schedule")
+    return out
 
 
 def run(pair: ResolvedPair, baseline: str, spec: str, concurrency: list[int],
         time_limit_s: float = 600.0, say: Callable[[str], None] | None = None,
-        folder: Path | None = None, only: set[str] | None = None) -> Measurement:
+        folder: Path | None = None, only: set[str] | None = None,
+        static: str | None = None) -> Measurement:
     """`folder`: the runbook's, which replay files are relative to; `only`: the workloads
-    to run (default all)."""
+    to run (default all); `static`: the URL of the pair at its schedule's largest K
+    without the schedule (`launch-<engine>-static.sh`), measured beside the two others
+    on generated workloads."""
+    from specpair.schedule import attach, static_variant
+
     say = say or (lambda text: print(text, file=sys.stderr, flush=True))
+    pair = attach(pair)
     rb = pair.runbook
     extras = pair.release.bench.request_extras
-    check_servers(pair, baseline, spec)
-    models = {"baseline": served_model(baseline), "speculative": served_model(spec)}
+    static_pair = static_variant(pair) if static is not None else None
+    if static is not None and static_pair is None:
+        raise SpecpairError.single(static, "--static: the runbook has no speculation "
+                                   "schedule to compare with a static K",
+                                   "drop --static, or set speculation.schedule")
+    check_servers(pair, baseline, spec,
+                  (static_pair, static) if static_pair is not None and static else None)
+    urls = {"baseline": baseline, "speculative": spec} | ({"static": static} if static else {})
+    models = {role: served_model(url) for role, url in urls.items()}
     started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     cells: list[Cell] = []
     minimal: dict[str, Any] = {}
@@ -89,7 +130,7 @@ def run(pair: ResolvedPair, baseline: str, spec: str, concurrency: list[int],
         prompt_sets[workload.name] = fingerprint(requests)
         for c in concurrency:
             results = {}
-            for role, url in (("baseline", baseline), ("speculative", spec)):
+            for role, url in urls.items():
                 before = scrape(url)
                 label = f"{workload.name} c={c} {role}"
 
@@ -103,7 +144,7 @@ def run(pair: ResolvedPair, baseline: str, spec: str, concurrency: list[int],
                 except ValueError as exc:
                     raise SpecpairError.single(url, f"unreadable speculative counters: {exc}",
                                                "rerun against a server that stays up") from None
-                if role == "speculative" and (delta is None or not delta.verify_steps):
+                if role != "baseline" and (delta is None or not delta.verify_steps):
                     raise SpecpairError.single(
                         url, "unexpected fallback: the speculative counters did not move "
                         "during the run", "check the server log for a disabled draft")
@@ -116,7 +157,8 @@ def run(pair: ResolvedPair, baseline: str, spec: str, concurrency: list[int],
                                                         stream=False),
                                    "answer_start": first.text[:200]}
             cells.append(Cell(workload=workload.name, concurrency=c,
-                              baseline=results["baseline"], speculative=results["speculative"]))
+                              baseline=results["baseline"], speculative=results["speculative"],
+                              static=results.get("static")))
     protocol = Protocol(
         pair=pair.name, engine=pair.engine,
         target=_source(pair, "target"),
@@ -129,6 +171,7 @@ def run(pair: ResolvedPair, baseline: str, spec: str, concurrency: list[int],
         | ({"replay": "each captured request's own sampling and stop rule, streamed"}
            if any(w.kind == "replay" for w in chosen) else {}),
         concurrency=concurrency, baseline_url=baseline, speculative_url=spec,
+        static_url=static, servers=describe(pair, static_pair),
         minimal_request=minimal or {"withheld": "replay workloads only: no prompt text "
                                                 "goes into a record"})
     return Measurement(started_at=started, protocol=protocol, cells=cells)

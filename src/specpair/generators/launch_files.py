@@ -54,9 +54,12 @@ def word(arg: str | EnvRef) -> str:
 
 
 def shell_script(pair: ResolvedPair, launch: Launch, primary: bool,
-                 baseline: bool = False) -> str:
+                 baseline: bool = False, static_k: int | None = None) -> str:
     role = ("Baseline for the measurement protocol: the same server without speculation."
-            if baseline else "The runbook's engine." if primary else
+            if baseline else
+            f"Static K for the measurement protocol: the same pair at K = {static_k} (the "
+            "schedule's largest) without its schedule; `specpair bench --static`."
+            if static_k is not None else "The runbook's engine." if primary else
             "A translation to another engine: not budgeted, not gated.")
     lines = ["#!/usr/bin/env bash",
              f"# {cell_text(pair.runbook.pair.title)}: {launch.engine} server.",
@@ -316,5 +319,11 @@ def generate(a: Analysis) -> dict[str, bytes]:
                 pair, baseline, primary, baseline=True).encode()
             index["baseline"] = {"script": f"launch-{slug(engine)}-baseline.sh",
                                  **args_data(baseline)}
+            static, k = launches.static, launches.static_k
+            if static is not None and k is not None:
+                files[f"launch-{slug(engine)}-static.sh"] = shell_script(
+                    pair, static, primary, static_k=k).encode()
+                index["static"] = {"script": f"launch-{slug(engine)}-static.sh",
+                                   "num_speculative_tokens": k, **args_data(static)}
     files["args.json"] = dump_json(index)
     return files
