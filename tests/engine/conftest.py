@@ -31,15 +31,12 @@ def parse(engine: str, argvs: list[list[str]], release: str | None = None
           ) -> list[dict[str, object]]:
     """The verdicts of `release`'s own parser (default: the newest release of `engine`,
     or of vllm for `vllm-config`)."""
-    from tests.engine import releases
+    from tests.engine import releases, workers
 
     label = release or {"sglang": "sglang 0.5.23"}.get(engine, "vllm 0.33.0")
-    env = {**os.environ, **releases.env(label)}
-    result = subprocess.run([sys.executable, str(HERE / "parse_argv.py"), engine],
-                            input=json.dumps(argvs), capture_output=True, text=True, env=env,
-                            check=False, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    verdicts: list[dict[str, object]] = json.loads(result.stdout.strip().splitlines()[-1])
+    verdicts: list[dict[str, object]] = workers.call(
+        "parse_argv", engine.replace("-", "_"), releases.env(label), argvs, timeout=300)
+    assert len(verdicts) == len(argvs)
     return verdicts
 
 
@@ -120,6 +117,15 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     global _lane
     _lane = lane_of(item.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    from tests.engine import workers
+
+    if workers.STARTED["calls"]:  # a serial run (xdist workers report no summary)
+        terminalreporter.write_line(
+            f"engine harness: {workers.STARTED['calls']} calls in "
+            f"{workers.STARTED['processes']} processes (tests/engine/workers.py)")
 
 
 def assert_engine_lane(what: object) -> None:
