@@ -255,11 +255,11 @@ def _engine_venv(session: nox.Session) -> dict[str, str]:
     # the sglang parser imports with the CPU torch; only these few of its deps are needed
     # (gguf: its quantization registry, imported by ModelConfig for the KV-pool oracle)
     session.install("--no-deps", SGLANG)
-    session.install("orjson", "ipython")
-    # SGLang's ModelConfig (the mutation oracle) imports its GGUF loader, pure Python
-    session.install("gguf==0.19.0")
-    # the step model's bounded fit (specpair calibrate, the planner on a pair's records)
-    session.install("scipy==1.17.1")
+    # in one pip run (each run resolves against the whole 3 GB venv again): SGLang's
+    # parser's orjson and ipython; gguf, since SGLang's ModelConfig (the mutation oracle)
+    # imports its GGUF loader, pure Python; scipy for the step model's bounded fit
+    # (specpair calibrate, the planner on a pair's records)
+    session.install("orjson", "ipython", "gguf==0.19.0", "scipy==1.17.1")
     # the other releases' Python sources (no compiled parts) for their parsers, configs
     # and KV planning
     tmp = Path(session.create_tmp())

@@ -7,12 +7,14 @@ session unpacks them into.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -129,11 +131,28 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 def assert_engine_lane(what: object) -> None:
-    """An engine starts only in the engine lane: elsewhere it would start beside another
-    (two at once on two cores) and outside the order the lane keeps."""
+    """An engine starts only in the engine lane, and that lane is one xdist worker:
+    elsewhere it would start beside another (two at once on two cores), outside the order
+    the lane keeps, and the session's servers would start once per worker."""
     assert _lane in (None, ENGINE_LANE), (
         f"{what} starts an engine in a test outside the engine lane ({_lane}): add its "
         f"file to ENGINE_FILES (tests/engine/conftest.py)")
+    worker, run = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get(
+        "PYTEST_XDIST_TESTRUNUID")
+    if worker is None or run is None:
+        return
+    # the first worker to start an engine claims the lane (link: atomic, fails if claimed)
+    claim = Path(tempfile.gettempdir()) / f"specpair-engine-lane-{run}"
+    if not claim.exists():
+        mine = claim.with_name(f"{claim.name}.{worker}")
+        mine.write_text(worker)
+        with contextlib.suppress(FileExistsError):
+            os.link(mine, claim)
+        mine.unlink()
+    owner = claim.read_text()
+    assert owner == worker, (
+        f"{what}: engines start on xdist workers {owner} and {worker}; the engine lane "
+        f"must be one worker (`--dist loadscope` with conftest.pytest_xdist_make_scheduler)")
 
 
 def start(script: Path, log: Path) -> subprocess.Popen[bytes]:
