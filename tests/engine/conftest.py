@@ -101,18 +101,27 @@ def lane_of(nodeid: str) -> str:
     return ENGINE_LANE if module.rsplit("/", 1)[-1] in ENGINE_FILES else module
 
 
-def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
-    """xdist's scope scheduling over the lanes (with `--dist loadscope`): a scope runs
-    whole on one worker, the engine lane (the most tests) first."""
-    if config.getvalue("dist") != "loadscope":
-        return None
-    from xdist.scheduler import LoadScopeScheduling
+class LaneScheduling:
+    """The xdist hook (a plugin registered only with xdist active: pytest refuses an
+    unknown hook in a conftest, and `-p no:xdist` or a venv without it must still run)."""
 
-    class Lanes(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return lane_of(nodeid)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: object) -> object:
+        """xdist's scope scheduling over the lanes (with `--dist loadscope`): a scope
+        runs whole on one worker, the engine lane (the most tests) first."""
+        if config.getvalue("dist") != "loadscope":
+            return None
+        from xdist.scheduler import LoadScopeScheduling
 
-    return Lanes(config, log)
+        class Lanes(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                return lane_of(nodeid)
+
+        return Lanes(config, log)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(LaneScheduling(), "specpair-engine-lanes")
 
 
 @pytest.hookimpl(tryfirst=True)
