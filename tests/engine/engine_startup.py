@@ -187,7 +187,8 @@ def _gpu_runtime_stub() -> None:
 
 
 def sglang(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    sys.meta_path.insert(0, TorchvisionStandIn())
+    if not any(isinstance(finder, TorchvisionStandIn) for finder in sys.meta_path):
+        sys.meta_path.insert(0, TorchvisionStandIn())  # once per process (workers.py)
     from sglang.srt.configs.model_config import ModelConfig
     from sglang.srt.server_args import prepare_server_args
 

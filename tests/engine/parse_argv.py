@@ -7,8 +7,9 @@ Run inside the engines session (where the engine packages are installed):
 
 Input: a JSON list of argv lists (each starting with the program, e.g. `sglang serve`).
 Output: a JSON list of {"ok": bool, "error": str, "version": str, ...} in the same order.
-The parser is built once, so each argv costs one parse. argparse exits on bad input; that
-exit is caught and its message kept.
+The parser is built once per list, so each argv costs one parse; the tests call `sglang`,
+`vllm` and `vllm_config` in a long-lived process per release (tests/engine/workers.py).
+argparse exits on bad input; that exit is caught and its message kept.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def sglang(argvs: list[list[str]]) -> list[dict[str, Any]]:
     from engine_startup import TorchvisionStandIn  # this script's folder is on sys.path
 
     # 0.5.18's sglang.srt.utils imports torchvision at module level (TORCHVISION_IMPORT_STUB)
-    sys.meta_path.insert(0, TorchvisionStandIn())
+    if not any(isinstance(finder, TorchvisionStandIn) for finder in sys.meta_path):
+        sys.meta_path.insert(0, TorchvisionStandIn())  # once per process (workers.py)
     import sglang
     from sglang.srt.arg_groups.speculative_hook import _resolve_speculative_algorithm_alias
     from sglang.srt.server_args import ServerArgs

@@ -179,22 +179,40 @@ def size(argv: list[str], rest_gib: float, resolve_speculative: bool = False
     }
 
 
-def run(sizer: Callable[[list[str], float, bool], dict[str, Any]]) -> None:
-    """Each case of stdin through `sizer`, one JSON list of results on stdout."""
+def size_all(sizer: Callable[[list[str], float, bool], dict[str, Any]],
+             cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each case through `sizer`, in order; a case's exception is its result."""
     results = []
-    for case in json.loads(sys.stdin.read()):
+    for case in cases:
         try:
             results.append(sizer(case["argv"], float(case["rest_gib"]),
                                  bool(case.get("resolve_speculative"))))
         except Exception as error:  # reported per case to the test
             results.append({"ok": False, "error": f"{type(error).__name__}: {error}",
                             "trace": traceback.format_exc(limit=6)[-2000:]})
-    print(json.dumps(results))
+    return results
+
+
+def run(sizer: Callable[[list[str], float, bool], dict[str, Any]]) -> None:
+    """Each case of stdin through `sizer`, one JSON list of results on stdout."""
+    print(json.dumps(size_all(sizer, json.loads(sys.stdin.read()))))
+
+
+@functools.cache
+def _set_up() -> None:
+    _install_torchvision_placeholder()
+    _register_cuda_quantization()
+
+
+def batch(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The cases of one call in a long-lived process (tests/engine/workers.py): the
+    stand-ins once, then each case as main() sizes it."""
+    _set_up()
+    return size_all(size, cases)
 
 
 def main() -> None:
-    _install_torchvision_placeholder()
-    _register_cuda_quantization()
+    _set_up()
     run(size)
 
 

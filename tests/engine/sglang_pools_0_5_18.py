@@ -36,6 +36,7 @@ model runner's order (model_executor/model_runner.py:576-604, :647-658):
 
 from __future__ import annotations
 
+import functools
 import socket
 from typing import Any
 
@@ -46,6 +47,7 @@ from sglang_pools import (
     _register_cuda_quantization,
     parser_defaults,
     run,
+    size_all,
 )
 
 
@@ -167,7 +169,8 @@ def size(argv: list[str], rest_gib: float, resolve_speculative: bool = False
         }
 
 
-def main() -> None:
+@functools.cache
+def _set_up() -> None:
     _install_torchvision_placeholder()
     _register_cuda_quantization()
     _gpu_runtime_stub()
@@ -175,6 +178,17 @@ def main() -> None:
 
     server_args_module.is_cuda = lambda: True  # GPU_RUNTIME_STUB: the platform check
     _one_rank_group()
+
+
+def batch(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The cases of one call in a long-lived process (tests/engine/workers.py): the
+    stand-ins and the one-rank group once, then each case as main() sizes it."""
+    _set_up()
+    return size_all(size, cases)
+
+
+def main() -> None:
+    _set_up()
     run(size)
 
 

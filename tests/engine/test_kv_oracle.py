@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -25,7 +22,7 @@ from specpair.engines.sglang_0_5_23 import launch as sglang_launch
 from specpair.errors import SpecpairError
 from specpair.geometry import NotModelled
 from specpair.launch import EnvRef
-from tests.engine import releases
+from tests.engine import releases, workers
 from tests.engine.conftest import HERE
 from tests.engine.corpus import (
     BUNDLED,
@@ -72,11 +69,11 @@ REST_GIB = KV_BUDGET / (1 << 30)
 
 def run_engine(script: str, cases: list[dict[str, Any]], env: dict[str, str] | None = None
                ) -> list[dict[str, Any]]:
-    result = subprocess.run([sys.executable, str(HERE / script)], input=json.dumps(cases),
-                            capture_output=True, text=True, check=False, timeout=3000,
-                            env={**os.environ, **(env or {})})
-    assert result.returncode == 0, result.stderr[-4000:]
-    found: list[dict[str, Any]] = json.loads(result.stdout.strip().splitlines()[-1])
+    """The results of `script`'s own sizing (its `batch`) for `cases`, in a long-lived
+    process for the script and `env` (tests/engine/workers.py)."""
+    assert (HERE / script).is_file(), script
+    found: list[dict[str, Any]] = workers.call(script.removesuffix(".py"), "batch", env or {},
+                                               cases, timeout=3000)
     assert len(found) == len(cases)
     return found
 

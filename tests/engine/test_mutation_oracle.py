@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,8 +35,8 @@ from specpair.resolve import resolve
 from specpair.runbooks import LoadedRunbook, load_lock
 from specpair.schema.lock import Lock
 from specpair.schema.runbook import Runbook
-from tests.engine import releases
-from tests.engine.conftest import HERE, REPO
+from tests.engine import releases, workers
+from tests.engine.conftest import REPO
 
 CONFIGS = REPO / "tests" / "fixtures" / "configs"
 Edit = Callable[[dict[str, Any]], None]
@@ -364,13 +361,11 @@ def evaluate(variant: Variant, root: Path) -> Outcome:
 
 
 def startup(release: str, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    env = {**os.environ, **releases.env(release)}
-    result = subprocess.run([sys.executable, str(HERE / "engine_startup.py"),
-                             release.split()[0]],
-                            input=json.dumps(cases), capture_output=True, text=True, env=env,
-                            check=False, timeout=1800)
-    assert result.returncode == 0, result.stderr[-4000:]
-    verdicts: list[dict[str, Any]] = json.loads(result.stdout.strip().splitlines()[-1])
+    """engine_startup.py's verdicts, in a long-lived process per release
+    (tests/engine/workers.py)."""
+    verdicts: list[dict[str, Any]] = workers.call(
+        "engine_startup", release.split()[0], releases.env(release), cases, timeout=1800)
+    assert len(verdicts) == len(cases)
     return verdicts
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from specpair.staging_log import EXIT_STATUS
-from tests.engine.conftest import free_port, stop
+from tests.engine.conftest import assert_engine_lane, free_port, stop
 from tests.hubserver import HubServer, files_of
 from tests.hubserver import Repo as HubRepo
 
@@ -113,6 +113,7 @@ def start(repo: Repo, work: Path) -> tuple[int | None, str, Path]:
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):  # the script sets what it needs
         env.pop(name, None)
     script = repo.folder / "generated" / "stage-and-launch.sh"
+    assert_engine_lane(script)
     process = subprocess.Popen(["bash", str(script)], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, env=env, text=True, cwd=work,
                                start_new_session=True)

@@ -44,6 +44,7 @@ Stand-ins, because no GPU runs here (each named where it is used):
 
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import importlib.machinery
 import json
@@ -315,7 +316,8 @@ def missing_module(target: str) -> str | None:
     return None
 
 
-def main() -> None:
+@functools.cache
+def _set_up() -> None:
     import importlib.util
 
     import vllm.config
@@ -327,15 +329,25 @@ def main() -> None:
     # after the engine's core is imported, so that only the model files see it
     if importlib.util.find_spec("torchvision") is None:  # NO_TORCHVISION
         sys.meta_path.append(InertModules("torchvision"))
+
+
+def batch(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each case's plan (a case's exception is its result); the stand-ins once per
+    process, which the tests keep for the next call (tests/engine/workers.py)."""
+    _set_up()
     results = []
-    for case in json.loads(sys.stdin.read()):
+    for case in cases:
         try:
             results.append(plan(case))
         except Exception as error:  # reported per case to the test
             results.append({"ok": False, "error": f"{type(error).__name__}: {error}",
                             "trace": traceback.format_exc(limit=8)[-3000:],
                             "missing_module": missing_module(case["target"])})
-    print(json.dumps(results))
+    return results
+
+
+def main() -> None:
+    print(json.dumps(batch(json.loads(sys.stdin.read()))))
 
 
 if __name__ == "__main__":
