@@ -8,15 +8,21 @@ runbook changed. Reports seconds per pair for N = 10, 100, wall clock and this p
 CPU time (the CPU column is the one to compare on a shared machine); the goal is linear
 scaling and < 0.1 s per pair at N = 100. The synthetic pairs are static (SGLang DFlash);
 the last line is the repository's own examples, cold, where the scheduled pairs (a derived
-speculation schedule per planner candidate) and the larger models are.
+speculation schedule per planner candidate) and the larger models are. Each figure is the
+best of --repeat runs (as build_scale.py reports), each run in a fresh interpreter so that no
+run finds what another left in specpair's in-process memos (a second cold render of the
+examples in one process cost 0.33 s per pair against 0.47–0.51 in a new one): one cold run of
+the same code varied by ±25% on the shared 2-core machine.
 
-    python benchmarks/site_scale.py [--sizes 10,100] [--no-cache] [--no-examples]
+    python benchmarks/site_scale.py [--sizes 10,100] [--repeat 3] [--no-cache] [--no-examples]
 """
 
 from __future__ import annotations
 
 import argparse
 import inspect
+import json
+import subprocess
 import sys
 import tempfile
 import time
@@ -30,6 +36,7 @@ from specpair import site
 from specpair.build import load_pairs
 
 Cost = tuple[float, float]  # wall seconds, CPU seconds
+Costs = tuple[Cost, ...]
 
 
 def render(root: Path, cache: Path | None) -> Cost:
@@ -42,7 +49,26 @@ def render(root: Path, cache: Path | None) -> Cost:
     return time.perf_counter() - start, time.process_time() - cpu
 
 
-def measure(n: int, use_cache: bool) -> tuple[Cost, Cost, Cost]:
+def fresh(repeat: int, task: str, *args: str) -> Costs:
+    """`task` (measure N, or examples) in `repeat` new interpreters; per figure, the run with
+    the least CPU (the others paid for what else the machine was doing)."""
+    runs = []
+    for _ in range(repeat):
+        out = subprocess.run([sys.executable, __file__, "--one", task, *args],
+                             check=True, capture_output=True, text=True).stdout
+        runs.append([(float(wall), float(cpu))
+                     for wall, cpu in json.loads(out.splitlines()[-1])])
+    return tuple(min((run[i] for run in runs), key=lambda cost: cost[1])
+                 for i in range(len(runs[0])))
+
+
+def one(task: str, args: list[str]) -> Costs:
+    if task == "examples":
+        return (render(REPO, None),)
+    return measure(int(args[0]), args[1] == "cache")
+
+
+def measure(n: int, use_cache: bool) -> Costs:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         make_tree(root, n)
@@ -58,24 +84,30 @@ def measure(n: int, use_cache: bool) -> tuple[Cost, Cost, Cost]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,100")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="fresh-interpreter runs per figure; the least CPU is reported")
     parser.add_argument("--no-cache", action="store_true",
                         help="render without the page cache (every run is cold)")
+    parser.add_argument("--one", nargs="+", help=argparse.SUPPRESS)  # one run, as JSON
     parser.add_argument("--no-examples", action="store_true",
                         help="skip the repository's own examples")
     args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one(args.one[0], args.one[1:])))
+        return
     sizes = [int(s) for s in args.sizes.split(",")]
     print("s/pair, wall (CPU)")
     print(f"{'N':>5} {'cold':>16} {'warm':>16} {'1 changed':>16}")
     per_pair = []
     for n in sizes:
-        costs = measure(n, not args.no_cache)
+        costs = fresh(args.repeat, "measure", str(n), "no-cache" if args.no_cache else "cache")
         per_pair.append(costs[0][1] / n)
         print(f"{n:>5} " + " ".join(f"{f'{w / n:.3f} ({c / n:.3f})':>16}" for w, c in costs))
     print(f"scaling: cold CPU per pair at N={sizes[-1]} is "
           f"{per_pair[-1] / per_pair[0]:.2f}x that at N={sizes[0]} (1.0 = linear)")
     if not args.no_examples:
         n = len(load_pairs(REPO))
-        wall, cpu = render(REPO, None)
+        ((wall, cpu),) = fresh(args.repeat, "examples")
         print(f"examples (runbooks/, {n} pairs), cold: {wall / n:.3f} ({cpu / n:.3f}) s/pair")
 
 
