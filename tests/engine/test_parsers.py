@@ -17,8 +17,9 @@ def example_argvs() -> dict[str, list[tuple[str, list[str]]]]:
     for path in sorted(REPO.glob("runbooks/*/generated/args.json")):
         index = json.loads(path.read_text())
         entries = [(e, data) for e, data in index["engines"].items() if data["generated"]]
-        if "baseline" in index:
-            entries.append((index["runbook_engine"], index["baseline"]))
+        # the target alone, and a scheduled pair at its static K (what `bench --static` runs)
+        entries += [(index["runbook_engine"], index[role]) for role in ("baseline", "static")
+                    if role in index]
         for engine, data in entries:
             argv = [a if isinstance(a, str) else "0" for a in data["argv"]]
             found[engine].append((f"{path.parent.parent.name} {engine}", argv))
