@@ -379,13 +379,14 @@ def static_variant(pair: ResolvedPair) -> ResolvedPair | None:
     k = scheduled.schedule.max_k
     if k == 0:  # drafting off everywhere: the static variant would be the baseline
         return None
-    try:
+    if by_depth(scheduled)[1].tau(k) is not None:
         return at_depth(scheduled, k)
-    except AssertionError:  # no SLO at that depth: keep the runbook's
-        spec = scheduled.runbook.speculation.model_copy(
-            update={"num_speculative_tokens": k, "schedule": None})
-        return scheduled.model_copy(update={"runbook": scheduled.runbook.model_copy(
-            update={"speculation": spec}), "schedule": None})
+    # no SLO carried to that depth: keep the runbook's (asked, not caught: at_depth's
+    # assertion is an invariant, gone under python -O)
+    spec = scheduled.runbook.speculation.model_copy(
+        update={"num_speculative_tokens": k, "schedule": None})
+    return scheduled.model_copy(update={"runbook": scheduled.runbook.model_copy(
+        update={"speculation": spec}), "schedule": None})
 
 
 def bench_levels(schedule: ResolvedSchedule, holds: int) -> list[int]:
