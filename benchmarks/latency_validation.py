@@ -78,6 +78,11 @@ def report(ev: calibration.Evaluation, rows: bool = True) -> None:
           f"{ev.beyond_full_acceptance}")
     print(f"sweeps in their published direction (depth sweeps: best depth within one step): "
           f"{sum(s.ok for s in ev.sweeps)} of {len(ev.sweeps)}")
+    names: dict[str, list[str]] = {}
+    for r in ev.refused:
+        names.setdefault(r.name, []).append(r.id)
+    print(f"refused by name (not modelled, not predicted): {len(ev.refused)} points"
+          + "".join(f"; {n}: {len(ids)} ({', '.join(ids)})" for n, ids in sorted(names.items())))
 
 
 def _json(ev: calibration.Evaluation) -> dict[str, object]:

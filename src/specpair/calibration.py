@@ -37,7 +37,9 @@ from specpair.stepmodel import (
     Shape,
     StepParams,
     StepTimes,
+    NotModelled as NotModelledDeployment,
     UnknownMethod,
+    deployment_refusal,
     drafter_family,
     fit_bounded,
     link_for,
@@ -245,6 +247,12 @@ class Point(Strict):
         return self.source_id or self.source.split(" (")[0].strip()
 
     @property
+    def refusal(self) -> NotModelledDeployment | None:
+        """The step model's named refusal of this point's deployment (the check a
+        runbook's deployment gets, `stepmodel.deployment_refusal`), or None."""
+        return deployment_refusal(self.tp, 1, self.ep, GPUS_PER_NODE, self.dp_attention)
+
+    @property
     def published_speedup(self) -> float | None:
         if self.baseline_tok_s and self.speculative_tok_s:
             return self.speculative_tok_s / self.baseline_tok_s
@@ -282,6 +290,16 @@ class Fitted(Strict):
 
 class NotModelled(Strict):
     source: str
+    reason: str
+
+
+class RefusedPoint(Strict):
+    """A point whose deployment the step model refuses by name: listed, not predicted
+    (and not fitted on)."""
+
+    id: str
+    source: str
+    name: str
     reason: str
 
 
@@ -611,7 +629,7 @@ def refit(data: CalibrationData, exclude_source: str | None = None,
     that are also fitted."""
     groups: dict[tuple[str, str], list[Point]] = {}
     for pt in data.points:
-        if pt.source_key != exclude_source:
+        if pt.source_key != exclude_source and pt.refusal is None:
             groups.setdefault((family_of(pt.gpu), pt.engine), []).append(pt)
     out = []
     for (family, engine), points in sorted(groups.items()):
@@ -778,6 +796,9 @@ class Evaluation(Strict):
     largest_tau_source: str = Field(default="", description="the source with the most "
                                     "points with a published τ")
     largest_tau_source_points: int = 0
+    refused: list[RefusedPoint] = Field(default_factory=list, description="points whose "
+                                        "deployment the step model refuses by name "
+                                        "(stepmodel.deployment_refusal): not predicted")
     fits: list[Fitted]
 
     @property
@@ -961,6 +982,7 @@ def _predict_rows(points: Sequence[Point], data: CalibrationData,
     on `decay_points` (default: `data.points`), without the point's source when
     `fits_for` is given."""
     decay_points = data.points if decay_points is None else decay_points
+    points = [p for p in points if p.refusal is None]  # refused by name: no number
     # sweep → its first point's τ and per-token acceptance α (None: the model cannot
     # reach that point's speedup even at full acceptance, so α is unknown)
     anchors: dict[str, tuple[float, float | None, float]] = {}
@@ -1095,6 +1117,9 @@ def _baseline_measurements(rows: Sequence[Row]) -> list[float]:
 
 def _summary(mode: Mode, points: Sequence[Point], rows: list[Row],
              fits: list[Fitted]) -> Evaluation:
+    refused = [RefusedPoint(id=p.id, source=p.source_key, name=r.name, reason=r.reason)
+               for p in points if (r := p.refusal) is not None]
+    points = [p for p in points if p.refusal is None]
     known = [r for r in rows if r.ratio is not None and not r.tau_anchored]
     by_source: dict[str, list[Row]] = {}
     for r in known:
@@ -1125,7 +1150,8 @@ def _summary(mode: Mode, points: Sequence[Point], rows: list[Row],
                                      for v in by_source.values()) / len(by_source), 4)
         if by_source else 0.0,
         largest_tau_source=largest,
-        largest_tau_source_points=len(by_source.get(largest, [])), fits=fits)
+        largest_tau_source_points=len(by_source.get(largest, [])), refused=refused,
+        fits=fits)
 
 
 def evaluate(data: CalibrationData | None = None, fits: list[Fitted] | None = None,
