@@ -201,6 +201,10 @@ class Point(Strict):
     speedup_metric: Literal["output_throughput", "e2e_latency", "tpot", "tpot_ratio"] | None \
         = None
     tau_source: str | None = None
+    prompts: int | None = Field(
+        default=None, gt=0, description="requests in the whole benchmark run, where the "
+        "source states it (SpecForge bench_eagle3.py's 'mtbench:20' runs 20 questions): "
+        "a run never holds more than this many at once, whatever its concurrency")
     speculative_max_running_requests: int | None = Field(
         default=None, gt=0, description="the most requests the speculative run decoded at "
         "once per engine instance, where the source's launch command or its engine release "
@@ -216,8 +220,10 @@ class Point(Strict):
 
     @property
     def batch(self) -> int:
-        """Sequences in one forward of one replica (per rank under DP attention)."""
-        return max(1, round(self.concurrency / self.replicas))
+        """Sequences in one forward of one replica (per rank under DP attention); no more
+        than the run has requests (`prompts`)."""
+        batch = max(1, round(self.concurrency / self.replicas))
+        return min(batch, self.prompts) if self.prompts else batch
 
     @property
     def speculative_batch(self) -> int:
