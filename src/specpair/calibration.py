@@ -37,7 +37,6 @@ from specpair.stepmodel import (
     Shape,
     StepParams,
     StepTimes,
-    NotModelled as NotModelledDeployment,
     UnknownMethod,
     deployment_refusal,
     drafter_family,
@@ -45,6 +44,9 @@ from specpair.stepmodel import (
     link_for,
     shape_for,
     step_times,
+)
+from specpair.stepmodel import (
+    NotModelled as NotModelledDeployment,
 )
 
 __all__ = ["TP_ALLREDUCES_PER_LAYER", "shape_for"]
@@ -1123,8 +1125,8 @@ def _baseline_measurements(rows: Sequence[Row]) -> list[float]:
 
 def _summary(mode: Mode, points: Sequence[Point], rows: list[Row],
              fits: list[Fitted]) -> Evaluation:
-    refused = [RefusedPoint(id=p.id, source=p.source_key, name=r.name, reason=r.reason)
-               for p in points if (r := p.refusal) is not None]
+    refused = [RefusedPoint(id=p.id, source=p.source_key, name=why.name, reason=why.reason)
+               for p in points if (why := p.refusal) is not None]
     points = [p for p in points if p.refusal is None]
     known = [r for r in rows if r.ratio is not None and not r.tau_anchored]
     by_source: dict[str, list[Row]] = {}
