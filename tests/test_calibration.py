@@ -519,8 +519,10 @@ def test_a_run_never_holds_more_requests_than_it_has() -> None:
     c16 = next(p for p in data.points if p.id == "specforge339-base-curve-c16")
     assert c64.prompts == 20 and c64.batch == 20 and c16.batch == 16
     rows = {r.id: r for r in calibration.stored_cross_validation().rows}
-    assert rows["specforge339-base-curve-c64"].baseline_ratio == pytest.approx(
-        rows["specforge339-base-curve-c32"].baseline_ratio)
+    # held out, both within ×0.87-×1.15 of the published (×1.28 and ×2.2 at batch 32/64)
+    for c in (32, 64):
+        ratio = rows[f"specforge339-base-curve-c{c}"].baseline_ratio
+        assert ratio is not None and 0.87 <= ratio <= 1.15, (c, ratio)
 
 
 def test_a_moe_prefills_its_prompts_in_chunks_not_a_few_tokens_per_decode_step() -> None:
