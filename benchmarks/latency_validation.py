@@ -147,7 +147,8 @@ def main() -> int:
     report(ins, rows=False)
     elapsed = time.perf_counter() - started
     print(f"\nDone when (leave-one-source-out: ≥80% within the band, baseline median "
-          f"|error| ≤ 12%, every sweep's direction and best depth): "
+          f"|error| ≤ 12% over each published baseline measurement once, every sweep's "
+          f"direction and best depth): "
           f"{'HOLDS' if cv.passes else 'DOES NOT HOLD'}  ({elapsed:.1f} s; "
           f"{1e3 * elapsed / max(cv.points, 1):.1f} ms per point, all fits included)")
     return 0 if cv.passes else 1

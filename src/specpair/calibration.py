@@ -819,8 +819,12 @@ class Evaluation(Strict):
 
     @property
     def passes(self) -> bool:
+        """Issue 28's Done-when: ≥80% of the points with a published τ within the band,
+        every sweep in its direction (and best depth), and the baseline median |error| ≤
+        12% counting each published baseline measurement once (the row count repeats a
+        table's one baseline run as many times as the table has rows)."""
         return (self.share_within >= 0.8 and self.sweeps_ok
-                and self.baseline_median_abs_error_pct <= 12.0)
+                and self.baseline_measurements_median_abs_error_pct <= 12.0)
 
 
 def _anchor_tau(point: Point, published: float, params: StepParams,
