@@ -16,6 +16,7 @@ from specpair.build import load_pairs
 from specpair.errors import SpecpairError
 from specpair.generators import launch_files, monitoring_files
 from specpair.resolve import ResolvedPair
+from specpair.stepmodel import deployment_refusal
 from tests.conftest import REPO
 from tests.kubernetes import MINORS, documents, validate, validate_builtin, workload
 from tests.pairs import make_pair
@@ -48,8 +49,20 @@ VARIANTS = {"sglang-2-nodes": sglang_two_nodes, "vllm-2-nodes": vllm_two_nodes,
 
 
 def manifests(pair: ResolvedPair) -> dict[str, bytes]:
-    files = {**launch_files.generate(Analysis(pair)), **monitoring_files.generate(Analysis(pair))}
+    """Launch and monitoring manifests; a deployment the step model refuses by name (a
+    model replica over two nodes: stepmodel.deployment_refusal) has no break-even
+    threshold to alert on, so its monitoring is the refusal (see below), not a file."""
+    files = dict(launch_files.generate(Analysis(pair)))
+    dep = pair.runbook.deployment
+    if deployment_refusal(dep.parallel.tensor, dep.parallel.pipeline, dep.parallel.expert,
+                          dep.gpus_per_node) is None:
+        files.update(monitoring_files.generate(Analysis(pair)))
     return {k: v for k, v in files.items() if k.endswith(".k8s.yaml")}
+
+
+def test_monitoring_of_a_deployment_over_two_nodes_is_refused_by_name() -> None:
+    with pytest.raises(SpecpairError, match="not modelled: cross-node model parallelism"):
+        monitoring_files.generate(Analysis(vllm_two_nodes()))
 
 
 def cases() -> list[Any]:

@@ -218,7 +218,10 @@ def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
     ("llama33-70b-eagle3-vllm", ["--gpus", "H200-141GB"]),
     ("deepseek-v3-mtp", ["--concurrency", "32"]),
     ("qwen3-8b-dflash", ["--gpus", "H200-141GB,B200-180GB"]),
-    ("llama31-8b-eagle3", ["--gpus", "H200-141GB", "--tpot-ms", "15"]),
+    # an A100, not an H200: on an H200 the refit step model (SGLang's per-step cost against
+    # the H200's faster decode) puts this pair's SLO below break-even + 10%, so the plan
+    # serves the target alone and has no runbook edit to write
+    ("llama31-8b-eagle3", ["--gpus", "A100-80GB", "--tpot-ms", "15"]),
     ("ling-3-flash-dspark", ["--gpus", "B200-180GB"]),
     ("llama31-8b-qwen25-tli-vllm", ["--gpus", "H200-141GB", "--concurrency", "8"]),
 ])
@@ -286,11 +289,12 @@ def test_a_jsonnet_edit_that_cannot_be_verified_is_printed_not_applied(
     text = text.replace("deployment+: { context_length: 8192 },",
                         "deployment+: { context_length: 8192, gpu: fleet.gpu },")
     path.write_text(text)
-    assert main(["plan", str(path), "--root", str(tmp_path), "--gpus", "H200-141GB",
+    # (an A100: on an H200 the plan serves the target alone, no edit; see above)
+    assert main(["plan", str(path), "--root", str(tmp_path), "--gpus", "A100-80GB",
                  "--write"]) == 0
     out = capsys.readouterr().out
     assert "not applied in place" in out and "deployment.gpu" in out
-    assert "H200-141GB" in out  # the patch to apply by hand
+    assert "A100-80GB" in out  # the patch to apply by hand
     assert path.read_text() == text
 
 

@@ -38,11 +38,15 @@ from specpair.stepmodel import (
     StepParams,
     StepTimes,
     UnknownMethod,
+    deployment_refusal,
     drafter_family,
     fit_bounded,
     link_for,
     shape_for,
     step_times,
+)
+from specpair.stepmodel import (
+    NotModelled as NotModelledDeployment,
 )
 
 __all__ = ["TP_ALLREDUCES_PER_LAYER", "shape_for"]
@@ -199,6 +203,10 @@ class Point(Strict):
     speedup_metric: Literal["output_throughput", "e2e_latency", "tpot", "tpot_ratio"] | None \
         = None
     tau_source: str | None = None
+    prompts: int | None = Field(
+        default=None, gt=0, description="requests in the whole benchmark run, where the "
+        "source states it (SpecForge bench_eagle3.py's 'mtbench:20' runs 20 questions): "
+        "a run never holds more than this many at once, whatever its concurrency")
     speculative_max_running_requests: int | None = Field(
         default=None, gt=0, description="the most requests the speculative run decoded at "
         "once per engine instance, where the source's launch command or its engine release "
@@ -214,8 +222,10 @@ class Point(Strict):
 
     @property
     def batch(self) -> int:
-        """Sequences in one forward of one replica (per rank under DP attention)."""
-        return max(1, round(self.concurrency / self.replicas))
+        """Sequences in one forward of one replica (per rank under DP attention); no more
+        than the run has requests (`prompts`)."""
+        batch = max(1, round(self.concurrency / self.replicas))
+        return min(batch, self.prompts) if self.prompts else batch
 
     @property
     def speculative_batch(self) -> int:
@@ -243,6 +253,12 @@ class Point(Strict):
         """The independent source: `source_id`, else the source text up to its first
         parenthesis (today's points name one run per source that way)."""
         return self.source_id or self.source.split(" (")[0].strip()
+
+    @property
+    def refusal(self) -> NotModelledDeployment | None:
+        """The step model's named refusal of this point's deployment (the check a
+        runbook's deployment gets, `stepmodel.deployment_refusal`), or None."""
+        return deployment_refusal(self.tp, 1, self.ep, GPUS_PER_NODE, self.dp_attention)
 
     @property
     def published_speedup(self) -> float | None:
@@ -282,6 +298,16 @@ class Fitted(Strict):
 
 class NotModelled(Strict):
     source: str
+    reason: str
+
+
+class RefusedPoint(Strict):
+    """A point whose deployment the step model refuses by name: listed, not predicted
+    (and not fitted on)."""
+
+    id: str
+    source: str
+    name: str
     reason: str
 
 
@@ -611,7 +637,7 @@ def refit(data: CalibrationData, exclude_source: str | None = None,
     that are also fitted."""
     groups: dict[tuple[str, str], list[Point]] = {}
     for pt in data.points:
-        if pt.source_key != exclude_source:
+        if pt.source_key != exclude_source and pt.refusal is None:
             groups.setdefault((family_of(pt.gpu), pt.engine), []).append(pt)
     out = []
     for (family, engine), points in sorted(groups.items()):
@@ -778,6 +804,9 @@ class Evaluation(Strict):
     largest_tau_source: str = Field(default="", description="the source with the most "
                                     "points with a published τ")
     largest_tau_source_points: int = 0
+    refused: list[RefusedPoint] = Field(default_factory=list, description="points whose "
+                                        "deployment the step model refuses by name "
+                                        "(stepmodel.deployment_refusal): not predicted")
     fits: list[Fitted]
 
     @property
@@ -790,8 +819,12 @@ class Evaluation(Strict):
 
     @property
     def passes(self) -> bool:
+        """Issue 28's Done-when: ≥80% of the points with a published τ within the band,
+        every sweep in its direction (and best depth), and the baseline median |error| ≤
+        12% counting each published baseline measurement once (the row count repeats a
+        table's one baseline run as many times as the table has rows)."""
         return (self.share_within >= 0.8 and self.sweeps_ok
-                and self.baseline_median_abs_error_pct <= 12.0)
+                and self.baseline_measurements_median_abs_error_pct <= 12.0)
 
 
 def _anchor_tau(point: Point, published: float, params: StepParams,
@@ -961,6 +994,7 @@ def _predict_rows(points: Sequence[Point], data: CalibrationData,
     on `decay_points` (default: `data.points`), without the point's source when
     `fits_for` is given."""
     decay_points = data.points if decay_points is None else decay_points
+    points = [p for p in points if p.refusal is None]  # refused by name: no number
     # sweep → its first point's τ and per-token acceptance α (None: the model cannot
     # reach that point's speedup even at full acceptance, so α is unknown)
     anchors: dict[str, tuple[float, float | None, float]] = {}
@@ -1095,6 +1129,9 @@ def _baseline_measurements(rows: Sequence[Row]) -> list[float]:
 
 def _summary(mode: Mode, points: Sequence[Point], rows: list[Row],
              fits: list[Fitted]) -> Evaluation:
+    refused = [RefusedPoint(id=p.id, source=p.source_key, name=why.name, reason=why.reason)
+               for p in points if (why := p.refusal) is not None]
+    points = [p for p in points if p.refusal is None]
     known = [r for r in rows if r.ratio is not None and not r.tau_anchored]
     by_source: dict[str, list[Row]] = {}
     for r in known:
@@ -1125,7 +1162,8 @@ def _summary(mode: Mode, points: Sequence[Point], rows: list[Row],
                                      for v in by_source.values()) / len(by_source), 4)
         if by_source else 0.0,
         largest_tau_source=largest,
-        largest_tau_source_points=len(by_source.get(largest, [])), fits=fits)
+        largest_tau_source_points=len(by_source.get(largest, [])), refused=refused,
+        fits=fits)
 
 
 def evaluate(data: CalibrationData | None = None, fits: list[Fitted] | None = None,

@@ -53,7 +53,17 @@ def _summary(ev: calibration.Evaluation) -> list[str]:
         f"- sweeps in their published direction (a depth sweep also with its best depth "
         f"within one step): **{sweeps_ok} of {len(ev.sweeps)}** (a published change within "
         "±5% from the first to the last point counts as flat, i.e. no direction to match)",
+        f"- refused by name, not predicted (the deployment is outside the step model, "
+        f"the same refusal a runbook gets): **{len(ev.refused)}** points"
+        + "".join(f"; {n}: {k}" for n, k in sorted(_refused(ev).items())),
     ]
+
+
+def _refused(ev: calibration.Evaluation) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in ev.refused:
+        out[r.name] = out.get(r.name, 0) + 1
+    return out
 
 
 def page() -> tuple[str, dict[str, bytes]]:
@@ -178,6 +188,7 @@ def page() -> tuple[str, dict[str, bytes]]:
         "",
         "## Not modelled",
         "",
+        *[f"- point {r.id} ({r.source}): {r.name}: {r.reason}" for r in cv.refused],
         *[f"- {n.source}: {n.reason}" for n in data.not_modelled],
         "",
         "## A cross-check that was not adopted",

@@ -16,6 +16,7 @@ from pydantic import Field
 from specpair import calibration
 from specpair.bench.workloads import generate
 from specpair.budget.model import Budget
+from specpair.errors import SpecpairError
 from specpair.resolve import ResolvedArtifact, ResolvedPair
 from specpair.schema.common import Method, Strict
 from specpair.schema.runbook import Workload
@@ -25,6 +26,7 @@ from specpair.stepmodel import (
     Hardware,
     Shape,
     StepParams,
+    deployment_refusal,
     drafter_family,
     link_for,
     shape_for,
@@ -154,7 +156,22 @@ def published_parameters(pair: ResolvedPair) -> Parameters:
     return Parameters(values=chosen.params, source=chosen.provenance)
 
 
+def refuse_unmodelled(pair: ResolvedPair) -> None:
+    """A deployment the step model does not represent is refused by name (the check the
+    calibration points get: `stepmodel.deployment_refusal`), never given a number."""
+    dep = pair.runbook.deployment
+    par = dep.parallel
+    refusal = deployment_refusal(par.tensor, par.pipeline, par.expert, dep.gpus_per_node)
+    if refusal is not None:
+        raise SpecpairError.single(
+            pair.source_file, f"not modelled: {refusal}",
+            "the latency model covers model replicas within one node; plan such a "
+            "deployment from measurements of it (`specpair bench` records)",
+            field_path="deployment.parallel")
+
+
 def setup_with(pair: ResolvedPair, budget: Budget, params: StepParams) -> _Setup:
+    refuse_unmodelled(pair)
     gpu = pair.gpu_spec
     target, draft = forwards(pair, budget)
     context, _ = expected_context(pair)

@@ -65,6 +65,47 @@ class UnknownMethod(ValueError):
     """A speculative method the step model has no shape or drafter family for."""
 
 
+# ------------------------------------------------------------------ what is not modelled
+
+
+class NotModelled(ValueError):
+    """A deployment the step model does not represent: refused by name, never predicted."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"{name}: {reason}")
+        self.name = name
+        self.reason = reason
+
+
+CROSS_NODE_MODEL_PARALLEL = "cross-node model parallelism"
+CROSS_NODE_EXPERT_PARALLEL = "cross-node expert parallelism"
+
+
+def deployment_refusal(tp: int, pp: int, ep: int, gpus_per_node: int,
+                       dp_attention: bool = False) -> NotModelled | None:
+    """Why the step model refuses a deployment, or None where it represents it.
+
+    Its links (`LINKS`) are those between the GPUs of one node (NVLink, xGMI, PCIe): a
+    tensor-parallel group (× pipeline stages) wider than a node all-reduces over the
+    inter-node network (InfiniBand/RoCE, or a rack-scale NVLink switch), whose bandwidth
+    and latency the model has no figure for; expert parallelism wider than a node
+    dispatches tokens to experts all-to-all across nodes (DeepEP), a cost the model has
+    no term for at all (it times all-reduces only). Both are refused by name, on the same
+    path for a calibration point and a runbook."""
+    if tp * pp > gpus_per_node:
+        return NotModelled(CROSS_NODE_MODEL_PARALLEL, (
+            f"tensor × pipeline parallelism {tp} × {pp} spans more than one node's "
+            f"{gpus_per_node} GPUs: its all-reduces cross the inter-node network, for "
+            "which the step model has no link figure"))
+    ranks = max(ep, tp) if dp_attention else ep
+    if ranks > gpus_per_node:
+        return NotModelled(CROSS_NODE_EXPERT_PARALLEL, (
+            f"expert parallelism over {ranks} GPUs spans more than one node's "
+            f"{gpus_per_node}: the all-to-all dispatch of tokens to experts across nodes "
+            "is not in the step model"))
+    return None
+
+
 # ------------------------------------------------------------------ drafter families
 
 DRAFTER_FAMILIES = ("eagle", "eagle3", "mtp", "block", "draft-model", "ngram")
@@ -510,15 +551,25 @@ class StepTimes:
         return (self.draft + self.verify) / room if room > 0 else math.inf
 
 
+PREFILL_CHUNK_TOKENS = 8192
+"""Prompt tokens one prefill forward takes at most: SGLang's default --chunked-prefill-size
+on 80-160 GB GPUs and vLLM's default max_num_batched_tokens for its API server on GPUs
+with at least 70 GB (both engines' server defaults; larger GPUs get up to 16384 in SGLang,
+taken at 8192 here, the larger chunk's cost per token being smaller still). A prompt up to
+this length is prefilled as one chunk."""
+
+
 @dataclass(frozen=True)
 class Prefill:
     """Prompt tokens that ride along with decode steps in a closed-loop benchmark: every
     finished request is replaced by a new one whose prompt is prefilled in the following
-    steps (chunked prefill, mixed into the decode batch). Per token a sequence yields,
-    `ratio` = prompt / output tokens of prompt ride along, times `share` (1 for a
-    throughput over wall time; (B − 1)/B for a TPOT, which excludes the request's own
-    prefill). Engines that run prefill as separate batches (SGLang's default) also re-read
-    the weights for it: mixing is the lower bound of the cost."""
+    steps. Per token a sequence yields, `ratio` = prompt / output tokens of prompt ride
+    along, times `share` (1 for a throughput over wall time; (B − 1)/B for a TPOT, which
+    excludes the request's own prefill). Each prompt is prefilled in chunks of up to
+    `PREFILL_CHUNK_TOKENS` (whether mixed into a decode batch, vLLM's chunked prefill, or
+    as a batch of its own, SGLang's default, the chunk's tokens arrive together): a
+    chunk's cost is the marginal cost of those tokens in one forward, shared by them, so
+    a MoE's experts are read once per chunk, not once per few prompt tokens."""
 
     ratio: float
     share: float
@@ -555,23 +606,23 @@ def step_times(target: Forward, draft: Forward | None, shape: Shape, batch: int,
     if prefill is not None and prefill.ratio > 0 and prefill.share > 0:
         rate = batch * prefill.ratio * prefill.share   # prompt tokens per yielded token
         half = prefill.prompt // 2
-        # the decode step yields one token per sequence
-        t_dec += forward_time(target, batch, 1, context, hw, p, 0.0, None, rate, half) \
-            - forward_time(target, batch, 1, context, hw, p, 0.0)
+        # a prompt is prefilled in chunks of up to the engine's token budget, not a few
+        # tokens per decode step: each chunk's cost (its FLOPs at eta_prefill, the experts
+        # its many tokens touch, read once for the whole chunk) is shared by its tokens
+        chunk = max(1, min(prefill.prompt, PREFILL_CHUNK_TOKENS))
+
+        def per_prompt_token(fwd: Forward, tokens: int, chain: int | None) -> float:
+            return (forward_time(fwd, batch, tokens, context, hw, p, 0.0, chain, chunk, half)
+                    - forward_time(fwd, batch, tokens, context, hw, p, 0.0, chain)) / chunk
+
+        t_dec += rate * per_prompt_token(target, 1, None)  # the decode step yields 1/seq
         if shape.verify > 1:
-            # the verify's secant cost per prompt token at the expected τ; a drafter that
-            # keeps its own KV (EAGLE, MTP, a draft model, a block drafter) prefills too
-            extra = rate * prefill.tau_ref
-            cost = forward_time(target, batch, shape.verify, context, hw, p, 0.0,
-                                shape.max_tokens, extra, half) \
-                - forward_time(target, batch, shape.verify, context, hw, p, 0.0,
-                               shape.max_tokens)
+            # a drafter that keeps its own KV (EAGLE, MTP, a draft model, a block drafter)
+            # prefills too
+            cost = per_prompt_token(target, shape.verify, shape.max_tokens)
             if draft is not None:
-                cost += forward_time(draft, batch, shape.tokens_per_pass or 1, context, hw,
-                                     p, 0.0, None, extra, half) \
-                    - forward_time(draft, batch, shape.tokens_per_pass or 1, context, hw,
-                                   p, 0.0)
-            prefill_per_token = cost / prefill.tau_ref
+                cost += per_prompt_token(draft, shape.tokens_per_pass or 1, None)
+            prefill_per_token = rate * cost
     return StepTimes(t_dec, t_draft, t_ver, per_token, prefill_per_token)
 
 
