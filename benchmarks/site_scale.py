@@ -65,18 +65,48 @@ def fresh(repeat: int, task: str, *args: str) -> Costs:
 def one(task: str, args: list[str]) -> Costs:
     if task == "examples":
         return (render(REPO, None),)
-    return measure(int(args[0]), args[1] == "cache")
+    return measure(int(args[0]), args[1] == "cache", args[2] if len(args) > 2 else "dflash")
 
 
-def measure(n: int, use_cache: bool) -> Costs:
+def make_examples_tree(root: Path, n: int) -> None:
+    """N pairs cycling through every example runbook (both engines, static and scheduled,
+    dense, MoE and hybrid targets, every method the examples use), each with its example's
+    lock; pair i of an example differs from the others in max_running_requests (the plan's
+    concurrency) and, where the example sets one, the memory fraction, so no two pairs
+    plan the same search."""
+    examples = load_pairs(REPO)
+    for i in range(n):
+        ex = examples[i % len(examples)]
+        name = f"synthetic-{i:05d}"
+        data = ex.runbook.model_dump(mode="json", exclude_unset=True)
+        data["pair"] = {**data["pair"], "name": name}
+        dep = data["deployment"] = dict(data["deployment"])
+        round_ = i // len(examples)
+        dep["max_running_requests"] = ex.runbook.deployment.max_running_requests + round_
+        if "memory_fraction" in dep:
+            dep["memory_fraction"] = round(dep["memory_fraction"] - 0.01 * (round_ % 3), 2)
+        folder = root / "runbooks" / name
+        folder.mkdir(parents=True)
+        (folder / "runbook.yaml").write_text(json.dumps(data, indent=1))  # JSON is YAML
+        lock = json.loads((REPO / Path(ex.source_file).parent / "lock.json").read_text())
+        (folder / "lock.json").write_text(json.dumps({**lock, "pair": name}))
+
+
+def measure(n: int, use_cache: bool, kind: str = "dflash") -> Costs:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        make_tree(root, n)
+        (make_examples_tree if kind == "examples" else make_tree)(root, n)
         cache = root / "site" / ".cache" if use_cache else None
         cold = render(root, cache)
         warm = render(root, cache)
         changed = root / "runbooks" / "synthetic-00000" / "runbook.yaml"
-        changed.write_text(changed.read_text().replace("min_length: 3.0", "min_length: 3.25"))
+        text = changed.read_text()
+        edited = text.replace("min_length: 3.0", "min_length: 3.25")  # the DFlash template
+        if edited == text:  # the JSON of an example: its SLO up by 0.25
+            data = json.loads(text)
+            data["acceptance"]["slo"]["min_length"] += 0.25
+            edited = json.dumps(data, indent=1)
+        changed.write_text(edited)
         one = render(root, cache)
     return cold, warm, one
 
@@ -89,6 +119,9 @@ def main() -> None:
     parser.add_argument("--no-cache", action="store_true",
                         help="render without the page cache (every run is cold)")
     parser.add_argument("--one", nargs="+", help=argparse.SUPPRESS)  # one run, as JSON
+    parser.add_argument("--catalogue", default="examples,dflash",
+                        help="synthetic catalogues: examples (every example runbook varied), "
+                             "dflash (the cheap static DFlash template of build_scale.py)")
     parser.add_argument("--no-examples", action="store_true",
                         help="skip the repository's own examples")
     args = parser.parse_args()
@@ -96,15 +129,18 @@ def main() -> None:
         print(json.dumps(one(args.one[0], args.one[1:])))
         return
     sizes = [int(s) for s in args.sizes.split(",")]
-    print("s/pair, wall (CPU)")
-    print(f"{'N':>5} {'cold':>16} {'warm':>16} {'1 changed':>16}")
-    per_pair = []
-    for n in sizes:
-        costs = fresh(args.repeat, "measure", str(n), "no-cache" if args.no_cache else "cache")
-        per_pair.append(costs[0][1] / n)
-        print(f"{n:>5} " + " ".join(f"{f'{w / n:.3f} ({c / n:.3f})':>16}" for w, c in costs))
-    print(f"scaling: cold CPU per pair at N={sizes[-1]} is "
-          f"{per_pair[-1] / per_pair[0]:.2f}x that at N={sizes[0]} (1.0 = linear)")
+    for kind in args.catalogue.split(","):
+        print(f"catalogue {kind}: s/pair, wall (CPU)")
+        print(f"{'N':>5} {'cold':>16} {'warm':>16} {'1 changed':>16}")
+        per_pair = []
+        for n in sizes:
+            costs = fresh(args.repeat, "measure", str(n),
+                          "no-cache" if args.no_cache else "cache", kind)
+            per_pair.append(costs[0][1] / n)
+            print(f"{n:>5} " + " ".join(f"{f'{w / n:.3f} ({c / n:.3f})':>16}"
+                                        for w, c in costs))
+        print(f"scaling: cold CPU per pair at N={sizes[-1]} is "
+              f"{per_pair[-1] / per_pair[0]:.2f}x that at N={sizes[0]} (1.0 = linear)")
     if not args.no_examples:
         n = len(load_pairs(REPO))
         ((wall, cpu),) = fresh(args.repeat, "examples")
