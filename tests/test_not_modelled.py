@@ -8,15 +8,18 @@ import json
 import pkgutil
 import re
 from importlib import import_module
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import specpair.generators as generators
 from specpair.analysis import Analysis
 from specpair.checks import Context, run
-from specpair.generators import budget_files, dashboard_files, plan_files
+from specpair.generators import budget_files, dashboard_files, monitoring_files, plan_files
 from specpair.step_inputs import not_modelled_text, unmodelled
+from tests.promtool import check_rules, rule_groups
 from tests.test_manifests import PAIRS, sglang_two_nodes, vllm_two_nodes
 
 TWO_NODES = [vllm_two_nodes, sglang_two_nodes]
@@ -85,3 +88,15 @@ def test_a_pair_within_one_node_is_modelled() -> None:
     a = Analysis(PAIRS["qwen3-8b-dflash"])
     assert a.refusal is None and a.not_modelled is None and a.modelled is a.latency
     assert "SP703" not in {f.rule for f in a.findings}
+
+
+@pytest.mark.parametrize("make", TWO_NODES)
+def test_promtool_accepts_the_rules_without_break_even(make: Any, tmp_path: Path) -> None:
+    files = monitoring_files.generate(Analysis(make()))
+    rules = tmp_path / monitoring_files.RULES
+    rules.write_bytes(files[monitoring_files.RULES])
+    manifest = tmp_path / "manifest-groups.yaml"
+    manifest.write_text(yaml.safe_dump(
+        {"groups": rule_groups(files[monitoring_files.MANIFEST].decode())}))
+    for path in (rules, manifest):
+        assert "SUCCESS" in check_rules(path)
