@@ -84,6 +84,13 @@ def _hetero_same_tokenizer() -> ResolvedPair:
 
 
 FP = "sha256:" + "a" * 64
+def _two_nodes() -> ResolvedPair:
+    """A TP8 replica over two 4-GPU nodes: the step model refuses it by name."""
+    from tests.test_manifests import vllm_two_nodes
+
+    return vllm_two_nodes()
+
+
 BREAKERS: dict[str, Callable[[], tuple[ResolvedPair, dict[str, Any]]]] = {
     "SP101": lambda: (with_runbook(good(), target={"revision": "main"}), {}),
     "SP102": lambda: (good(), {"problems": ["the lock is stale: repo"]}),
@@ -131,6 +138,7 @@ BREAKERS: dict[str, Callable[[], tuple[ResolvedPair, dict[str, Any]]]] = {
     "SP701": lambda: (with_runbook(good(), acceptance={"slo": {"min_length": 1.01}},
                                    deployment={"concurrency": 256}), {}),
     "SP702": lambda: (good(), {}),
+    "SP703": lambda: (_two_nodes(), {}),
     "SP801": lambda: (with_runbook(good(), staging={"mode": "engine-overlap"}), {}),
     "SP802": lambda: (with_runbook(good(), staging={"cold_start_budget_s": 5}), {}),
     "SP901": lambda: (with_runbook(good(), deployment={"kv_cache_dtype": "fp16"}), {}),

@@ -10,13 +10,13 @@ from typing import Any
 
 import jsonschema
 import pytest
+import yaml
 
 from specpair.analysis import Analysis
 from specpair.build import load_pairs
 from specpair.errors import SpecpairError
 from specpair.generators import launch_files, monitoring_files
 from specpair.resolve import ResolvedPair
-from specpair.stepmodel import deployment_refusal
 from tests.conftest import REPO
 from tests.kubernetes import MINORS, documents, validate, validate_builtin, workload
 from tests.pairs import make_pair
@@ -49,20 +49,30 @@ VARIANTS = {"sglang-2-nodes": sglang_two_nodes, "vllm-2-nodes": vllm_two_nodes,
 
 
 def manifests(pair: ResolvedPair) -> dict[str, bytes]:
-    """Launch and monitoring manifests; a deployment the step model refuses by name (a
-    model replica over two nodes: stepmodel.deployment_refusal) has no break-even
-    threshold to alert on, so its monitoring is the refusal (see below), not a file."""
-    files = dict(launch_files.generate(Analysis(pair)))
-    dep = pair.runbook.deployment
-    if deployment_refusal(dep.parallel.tensor, dep.parallel.pipeline, dep.parallel.expert,
-                          dep.gpus_per_node) is None:
-        files.update(monitoring_files.generate(Analysis(pair)))
+    """Launch and monitoring manifests (a deployment the step model refuses too: its
+    monitoring drops the break-even rules and keeps the measured ones)."""
+    files = {**launch_files.generate(Analysis(pair)), **monitoring_files.generate(Analysis(pair))}
     return {k: v for k, v in files.items() if k.endswith(".k8s.yaml")}
 
 
-def test_monitoring_of_a_deployment_over_two_nodes_is_refused_by_name() -> None:
-    with pytest.raises(SpecpairError, match="not modelled: cross-node model parallelism"):
-        monitoring_files.generate(Analysis(vllm_two_nodes()))
+@pytest.mark.parametrize("make", [vllm_two_nodes, sglang_two_nodes])
+def test_monitoring_of_a_deployment_over_two_nodes_states_the_refusal(make: Any) -> None:
+    """No break-even rule (the step model refuses the deployment, so there is no τ*), the
+    refusal stated in the file, and the SLO alert, which needs no model, kept."""
+    files = monitoring_files.generate(Analysis(make()))
+    for name in (monitoring_files.RULES, monitoring_files.MANIFEST):
+        text = files[name].decode()
+        assert "not modelled: cross-node model parallelism" in text
+        docs = [d for d in yaml.safe_load_all(text) if d]
+        groups = docs[0]["groups"] if name == monitoring_files.RULES else docs[0]["spec"]["groups"]
+        alerts = {r["alert"] for g in groups for r in g["rules"] if "alert" in r}
+        assert "SpecpairAcceptanceBelowSLO" in alerts
+        assert "SpecpairBelowBreakEven" not in alerts
+        records = {r["record"] for g in groups for r in g["rules"] if "record" in r}
+        assert not records & {"specpair:break_even_tau", "specpair:modelled_speedup"}
+        assert "break_even_tau" not in yaml.safe_dump(groups)
+        assert "Omitted, the break-even rules" in text
+        assert "break-even τ* not modelled" in text
 
 
 def cases() -> list[Any]:

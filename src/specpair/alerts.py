@@ -46,7 +46,8 @@ class Thresholds:
     scope: str
     percentile: int
     basis: str
-    break_even: float
+    break_even: float | None
+    """None where the deployment is not modelled (`not_modelled`)."""
     concurrency: int
     curve: list[tuple[int, float]]
     points: list[Point]
@@ -61,22 +62,29 @@ class Thresholds:
     """Under a speculation schedule: (K, the SLO carried to K), K = 0 first; empty: static."""
     depth_window: str = ""
     """The window of the depth-aware records (the SLO alert's), where depth_slo is set."""
+    not_modelled: str | None = None
+    """"not modelled: …" where the latency model refuses the deployment: no break-even
+    curve, no modelled speedup (`step_inputs.not_modelled_text`)."""
 
 
-def thresholds(pair: ResolvedPair, budget: Budget, latency: LatencyModel,
-               staging: StagingPlan) -> Thresholds:
+def thresholds(pair: ResolvedPair, budget: Budget, latency: LatencyModel | None,
+               staging: StagingPlan, not_modelled: str | None = None) -> Thresholds:
     """From the pair's analysis (`Analysis.thresholds`): the rules, the dashboard and the
-    site read the same numbers."""
+    site read the same numbers. Without a latency model (`not_modelled` says why) the
+    break-even and speedup parts are empty and what reads them states the refusal."""
     rb = pair.runbook
     scenario = budget.speculative or budget.baseline
     weights = {w.key: w.value for w in budget.weights}
     slo = rb.acceptance.slo
     return Thresholds(
         slo_min=slo.min_length, scope=slo.scope, percentile=slo.percentile, basis=slo.basis,
-        break_even=latency.at_concurrency.break_even, concurrency=latency.concurrency,
-        curve=break_even_by_concurrency(pair, [(p.concurrency, p.break_even)
-                                               for p in latency.curve]),
-        points=latency.curve, depth_slo=tuple(slo_by_depth(pair)),
+        break_even=None if latency is None else latency.at_concurrency.break_even,
+        concurrency=(rb.deployment.concurrency or rb.deployment.max_running_requests or 0)
+        if latency is None else latency.concurrency,
+        curve=[] if latency is None else break_even_by_concurrency(
+            pair, [(p.concurrency, p.break_even) for p in latency.curve]),
+        points=[] if latency is None else latency.curve, depth_slo=tuple(slo_by_depth(pair)),
+        not_modelled=not_modelled,
         depth_window=rb.alerts.slo_window,
         cold_start_budget_s=rb.staging.cold_start_budget_s,
         cold_start_plan_s=staging.cold_start_s,
@@ -295,8 +303,10 @@ def groups(pair: ResolvedPair, t: Thresholds) -> list[dict[str, Any]]:
         for w in recorded_windows(windows)]
     records.append({"record": "specpair:running_requests:avg5m",
                     "expr": f"sum by ({BY}) (avg_over_time({metrics.running_requests}{s}[5m]))"})
-    records.append({"record": "specpair:break_even_tau", "expr": break_even_expr(name, t.curve)})
-    records.append({"record": "specpair:modelled_speedup", "expr": speedup_expr(name, t.points)})
+    if t.not_modelled is None:  # else no break-even curve or speedup to record
+        records += [{"record": "specpair:break_even_tau", "expr": break_even_expr(name, t.curve)},
+                    {"record": "specpair:modelled_speedup",
+                     "expr": speedup_expr(name, t.points)}]
     for pool, size in (("target", t.target_kv_bytes), ("draft", t.draft_kv_bytes)):
         records.append({"record": "specpair:kv_used_bytes",
                         "expr": f"avg by ({BY}) ({metrics.kv_usage_fraction}{s}) * {size}",
@@ -352,14 +362,6 @@ def groups(pair: ResolvedPair, t: Thresholds) -> list[dict[str, Any]]:
                   + f"; {metrics.draft_depth[1] if metrics.draft_depth else ''} says which); "
                   if depth_aware else "")
                + f"measured {scope_note}."),
-        _alert("SpecpairBelowBreakEven",
-               f"specpair:acceptance_length:rate{windows.break_even_window}{s} < on({BY}) "
-               f"specpair:break_even_tau{s}", windows.break_even_for, "critical",
-               f"{name}: speculation slower than the target alone",
-               f"The {windows.break_even_window} acceptance length is below break-even τ* at the "
-               f"running concurrency (τ* {t.break_even:.2f} at the runbook's concurrency "
-               f"{t.concurrency}): the draft costs more than it saves; turn speculation off "
-               "or retrain the draft."),
         _alert("SpecpairSpeculationStopped",
                f"({tokens}) and on({BY}) (sum by ({BY}) "
                f"(rate({metrics.verify_steps}{s}[{FALLBACK_WINDOW}])) == 0)",
@@ -379,6 +381,16 @@ def groups(pair: ResolvedPair, t: Thresholds) -> list[dict[str, Any]]:
                f"The engine's /metrics has not answered for the cold-start budget of "
                f"{t.cold_start_budget_s:g} s (planned cold start {t.cold_start_plan_s:g} s)."),
     ]
+    if t.not_modelled is None:  # the break-even alert needs the modelled τ*
+        alerts.insert(1, _alert(
+            "SpecpairBelowBreakEven",
+            f"specpair:acceptance_length:rate{windows.break_even_window}{s} < on({BY}) "
+            f"specpair:break_even_tau{s}", windows.break_even_for, "critical",
+            f"{name}: speculation slower than the target alone",
+            f"The {windows.break_even_window} acceptance length is below break-even τ* at the "
+            f"running concurrency (τ* {t.break_even:.2f} at the runbook's concurrency "
+            f"{t.concurrency}): the draft costs more than it saves; turn speculation off "
+            "or retrain the draft."))
     if metrics.startup_seconds:
         alerts.append(_alert(
             "SpecpairEngineStartupOverBudget",

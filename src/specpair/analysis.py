@@ -29,6 +29,8 @@ from specpair.launch import Launch, build_for
 from specpair.resolve import ResolvedPair
 from specpair.schedule import ScheduleReport, attach, report, static_variant
 from specpair.staging import StagingPlan, plan
+from specpair.step_inputs import not_modelled_text, unmodelled
+from specpair.stepmodel import NotModelled
 
 if TYPE_CHECKING:  # the planner is imported when the site first asks for a plan
     from specpair.plan import Plan
@@ -57,8 +59,25 @@ class Analysis:
         return compute(self.pair)
 
     @cached_property
+    def refusal(self) -> NotModelled | None:
+        """Why the latency model does not represent this deployment, or None where it does
+        (`step_inputs.unmodelled`). Where set, `latency` raises the refusal located and the
+        generators write "not modelled: …" (`not_modelled`) where its numbers would be."""
+        return unmodelled(self.pair)
+
+    @cached_property
+    def not_modelled(self) -> str | None:
+        """The refusal's text for the outputs (`step_inputs.not_modelled_text`), or None."""
+        return None if self.refusal is None else not_modelled_text(self.refusal)
+
+    @cached_property
     def latency(self) -> LatencyModel:
         return model(self.pair, self.budget)
+
+    @cached_property
+    def modelled(self) -> LatencyModel | None:
+        """The latency model, or None where the deployment is not modelled (`refusal`)."""
+        return None if self.refusal is not None else self.latency
 
     @cached_property
     def schedule(self) -> ScheduleReport:
@@ -89,17 +108,22 @@ class Analysis:
 
     @cached_property
     def thresholds(self) -> alerts.Thresholds:
-        return alerts.thresholds(self.pair, self.budget, self.latency, self.staging)
+        return alerts.thresholds(self.pair, self.budget, self.modelled, self.staging,
+                                 self.not_modelled)
 
     @cached_property
     def findings(self) -> list[Finding]:
         """The gate's findings over this analysis's budget, model and staging plan (a
-        budget the engine refuses is the gate's SP501, not an error here)."""
+        budget the engine refuses is the gate's SP501, not an error here; a deployment
+        the latency model does not represent is checked without it, `checks` names that)."""
         try:
             budget: Budget | None = self.budget
-            latency: LatencyModel | None = self.latency
         except SpecpairError:
-            budget = latency = None
+            budget = None
+        try:
+            latency: LatencyModel | None = self.modelled if budget is not None else None
+        except SpecpairError:
+            latency = None
         return run(Context(self.pair, budget=budget, latency=latency, staging=self.staging))
 
     @cached_property

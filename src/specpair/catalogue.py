@@ -179,6 +179,11 @@ CATALOGUE: tuple[RuleSpec, ...] = (
     RuleSpec("SP702", "slo-basis", "warning", "latency",
              "The SLO comes from the service's own traffic",
              "A benchmark mean (often code and math) overstates acceptance on chat traffic."),
+    RuleSpec("SP703", "latency-not-modelled", "warning", "latency",
+             "The latency model represents the deployment",
+             "A model replica over more than one node (or expert parallelism wider than one) "
+             "crosses links the step model has no figure for: its latency numbers and the "
+             "break-even checks are not modelled, not guessed."),
     RuleSpec("SP801", "staging-mode", "error", "staging",
              "The staging mode works with speculation",
              "SGLang 0.5.23 rejects --startup-weight-load-mode overlap with any speculative "

@@ -27,6 +27,7 @@ from specpair.schema.common import Method
 from specpair.schema.lock import RESOLUTION_MAY_LEAVE_UNREAD
 from specpair.staging import StagingPlan, plan
 from specpair.staging_calibration import measured_cold_start
+from specpair.step_inputs import NOT_MODELLED_HINT, not_modelled_text, unmodelled
 
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
@@ -526,6 +527,14 @@ def _slo(ctx: Context) -> Iterator[tuple[str, str, str]]:
             "raise the SLO only with measurements, or lower concurrency / use a cheaper draft"
 
 
+@rule("SP703")
+def _not_modelled(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    refusal = unmodelled(ctx.pair)
+    if refusal is not None:
+        yield (not_modelled_text(refusal) + "; the break-even check (SP701) is not run",
+               "deployment.parallel", NOT_MODELLED_HINT)
+
+
 @rule("SP702")
 def _basis(ctx: Context) -> Iterator[tuple[str, str, str]]:
     acc = ctx.pair.runbook.acceptance
@@ -601,7 +610,8 @@ def run(ctx: Context) -> list[Finding]:
     if ctx.budget is None and not ctx.problems:
         try:
             ctx.budget = compute(ctx.pair)
-            ctx.latency = model(ctx.pair, ctx.budget)
+            if unmodelled(ctx.pair) is None:  # else SP703 names the refusal
+                ctx.latency = model(ctx.pair, ctx.budget)
         except SpecpairError:
             ctx.budget = None  # SP501 reports why
     if ctx.staging is None and ctx.speculate:

@@ -24,6 +24,7 @@ from specpair.stepmodel import (
     Architecture,
     Forward,
     Hardware,
+    NotModelled,
     Shape,
     StepParams,
     deployment_refusal,
@@ -156,18 +157,30 @@ def published_parameters(pair: ResolvedPair) -> Parameters:
     return Parameters(values=chosen.params, source=chosen.provenance)
 
 
-def refuse_unmodelled(pair: ResolvedPair) -> None:
-    """A deployment the step model does not represent is refused by name (the check the
-    calibration points get: `stepmodel.deployment_refusal`), never given a number."""
+def unmodelled(pair: ResolvedPair) -> NotModelled | None:
+    """Why the step model does not represent the pair's deployment, or None where it does
+    (`stepmodel.deployment_refusal`, the check the calibration points get)."""
     dep = pair.runbook.deployment
     par = dep.parallel
-    refusal = deployment_refusal(par.tensor, par.pipeline, par.expert, dep.gpus_per_node)
+    return deployment_refusal(par.tensor, par.pipeline, par.expert, dep.gpus_per_node)
+
+
+def not_modelled_text(refusal: NotModelled) -> str:
+    """The one wording every output uses where a modelled latency number would stand."""
+    return f"not modelled: {refusal}"
+
+
+NOT_MODELLED_HINT = ("the latency model covers model replicas within one node; plan such a "
+                     "deployment from measurements of it (`specpair bench` records)")
+
+
+def refuse_unmodelled(pair: ResolvedPair) -> None:
+    """A deployment the step model does not represent is refused by name, never given a
+    number (`unmodelled`)."""
+    refusal = unmodelled(pair)
     if refusal is not None:
-        raise SpecpairError.single(
-            pair.source_file, f"not modelled: {refusal}",
-            "the latency model covers model replicas within one node; plan such a "
-            "deployment from measurements of it (`specpair bench` records)",
-            field_path="deployment.parallel")
+        raise SpecpairError.single(pair.source_file, not_modelled_text(refusal),
+                                   NOT_MODELLED_HINT, field_path="deployment.parallel")
 
 
 def setup_with(pair: ResolvedPair, budget: Budget, params: StepParams) -> _Setup:

@@ -17,8 +17,16 @@ from specpair.writer import dump_json
 def generate(a: Analysis) -> dict[str, bytes]:
     b = a.budget
     return {"budget.json": dump_json(b.model_dump(mode="json")),
-            "budget.md": (markdown(a.pair, b) + served(a.latency)).encode(),
+            "budget.md": (markdown(a.pair, b) + (served(a.latency) if a.not_modelled is None
+                                                 else not_served(a.not_modelled))).encode(),
             "budget.csv": csv_rows(b).encode()}
+
+
+def not_served(not_modelled: str) -> str:
+    """The latency section of a deployment the step model refuses: the refusal, no number
+    (the memory budget above does not use the step model)."""
+    return ("\n## What this budget serves\n\nTPOT, output tokens/s, break-even τ* and the "
+            f"expected speedup: {cell(not_modelled)}. Measure them (`specpair bench`).\n")
 
 
 def served(m: LatencyModel) -> str:

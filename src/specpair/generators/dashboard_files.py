@@ -3,7 +3,8 @@ foundation SDK (typed builders, so the JSON follows the dashboard schema of Graf
 
 Three rows, all from the recorded series of `prometheus-rules.yaml` and the budget:
 - latency: measured acceptance length against the SLO and break-even τ*, and the
-  modelled speedup (the verdict's, at the measured τ and running concurrency);
+  modelled speedup (the verdict's, at the measured τ and running concurrency); for a
+  deployment the latency model refuses, a text panel with the refusal in their place;
 - memory, per GPU rank: weights and both KV pools as budgeted, beside the KV bytes in use
   and what the engine itself reports where it does (SGLang);
 - staging: the cold-start budget and plan beside the engine's start-up and `up`.
@@ -15,10 +16,11 @@ from __future__ import annotations
 
 import json
 
-from grafana_foundation_sdk.builders import dashboard, prometheus, stat, timeseries
+from grafana_foundation_sdk.builders import dashboard, prometheus, stat, text, timeseries
 from grafana_foundation_sdk.cog import builder as cogbuilder
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import dashboard as model
+from grafana_foundation_sdk.models.text import TextMode
 
 from specpair.alerts import Thresholds, selector, watches_first_request
 from specpair.analysis import Analysis
@@ -53,14 +55,14 @@ def latency_panels(pair: str, t: Thresholds, m: EngineMetrics) -> list[PanelBuil
     acceptance = [_query(chr(ord("A") + i), _series(f"specpair:acceptance_length:rate{w}",
                                                     pair), f"τ {w} {{{{instance}}}}")
                   for i, w in enumerate(("5m", "30m", "1h"))]
-    acceptance += [
-        _query("D", f"vector({t.slo_min:g})", f"SLO min τ {t.slo_min:g} ({t.scope}, "
-                                                f"p{t.percentile})"),
-        _query("E", _series("specpair:break_even_tau", pair),
-               "τ* at running concurrency {{instance}}"),
-        _query("F", f"vector({t.break_even:g})",
-               f"τ* {t.break_even:.2f} at concurrency {t.concurrency}"),
-    ]
+    acceptance.append(_query("D", f"vector({t.slo_min:g})",
+                             f"SLO min τ {t.slo_min:g} ({t.scope}, p{t.percentile})"))
+    if t.not_modelled is None:  # else no τ* to plot (the speedup panel says why)
+        acceptance += [
+            _query("E", _series("specpair:break_even_tau", pair),
+                   "τ* at running concurrency {{instance}}"),
+            _query("F", f"vector({t.break_even:g})",
+                   f"τ* {t.break_even:.2f} at concurrency {t.concurrency}")]
     if t.depth_slo and m.draft_depth is not None:  # what the depth-aware SLO alert reads
         acceptance.append(_query("G", _series(f"specpair:slo_at_depth:rate{t.depth_window}",
                                               pair),
@@ -77,14 +79,23 @@ def latency_panels(pair: str, t: Thresholds, m: EngineMetrics) -> list[PanelBuil
     if t.depth_slo and m.draft_depth is not None:
         activity.append(_query("D", _series(f"specpair:draft_depth:rate{t.depth_window}",
                                             pair), "draft length in use {{instance}}"))
+    modelled: PanelBuilder = _timeseries(
+        2, "Speedup over the target alone (modelled)",
+        "The verdict's expected speedup τ·T_decode / (T_draft + T_verify + "
+        "τ·T_per_token) at the 30-minute τ and the running concurrency "
+        "(specpair:modelled_speedup); below 1 speculation costs time.", "none",
+        [speedup], width=6)
+    if t.not_modelled is not None:
+        modelled = text.Panel().id(2).title("Speedup and break-even τ*: not modelled") \
+            .height(8).span(6).mode(TextMode.MARKDOWN).content(
+                f"The latency model refuses this deployment, so no modelled speedup or "
+                f"break-even τ* is plotted or alerted on — {t.not_modelled}. The measured "
+                f"panels stay.")
     return [
-        _timeseries(1, "Acceptance length against the SLO and break-even",
+        _timeseries(1, "Acceptance length against the SLO"
+                    + (" and break-even" if t.not_modelled is None else ""),
                     f"{m.tau_definition}. {m.per_request}.", "none", acceptance),
-        _timeseries(2, "Speedup over the target alone (modelled)",
-                    "The verdict's expected speedup τ·T_decode / (T_draft + T_verify + "
-                    "τ·T_per_token) at the 30-minute τ and the running concurrency "
-                    "(specpair:modelled_speedup); below 1 speculation costs time.", "none",
-                    [speedup], width=6),
+        modelled,
         _timeseries(3, "Speculation activity",
                     "Generated tokens without verify steps mean the draft is no longer used.",
                     "short", activity, width=6),

@@ -56,13 +56,22 @@ def header(pair: ResolvedPair, t: Thresholds) -> str:
         f"Series are selected by the label {PAIR_LABEL}=\"{pair.name}\": the PodMonitor in "
         f"{MANIFEST} sets it; a plain scrape config must set it too.",
         f"Thresholds: SLO min τ {t.slo_min:g} ({t.scope}, p{t.percentile}, basis {t.basis}); "
-        f"break-even τ* {t.break_even:.2f} at concurrency {t.concurrency}; cold-start budget "
-        f"{t.cold_start_budget_s:g} s (planned {t.cold_start_plan_s:g} s).",
+        + (f"break-even τ* {t.break_even:.2f} at concurrency {t.concurrency}"
+           if t.not_modelled is None else f"break-even τ* {t.not_modelled}")
+        + f"; cold-start budget {t.cold_start_budget_s:g} s "
+        f"(planned {t.cold_start_plan_s:g} s).",
         f"Acceptance: {m.tau_definition}.",
         f"Per-request acceptance: {m.per_request}; the SLO alert watches "
         f"{pair.runbook.alerts.slo_window} windows.",
-        *(f"Detection delay, {line}." for line in detection(pair)),
+        *(f"Detection delay, {line}." for line in detection(pair)
+          if t.not_modelled is None or not line.startswith("SpecpairBelowBreakEven")),
     ]
+    if t.not_modelled is not None:
+        lines.append("Omitted, the break-even rules (the specpair:break_even_tau and "
+                     "specpair:modelled_speedup records, the SpecpairBelowBreakEven alert): "
+                     f"they need the modelled τ*, and the latency is {t.not_modelled}. The "
+                     "acceptance-against-SLO, fallback and cold-start alerts compare "
+                     "measurements with the runbook and stay.")
     if m.not_exported:
         lines.append("Not exported by the engine, so not watched: "
                      + "; ".join(m.not_exported) + ".")

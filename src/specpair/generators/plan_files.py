@@ -21,10 +21,15 @@ from specpair.writer import dump_json
 
 
 def generate(a: Analysis) -> dict[str, bytes]:
-    pair, latency, staging = a.pair, a.latency, a.staging
+    pair, staging = a.pair, a.staging
     data = staging.model_dump(mode="json")
-    breakeven = latency.model_dump(mode="json")
-    breakeven["schedule"] = a.schedule.model_dump(mode="json")
+    if a.not_modelled is None:
+        breakeven = a.latency.model_dump(mode="json")
+        breakeven["schedule"] = a.schedule.model_dump(mode="json")
+        breakeven_md = breakeven_markdown(pair, a.latency) + schedule_markdown(a.schedule)
+    else:  # the step model refuses the deployment: its refusal where its numbers would be
+        breakeven = {"not_modelled": a.not_modelled}
+        breakeven_md = not_modelled_markdown(pair, a.not_modelled)
     if declared_notes(pair):  # only pairs that declare an unverified layout carry the key
         breakeven["unverified"] = declared_notes(pair)
     measured = measured_of(pair, staging)
@@ -35,14 +40,22 @@ def generate(a: Analysis) -> dict[str, bytes]:
         data["calibration"] = calibration.model_dump(mode="json")
     return {
         "breakeven.json": dump_json(breakeven),
-        "breakeven.md": (breakeven_markdown(pair, latency)
-                         + schedule_markdown(a.schedule)).encode(),
+        "breakeven.md": breakeven_md.encode(),
         "staging.json": dump_json(data),
         "staging.md": (staging_markdown(pair, staging) + (measured_markdown(measured) if
                        measured else "") + (calibration_markdown(calibration) if calibration
                                             else "")).encode(),
         "stage-and-launch.sh": stage_script(pair, staging).encode(),
     }
+
+
+def not_modelled_markdown(pair: ResolvedPair, not_modelled: str) -> str:
+    """breakeven.md of a deployment the latency model refuses: the refusal by name."""
+    return (f"# Acceptance and break-even: {cell(pair.runbook.pair.title)}\n\n"
+            + "".join(unverified_lines(pair))
+            + f"Break-even τ*, TPOT, tokens/s, speedup and the speculation schedule: "
+            f"{cell(not_modelled)}. Plan this deployment from measurements of it "
+            "(`specpair bench` records).\n")
 
 
 def unverified_lines(pair: ResolvedPair, escape: Callable[[object], str] = cell) -> list[str]:
