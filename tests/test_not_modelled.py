@@ -100,3 +100,21 @@ def test_promtool_accepts_the_rules_without_break_even(make: Any, tmp_path: Path
         {"groups": rule_groups(files[monitoring_files.MANIFEST].decode())}))
     for path in (rules, manifest):
         assert "SUCCESS" in check_rules(path)
+
+
+@pytest.mark.parametrize("make", TWO_NODES)
+def test_the_site_page_states_the_refusal_instead_of_numbers(make: Any) -> None:
+    from specpair.site import index_page, pair_page, text
+
+    a = Analysis(make())
+    assert a.not_modelled is not None
+    page, charts, summary = pair_page(a, None)
+    # the overview, the break-even section, the alerts and the plan each say why
+    assert page.count(text(a.not_modelled)) >= 4
+    assert "speedup.svg" not in charts and "break-even.svg" not in charts
+    assert "plan-front.svg" not in charts  # the planner scores with the step model
+    assert "SpecpairBelowBreakEven" not in page  # its rule is not generated either
+    assert "SpecpairAcceptanceBelowSLO" in page  # measured against the runbook: stays
+    assert "token capacity" in page  # the memory budget is on the page as usual
+    assert summary["break_even"] is None
+    assert "not modelled" in index_page([summary])

@@ -20,7 +20,9 @@ from specpair.analysis import Analysis
 from specpair.checks import failing
 from specpair.engines import registry
 from specpair.errors import SpecpairError
+from specpair.findings import Finding
 from specpair.generators import card_files, dashboard_files, launch_files, monitoring_files
+from specpair.latency import LatencyModel
 from specpair.registry import UNVERIFIED_MARK, UNVERIFIED_MEANING
 from specpair.render import gib, num
 from specpair.resolve import ResolvedPair
@@ -84,13 +86,18 @@ def pair_page(a: Analysis, changes: str | None) -> tuple[str, dict[str, bytes], 
         str, object]]:
     pair = a.pair
     rb = pair.runbook
-    budget, latency, staging, findings = a.budget, a.latency, a.staging, a.findings
+    # `latency` is None where the step model refuses the deployment by name: the page then
+    # says so where its numbers would be, as every generated file does
+    budget, latency, staging, findings = a.budget, a.modelled, a.staging, a.findings
+    refused = a.not_modelled
     failures = failing(findings)
     launch = launch_files.generate(a)
     index = json.loads(launch["args.json"])
     spec = budget.speculative or budget.baseline
-    charts_out = {"memory.svg": charts.memory(budget), "speedup.svg": charts.speedup(latency),
-                  "break-even.svg": charts.break_even(latency)}
+    charts_out = {"memory.svg": charts.memory(budget)}
+    if latency is not None:
+        charts_out |= {"speedup.svg": charts.speedup(latency),
+                       "break-even.svg": charts.break_even(latency)}
     lines: list[str] = [front_matter(rb.pair.title, rb.pair.description),
                         f"# {text(rb.pair.title)}\n\n"]
     status = "passes the gate" if not failures else f"FAILS the gate: {len(failures)} finding(s)"
@@ -105,13 +112,15 @@ def pair_page(a: Analysis, changes: str | None) -> tuple[str, dict[str, bytes], 
     rows = [["target", _artifact(pair, "target")], ["draft", _artifact(pair, "draft")],
             ["GPU", f"{text(rb.deployment.parallel.tensor)} × {text(pair.gpu)}"],
             ["context length", num(rb.deployment.context_length)],
-            ["acceptance SLO", f"τ ≥ {latency.slo:g} ({text(rb.acceptance.slo.scope)}, "
+            ["acceptance SLO", f"τ ≥ {rb.acceptance.slo.min_length:g} "
+                               f"({text(rb.acceptance.slo.scope)}, "
                                f"p{rb.acceptance.slo.percentile}, basis "
                                f"{text(rb.acceptance.slo.basis)})"],
-            ["break-even τ*", f"{latency.at_concurrency.break_even:.2f} "
-                              f"[{latency.at_concurrency.break_even_range[0]:.2f}–"
-                              f"{latency.at_concurrency.break_even_range[1]:.2f}] at "
-                              f"concurrency {latency.concurrency}"],
+            ["break-even τ*", text(refused) if latency is None else
+             f"{latency.at_concurrency.break_even:.2f} "
+             f"[{latency.at_concurrency.break_even_range[0]:.2f}–"
+             f"{latency.at_concurrency.break_even_range[1]:.2f}] at "
+             f"concurrency {latency.concurrency}"],
             ["draft share of KV", f"{budget.draft_share_of_kv_pct}% of every token's bytes; "
                                   f"{budget.capacity_lost_pct}% of the token capacity"],
             ["cold start", f"{staging.cold_start_s:g} s of {staging.budget_s:g} s"]]
@@ -154,7 +163,19 @@ def pair_page(a: Analysis, changes: str | None) -> tuple[str, dict[str, bytes], 
     if budget.draft_pool_note:
         lines.append(f'\n!!! warning "Draft pool"\n    {text(budget.draft_pool_note)}\n')
     lines.append("\n## Acceptance and break-even\n\n")
-    lines.append(f"![Expected speedup against acceptance]({pair.name}/speedup.svg){CHART}\n\n")
+    if latency is None:
+        lines.append(f'!!! warning "Break-even"\n    {text(refused)}\n')
+    else:
+        lines.append(_break_even_section(a, latency, charts_out))
+    lines.append(_alerts_section(a, charts_out))
+    lines.append(_plan_section(a, charts_out))
+    lines.append("\n## Staging plan\n\n")
+    return _rest(a, lines, charts_out, changes, failures)
+
+
+def _break_even_section(a: Analysis, latency: LatencyModel, charts_out: dict[str, bytes]) -> str:
+    pair = a.pair
+    lines = [f"![Expected speedup against acceptance]({pair.name}/speedup.svg){CHART}\n\n"]
     lines.append(f"![Break-even acceptance against concurrency]({pair.name}/break-even.svg)"
                  f"{CHART}\n\n")
     verdict_kind = {"pass": "success", "uncertain": "warning"}.get(latency.slo_status,
@@ -169,9 +190,14 @@ def pair_page(a: Analysis, changes: str | None) -> tuple[str, dict[str, bytes], 
                      + ". Every range and why: `generated/breakeven.md`.\n")
     elif a.schedule.refusal:
         lines.append(f"\nNo speculation schedule: {text(a.schedule.refusal)}.\n")
-    lines.append(_alerts_section(a, charts_out))
-    lines.append(_plan_section(a, charts_out))
-    lines.append("\n## Staging plan\n\n")
+    return "".join(lines)
+
+
+def _rest(a: Analysis, lines: list[str], charts_out: dict[str, bytes], changes: str | None,
+          failures: list[Finding]) -> tuple[str, dict[str, bytes], dict[str, object]]:
+    """The page from its staging plan on, and the index's summary of the pair."""
+    pair, rb, budget, staging, findings = a.pair, a.pair.runbook, a.budget, a.staging, \
+        a.findings
     lines.append(_table(["step", "seconds", "detail"], [
         [text(s.name), f"{s.seconds:g}", text(s.detail)] for s in staging.steps]
         + [["cold start", f"{staging.cold_start_s:g}", text(staging.verdict)]]))
@@ -203,9 +229,13 @@ def pair_page(a: Analysis, changes: str | None) -> tuple[str, dict[str, bytes], 
     lines.append(_table(["artifact", "fact", "source"], prov))
     summary: dict[str, object] = {"name": pair.name, "title": rb.pair.title, "engine": pair.engine,
                "method": rb.speculation.method.value, "gpu": pair.gpu,
-               "slo": latency.slo, "break_even": latency.at_concurrency.break_even,
+               "slo": rb.acceptance.slo.min_length,
+               "break_even": None if a.modelled is None else a.modelled.at_concurrency.break_even,
                "draft_share": budget.draft_share_of_kv_pct, "failing": len(failures)}
     return "".join(lines), charts_out, summary
+
+
+BELOW_BREAK_EVEN = "SpecpairBelowBreakEven"
 
 
 def _plan_section(a: Analysis, files: dict[str, bytes]) -> str:
@@ -213,6 +243,8 @@ def _plan_section(a: Analysis, files: dict[str, bytes]) -> str:
     and the Pareto front as a chart."""
     from specpair import plan_report
 
+    if a.not_modelled is not None:  # the planner scores candidates with the step model
+        return f'\n## Plan\n\n!!! warning "Plan"\n    {text(a.not_modelled)}\n'
     pair, found = a.pair, a.plan_search
     points = [(r.tokens_per_s_per_request, r.tokens_per_s_per_gpu, r.depth > 0, False)
               for r in found.rows if r.passes_check]
@@ -238,10 +270,12 @@ def _alerts_section(a: Analysis, files: dict[str, bytes]) -> str:
     rows = [
         ["SpecpairAcceptanceBelowSLO", f"p{t.percentile} of the {w.slo_window} τ over "
          f"{w.slo_lookback} &lt; {t.slo_min:g} for {w.slo_for} (SLO {text(t.scope)}, basis "
-         f"{text(t.basis)})"],
-        ["SpecpairBelowBreakEven", f"{w.break_even_window} τ &lt; τ\\* at the running "
-         f"concurrency for {w.break_even_for} ({t.break_even:.2f} at concurrency "
-         f"{t.concurrency})"],
+         f"{text(t.basis)})"]]
+    if t.break_even is not None:  # not generated where not modelled
+        rows.append(["SpecpairBelowBreakEven", f"{w.break_even_window} τ &lt; τ\\* at the "
+                     f"running concurrency for {w.break_even_for} ({t.break_even:.2f} at "
+                     f"concurrency {t.concurrency})"])
+    rows += [
         ["SpecpairSpeculationStopped", "tokens generated while the verify counter stands still"],
         ["SpecpairSpeculativeSeriesMissing", "tokens generated without speculative series"],
         ["SpecpairNotReadyWithinColdStartBudget",
@@ -258,8 +292,12 @@ def _alerts_section(a: Analysis, files: dict[str, bytes]) -> str:
     return ("\n## Alerts and dashboard\n\n"
             + _table(["alert", "fires when"], rows)
             + f"\n{prose(metrics.per_request)}; the SLO alert watches {w.slo_window} "
-            "windows.\n\nDetection delay (the runbook's `alerts` windows): "
-            + "; ".join(text(line) for line in detection(pair))
+            "windows.\n\n"
+            + ("" if t.not_modelled is None else
+               f"No break-even alert: {text(t.not_modelled)}.\n\n")
+            + "Detection delay (the runbook's `alerts` windows): "
+            + "; ".join(text(line) for line in detection(pair)
+                        if t.break_even is not None or not line.startswith(BELOW_BREAK_EVEN))
             + f".\n\nFiles: {links} (also in `generated/`).\n")
 
 
@@ -310,7 +348,8 @@ def _artifact(pair: ResolvedPair, role: str) -> str:
 
 def index_page(summaries: list[dict[str, object]]) -> str:
     rows = [[f"[{text(s['title'])}]({s['name']}.md)", text(s["engine"]), text(s["method"]),
-             text(s["gpu"]), f"{s['slo']:g} vs {s['break_even']:.2f}",
+             text(s["gpu"]), f"{s['slo']:g} vs " + ("not modelled" if s["break_even"] is None
+                                                   else f"{s['break_even']:.2f}"),
              f"{s['draft_share']}%", "pass" if not s["failing"] else f"FAIL ({s['failing']})"]
             for s in summaries]
     return (front_matter("Pairs", None)
