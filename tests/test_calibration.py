@@ -510,6 +510,33 @@ def test_a_deployment_wider_than_a_node_is_refused_by_name_never_predicted() -> 
         model(pair, compute(pair))
 
 
+def test_a_finite_run_of_unpublished_size_is_refused_by_name_above_concurrency_one() -> None:
+    """AngelSlim issue #163 publishes each run's latency beside its throughput, and their
+    product is one total of output tokens in every row (about 174-178k): one fixed prompt
+    set of unstated size. Its wall time barely falls from batch 32 to 64 (155.93 → 144.17
+    s), the drain of the set's longest requests, which a steady batch cannot time. Those
+    rows are refused by name, never fitted or predicted; its batch-1 rows (no drain) and
+    SpecForge #339 (its 20 prompts published) are modelled."""
+    data = calibration.load()
+    by_id = {p.id: p for p in data.points}
+    rows = [p for p in data.points if p.id.startswith("angelslim163")]
+    for p in rows:  # the evidence the condition rests on, as recorded
+        assert p.fixed_prompt_set and p.prompts is None
+    assert {p.id for p in rows if p.refusal is None} == {
+        p.id for p in rows if p.concurrency == 1}
+    c64 = by_id["angelslim163-c64"]
+    assert c64.refusal is not None and c64.refusal.name == calibration.FINITE_RUN
+    c1 = c64.model_copy(update={"concurrency": 1})
+    assert c1.refusal is None
+    assert c64.model_copy(update={"prompts": 80}).refusal is None  # size known: modelled
+    assert by_id["specforge339-base-curve-c64"].refusal is None
+    cv = calibration.stored_cross_validation()
+    refused = {r.id for r in cv.refused if r.name == calibration.FINITE_RUN}
+    assert refused == {p.id for p in rows if p.concurrency > 1}
+    assert not {r.id for r in cv.rows} & refused
+    assert not any(set(f.fitted_on) & refused for f in data.fitted)
+
+
 def test_a_run_never_holds_more_requests_than_it_has() -> None:
     """SpecForge issue #339 ran bench_eagle3.py on 'mtbench:20', twenty questions: at batch
     sizes 32 and 64 its base model ran at most 20 at once, and its published throughput is

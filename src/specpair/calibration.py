@@ -207,6 +207,13 @@ class Point(Strict):
         default=None, gt=0, description="requests in the whole benchmark run, where the "
         "source states it (SpecForge bench_eagle3.py's 'mtbench:20' runs 20 questions): "
         "a run never holds more than this many at once, whatever its concurrency")
+    fixed_prompt_set: bool = Field(
+        default=False, description="the source's runs are one fixed set of prompts whose "
+        "size it does not publish, and its own figures show it (e.g. wall time × throughput "
+        "the same total tokens at every concurrency): a throughput over such a run at "
+        "concurrency > 1 includes the set's drain, the last requests finishing with fewer "
+        "than the concurrency running, whose length the unpublished set size and output "
+        "lengths decide (`FINITE_RUN`)")
     speculative_max_running_requests: int | None = Field(
         default=None, gt=0, description="the most requests the speculative run decoded at "
         "once per engine instance, where the source's launch command or its engine release "
@@ -257,8 +264,17 @@ class Point(Strict):
     @property
     def refusal(self) -> NotModelledDeployment | None:
         """The step model's named refusal of this point's deployment (the check a
-        runbook's deployment gets, `stepmodel.deployment_refusal`), or None."""
-        return deployment_refusal(self.tp, 1, self.ep, GPUS_PER_NODE, self.dp_attention)
+        runbook's deployment gets, `stepmodel.deployment_refusal`), or of its measurement
+        (`FINITE_RUN`), or None."""
+        why = deployment_refusal(self.tp, 1, self.ep, GPUS_PER_NODE, self.dp_attention)
+        if why is None and self.fixed_prompt_set and self.prompts is None \
+                and self.concurrency > 1:
+            why = NotModelledDeployment(FINITE_RUN, (
+                f"a throughput at concurrency {self.concurrency} over one fixed prompt set "
+                "of unpublished size: the run's wall time includes its drain (the last "
+                "requests finishing with fewer running), which the step model's steady "
+                "batch cannot time without the set's size and output lengths"))
+        return why
 
     @property
     def published_speedup(self) -> float | None:
@@ -278,6 +294,11 @@ class Point(Strict):
     def shape(self) -> Shape:
         return _shape(self.method or "NONE", self.num_speculative_tokens, self.block_size,
                       self.num_steps, self.topk, self.num_draft_tokens)
+
+
+FINITE_RUN = "finite run of unpublished size"
+"""A measurement refused by name: `Point.fixed_prompt_set` without `prompts`, at a
+concurrency above 1 (at 1 the run has no drain: every request runs alone)."""
 
 
 class Fitted(Strict):
@@ -805,8 +826,9 @@ class Evaluation(Strict):
                                     "points with a published τ")
     largest_tau_source_points: int = 0
     refused: list[RefusedPoint] = Field(default_factory=list, description="points whose "
-                                        "deployment the step model refuses by name "
-                                        "(stepmodel.deployment_refusal): not predicted")
+                                        "deployment (stepmodel.deployment_refusal) or "
+                                        "measurement (FINITE_RUN) the step model refuses "
+                                        "by name: not predicted")
     fits: list[Fitted]
 
     @property
