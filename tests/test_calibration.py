@@ -537,6 +537,25 @@ def test_a_finite_run_of_unpublished_size_is_refused_by_name_above_concurrency_o
     assert not any(set(f.fitted_on) & refused for f in data.fitted)
 
 
+def test_nvfp4_weights_use_the_fp4_tensor_peak_where_the_gpu_has_one() -> None:
+    """NVFP4 checkpoints are W4A4: on Blackwell their GEMMs run at the dense FP4 peak (B200
+    9 PFLOP/s, B300 13). MXFP4 (gpt-oss: 8- or 16-bit activations) stays at the FP8 peak,
+    and a GPU without FP4 tensor cores times NVFP4 at its FP8 peak."""
+    data = calibration.load()
+    by_id = {p.id: p for p in data.points}
+    b300 = hardware.lookup("B300")
+    assert b300 is not None and b300.fp4_dense_flops == 13000e12
+    p = by_id["ix3183-1k1k-c32-tp4ep4"]
+    assert p.target_dtype == "nvfp4"
+    fwd, _, hw = calibration._forwards(p, data.models[p.target], None)
+    assert fwd.fp4 and hw.peak(fwd) == b300.fp4_dense_flops
+    mx = by_id["lmsys-gptoss-bs1-b200-mxfp4"]
+    fwd, _, hw = calibration._forwards(mx, data.models[mx.target], None)
+    assert not fwd.fp4 and hw.fp4_flops and hw.peak(fwd) == hw.fp8_flops
+    hopper = stepmodel.Hardware(4.8e12, 989e12, 1979e12)
+    assert hopper.peak(stepmodel.Forward(1.0, 1.0, 0.0, fp8=True, fp4=True)) == 1979e12
+
+
 def test_a_run_never_holds_more_requests_than_it_has() -> None:
     """SpecForge issue #339 ran bench_eagle3.py on 'mtbench:20', twenty questions: at batch
     sizes 32 and 64 its base model ran at most 20 at once, and its published throughput is

@@ -65,8 +65,10 @@ GPUS_PER_NODE = 8
 DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "nvfp4": 0.5625,
                "mxfp4": 0.53125, "int4": 0.5}
 """Weight bytes per parameter as served (FP4 formats with their block scales: NVFP4 one
-FP8 scale per 16 values, MXFP4 one E8M0 scale per 32). Low-precision formats use the FP8
-tensor peak (the catalog carries no FP4 peak)."""
+FP8 scale per 16 values, MXFP4 one E8M0 scale per 32). NVFP4 checkpoints (ModelOpt) are
+W4A4, activations quantized to FP4 too: they use the FP4 tensor peak where the catalog has
+one (Blackwell), else FP8's. MXFP4 (gpt-oss) runs with 8- or 16-bit activations (W4A8 on
+Blackwell, W4A16 on Hopper): it and the other low-precision formats use the FP8 peak."""
 
 
 class CalibrationError(ValueError):
@@ -107,6 +109,11 @@ class ModelSpec(Strict):
     source: str
 
     @property
+    def fp4(self) -> bool:
+        """NVFP4 (W4A4) weights: FP4 tensor-core GEMMs where the GPU has them."""
+        return (self.dtype or "").lower().startswith("nvfp4")
+
+    @property
     def fp8(self) -> bool:
         return (self.dtype or "").lower().startswith(("fp8", "f8", "nvfp4", "mxfp4", "int")) \
             or self.bytes_per_param <= FP8_BYTES
@@ -144,7 +151,7 @@ class ModelSpec(Strict):
             head_dim=self.head_dim, v_head_dim=self.v_head_dim or self.head_dim,
             kv_bytes_per_token=kv, active_params=self.active_params,
             experts=self.experts or 0, top_k=self.top_k or 0, routed_params=routed,
-            attention_per_head=per_head, prefill_per_head=prefill, fp8=self.fp8,
+            attention_per_head=per_head, prefill_per_head=prefill, fp8=self.fp8, fp4=self.fp4,
             window_layers=self.sliding_window_layers if self.sliding_window else 0,
             window=self.sliding_window or 0, hidden=self.hidden or 0)
 
@@ -468,7 +475,7 @@ def hardware_of(gpu_key: str, p2p: bool | None = None) -> Hardware:
     if gpu is None:
         raise CalibrationError(f"unknown GPU {gpu_key!r}: {hardware.unknown_hint(gpu_key)}")
     return Hardware(gpu.bandwidth_bytes_per_s, gpu.bf16_dense_flops, gpu.fp8_dense_flops,
-                    link_for(gpu.key, gpu.family, p2p))
+                    link_for(gpu.key, gpu.family, p2p), gpu.fp4_dense_flops)
 
 
 @dataclass(frozen=True)

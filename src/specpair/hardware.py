@@ -42,6 +42,9 @@ class GPU:
     """Architecture family (hopper, ampere, ...): calibration is kept per family. None for
     a GPU declared inline."""
     fp8_dense_flops: float | None = None
+    fp4_dense_flops: float | None = None
+    """Dense FP4 tensor peak where the GPU has FP4 tensor cores (Blackwell): what NVFP4
+    (W4A4) GEMMs run at."""
     aliases: tuple[str, ...] = ()
     common: bool = False
     """One of the data-center GPUs `specpair plan --gpus common` searches."""
@@ -49,6 +52,7 @@ class GPU:
 
 def _entry(raw: dict[str, Any]) -> GPU:
     fp8 = raw.get("fp8_dense_tflops")
+    fp4 = raw.get("fp4_dense_tflops")
     note = "" if raw.get("memory_status") == "reported" else (
         f"memory.total assumed {raw['memory_mib']:,} MiB (not seen reported)")
     if raw.get("status") == "datasheet":
@@ -60,6 +64,7 @@ def _entry(raw: dict[str, Any]) -> GPU:
                free_before_load_bytes=int(float(raw["free_before_load_gib"]) * GiB),
                note=note, family=raw["family"],
                fp8_dense_flops=float(fp8) * 1e12 if fp8 is not None else None,
+               fp4_dense_flops=float(fp4) * 1e12 if fp4 is not None else None,
                aliases=tuple(raw.get("aliases") or ()), common=bool(raw.get("common")))
 
 

@@ -15,8 +15,9 @@ Every forward costs a fixed part and a roofline part:
   different depths;
 - FLOPs: 2 × active parameters per token, plus attention, per token 2 · heads ·
   (head_dim + v_head_dim) per layer and per token of context;
-- peak: dense FP8 tensor FLOP/s when the weights are FP8 and the GPU has FP8 tensor cores,
-  else dense BF16;
+- peak: dense FP4 tensor FLOP/s when the weights are NVFP4 (W4A4: activations quantized
+  too) and the GPU has FP4 tensor cores (Blackwell), else dense FP8 when the weights are FP8
+  or another low-precision format and the GPU has FP8 tensor cores, else dense BF16;
 - fixed: the engine's per-forward cost (scheduler, sampling, kernel launches), plus a
   per-speculative-step cost (rejection sampling, tree/mask bookkeeping, draft extend) on
   the verify, and a separate per-draft-forward cost *per drafter family*;
@@ -154,6 +155,7 @@ class Architecture:
     prefill_per_head: int | None = None     # MLA prefill, not absorbed: qk (nope + rope)
     #                                         + v head dims; default as `attention_per_head`
     fp8: bool = False
+    fp4: bool = False             # NVFP4 (W4A4) weights: the FP4 tensor peak where there is one
     window_layers: int = 0        # sliding-window layers: KV read up to `window` tokens
     window: int = 0
     hidden: int = 0               # residual width (the all-reduced activations); 0: heads ×
@@ -196,6 +198,7 @@ class Architecture:
         window = {"window": self.window, "window_kv_bytes_per_token": window_kv,
                   "window_attention_flops": window_flops,
                   "allreduce_bytes_per_token": ar_bytes, "layers": math.ceil(self.layers / pp),
+                  "fp4": self.fp4,
                   "prefill_attention_flops_per_context_token": prefill_attention}
         if share:
             routed_ranks = max(ep, tp) * pp
@@ -244,6 +247,8 @@ class Forward:
     layers: int = 0             # decoder layers on this rank: each pays `layer_s`
     prefill_attention_flops_per_context_token: float | None = None  # prompt tokens' (MLA
     #                             prefill attends without the absorption); None: as decode
+    fp4: bool = False           # NVFP4 (W4A4) weights: FP4 tensor-core FLOPs where the GPU
+    #                             has them (`Hardware.fp4_flops`), else as `fp8`
 
     def routed_coverage(self, batch: int, tokens_per_seq: int, locality: float,
                         chain: int | None = None, extra: float = 0.0) -> float:
@@ -486,6 +491,7 @@ class Hardware:
     bf16_flops: float
     fp8_flops: float | None = None
     link: str = "nvlink4"  # `LINKS` key: what the TP all-reduces cross
+    fp4_flops: float | None = None  # dense FP4 tensor peak (Blackwell), None without one
 
     @property
     def link_bandwidth(self) -> float:
@@ -497,6 +503,8 @@ class Hardware:
         return self.link.endswith("-host")
 
     def peak(self, forward: Forward) -> float:
+        if forward.fp4 and self.fp4_flops:
+            return self.fp4_flops
         return self.fp8_flops if forward.fp8 and self.fp8_flops else self.bf16_flops
 
 
