@@ -495,6 +495,15 @@ def test_a_deployment_wider_than_a_node_is_refused_by_name_never_predicted() -> 
     assert refused is not None and refused.name == stepmodel.CROSS_NODE_MODEL_PARALLEL
     ep = stepmodel.deployment_refusal(1, 1, 72, 8, dp_attention=True)
     assert ep is not None and ep.name == stepmodel.CROSS_NODE_EXPERT_PARALLEL
+    # DP attention over 16 ranks: the attention is per rank, the MoE layers cross nodes
+    dpa = stepmodel.deployment_refusal(16, 1, 16, 8, dp_attention=True)
+    assert dpa is not None and dpa.name == stepmodel.CROSS_NODE_EXPERT_PARALLEL
+    tp16 = stepmodel.deployment_refusal(16, 1, 16, 8)
+    assert tp16 is not None and tp16.name == stepmodel.CROSS_NODE_MODEL_PARALLEL
+    # the TP group fits a node, the pipeline stages do not: named for the stages
+    stages = stepmodel.deployment_refusal(8, 2, 1, 8)
+    assert stages is not None and stages.name == stepmodel.CROSS_NODE_MODEL_PARALLEL
+    assert "pipeline stages" in stages.reason and "all-reduces" not in stages.reason
     assert stepmodel.deployment_refusal(8, 1, 8, 8) is None
     assert stepmodel.deployment_refusal(4, 2, 1, 8) is None
     cv = calibration.stored_cross_validation()

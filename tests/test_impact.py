@@ -391,3 +391,16 @@ def test_a_sglang_version_change_names_each_changed_default_with_its_budget_effe
     assert any(u.startswith(f"budget: KV token capacity {capacity[0]:,} → {capacity[1]:,}")
                for u in upgrade)
     assert any(i.startswith("Re-measure acceptance") for i in item.checklist)
+
+
+def test_a_deployment_the_latency_model_refuses_keeps_its_checklist(repo: Path) -> None:
+    """The head spreads TP 4 over two 2-GPU nodes: the step model refuses it by name
+    (cross-node model parallelism) but the memory budget stands, so the pair is not broken
+    and the deployment change still asks to re-budget, with the refusal where τ* was."""
+    commit(repo, lambda r: edit(r, LING, "gpus_per_node: 8\n  parallel: {tensor: 4}",
+                                "gpus_per_node: 2\n  nodes: 2\n  parallel: {tensor: 4}"))
+    (item,) = impact(repo, "HEAD~1", "HEAD")[0]
+    text = " ".join(item.checklist)
+    assert not text.startswith("Fix the pair"), item.checklist
+    assert "re-budget memory" in text
+    assert "not modelled: cross-node model parallelism" in text

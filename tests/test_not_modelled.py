@@ -19,7 +19,9 @@ from specpair.analysis import Analysis
 from specpair.checks import Context, run
 from specpair.generators import budget_files, dashboard_files, monitoring_files, plan_files
 from specpair.step_inputs import not_modelled_text, unmodelled
+from tests.pairs import make_pair
 from tests.promtool import check_rules, rule_groups
+from tests.test_budget_properties import dense
 from tests.test_manifests import PAIRS, sglang_two_nodes, vllm_two_nodes
 
 TWO_NODES = [vllm_two_nodes, sglang_two_nodes]
@@ -118,3 +120,105 @@ def test_the_site_page_states_the_refusal_instead_of_numbers(make: Any) -> None:
     assert "token capacity" in page  # the memory budget is on the page as usual
     assert summary["break_even"] is None
     assert "not modelled" in index_page([summary])
+
+
+def test_the_rule_file_documents_no_break_even_delay_or_rule() -> None:
+    text = monitoring_files.generate(Analysis(vllm_two_nodes()))[monitoring_files.RULES].decode()
+    header = text.split("groups:")[0]
+    assert "Detection delay, SpecpairBelowBreakEven" not in header
+    assert "break-even and fallback" not in header  # its first line names what it holds
+    assert "Detection delay, SpecpairAcceptanceBelowSLO" in header
+
+
+def test_a_derived_schedule_of_a_deployment_the_model_refuses_is_a_runbook_error() -> None:
+    """A derived schedule comes from the step model: `validate` names the refusal and the
+    way out (pin the ranges, or a static K) before any generator runs."""
+    from specpair.rules import check_runbook
+
+    pair = make_pair(dense(36), dense(5), engine="vllm", version="0.33.0",
+                     speculation={"method": "EAGLE3", "num_speculative_tokens": 3,
+                                  "schedule": "derived"},
+                     deployment={"gpus_per_node": 4, "nodes": 2, "parallel": {"tensor": 8}})
+    (finding,) = [f for f in check_runbook(pair.runbook) if f.field == "speculation.schedule"]
+    assert finding.severity == "error" and "cross-node model parallelism" in finding.message
+    assert "pin the ranges" in finding.hint
+    static = pair.runbook.model_copy(update={"speculation": pair.runbook.speculation.model_copy(
+        update={"schedule": None})})
+    assert not [f for f in check_runbook(static) if f.field == "speculation.schedule"]
+
+
+@pytest.mark.parametrize("make", TWO_NODES)
+def test_the_planner_ranks_the_deployments_within_a_node(make: Any) -> None:
+    """The runbook as written spans two nodes: the plan says so and ranks the
+    candidates the latency model represents instead of refusing the whole plan."""
+    from specpair.plan import plan
+    from specpair.plan_report import markdown
+
+    p = plan(make())
+    assert p.current is None and p.current_not_modelled is not None
+    assert p.current_not_modelled.startswith(REFUSAL)
+    assert p.rows and all(r.gpus <= 4 for r in p.rows)
+    assert "Its deployment is not modelled: cross-node" in markdown(p)
+
+
+def test_planner_candidates_wider_than_a_node_are_counted_not_modelled() -> None:
+    """--max-gpus over two nodes with pipeline 2: TP 8 × PP 2 spans both nodes; it is
+    counted as not modelled, the other candidates are ranked."""
+    from specpair.plan import Options, plan
+    from specpair.plan_report import summary
+
+    pair = make_pair(dense(36), dense(5), engine="vllm", version="0.33.0",
+                     speculation={"method": "DFLASH", "block_size": 16},
+                     deployment={"gpus_per_node": 8, "nodes": 2,
+                                 "parallel": {"tensor": 4, "pipeline": 2}})
+    p = plan(pair, Options(max_gpus=16))
+    assert p.counts.not_modelled > 0 and p.rows
+    assert all(r.tensor * 2 <= 8 for r in p.rows)
+    assert f"{p.counts.not_modelled} not modelled by the latency model" in summary(p)
+
+
+def _moe(layers: int) -> Any:
+    from specpair.geometry import MixtureOfExperts
+
+    return dense(layers).model_copy(update={"moe": MixtureOfExperts(
+        experts=64, active_experts=8, expert_params=3 * 4096 * 1024, moe_layers=layers)})
+
+
+def test_vllm_expert_parallelism_spans_tensor_times_data() -> None:
+    """vLLM has no EP size: --enable-expert-parallel shards the experts over every
+    tensor × data rank (vllm/model_executor/layers/fused_moe/config.py,
+    FusedMoEParallelConfig.make: ep_size = flattened tp_size = tp · dp). An expert size
+    that is not that product is refused; SGLang's divisor rule stays."""
+    from specpair.rules import check_runbook
+
+    def expert_findings(engine: str, version: str, parallel: dict[str, int]) -> list[str]:
+        pair = make_pair(_moe(8), dense(1), engine=engine, version=version,
+                         speculation={"method": "EAGLE3", "num_speculative_tokens": 3},
+                         deployment={"gpus_per_node": 8, "parallel": parallel})
+        return [f.message for f in check_runbook(pair.runbook)
+                if f.field == "deployment.parallel.expert"]
+
+    (message,) = expert_findings("vllm", "0.33.0", {"tensor": 8, "expert": 2})
+    assert "every tensor × data rank" in message and "8 × 1 = 8" in message
+    assert not expert_findings("vllm", "0.33.0", {"tensor": 8, "expert": 8})
+    assert not expert_findings("vllm", "0.33.0", {"tensor": 2, "data": 4, "expert": 8})
+    assert not expert_findings("sglang", "0.5.23", {"tensor": 8, "expert": 2})
+
+
+def test_vllm_data_parallelism_of_an_moe_is_refused_by_the_budget() -> None:
+    """vLLM puts the MoE layers of its data-parallel ranks in one group of tensor × data
+    ranks even without expert parallelism (flatten_tp_across_dp_and_pcp): specpair's
+    per-replica budget would overstate each rank's expert weights, so it refuses."""
+    from specpair.budget import compute
+    from specpair.errors import SpecpairError
+
+    def pair(target: Any, data: int) -> Any:
+        return make_pair(target, dense(1), engine="vllm", version="0.33.0",
+                         speculation={"method": "EAGLE3", "num_speculative_tokens": 3},
+                         deployment={"gpu": "H200-141GB", "gpus_per_node": 8,
+                                     "parallel": {"tensor": 2, "data": data}})
+
+    with pytest.raises(SpecpairError, match="not modelled: data parallelism of an MoE target"):
+        compute(pair(_moe(8), 2))
+    assert compute(pair(_moe(8), 1)).baseline.fits is not None  # one replica: budgeted
+    assert compute(pair(dense(8), 2)).baseline is not None  # dense replicas: budgeted

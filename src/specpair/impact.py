@@ -187,10 +187,11 @@ def _numbers(pair: ResolvedPair) -> dict[str, Any]:
         a = Analysis(pair)
         budget = a.budget
         scenario = budget.speculative or budget.baseline
-        latency = a.latency
+        latency = a.modelled  # a deployment the latency model refuses still has a budget
+        tau = a.not_modelled if latency is None else latency.at_concurrency.break_even
         return {"cell_draft": scenario.cell_draft, "tokens": scenario.max_total_tokens,
                 "lost": budget.capacity_lost_pct, "fits": scenario.fits,
-                "tau": latency.at_concurrency.break_even, "cold": a.staging.cold_start_s,
+                "tau": tau, "cold": a.staging.cold_start_s,
                 # the alert rules' other thresholds (specpair.alerts)
                 "slo": pair.runbook.acceptance.slo.min_length,
                 "cold_budget": pair.runbook.staging.cold_start_budget_s}

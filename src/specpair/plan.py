@@ -53,7 +53,13 @@ from specpair.schema.common import KVDtype, Method, Strict
 from specpair.schema.runbook import Runbook, Workload
 from specpair.staging import StagingPlan
 from specpair.staging import plan as staging_plan
-from specpair.step_inputs import CHARS_PER_TOKEN, _Setup, expected_context
+from specpair.step_inputs import (
+    CHARS_PER_TOKEN,
+    _Setup,
+    expected_context,
+    not_modelled_text,
+    unmodelled,
+)
 from specpair.stepmodel import (
     Forward,
     Hardware,
@@ -488,6 +494,8 @@ class Counts(Strict):
     no_operating_point: int
     fail_other_rules: int
     ranked: int
+    not_modelled: int = Field(default=0, description="candidates the latency model refuses "
+                              "by name (`stepmodel.deployment_refusal`): no number to rank")
 
 
 class Plan(Strict):
@@ -510,6 +518,9 @@ class Plan(Strict):
     best: Row | None
     best_speculative: Row | None
     current: Row | None = Field(description="the runbook as written, evaluated the same way")
+    current_not_modelled: str | None = Field(
+        default=None, description="why the runbook as written has no row: the latency model "
+                                  "refuses its deployment by name")
     counts: Counts
     refusals: dict[str, int] = Field(description="engine rule → candidates it refused")
     seconds: float
@@ -547,6 +558,7 @@ class _Stats:
     no_point: int = 0
     other: int = 0
     candidates: int = 0
+    not_modelled: int = 0
 
 
 def _synthetic(pair: ResolvedPair) -> list[Workload]:
@@ -760,6 +772,9 @@ class Planner:
         self.stats.candidates += 1
         changes = self._changes(d, s)
         screen = self._variant({**changes, ("deployment", "max_running_requests"): None})
+        if unmodelled(screen) is not None:  # e.g. --max-gpus wider than a node: no number
+            self.stats.not_modelled += 1
+            return None
         try:
             budget = self._budget(screen)
         except SpecpairError:
@@ -989,7 +1004,8 @@ def plan(pair: ResolvedPair, opts: Options | None = None) -> Plan:
                     shapes=len(all_shapes), refused_by_engine=sum(st.refusals.values()),
                     over_budget=st.over_budget,
                     beyond_measured_depth=st.beyond, no_operating_point=st.no_point,
-                    fail_other_rules=st.other, ranked=len(good))
+                    fail_other_rules=st.other, ranked=len(good), not_modelled=st.not_modelled)
+    refusal = unmodelled(pair)
     t = planner.targets
     best = good[0] if good else None
     return Plan(
@@ -1002,6 +1018,7 @@ def plan(pair: ResolvedPair, opts: Options | None = None) -> Plan:
         expected_context=planner.context, prompt_tokens=planner.prompt,
         output_tokens=planner.output, rows=good + rest, front=front, best=best,
         best_speculative=next((r for r in good if r.depth > 0), None), current=current,
+        current_not_modelled=None if refusal is None else not_modelled_text(refusal),
         counts=counts, refusals=dict(sorted(st.refusals.items())), seconds=round(elapsed, 3),
         ms_per_candidate=round(1e3 * elapsed / max(1, st.candidates), 2),
         assumptions=_assumptions(planner), unverified=registry.declared_notes(pair))

@@ -70,7 +70,9 @@ def summary(p: Plan, timing: bool = True) -> str:
             f"rule{f' ({refusals})' if refusals else ''}, {c.over_budget} over the memory "
             f"budget, {c.beyond_measured_depth} beyond the measured depth, "
             f"{c.no_operating_point} without an operating point within the targets and the "
-            f"SLO, {c.fail_other_rules} failing another gate rule; {c.ranked} ranked.")
+            f"SLO, {c.fail_other_rules} failing another gate rule"
+            + (f", {c.not_modelled} not modelled by the latency model (wider than a node)"
+               if c.not_modelled else "") + f"; {c.ranked} ranked.")
 
 
 def recommendation(p: Plan, esc: Escape = cell, site: bool = False) -> str:
@@ -154,6 +156,10 @@ def markdown(p: Plan, top: int = 10, esc: Escape = cell, site: bool = False) -> 
     if p.current is not None:
         out.append(f"\n{heading}# The runbook as written\n\n")
         out.append(table(HEADER, [_row("now", p.current, esc)]))
+    elif p.current_not_modelled is not None:
+        out.append(f"\n{heading}# The runbook as written\n\n")
+        out.append(f"Its deployment is {esc(p.current_not_modelled)}: the candidates above "
+                   "are those the latency model represents, within one node.\n")
     if p.front:
         out.append(f"\n{heading}# Pareto front\n\n")
         out.append("Throughput per GPU against speed per request: no point is beaten on "

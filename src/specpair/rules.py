@@ -18,6 +18,7 @@ from specpair.findings import Finding
 from specpair.load import PathKey, render_dotted
 from specpair.schema.common import Method
 from specpair.schema.runbook import Artifact, Runbook
+from specpair.stepmodel import deployment_refusal
 
 Add = Callable[[PathKey, str, str], None]
 
@@ -205,6 +206,16 @@ def _check_schedule(rb: Runbook, add: Add) -> None:
             f"{'block_size' if spec.method.is_block_drafter else f'topk {spec.topk}'} "
             "drafts a fixed shape", "remove schedule (or use a chain: topk 1)")
         return
+    if spec.schedule == "derived":
+        dep = rb.deployment
+        par = dep.parallel
+        refusal = deployment_refusal(par.tensor, par.pipeline, par.expert, dep.gpus_per_node)
+        if refusal is not None:  # the same check as the latency model's (`step_inputs`)
+            add(loc, f"a derived schedule comes from the step model, which does not model "
+                f"this deployment: {refusal.name} ({refusal.reason})",
+                "pin the ranges from measurements of the deployed pair "
+                "([{start: 1, end: N, k: K}, ...]) or use a static K (`schedule: static`)")
+            return
     gamma = spec.num_speculative_tokens
     ranges = spec.schedule
     if not isinstance(ranges, list) or gamma is None:
@@ -242,7 +253,15 @@ def _check_parallel(rb: Runbook, profile: EngineProfile | None, add: Add) -> Non
     if (par.tensor * par.pipeline) % dep.nodes:
         add((*loc, "tensor"), f"tensor × pipeline ({par.tensor * par.pipeline}) must be a "
             f"multiple of nodes ({dep.nodes})", "spread each model replica evenly over nodes")
-    if par.expert > par.tensor or par.tensor % par.expert:
+    if profile is not None and "moe_over_data_parallel" in profile.capabilities:
+        if par.expert not in (1, par.tensor * par.data):
+            # vLLM has no EP size: --enable-expert-parallel shards the experts over every
+            # tensor × data rank (FusedMoEParallelConfig.make: ep_size = tp_size · dp_size)
+            add((*loc, "expert"), f"{profile.display_name} has no expert-parallel size of "
+                f"its own: expert parallelism spans every tensor × data rank "
+                f"({par.tensor} × {par.data} = {par.tensor * par.data}), not {par.expert}",
+                f"set expert: {par.tensor * par.data} (expert parallelism on) or 1 (off)")
+    elif par.expert > par.tensor or par.tensor % par.expert:
         add((*loc, "expert"), f"expert parallel size {par.expert} must divide tensor "
             f"parallel size {par.tensor}", "use an expert size that divides the TP size")
     if profile is not None:

@@ -294,7 +294,7 @@ def _alerts_section(a: Analysis, files: dict[str, bytes]) -> str:
             + f"\n{prose(metrics.per_request)}; the SLO alert watches {w.slo_window} "
             "windows.\n\n"
             + ("" if t.not_modelled is None else
-               f"No break-even alert: {text(t.not_modelled)}.\n\n")
+               f"No break-even alert; the break-even τ* is {text(t.not_modelled)}.\n\n")
             + "Detection delay (the runbook's `alerts` windows): "
             + "; ".join(text(line) for line in detection(pair)
                         if t.break_even is not None or not line.startswith(BELOW_BREAK_EVEN))

@@ -167,11 +167,12 @@ def unmodelled(pair: ResolvedPair) -> NotModelled | None:
 
 def not_modelled_text(refusal: NotModelled) -> str:
     """The one wording every output uses where a modelled latency number would stand."""
-    return f"not modelled: {refusal}"
+    return f"not modelled: {refusal.name} ({refusal.reason})"
 
 
 NOT_MODELLED_HINT = ("the latency model covers model replicas within one node; plan such a "
-                     "deployment from measurements of it (`specpair bench` records)")
+                     "deployment from measurements of it (`specpair bench` against the "
+                     "deployed pair)")
 
 
 def refuse_unmodelled(pair: ResolvedPair) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from specpair import registry
-from specpair.budget.common import check_tensor_parallel
+from specpair.budget.common import check_tensor_parallel, refuse_moe_over_data_parallel
 from specpair.budget.model import Budget
 from specpair.errors import Problem, SpecpairError
 
@@ -34,6 +34,7 @@ def compute(pair: ResolvedPair) -> Budget:
     (`analysis.Analysis.budget`), the gate and the planner reuse the one they are handed."""
     draft_tp = pair.runbook.deployment.parallel.draft_tensor
     check_tensor_parallel(pair, draft_tp)
+    refuse_moe_over_data_parallel(pair)
     notes = check_layouts(pair)
     budget = pair.release.budget(pair, pair.gpu_spec)
     if notes:

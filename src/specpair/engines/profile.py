@@ -22,7 +22,10 @@ class EngineProfile:
     """What the release has that a rule can be about (`RuleSpec.requires`):
     `heterogeneous_vocab` (a draft with its own tokenizer), `draft_tensor_parallel` (a
     draft TP size of its own), `overlap_weight_loading` (a start-up mode that overlaps
-    weight loading), `multi_node_data_parallel` (data-parallel replicas across nodes)."""
+    weight loading), `multi_node_data_parallel` (data-parallel replicas across nodes),
+    `moe_over_data_parallel` (the MoE layers of the data-parallel ranks form one group of
+    tensor × data ranks, and expert parallelism, once on, spans all of them: vLLM's
+    `FusedMoEParallelConfig.make`)."""
     notes: dict[Method, str] = field(default_factory=dict)
 
     @property

@@ -11,6 +11,7 @@ from specpair.latency import LatencyModel
 from specpair.registry import UNVERIFIED_MARK, UNVERIFIED_MEANING
 from specpair.render import cell, gib, num, table, value
 from specpair.resolve import ResolvedPair
+from specpair.step_inputs import NOT_MODELLED_HINT
 from specpair.writer import dump_json
 
 
@@ -26,7 +27,7 @@ def not_served(not_modelled: str) -> str:
     """The latency section of a deployment the step model refuses: the refusal, no number
     (the memory budget above does not use the step model)."""
     return ("\n## What this budget serves\n\nTPOT, output tokens/s, break-even τ* and the "
-            f"expected speedup: {cell(not_modelled)}. Measure them (`specpair bench`).\n")
+            f"expected speedup are {cell(not_modelled)}: {cell(NOT_MODELLED_HINT)}.\n")
 
 
 def served(m: LatencyModel) -> str:

@@ -172,7 +172,8 @@ def build(a: Analysis) -> dict[str, object]:
         .refresh(model.VariableRefresh.ON_TIME_RANGE_CHANGED).include_all(True)
         .multi(True).all_value(".*"))
     rows: list[tuple[int, str, list[PanelBuilder]]] = [
-        (100, "Latency: acceptance, SLO and break-even", latency_panels(name, t, m)),
+        (100, "Latency: acceptance, SLO and break-even" if t.not_modelled is None
+         else "Latency: acceptance and SLO", latency_panels(name, t, m)),
         (101, "Memory", memory_panels(name, t, m)),
         (102, "Staging", staging_panels(name, t, m, watches_first_request(pair, m)))]
     for row_id, title, panels in rows:

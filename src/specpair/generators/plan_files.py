@@ -17,6 +17,7 @@ from specpair.schedule import ScheduleReport
 from specpair.staging import StagingPlan
 from specpair.staging_calibration import Comparison, StagingCalibration, calibrate, compare
 from specpair.staging_log import rate
+from specpair.step_inputs import NOT_MODELLED_HINT
 from specpair.writer import dump_json
 
 
@@ -53,9 +54,8 @@ def not_modelled_markdown(pair: ResolvedPair, not_modelled: str) -> str:
     """breakeven.md of a deployment the latency model refuses: the refusal by name."""
     return (f"# Acceptance and break-even: {cell(pair.runbook.pair.title)}\n\n"
             + "".join(unverified_lines(pair))
-            + f"Break-even τ*, TPOT, tokens/s, speedup and the speculation schedule: "
-            f"{cell(not_modelled)}. Plan this deployment from measurements of it "
-            "(`specpair bench` records).\n")
+            + f"Break-even τ*, TPOT, tokens/s and speedup "
+            f"are {cell(not_modelled)}: {cell(NOT_MODELLED_HINT)}.\n")
 
 
 def unverified_lines(pair: ResolvedPair, escape: Callable[[object], str] = cell) -> list[str]:

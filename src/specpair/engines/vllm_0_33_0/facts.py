@@ -23,5 +23,5 @@ PROFILE = EngineProfile(
     supports_tree_drafts=False,
     display_name="vLLM",
     capabilities=frozenset({"draft_tensor_parallel", "heterogeneous_vocab",
-                            "multi_node_data_parallel"}),
+                            "multi_node_data_parallel", "moe_over_data_parallel"}),
 )
