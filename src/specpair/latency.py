@@ -48,7 +48,7 @@ from specpair.step_inputs import (
 from specpair.stepmodel import (
     StepParams,
     StepTimes,
-    step_times,
+    memo_step_times,
 )
 
 CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -149,7 +149,7 @@ def capacity(scenario: Scenario, context: int) -> tuple[int, str]:
 
 
 def _times(s: _Setup, batch: int) -> StepTimes:
-    return step_times(s.target, s.draft, s.shape, batch, s.context, s.hw, s.params)
+    return memo_step_times(s.target, s.draft, s.shape, batch, s.context, s.hw, s.params)
 
 
 def _r(pair: tuple[float, float], digits: int = 4) -> tuple[float, float]:

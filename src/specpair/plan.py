@@ -61,8 +61,8 @@ from specpair.stepmodel import (
     StepTimes,
     drafter_family,
     forward_time,
+    memo_step_times,
     shape_for,
-    step_times,
 )
 
 TP_SIZES = (1, 2, 4, 8, 16)
@@ -351,7 +351,7 @@ class Evaluator:
             self._prefill += _prefill_s(self.draft, self.prompt, self.hw, p, p.draft_s)
 
     def times(self, batch: int) -> StepTimes:
-        return step_times(self.target, self.draft if self.tau is not None else None,
+        return memo_step_times(self.target, self.draft if self.tau is not None else None,
                           self.shape, batch, self.context, self.hw, self.params)
 
     def throughput_ratio(self) -> tuple[float, float]:

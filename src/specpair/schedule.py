@@ -42,7 +42,7 @@ from specpair.latency import model, parameters, setup
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import Strict
 from specpair.step_inputs import _Setup
-from specpair.stepmodel import StepParams, shape_for, step_times
+from specpair.stepmodel import StepParams, memo_step_times, shape_for
 
 DEPTH_LIMIT = 16
 """Deepest K a derived schedule considers: past 16 drafted tokens no published sweep
@@ -89,7 +89,7 @@ class Goodput:
         tau = self.curve.tau(k)
         assert tau is not None
         shape = shape_for(self.method, k, None, None, 1, None)
-        t = step_times(self.s.target, self.s.draft, shape, batch, self.s.context, self.s.hw,
+        t = memo_step_times(self.s.target, self.s.draft, shape, batch, self.s.context, self.s.hw,
                        self.s.params)
         out = self._speedups[(k, batch)] = t.speedup(tau)
         return out

@@ -56,6 +56,7 @@ from dataclasses import dataclass, replace
 
 from pydantic import Field
 
+from specpair.memo import value_memo
 from specpair.schema.common import Strict
 
 TP_ALLREDUCES_PER_LAYER = 2  # attention output and MLP output, under tensor parallelism
@@ -624,6 +625,13 @@ def step_times(target: Forward, draft: Forward | None, shape: Shape, batch: int,
                 cost += per_prompt_token(draft, shape.tokens_per_pass or 1, None)
             prefill_per_token = rate * cost
     return StepTimes(t_dec, t_draft, t_ver, per_token, prefill_per_token)
+
+
+memo_step_times = value_memo(step_times)
+"""`step_times` memoised on its arguments, all frozen values (`specpair.memo`): the
+serving paths (the planner, the latency model, the schedule) ask for the step times of one
+setup at one batch many times. A calibration fit varies the parameters on every call and
+calls `step_times` itself."""
 
 
 # ------------------------------------------------------------------ fitting
