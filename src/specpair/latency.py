@@ -36,6 +36,7 @@ from pydantic import Field
 from specpair.budget.model import Budget, Scenario
 from specpair.calibrate import fit_pair
 from specpair.calibration import chain_tau
+from specpair.memo import value_memo
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import Strict
 from specpair.step_inputs import (
@@ -156,6 +157,7 @@ def _r(pair: tuple[float, float], digits: int = 4) -> tuple[float, float]:
     return round(pair[0], digits), round(pair[1], digits)
 
 
+@value_memo  # a frozen setup, numbers; the gate's latency model of each candidate asks again
 def point(s: _Setup, batch: int, reference: float | None, slo: float) -> Point:
     t = _times(s, batch)
     even = t.break_even()

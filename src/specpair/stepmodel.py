@@ -160,6 +160,7 @@ class Architecture:
     hidden: int = 0               # residual width (the all-reduced activations); 0: heads ×
     #                               head_dim, which equals it for the families served here
 
+    @value_memo  # a frozen architecture and numbers: every candidate of a plan asks
     def forward(self, tp: int = 1, ep: int = 1, pp: int = 1,
                 kv_per_rank: float | None = None, dp_attention: bool = False) -> Forward:
         """The forward on one rank under tensor parallelism `tp`, pipeline `pp` and expert
