@@ -35,6 +35,7 @@ from specpair.engines.vllm_0_33_0.facts import PROFILE
 from specpair.errors import SpecpairError
 from specpair.geometry import Geometry
 from specpair.hardware import GPU
+from specpair.memo import value_memo
 from specpair.schema.common import KVDtype, Method
 
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
@@ -237,6 +238,15 @@ class Rules:
         self.engine = engine
         """The release's label, as the budget and its refusals name it."""
 
+    def __eq__(self, other: object) -> bool:
+        # by value (`_layers_plan` is memoised with the rules among its arguments): the
+        # class holds the release's methods and constants, `engine` its label
+        return isinstance(other, Rules) and type(other) is type(self) \
+            and other.engine == self.engine
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.engine))
+
     def state_plan(self, g: Geometry, tp: int, block: int, dtype_bytes: int, num_spec: int
                    ) -> StatePlan:
         """`Platform._align_hybrid_block_size` (mode `align`): the block size is the smallest
@@ -341,19 +351,32 @@ class Rules:
         """(block plan, block size, target bytes per block, draft bytes per block)."""
         dep = pair.runbook.deployment
         spec = pair.runbook.speculation
-        target = pair.target.geometry
-        draft = pair.draft.geometry if pair.draft else None
-        tp, pp = dep.parallel.tensor, dep.parallel.pipeline
-        draft_tp = dep.parallel.draft_tensor or tp
+        tp = dep.parallel.tensor
         block = server_args(pair, pair.gpu_spec).block_size
         state = self.hybrid_state(pair, block, speculative)
+        draft = pair.draft.geometry if pair.draft and speculative \
+            and spec.method is not Method.NGRAM else None
+        return self._layers_plan(pair.target.geometry, draft, tp, dep.parallel.pipeline,
+                                 dep.parallel.draft_tensor or tp, block, dep.kv_cache_dtype,
+                                 dep.draft_kv_cache_dtype or dep.kv_cache_dtype,
+                                 dep.hybrid_kv_pools, state)
+
+    @value_memo  # of the models, their parallelism and dtypes alone: one per deployment of
+    # a plan, not one per candidate (the memory fraction, the SLO and the concurrency
+    # leave it unchanged)
+    def _layers_plan(self, target: Geometry, draft: Geometry | None, tp: int, pp: int,
+                     draft_tp: int, block: int, kv: KVDtype, d_kv: KVDtype,
+                     hybrid_kv_pools: bool, state: StatePlan | None
+                     ) -> tuple[BlockPlan, int, int, int]:
+        """`kv_plan` once the server arguments are read: the target's layers (and the
+        draft's, None without a draft in the pool) in the block pool."""
         state_spec: LayerSpec | None = None
         if state is not None and target.linear_attention is not None:
             block = state.block
-            per_token, _ = page_bytes(target, tp, 1, kv_bytes(dep.kv_cache_dtype, target))
+            per_token, _ = page_bytes(target, tp, 1, kv_bytes(kv, target))
             state_spec = LayerSpec("state", block * per_token, None, (0, 0, 0, 0))
         # in layer order (the order of the groups follows the first layer of each kind)
-        attention = iter(layer_specs(target, tp, block, kv_bytes(dep.kv_cache_dtype, target)))
+        attention = iter(layer_specs(target, tp, block, kv_bytes(kv, target)))
         t_specs = [state_spec if layer.kind == "linear" and state_spec is not None
                    else next(attention) for layer in target.layer_list()
                    if layer.kind != "linear" or state_spec is not None]
@@ -366,12 +389,11 @@ class Rules:
                     field_path="deployment.parallel.pipeline")
             t_specs = t_specs[:math.ceil(len(t_specs) / pp)]
         d_specs: list[LayerSpec] = []
-        if speculative and spec.method is not Method.NGRAM and draft is not None:
-            d_kv: KVDtype | None = dep.draft_kv_cache_dtype or dep.kv_cache_dtype
+        if draft is not None:
             # `auto` is resolved against vllm_config.model_config, the TARGET's: a draft
             # checkpoint saved in float32 still keeps its KV in the target's dtype
             d_specs = layer_specs(draft, draft_tp, block, kv_bytes(d_kv, target))
-        plan = self.block_plan(t_specs + d_specs, dep.hybrid_kv_pools,
+        plan = self.block_plan(t_specs + d_specs, hybrid_kv_pools,
                           state.blocks_per_request if state is not None else 0)
         if state is not None:
             plan = BlockPlan(plan.groups, plan.bytes_per_block, f"{plan.rule}; {state.rule}",
