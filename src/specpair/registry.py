@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from specpair.geometry import Geometry
+from specpair.memo import value_memo
 from specpair.schema.common import Method
 
 if TYPE_CHECKING:
@@ -38,7 +39,12 @@ def layout_architecture(g: Geometry) -> str:
     """The architecture whose layout decides the cache. A bundled draft (its lock names
     it "<target architecture> (built-in MTP layers)" or "(MTP layer)") is the target's
     own MTP/NEXTN layers: "<target architecture> MTP layers"."""
-    head, _, tail = g.architecture.partition(" (")
+    return _layout(g.architecture)
+
+
+@value_memo  # of the architecture's name alone; every budget of a plan checks its models
+def _layout(architecture: str) -> str:
+    head, _, tail = architecture.partition(" (")
     return f"{head} MTP layers" if tail.startswith(("built-in MTP", "MTP layer")) else head
 
 
