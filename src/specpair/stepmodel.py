@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from pydantic import Field
 
@@ -247,6 +247,16 @@ class Forward:
     prefill_attention_flops_per_context_token: float | None = None  # prompt tokens' (MLA
     #                             prefill attends without the absorption); None: as decode
 
+    def __hash__(self) -> int:
+        """By value, as `==` compares, computed once: the memos (`specpair.memo`) hash the
+        forwards of a setup on every call. Every field is a number, whose hash is the same
+        in every process, so a copied (pickled) forward carries a valid one."""
+        known = self.__dict__.get("_hash")
+        if known is None:
+            known = hash(tuple(map(self.__dict__.__getitem__, _FORWARD_FIELDS)))
+            object.__setattr__(self, "_hash", known)
+        return known
+
     def routed_coverage(self, batch: int, tokens_per_seq: int, locality: float,
                         chain: int | None = None, extra: float = 0.0) -> float:
         """Share of the routed experts a forward reads.
@@ -306,6 +316,8 @@ class Forward:
         return max(self.memory(batch, tokens_per_seq, context, locality, chain, moe_bw,
                                extra) / bandwidth, compute)
 
+
+_FORWARD_FIELDS = tuple(f.name for f in fields(Forward))
 
 # ------------------------------------------------------------------ parameters and bounds
 
