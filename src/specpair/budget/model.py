@@ -7,8 +7,6 @@ any figure back to the engine's code (ENGINE_NOTES_*.md).
 
 from __future__ import annotations
 
-import math
-
 from pydantic import Field
 
 from specpair.schema.common import Strict
@@ -23,17 +21,6 @@ class Line(Strict):
     value: float | int | str
     unit: str = Field(description="B, tokens, requests, slots, fraction or empty")
     rule: str = Field(description="the formula, and where the engine applies it")
-
-
-def line(*, key: str, label: str, value: float | int | str, unit: str, rule: str) -> Line:
-    """`Line(...)`, built without validating again what validation would return as given
-    (a plan budgets hundreds of variants per pair, a dozen lines each): strings, ints and
-    finite floats, never a subclass (a bool would become 1, NaN would be refused), go
-    straight in; anything else is validated as `Line` validates it."""
-    if type(key) is str and type(label) is str and type(unit) is str and type(rule) is str \
-            and (type(value) in (int, str) or (type(value) is float and math.isfinite(value))):
-        return Line.model_construct(key=key, label=label, value=value, unit=unit, rule=rule)
-    return Line(key=key, label=label, value=value, unit=unit, rule=rule)
 
 
 class Assumption(Strict):
