@@ -164,10 +164,11 @@ class Geometry(Strict):
                          window)
 
     def __hash__(self) -> int:
-        """By value, as `==` compares (pydantic's frozen hash refuses the list fields): so
-        that the budgets' memos (`specpair.memo`) can key on a geometry."""
-        return hash(tuple(tuple(v) if isinstance(v, list) else v
-                          for v in _GEOMETRY_FIELDS(self.__dict__)))
+        """Of a few scalar fields: equal geometries (`==` compares every field) hash equal,
+        which is all a hash must do, and the budgets' memos (`specpair.memo`) key on a
+        geometry per candidate, where hashing every field and layer cost more than the
+        memo saved (pydantic's frozen hash refuses the list fields in any case)."""
+        return hash(_HASHED_FIELDS(self.__dict__))
 
     def layer_list(self, derived: bool = False) -> list[LayerKV]:
         """Every decoder layer's cache in layer order (`layers`, or, for geometries
@@ -203,7 +204,9 @@ class Geometry(Strict):
             {**self.model_dump(), "layers": [made[k].model_dump() for k in kinds]})
 
 
-_GEOMETRY_FIELDS = operator.itemgetter(*Geometry.model_fields)
+_HASHED_FIELDS = operator.itemgetter(
+    "architecture", "hidden_size", "num_hidden_layers", "full_attention_layers",
+    "sliding_window_layers", "num_key_value_heads", "head_dim")
 
 
 class GeometryOverride(Strict):
