@@ -274,13 +274,15 @@ def _validated(rb: Runbook, data: dict[str, Any], changes: Changes,
     share a few dozen deployment, speculation and acceptance sections)."""
     if _WHOLE:
         return Runbook.model_validate(data)
+    by_section: dict[str, list[tuple[tuple[str, ...], tuple[str, Any]]]] = {}
+    for path, value in changes.items():  # each section's changes, in one pass
+        by_section.setdefault(path[0], []).append((path, _hashable(value)))
     update = {}
-    for name in sorted({path[0] for path in changes}):
+    for name in sorted(by_section):
         if sections is None:
             update[name] = _SECTIONS[name].validate_python(data[name])
             continue
-        key = (name, tuple(sorted((path, _hashable(value)) for path, value in changes.items()
-                                  if path[0] == name)))
+        key = (name, tuple(sorted(by_section[name])))
         if key not in sections:
             sections[key] = _SECTIONS[name].validate_python(data[name])
         update[name] = sections[key]
