@@ -123,14 +123,21 @@ def expected_context(pair: ResolvedPair) -> tuple[int, str]:
     """Tokens in context per sequence while decoding: the declared mean, else the mean over
     the runbook's workloads of (prompt + half the output)."""
     dep = pair.runbook.deployment
-    if dep.mean_context is not None:
-        return min(dep.mean_context, dep.context_length), "declared (deployment.mean_context)"
-    synthetic = [w for w in pair.runbook.workloads if workload_context(w) is not None]
+    return _expected_context(dep.mean_context, dep.context_length,
+                             tuple(pair.runbook.workloads))
+
+
+@value_memo  # of the three runbook values it reads; asked several times per candidate
+def _expected_context(mean_context: int | None, context_length: int,
+                      workloads: tuple[Workload, ...]) -> tuple[int, str]:
+    if mean_context is not None:
+        return min(mean_context, context_length), "declared (deployment.mean_context)"
+    synthetic = [w for w in workloads if workload_context(w) is not None]
     per_workload = [c for w in synthetic if (c := workload_context(w)) is not None]
     if not per_workload:  # rules.check_runbook asks such runbooks for mean_context
-        return dep.context_length, "the context length (no synthetic workload to average)"
+        return context_length, "the context length (no synthetic workload to average)"
     mean = max(1, round(sum(per_workload) / len(per_workload)))
-    return min(mean, dep.context_length), (
+    return min(mean, context_length), (
         "mean over the runbook's workloads of prompt (≈4 characters per token) + half of "
         "max_tokens: " + ", ".join(w.name for w in synthetic))
 
