@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from specpair.memo import value_memo
 from specpair.schema.common import Strict
 
 GiB = 1 << 30
@@ -21,6 +22,12 @@ class Line(Strict):
     value: float | int | str
     unit: str = Field(description="B, tokens, requests, slots, fraction or empty")
     rule: str = Field(description="the formula, and where the engine applies it")
+
+
+line = value_memo(Line)
+"""`Line(...)` memoised (`specpair.memo`): a plan budgets hundreds of variants per pair and
+most of their lines (weights, bytes per block, cells) repeat, equal to the letter; a line
+is frozen, so equal ones can be one object."""
 
 
 class Assumption(Strict):

@@ -28,7 +28,7 @@ from specpair.budget.common import (
     storage,
     weights_per_rank,
 )
-from specpair.budget.model import Assumption, Budget, GiB, Line, Scenario
+from specpair.budget.model import Assumption, Budget, GiB, Line, Scenario, line
 from specpair.engines.vllm_0_33_0 import schedule
 from specpair.engines.vllm_0_33_0.args import server_args
 from specpair.engines.vllm_0_33_0.facts import PROFILE
@@ -181,11 +181,11 @@ def _scenario(name: str, available: int, plan: BlockPlan, block: int, context: i
     sliding = any(kind == "sliding" for kind, _, _, _ in plan.groups)
     chunked = any(kind == "chunked" for kind, _, _, _ in plan.groups)
     lines = [*lines,
-             Line(key="bytes_per_block", label="bytes per block", value=bytes_per_block,
+             line(key="bytes_per_block", label="bytes per block", value=bytes_per_block,
                   unit="B", rule=f"{plan.rule}; kv_cache_planning.py"),
-             Line(key="num_blocks", label="KV blocks", value=blocks, unit="blocks",
+             line(key="num_blocks", label="KV blocks", value=blocks, unit="blocks",
                   rule="available KV bytes // bytes per block"),
-             Line(key="blocks_per_request", label="blocks one full-context request takes",
+             line(key="blocks_per_request", label="blocks one full-context request takes",
                   value=per_request, unit="blocks",
                   rule=f"Σ over {len(plan.groups)} groups: full cdiv({context}, {block})"
                        + (f"; state {plan.state_blocks} blocks (MambaSpec, mode align)"
@@ -195,11 +195,11 @@ def _scenario(name: str, available: int, plan: BlockPlan, block: int, context: i
                           "of max_num_batched_tokens, async scheduling)" if sliding else "")
                        + (f"; chunked cdiv(min(attention chunk + {in_flight} in-flight "
                           f"tokens, {context}), {block})" if chunked else "")),
-             Line(key="max_total_tokens", label="token capacity ('GPU KV cache size')",
+             line(key="max_total_tokens", label="token capacity ('GPU KV cache size')",
                   value=tokens, unit="tokens",
                   rule=f"int(blocks / {per_request} · {context}); "
                        "kv_cache_utils.py::get_kv_cache_capacity"),
-             Line(key="max_concurrency", label="full-context requests ('Maximum concurrency')",
+             line(key="max_concurrency", label="full-context requests ('Maximum concurrency')",
                   value=sequences, unit="requests", rule=f"blocks // {per_request}")]
     fits = available > 0 and sequences >= 1
     verdict = (f"fits: {sequences} full-context sequences" if fits else
@@ -438,9 +438,9 @@ class Rules:
         wd = weights_per_rank(pair.draft.weights.weight_bytes, pair.draft.weights.replicated_bytes,
                               draft_tp) if pair.draft else 0
         weights = [
-            Line(key="target_weights", label="target weights per rank", value=wt, unit="B",
+            line(key="target_weights", label="target weights per rank", value=wt, unit="B",
                  rule=f"(weight bytes − replicated) / (tp·pp = {tp * pp}) + replicated"),
-            Line(key="draft_weights", label="draft weights per rank", value=wd, unit="B",
+            line(key="draft_weights", label="draft weights per rank", value=wd, unit="B",
                  rule=f"draft sharded over draft_tensor_parallel_size = {draft_tp}"),
         ]
         requested = math.ceil(gpu.memory_bytes * util)
@@ -449,16 +449,16 @@ class Rules:
 
         def available(draft_weights: int) -> tuple[int, list[Line]]:
             if dep.kv_cache_memory_bytes is not None:
-                return dep.kv_cache_memory_bytes, [Line(
+                return dep.kv_cache_memory_bytes, [line(
                     key="kv_available", label="KV budget (--kv-cache-memory-bytes)",
                     value=dep.kv_cache_memory_bytes, unit="B",
                     rule="fixed by the flag; gpu_memory_utilization is ignored")]
             value = requested - wt - draft_weights - non_torch - activation - graphs
             return value, [
-                Line(key="requested", label="requested = ceil(total · gpu_memory_utilization)",
+                line(key="requested", label="requested = ceil(total · gpu_memory_utilization)",
                      value=requested, unit="B", rule=f"ceil({gpu.memory_bytes} · {util}); "
                                                      "v1/worker/utils.py"),
-                Line(key="kv_available", label="available KV memory", value=value, unit="B",
+                line(key="kv_available", label="available KV memory", value=value, unit="B",
                      rule="requested − weights (target + draft) − non-torch − activation peak − "
                           "CUDA graphs; gpu_worker.py::determine_available_memory"
                           + ("; negative: the weights and the engine's own memory exceed what "
@@ -470,7 +470,7 @@ class Rules:
         layers = f"{kv_layers(target)} target layers" + (
             f" and {target.linear_attention.layers} state layers (padded to the page)"
             if target.linear_attention is not None else "")
-        t_line = Line(key="page_target", label="target bytes per block, all its layers",
+        t_line = line(key="page_target", label="target bytes per block, all its layers",
                       value=t_block, unit="B",
                       rule=f"Σ over {layers} of the layer's page (block size {block})")
         baseline = _scenario("target alone", base_avail, base_plan, block, dep.context_length,
@@ -478,13 +478,13 @@ class Rules:
         spec_avail, spec_lines = available(wd)
         # a hybrid's block size depends on the draft tokens (the state's conv window grows)
         plan, spec_block, spec_t_block, d_block = self.kv_plan(pair)
-        spec_t_line = t_line if spec_block == block else Line(
+        spec_t_line = t_line if spec_block == block else line(
             key="page_target", label="target bytes per block, all its layers",
             value=spec_t_block, unit="B",
             rule=f"Σ over {layers} of the layer's page (block size {spec_block})")
         d_lines: list[Line] = []
         if d_block and draft is not None:
-            d_lines = [Line(key="page_draft", label="draft bytes per block, all its layers",
+            d_lines = [line(key="page_draft", label="draft bytes per block, all its layers",
                             value=d_block, unit="B",
                             rule=f"{kv_layers(draft)} draft layers in the same block pool")]
         scenario = _scenario(f"with the {spec.method.value} draft", spec_avail, plan, spec_block,
