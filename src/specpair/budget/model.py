@@ -38,6 +38,10 @@ class Assumption(Strict):
     source: str = Field(description="default per GPU model, or declared in the runbook")
 
 
+assumption = value_memo(Assumption)
+"""`Assumption(...)` memoised, as `line` is: every budget of a plan states the same few."""
+
+
 class Scenario(Strict):
     name: str
     cell_target: int = Field(description="target KV bytes per token per rank")

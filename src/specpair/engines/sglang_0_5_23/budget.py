@@ -32,7 +32,7 @@ from specpair.budget.common import (
     storage,
     weights_per_rank,
 )
-from specpair.budget.model import Assumption, Budget, GiB, Line, Scenario, line
+from specpair.budget.model import Assumption, Budget, GiB, Line, Scenario, assumption, line
 from specpair.engines.sglang_0_5_23 import schedule
 from specpair.engines.sglang_0_5_23.args import (
     DEFAULTS,
@@ -499,12 +499,12 @@ def budget(pair: ResolvedPair, gpu: GPU, defaults: Defaults = DEFAULTS) -> Budge
     p_bytes = a.free_before_load_bytes or gpu.free_before_load_bytes
     other = a.other_allocations_bytes if a.other_allocations_bytes is not None \
         else DEFAULT_OTHER_ALLOCATIONS
-    assumptions.append(Assumption(
+    assumptions.append(assumption(
         key="free_before_load", label="P: free memory per rank before weights load",
         value=p_bytes, unit="B", source="declared in runbook" if a.free_before_load_bytes
         else f"default for {gpu.key} (measured by the engine at start-up: "
              "'Memory baseline taken')"))
-    assumptions.append(Assumption(
+    assumptions.append(assumption(
         key="other_allocations", label="other allocations before KV profiling", value=other,
         unit="B", source="declared in runbook" if a.other_allocations_bytes is not None
         else "default 0.6 GiB (ENGINE_NOTES_SGLANG §4.8)"))

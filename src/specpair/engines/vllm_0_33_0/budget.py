@@ -28,7 +28,7 @@ from specpair.budget.common import (
     storage,
     weights_per_rank,
 )
-from specpair.budget.model import Assumption, Budget, GiB, Line, Scenario, line
+from specpair.budget.model import Budget, GiB, Line, Scenario, assumption, line
 from specpair.engines.vllm_0_33_0 import schedule
 from specpair.engines.vllm_0_33_0.args import server_args
 from specpair.engines.vllm_0_33_0.facts import PROFILE
@@ -422,14 +422,14 @@ class Rules:
             return "declared in runbook" if value is not None else default
 
         assumptions = [
-            Assumption(key="non_torch", label="non-torch allocations (NCCL, CUDA context)",
+            assumption(key="non_torch", label="non-torch allocations (NCCL, CUDA context)",
                        value=non_torch, unit="B",
                        source=source(a.other_allocations_bytes, "default 0.6 GiB")),
-            Assumption(key="activation_peak", label="activation peak of the profile run",
+            assumption(key="activation_peak", label="activation peak of the profile run",
                        value=activation, unit="B",
                        source=source(a.activation_peak_bytes, "default 2 GiB; read the engine's "
                                      "'Available KV cache memory' log to calibrate")),
-            Assumption(key="cuda_graphs", label="CUDA-graph memory estimate", value=graphs,
+            assumption(key="cuda_graphs", label="CUDA-graph memory estimate", value=graphs,
                        unit="B", source=source(a.cuda_graph_bytes, "default 0.5 GiB")
                        + schedule.graph_note(pair)),
         ]
