@@ -79,11 +79,18 @@ def check(engine: str, models: list[tuple[str, Geometry]], declared: list[str]
           ) -> tuple[list[Unverified], list[str]]:
     """(unverified layouts the runbook does not declare: refused; the declared ones' notes,
     with which every output marks the budget unverified)."""
-    missing = unverified(engine, models)
-    refused = [u for u in missing if u.architecture not in declared]
-    notes = [f"{u.message}; declared in deployment.assumptions."
-             "unverified_layouts" for u in missing if u.architecture in declared]
-    return refused, notes
+    refused, notes = _check(engine, tuple(models), tuple(declared))
+    return list(refused), list(notes)
+
+
+@value_memo  # of the engine, the models (role, geometry) and the declared layouts: every
+# budget of a plan checks the same ones
+def _check(engine: str, models: tuple[tuple[str, Geometry], ...], declared: tuple[str, ...]
+           ) -> tuple[tuple[Unverified, ...], tuple[str, ...]]:
+    missing = unverified(engine, list(models))
+    return (tuple(u for u in missing if u.architecture not in declared),
+            tuple(f"{u.message}; declared in deployment.assumptions."
+                  "unverified_layouts" for u in missing if u.architecture in declared))
 
 
 def pair_models(pair: ResolvedPair) -> list[tuple[str, Geometry]]:
