@@ -47,6 +47,7 @@ from specpair.engines.schedule_model import ResolvedSchedule
 from specpair.errors import SpecpairError
 from specpair.findings import Finding
 from specpair.latency import SLO_MARGIN, capacity, model, setup
+from specpair.memo import value_memo
 from specpair.resolve import ResolvedPair
 from specpair.schedule import derive, pinned
 from specpair.schema.common import KVDtype, Method, Strict
@@ -342,6 +343,7 @@ class Operating:
     tau_slo: float | None = None  # the SLO at that K
 
 
+@value_memo  # frozen forwards, hardware and parameters: every candidate's evaluator asks
 def _prefill_s(fwd: Forward, prompt: int, hw: Hardware, p: StepParams, fixed: float) -> float:
     return forward_time(fwd, 1, prompt, prompt // 2, hw, p, fixed)
 
