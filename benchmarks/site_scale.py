@@ -21,12 +21,20 @@ run finds what another left in specpair's in-process memos (a second cold render
 examples in one process cost 0.33 s per pair against 0.47–0.51 in a new one): one cold run of
 the same code varied by ±25% on the shared 2-core machine.
 
-Measured 2026-12-01 (2-core machine shared with two other jobs), cold CPU s/pair, best of 3:
-examples catalogue 0.370 at N=10, 0.373 at N=100 (linear, 1.01x; 0.50 and 0.34 in an
-earlier run whose pairs shared their SLO, so the schedule's speedups were memoised across
-pairs of one example); dflash catalogue 0.124 at N=10, 0.092 at N=100; the repository's
-examples 0.44-0.51. The goal does not hold for the representative catalogue: it needs
-site generation about 4x cheaper (see issue 31).
+Measured 2026-12-02 (2-core machine shared with other jobs' test suites, load average ~3),
+cold CPU s/pair, best of 2, main (54c7ad3) and this branch run one after the other in the
+same window: examples catalogue 0.443 -> 0.292 at N=10, 0.399 -> 0.271 at N=100 (linear:
+0.93x); dflash catalogue 0.102 -> 0.096 at N=10, 0.089 -> 0.070 at N=100; the repository's
+examples 0.349 -> 0.322 (one cold run of 8 pairs, the process's one-off loads included).
+Figures shift by up to ±30% between such windows: in a quieter one an earlier state of
+this branch took 0.245 at N=10 against main's 0.315, so compare within one window. The
+gain is value memos (`specpair.memo`) on the plan search's pure parts: step times, latency
+points, budget lines, the vLLM block plan, derived schedules, validated runbook sections.
+The goal does not hold for the representative catalogue: it still needs site generation
+about 2.7x cheaper. Where the rest goes (16 example pairs, sampling profile): the plan
+search is 86%: budgets 22%, the gate's latency model 14%, building the runbook variants
+14%, the gate's rules 12% (the launch each renders: 3.5%), evaluators 10% (a derived
+schedule per scheduled candidate 5%); everything else on the page 7% (see issue 31).
 
     python benchmarks/site_scale.py [--sizes 10,100] [--repeat 3] [--catalogue examples,dflash]
                                     [--no-cache] [--no-examples]

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from specpair import method_support, registry
 from specpair.budget import compute
 from specpair.budget.model import Budget
-from specpair.catalogue import BY_ID, CATALOGUE, unwaivable
+from specpair.catalogue import BY_ID, CATALOGUE, RuleSpec, unwaivable
 from specpair.engines.launch_model import Preflight
 from specpair.errors import SpecpairError
 from specpair.findings import Finding
 from specpair.latency import LatencyModel, model
 from specpair.launch import build_for
+from specpair.memo import value_memo
 from specpair.resolve import ResolvedArtifact, ResolvedPair
 from specpair.schedule import at_depth, attach
 from specpair.schema.common import Method
@@ -600,6 +601,14 @@ def _unused_waivers(ctx: Context) -> Iterator[tuple[str, str, str]]:
 # --------------------------------------------------------------------------- running
 
 
+@value_memo  # of the release's capabilities and the mode: the planner runs the gate per
+# candidate, over the same rules each time
+def _applicable(capabilities: frozenset[str], speculate: bool) -> tuple[RuleSpec, ...]:
+    """The rules `run` checks, in catalogue order (SP001 comes last: it reads which rules
+    fired)."""
+    return tuple(r for r in RULES if r.applies_to(capabilities) and (speculate or r.baseline))
+
+
 def run(ctx: Context) -> list[Finding]:
     """The findings of every rule that applies to the pair's engine release (with
     `ctx.speculate` False: of the baseline rules, judging the server without its draft)."""
@@ -616,12 +625,9 @@ def run(ctx: Context) -> list[Finding]:
             ctx.budget = None  # SP501 reports why
     if ctx.staging is None and ctx.speculate:
         ctx.staging = plan(ctx.pair)
-    capabilities = ctx.pair.release.profile.capabilities
     findings = []
     ctx.fired = set()
-    for r in RULES:  # SP001 comes last: it reads which rules fired
-        if not r.applies_to(capabilities) or not (ctx.speculate or r.baseline):
-            continue
+    for r in _applicable(ctx.pair.release.profile.capabilities, ctx.speculate):
         for message, field_path, hint in _CHECKS[r.id](ctx):
             ctx.fired.add(r.id)
             findings.append(Finding(r.id, r.severity, message, field_path, hint,

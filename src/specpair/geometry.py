@@ -9,6 +9,7 @@ mask token, verifier).
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from specpair import hf_config
+from specpair.memo import value_memo
 from specpair.schema.common import NonNegativeInt, PositiveInt, Strict
 
 
@@ -72,6 +74,15 @@ class LayerKV(Strict):
                                               "0 for MLA (one latent per token)")
     window: PositiveInt | None = Field(default=None, description="sliding window, or the "
                                        "attention chunk of chunked local attention")
+
+
+@value_memo  # the budgets list a geometry's layers for every candidate of a plan
+def _layer_kv(kind: LayerKind, kv_heads: int | None, head_dim: int, v_head_dim: int,
+              window: int | None) -> LayerKV:
+    if kv_heads is None:  # MLA: one latent, no KV heads (left unset, as it always was)
+        return LayerKV(kind=kind, head_dim=head_dim, v_head_dim=v_head_dim, window=window)
+    return LayerKV(kind=kind, kv_heads=kv_heads, head_dim=head_dim, v_head_dim=v_head_dim,
+                   window=window)
 
 
 class Geometry(Strict):
@@ -148,10 +159,16 @@ class Geometry(Strict):
 
     def _layer(self, kind: LayerKind, window: int | None) -> LayerKV:
         if self.attention == "mla":
-            return LayerKV(kind=kind, head_dim=self.mla_latent_dim, v_head_dim=0,
-                           window=window)
-        return LayerKV(kind=kind, kv_heads=self.num_key_value_heads, head_dim=self.head_dim,
-                       v_head_dim=self.v_head_dim, window=window)
+            return _layer_kv(kind, None, self.mla_latent_dim, 0, window)
+        return _layer_kv(kind, self.num_key_value_heads, self.head_dim, self.v_head_dim,
+                         window)
+
+    def __hash__(self) -> int:
+        """Of a few scalar fields: equal geometries (`==` compares every field) hash equal,
+        which is all a hash must do, and the budgets' memos (`specpair.memo`) key on a
+        geometry per candidate, where hashing every field and layer cost more than the
+        memo saved (pydantic's frozen hash refuses the list fields in any case)."""
+        return hash(_HASHED_FIELDS(self.__dict__))
 
     def layer_list(self, derived: bool = False) -> list[LayerKV]:
         """Every decoder layer's cache in layer order (`layers`, or, for geometries
@@ -185,6 +202,11 @@ class Geometry(Strict):
         made = {layer.kind: layer for layer in self._counted()}
         return Geometry.model_validate(
             {**self.model_dump(), "layers": [made[k].model_dump() for k in kinds]})
+
+
+_HASHED_FIELDS = operator.itemgetter(
+    "architecture", "hidden_size", "num_hidden_layers", "full_attention_layers",
+    "sliding_window_layers", "num_key_value_heads", "head_dim")
 
 
 class GeometryOverride(Strict):

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from specpair.memo import value_memo
 from specpair.schema.runbook import InlineGPU
 
 MiB = 1 << 20
@@ -112,6 +113,7 @@ def inline(spec: InlineGPU) -> GPU:
                if spec.fp8_dense_tflops is not None else None)
 
 
+@value_memo  # the catalog is a constant, an inline GPU a frozen value; read per candidate
 def resolve(gpu: str | InlineGPU) -> GPU:
     """The GPU a deployment runs on; KeyError (with a hint) for an unknown key."""
     if isinstance(gpu, InlineGPU):

@@ -36,6 +36,7 @@ from pydantic import Field
 from specpair.budget.model import Budget, Scenario
 from specpair.calibrate import fit_pair
 from specpair.calibration import chain_tau
+from specpair.memo import value_memo
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import Strict
 from specpair.step_inputs import (
@@ -48,7 +49,7 @@ from specpair.step_inputs import (
 from specpair.stepmodel import (
     StepParams,
     StepTimes,
-    step_times,
+    memo_step_times,
 )
 
 CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -149,13 +150,14 @@ def capacity(scenario: Scenario, context: int) -> tuple[int, str]:
 
 
 def _times(s: _Setup, batch: int) -> StepTimes:
-    return step_times(s.target, s.draft, s.shape, batch, s.context, s.hw, s.params)
+    return memo_step_times(s.target, s.draft, s.shape, batch, s.context, s.hw, s.params)
 
 
 def _r(pair: tuple[float, float], digits: int = 4) -> tuple[float, float]:
     return round(pair[0], digits), round(pair[1], digits)
 
 
+@value_memo  # a frozen setup, numbers; the gate's latency model of each candidate asks again
 def point(s: _Setup, batch: int, reference: float | None, slo: float) -> Point:
     t = _times(s, batch)
     even = t.break_even()

@@ -47,6 +47,7 @@ from specpair.engines.schedule_model import ResolvedSchedule
 from specpair.errors import SpecpairError
 from specpair.findings import Finding
 from specpair.latency import SLO_MARGIN, capacity, model, setup
+from specpair.memo import value_memo
 from specpair.resolve import ResolvedPair
 from specpair.schedule import derive, pinned
 from specpair.schema.common import KVDtype, Method, Strict
@@ -67,8 +68,8 @@ from specpair.stepmodel import (
     StepTimes,
     drafter_family,
     forward_time,
+    memo_step_times,
     shape_for,
-    step_times,
 )
 
 TP_SIZES = (1, 2, 4, 8, 16)
@@ -267,28 +268,46 @@ _WHOLE = bool(Runbook.__pydantic_decorators__.model_validators
               or Runbook.__pydantic_decorators__.field_validators)
 
 
-def _validated(rb: Runbook, data: dict[str, Any], touched: set[str]) -> Runbook:
-    """`Runbook.model_validate(data)`, where `data` differs from `rb`'s dump only in the
-    `touched` top-level sections: those are validated, the rest is `rb`'s already
-    validated sections (a plan search validates a variant per candidate; the whole
-    runbook each time was a tenth of its cost)."""
+SectionKey = tuple[str, tuple[tuple[tuple[str, ...], tuple[str, Any]], ...]]
+
+
+def _validated(rb: Runbook, data: dict[str, Any], changes: Changes,
+               sections: dict[SectionKey, Any] | None = None) -> Runbook:
+    """`Runbook.model_validate(data)`, where `data` is `rb`'s dump with `changes`: the
+    sections they touch are validated, the rest is `rb`'s already validated sections (a
+    plan search validates a variant per candidate; the whole runbook each time was a
+    tenth of its cost). `sections`: validated sections by the changes made to them, kept
+    by a caller whose `data` is always `rb`'s dump with `changes` (a plan's variants
+    share a few dozen deployment, speculation and acceptance sections)."""
     if _WHOLE:
         return Runbook.model_validate(data)
-    return rb.model_copy(update={name: _SECTIONS[name].validate_python(data[name])
-                                 for name in sorted(touched)})
+    by_section: dict[str, list[tuple[tuple[str, ...], tuple[str, Any]]]] = {}
+    for path, value in changes.items():  # each section's changes, in one pass
+        by_section.setdefault(path[0], []).append((path, _hashable(value)))
+    update = {}
+    for name in sorted(by_section):
+        if sections is None:
+            update[name] = _SECTIONS[name].validate_python(data[name])
+            continue
+        key = (name, tuple(sorted(by_section[name])))
+        if key not in sections:
+            sections[key] = _SECTIONS[name].validate_python(data[name])
+        update[name] = sections[key]
+    return rb.model_copy(update=update)
 
 
-def variant(pair: ResolvedPair, changes: Changes,
-            dump: dict[str, Any] | None = None) -> ResolvedPair:
+def variant(pair: ResolvedPair, changes: Changes, dump: dict[str, Any] | None = None,
+            sections: dict[SectionKey, Any] | None = None) -> ResolvedPair:
     """The pair with its runbook changed; resolved facts (geometry, bytes) stay. `dump`:
     `pair.runbook.model_dump(mode="json")` made once by the caller (it is not changed:
     `_set` copies what it changes, and the schema has no before-validators that could
-    change their input)."""
+    change their input). `sections`: a memo of validated sections (`_validated`), only
+    ever passed with variants of this one pair."""
     data = dict(pair.runbook.model_dump(mode="json") if dump is None else dump)
     for path, value in changes.items():
         _set(data, path, value)
     try:
-        rb = _validated(pair.runbook, data, {path[0] for path in changes})
+        rb = _validated(pair.runbook, data, changes, sections)
     except ValidationError as exc:  # a planner bug, not the user's input
         raise AssertionError(f"planner built an invalid runbook: {exc}") from None
     return pair.model_copy(update={"runbook": rb, "measurement": None,
@@ -330,6 +349,7 @@ class Operating:
     tau_slo: float | None = None  # the SLO at that K
 
 
+@value_memo  # frozen forwards, hardware and parameters: every candidate's evaluator asks
 def _prefill_s(fwd: Forward, prompt: int, hw: Hardware, p: StepParams, fixed: float) -> float:
     return forward_time(fwd, 1, prompt, prompt // 2, hw, p, fixed)
 
@@ -357,7 +377,7 @@ class Evaluator:
             self._prefill += _prefill_s(self.draft, self.prompt, self.hw, p, p.draft_s)
 
     def times(self, batch: int) -> StepTimes:
-        return step_times(self.target, self.draft if self.tau is not None else None,
+        return memo_step_times(self.target, self.draft if self.tau is not None else None,
                           self.shape, batch, self.context, self.hw, self.params)
 
     def throughput_ratio(self) -> tuple[float, float]:
@@ -638,6 +658,7 @@ class Planner:
         self._dump = rb.model_dump(mode="json")  # the base of every variant (`variant`)
         self._variants: dict[tuple[tuple[tuple[str, ...], tuple[str, Any]], ...],
                              ResolvedPair] = {}
+        self._sections: dict[SectionKey, Any] = {}  # `variant`'s, of this pair's variants
         self._setups: dict[int, tuple[ResolvedPair, Budget, _Setup]] = {}
         # id(variant) → (variant, its budget or the refusal): variants are shared between
         # candidates (`_variant`), and budget.compute memoises nothing
@@ -903,7 +924,8 @@ class Planner:
                                  if _at(self._dump, path) != value))
         found = self._variants.get(effective)
         if found is None:
-            found = self._variants[effective] = variant(self.pair, changes, self._dump)
+            found = self._variants[effective] = variant(self.pair, changes, self._dump,
+                                                        self._sections)
         return found
 
     def _gate_context(self, final: ResolvedPair, budget: Budget) -> Context:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from specpair.geometry import Geometry
+from specpair.memo import value_memo
 from specpair.schema.common import Method
 
 if TYPE_CHECKING:
@@ -38,7 +39,12 @@ def layout_architecture(g: Geometry) -> str:
     """The architecture whose layout decides the cache. A bundled draft (its lock names
     it "<target architecture> (built-in MTP layers)" or "(MTP layer)") is the target's
     own MTP/NEXTN layers: "<target architecture> MTP layers"."""
-    head, _, tail = g.architecture.partition(" (")
+    return _layout(g.architecture)
+
+
+@value_memo  # of the architecture's name alone; every budget of a plan checks its models
+def _layout(architecture: str) -> str:
+    head, _, tail = architecture.partition(" (")
     return f"{head} MTP layers" if tail.startswith(("built-in MTP", "MTP layer")) else head
 
 
@@ -73,11 +79,18 @@ def check(engine: str, models: list[tuple[str, Geometry]], declared: list[str]
           ) -> tuple[list[Unverified], list[str]]:
     """(unverified layouts the runbook does not declare: refused; the declared ones' notes,
     with which every output marks the budget unverified)."""
-    missing = unverified(engine, models)
-    refused = [u for u in missing if u.architecture not in declared]
-    notes = [f"{u.message}; declared in deployment.assumptions."
-             "unverified_layouts" for u in missing if u.architecture in declared]
-    return refused, notes
+    refused, notes = _check(engine, tuple(models), tuple(declared))
+    return list(refused), list(notes)
+
+
+@value_memo  # of the engine, the models (role, geometry) and the declared layouts: every
+# budget of a plan checks the same ones
+def _check(engine: str, models: tuple[tuple[str, Geometry], ...], declared: tuple[str, ...]
+           ) -> tuple[tuple[Unverified, ...], tuple[str, ...]]:
+    missing = unverified(engine, list(models))
+    return (tuple(u for u in missing if u.architecture not in declared),
+            tuple(f"{u.message}; declared in deployment.assumptions."
+                  "unverified_layouts" for u in missing if u.architecture in declared))
 
 
 def pair_models(pair: ResolvedPair) -> list[tuple[str, Geometry]]:

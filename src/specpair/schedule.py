@@ -39,10 +39,11 @@ from specpair.budget.model import Budget
 from specpair.calibration import Interval
 from specpair.engines.schedule_model import ResolvedSchedule, ScheduledRange
 from specpair.latency import model, parameters, setup
+from specpair.memo import value_memo
 from specpair.resolve import ResolvedPair
 from specpair.schema.common import Strict
 from specpair.step_inputs import _Setup
-from specpair.stepmodel import StepParams, shape_for, step_times
+from specpair.stepmodel import StepParams, memo_step_times, shape_for
 
 DEPTH_LIMIT = 16
 """Deepest K a derived schedule considers: past 16 drafted tokens no published sweep
@@ -89,7 +90,7 @@ class Goodput:
         tau = self.curve.tau(k)
         assert tau is not None
         shape = shape_for(self.method, k, None, None, 1, None)
-        t = step_times(self.s.target, self.s.draft, shape, batch, self.s.context, self.s.hw,
+        t = memo_step_times(self.s.target, self.s.draft, shape, batch, self.s.context, self.s.hw,
                        self.s.params)
         out = self._speedups[(k, batch)] = t.speedup(tau)
         return out
@@ -193,8 +194,15 @@ def derive(pair: ResolvedPair, budget: Budget | None = None,
            ) -> ResolvedSchedule:
     """The derived schedule of a pair (see the module docstring)."""
     budget = budget or compute(pair)
-    g = goodput(pair, budget, curve, params)
-    top = max_batch(budget)
+    return _derived(goodput(pair, budget, curve, params), max_batch(budget),
+                    "the planner" if params else parameters(pair, budget).source)
+
+
+@value_memo  # of its inputs' values (a Goodput compares by its setup, curve and depths):
+# a plan's candidates that differ in the memory fraction alone derive the same schedule
+def _derived(g: Goodput, top: int, step_source: str) -> ResolvedSchedule:
+    """`derive` once the goodput, the engine's batch limit and where the step model's
+    parameters come from are known."""
     points = grid(top)
     cache: dict[int, int] = {}
 
@@ -232,7 +240,7 @@ def derive(pair: ResolvedPair, budget: Budget | None = None,
         f"derived: the K of most expected speedup per batch range, batches 1–{top} (the "
         f"engine's max running requests), K 0–{max(g.depths)} (num_speculative_tokens); "
         f"acceptance by depth: {g.curve.source}; step model: "
-        f"{'the planner' if params else parameters(pair, budget).source}; "
+        f"{step_source}; "
         f"ranges merged where the optimum is flat within the model's interval "
         f"({g.band.label})"))
 

@@ -17,6 +17,8 @@ from specpair import calibration
 from specpair.bench.workloads import generate
 from specpair.budget.model import Budget
 from specpair.errors import SpecpairError
+from specpair.geometry import Geometry
+from specpair.memo import value_memo
 from specpair.resolve import ResolvedArtifact, ResolvedPair
 from specpair.schema.common import Method, Strict
 from specpair.schema.runbook import Workload
@@ -65,8 +67,13 @@ def architecture(art: ResolvedArtifact, weight_bytes: int, active_params: int) -
 
     With the expert layout in the geometry the routed part is exact (E experts of known
     size, top-k); without it a MoE falls back to its active fraction of all weights."""
-    g = art.geometry
-    total = art.weights.total_params or 1
+    return _architecture(art.geometry, art.weights.total_params or 1, weight_bytes,
+                         active_params, _is_fp8(art))
+
+
+@value_memo  # of what `architecture` reads of the artifact; asked for every candidate
+def _architecture(g: Geometry, total: int, weight_bytes: int, active_params: int,
+                  fp8: bool) -> Architecture:
     moe = g.moe
     mla = g.attention == "mla" and g.kv_lora_rank
     routed = float(moe.routed_params) if moe is not None and moe.routed_params < total else 0.0
@@ -81,7 +88,7 @@ def architecture(art: ResolvedArtifact, weight_bytes: int, active_params: int) -
         routed_params=routed,
         attention_per_head=2 * (g.kv_lora_rank or 0) + (g.qk_rope_head_dim or 0) if mla
         else None,
-        fp8=_is_fp8(art), hidden=g.hidden_size)
+        fp8=fp8, hidden=g.hidden_size)
 
 
 def forwards(pair: ResolvedPair, budget: Budget) -> tuple[Forward, Forward | None]:
@@ -116,14 +123,21 @@ def expected_context(pair: ResolvedPair) -> tuple[int, str]:
     """Tokens in context per sequence while decoding: the declared mean, else the mean over
     the runbook's workloads of (prompt + half the output)."""
     dep = pair.runbook.deployment
-    if dep.mean_context is not None:
-        return min(dep.mean_context, dep.context_length), "declared (deployment.mean_context)"
-    synthetic = [w for w in pair.runbook.workloads if workload_context(w) is not None]
+    return _expected_context(dep.mean_context, dep.context_length,
+                             tuple(pair.runbook.workloads))
+
+
+@value_memo  # of the three runbook values it reads; asked several times per candidate
+def _expected_context(mean_context: int | None, context_length: int,
+                      workloads: tuple[Workload, ...]) -> tuple[int, str]:
+    if mean_context is not None:
+        return min(mean_context, context_length), "declared (deployment.mean_context)"
+    synthetic = [w for w in workloads if workload_context(w) is not None]
     per_workload = [c for w in synthetic if (c := workload_context(w)) is not None]
     if not per_workload:  # rules.check_runbook asks such runbooks for mean_context
-        return dep.context_length, "the context length (no synthetic workload to average)"
+        return context_length, "the context length (no synthetic workload to average)"
     mean = max(1, round(sum(per_workload) / len(per_workload)))
-    return min(mean, dep.context_length), (
+    return min(mean, context_length), (
         "mean over the runbook's workloads of prompt (≈4 characters per token) + half of "
         "max_tokens: " + ", ".join(w.name for w in synthetic))
 
@@ -138,6 +152,17 @@ class _Setup:
     params: StepParams
     speedup_band: calibration.Interval
     throughput_band: calibration.Interval
+
+    def __hash__(self) -> int:
+        """By value, computed once: the latency-point memo hashes the setup per point. (A
+        copy in another process may carry a stale hash; a memo then misses, as a lookup
+        always compares by `==` as well.)"""
+        known = self.__dict__.get("_hash")
+        if known is None:
+            known = hash((self.target, self.draft, self.shape, self.context, self.hw,
+                          self.params, self.speedup_band, self.throughput_band))
+            object.__setattr__(self, "_hash", known)
+        return known
 
 
 def bands(pair: ResolvedPair) -> tuple[calibration.Interval, calibration.Interval]:

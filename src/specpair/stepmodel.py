@@ -53,10 +53,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from pydantic import Field
 
+from specpair.memo import value_memo
 from specpair.schema.common import Strict
 
 TP_ALLREDUCES_PER_LAYER = 2  # attention output and MLP output, under tensor parallelism
@@ -175,6 +176,7 @@ class Architecture:
     hidden: int = 0               # residual width (the all-reduced activations); 0: heads ×
     #                               head_dim, which equals it for the families served here
 
+    @value_memo  # a frozen architecture and numbers: every candidate of a plan asks
     def forward(self, tp: int = 1, ep: int = 1, pp: int = 1,
                 kv_per_rank: float | None = None, dp_attention: bool = False) -> Forward:
         """The forward on one rank under tensor parallelism `tp`, pipeline `pp` and expert
@@ -264,6 +266,16 @@ class Forward:
     fp4: bool = False           # NVFP4 (W4A4) weights: FP4 tensor-core FLOPs where the GPU
     #                             has them (`Hardware.fp4_flops`), else as `fp8`
 
+    def __hash__(self) -> int:
+        """By value, as `==` compares, computed once: the memos (`specpair.memo`) hash the
+        forwards of a setup on every call. Every field is a number, whose hash is the same
+        in every process, so a copied (pickled) forward carries a valid one."""
+        known = self.__dict__.get("_hash")
+        if known is None:
+            known = hash(tuple(map(self.__dict__.__getitem__, _FORWARD_FIELDS)))
+            object.__setattr__(self, "_hash", known)
+        return known
+
     def routed_coverage(self, batch: int, tokens_per_seq: int, locality: float,
                         chain: int | None = None, extra: float = 0.0) -> float:
         """Share of the routed experts a forward reads.
@@ -323,6 +335,8 @@ class Forward:
         return max(self.memory(batch, tokens_per_seq, context, locality, chain, moe_bw,
                                extra) / bandwidth, compute)
 
+
+_FORWARD_FIELDS = tuple(f.name for f in fields(Forward))
 
 # ------------------------------------------------------------------ parameters and bounds
 
@@ -646,6 +660,13 @@ def step_times(target: Forward, draft: Forward | None, shape: Shape, batch: int,
                 cost += per_prompt_token(draft, shape.tokens_per_pass or 1, None)
             prefill_per_token = rate * cost
     return StepTimes(t_dec, t_draft, t_ver, per_token, prefill_per_token)
+
+
+memo_step_times = value_memo(step_times)
+"""`step_times` memoised on its arguments, all frozen values (`specpair.memo`): the
+serving paths (the planner, the latency model, the schedule) ask for the step times of one
+setup at one batch many times. A calibration fit varies the parameters on every call and
+calls `step_times` itself."""
 
 
 # ------------------------------------------------------------------ fitting

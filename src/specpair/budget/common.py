@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from specpair.budget.model import Storage
 from specpair.errors import Problem, SpecpairError
 from specpair.geometry import Geometry
+from specpair.memo import value_memo
 from specpair.schema.common import DTYPE_BYTES, KVDtype
 
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
@@ -51,8 +52,12 @@ def pct(part: float, whole: float) -> float:
 
 
 def storage(pair: ResolvedPair) -> Storage:
-    t = pair.target.download_bytes
-    d = pair.draft.download_bytes if pair.draft else 0
+    return _storage(pair.target.download_bytes,
+                    pair.draft.download_bytes if pair.draft else 0)
+
+
+@value_memo  # of the two download sizes: one per pair, not one per planned variant
+def _storage(t: int, d: int) -> Storage:
     return Storage(target_download_bytes=t, draft_download_bytes=d, total_download_bytes=t + d,
                    disk_needed_bytes=(t + d) * 11 // 10,
                    rule="lock download bytes (a bundled draft downloads with the target); "

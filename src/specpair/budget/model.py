@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from specpair.memo import value_memo
 from specpair.schema.common import Strict
 
 GiB = 1 << 30
@@ -23,12 +24,22 @@ class Line(Strict):
     rule: str = Field(description="the formula, and where the engine applies it")
 
 
+line = value_memo(Line)
+"""`Line(...)` memoised (`specpair.memo`): a plan budgets hundreds of variants per pair and
+most of their lines (weights, bytes per block, cells) repeat, equal to the letter; a line
+is frozen, so equal ones can be one object."""
+
+
 class Assumption(Strict):
     key: str
     label: str
     value: float | int
     unit: str
     source: str = Field(description="default per GPU model, or declared in the runbook")
+
+
+assumption = value_memo(Assumption)
+"""`Assumption(...)` memoised, as `line` is: every budget of a plan states the same few."""
 
 
 class Scenario(Strict):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from specpair.budget.model import Line, MiB
+from specpair.budget.model import Line, MiB, line
 from specpair.engines.args_model import ServerArg
 from specpair.engines.sglang_0_5_23.facts import PROFILE
 from specpair.hardware import GPU
@@ -115,17 +115,17 @@ def default_mem_fraction(gpu_mem_mib: int, tp: int, pp: int, user_max_running: i
     value = round((gpu_mem_mib - reserved) / gpu_mem_mib, 3)
     rule = f"{defaults.engine} {defaults.memory_rule}"
     return MemFraction(value, [
-        Line(key="chunked_prefill_size", label="chunked prefill size (default)", value=chunked,
+        line(key="chunked_prefill_size", label="chunked prefill size (default)", value=chunked,
              unit="tokens", rule=f"by GPU memory {gpu_mem_mib} MiB; {rule}"),
-        Line(key="decode_graph_max_bs", label="decode CUDA-graph max batch", value=max_bs,
+        line(key="decode_graph_max_bs", label="decode CUDA-graph max batch", value=max_bs,
              unit="requests", rule="by GPU memory and TP; capped by a user-set "
                                    "--max-running-requests only"),
-        Line(key="reserved_mib", label="reserve for activations and graphs", value=reserved,
+        line(key="reserved_mib", label="reserve for activations and graphs", value=reserved,
              unit="MiB", rule="512 + 1.5·max(chunked, 2048) + tp·pp/8·1024 + 2·decode_max_bs + "
                               + ("1536 (MLA prefill graphs)" if use_mla else
                                  f"8·{prefill_graphs} prefill graphs")
                               + "; at least 10240 on GPUs over 60 GiB"),
-        Line(key="mem_fraction_static", label="--mem-fraction-static (engine default)",
+        line(key="mem_fraction_static", label="--mem-fraction-static (engine default)",
              value=value, unit="fraction", rule="round((gpu_mem − reserved) / gpu_mem, 3)"),
     ])
 
@@ -191,7 +191,7 @@ def server_args(pair: ResolvedPair, gpu: GPU, defaults: Defaults = DEFAULTS) -> 
     par = dep.parallel
     if dep.memory_fraction is not None:
         fraction = dep.memory_fraction
-        lines: tuple[Line, ...] = (Line(key="mem_fraction_static",
+        lines: tuple[Line, ...] = (line(key="mem_fraction_static",
                                         label="--mem-fraction-static", value=fraction,
                                         unit="fraction", rule="declared in runbook"),)
     else:

@@ -32,7 +32,7 @@ from specpair.budget.common import (
     storage,
     weights_per_rank,
 )
-from specpair.budget.model import Assumption, Budget, GiB, Line, Scenario
+from specpair.budget.model import Assumption, Budget, GiB, Line, Scenario, assumption, line
 from specpair.engines.sglang_0_5_23 import schedule
 from specpair.engines.sglang_0_5_23.args import (
     DEFAULTS,
@@ -254,26 +254,26 @@ def state_plan(rb: Runbook, g: Geometry, attn_tp: int, rest_gib: float, speculat
     rule = f"{defaults.engine} kv_cache_configurator.py::_handle_max_mamba_cache"
     linear_layers = g.linear_attention.layers if g.linear_attention else 0
     lines = [
-        Line(key="state_per_slot", label="linear-attention state per slot", value=state,
+        line(key="state_per_slot", label="linear-attention state per slot", value=state,
              unit="B", rule=f"(conv bf16 + SSM {ssm_dtype}) · {linear_layers} "
                             "linear layers, heads split by attn_tp"),
-        Line(key="replay_ring_per_slot", label="ReplaySSM ring per slot", value=ring, unit="B",
+        line(key="replay_ring_per_slot", label="ReplaySSM ring per slot", value=ring, unit="B",
              rule=f"KDA ring of {ls.replay_cache_len} records per slot" if replay
              else "ReplaySSM-spec off: no ring"),
-        Line(key="state_slots", label="state slots K (max_mamba_cache_size)", value=slots,
+        line(key="state_slots", label="state slots K (max_mamba_cache_size)", value=slots,
              unit="slots", rule=f"{how}; {rule}"),
-        Line(key="state_pool", label="state pool (K + 1 slots)", value=pool, unit="B",
+        line(key="state_pool", label="state pool (K + 1 slots)", value=pool, unit="B",
              rule="(K + 1) · per-slot bytes, taken before the KV pool"),
-        Line(key="spec_intermediate", label="recurrent-verify intermediate reserve",
+        line(key="spec_intermediate", label="recurrent-verify intermediate reserve",
              value=intermediate, unit="B",
              rule="state · (min(max_running, K // ratio) + 1) · verify width"
              if reserves_spec_state else "not reserved (no speculation, or ReplaySSM-spec)"),
-        Line(key="slots_per_request", label="state slots per running request", value=ratio,
+        line(key="slots_per_request", label="state slots per running request", value=ratio,
              unit="slots", rule="1 without radix cache; 3 no_buffer; 5 extra_buffer with the "
                                 "overlap scheduler"),
     ]
     if slots <= 0:
-        lines.append(Line(key="state_error", label="start-up fails", value="no state slots",
+        lines.append(line(key="state_error", label="start-up fails", value="no state slots",
                           unit="", rule="'Not enough GPU memory for hybrid … state cache'"))
     return rest, StatePlan(per_slot, slots, pool, intermediate, ratio, lines)
 
@@ -406,13 +406,13 @@ def size_pool(name: str, inputs: Inputs, cell_t: int, cell_d: int, rb: Runbook |
         max_running = SPEC_DEFAULT_MAX_RUNNING_REQUESTS
     lines = list(extra_lines or [])
     lines += [
-        Line(key="free_after_weights", label="F: free memory after weights load",
+        line(key="free_after_weights", label="F: free memory after weights load",
              value=int(free_gib * GiB), unit="B", rule="P − target weights − draft weights − "
              "other allocations; draft weights load before the KV pool is sized"),
-        Line(key="slack", label="slack P·(1 − f) for activations and CUDA graphs",
+        line(key="slack", label="slack P·(1 − f) for activations and CUDA graphs",
              value=int(p_gib * (1 - f) * GiB), unit="B",
              rule="kv_cache_configurator.py::_profile_available_bytes"),
-        Line(key="rest", label="rest = F − P·(1 − f)", value=int(rest * GiB), unit="B",
+        line(key="rest", label="rest = F − P·(1 − f)", value=int(rest * GiB), unit="B",
              rule="the budget of the token pools (and a hybrid's state pool)"
              + ("; negative: nothing is left for the KV cache" if rest <= 0 else "")),
     ]
@@ -438,24 +438,24 @@ def size_pool(name: str, inputs: Inputs, cell_t: int, cell_d: int, rb: Runbook |
         requests = min(requests, plan.slots // plan.ratio)
         req_rule += f", capped by state slots K // {plan.ratio}"
     lines += [
-        Line(key="kv_available", label="bytes for the token pools", value=available, unit="B",
+        line(key="kv_available", label="bytes for the token pools", value=available, unit="B",
              rule="int(rest · 2^30)" + (" after the state pool" if plan else "")),
-        Line(key="cell", label="bytes per token (target + draft)", value=cell, unit="B",
+        line(key="cell", label="bytes per token (target + draft)", value=cell, unit="B",
              rule="both pools hold the same token count (shared slot index space)"),
     ]
     if swa is not None:
         lines += [
-            Line(key="cell_swa", label="sliding-layer bytes per SWA token", value=swa.cell,
+            line(key="cell_swa", label="sliding-layer bytes per SWA token", value=swa.cell,
                  unit="B", rule=swa.rule),
-            Line(key="swa_tokens", label="SWA pool tokens", value=swa_tokens or 0,
+            line(key="swa_tokens", label="SWA pool tokens", value=swa_tokens or 0,
                  unit="tokens", rule=f"int(full tokens · {swa.ratio}), page-aligned"),
         ]
     lines += [
-        Line(key="max_total_tokens", label="token capacity", value=tokens, unit="tokens",
+        line(key="max_total_tokens", label="token capacity", value=tokens, unit="tokens",
              rule=(f"int(available // (cell + {swa.ratio} · cell_swa))" if swa is not None
                    else "available // cell") + f", aligned down to page size "
                                                f"{inputs.page_size}"),
-        Line(key="max_running_requests", label="max running requests", value=requests,
+        line(key="max_running_requests", label="max running requests", value=requests,
              unit="requests", rule=f"{req_rule}; kv_cache_configurator.py::resolve_max_num_reqs"),
     ]
     fits = rest > 0 and tokens >= inputs.context_length and (plan is None or plan.slots > 0)
@@ -499,12 +499,12 @@ def budget(pair: ResolvedPair, gpu: GPU, defaults: Defaults = DEFAULTS) -> Budge
     p_bytes = a.free_before_load_bytes or gpu.free_before_load_bytes
     other = a.other_allocations_bytes if a.other_allocations_bytes is not None \
         else DEFAULT_OTHER_ALLOCATIONS
-    assumptions.append(Assumption(
+    assumptions.append(assumption(
         key="free_before_load", label="P: free memory per rank before weights load",
         value=p_bytes, unit="B", source="declared in runbook" if a.free_before_load_bytes
         else f"default for {gpu.key} (measured by the engine at start-up: "
              "'Memory baseline taken')"))
-    assumptions.append(Assumption(
+    assumptions.append(assumption(
         key="other_allocations", label="other allocations before KV profiling", value=other,
         unit="B", source="declared in runbook" if a.other_allocations_bytes is not None
         else "default 0.6 GiB (ENGINE_NOTES_SGLANG §4.8)"))
@@ -519,11 +519,11 @@ def budget(pair: ResolvedPair, gpu: GPU, defaults: Defaults = DEFAULTS) -> Budge
     wd = weights_per_rank(pair.draft.weights.weight_bytes, pair.draft.weights.replicated_bytes,
                           tp) if pair.draft else 0
     weights = [
-        Line(key="target_weights", label="target weights per rank", value=wt, unit="B",
+        line(key="target_weights", label="target weights per rank", value=wt, unit="B",
              rule=f"(weight bytes − replicated) / (tp·pp = {tp * pp}) + replicated"
                   + ("; the bundled draft's tensors are loaded by the draft runner"
                      if pair.bundled_draft else "")),
-        Line(key="draft_weights", label="draft weights per rank", value=wd, unit="B",
+        line(key="draft_weights", label="draft weights per rank", value=wd, unit="B",
              rule=f"draft layers sharded over tp = {tp}; replicated parts (fc, Markov head) "
                   "whole on every rank"),
     ]
@@ -532,7 +532,7 @@ def budget(pair: ResolvedPair, gpu: GPU, defaults: Defaults = DEFAULTS) -> Budge
     cell_t, swa = cells.cell_target, cells.swa
     page = args.page_size
     base_inputs = Inputs(p_bytes, wt, 0, other, f, page, dep.context_length, max_running)
-    cell_line = Line(key="cell_target", label="target KV bytes per token", value=cell_t,
+    cell_line = line(key="cell_target", label="target KV bytes per token", value=cell_t,
                      unit="B", rule=f"{cells.target_rule}; kv dtype "
                                     f"{dep.kv_cache_dtype.value}; "
                                     "pool_configurator.py::_compute_cell_size")
@@ -549,7 +549,7 @@ def budget(pair: ResolvedPair, gpu: GPU, defaults: Defaults = DEFAULTS) -> Budge
         assert draft is not None
         fallback = size_pool(
             "fallback: draft cell unresolved", spec_inputs, cell_t, fb_cell, rb, target,
-            attn_tp, True, verify, frac_lines + [cell_line, Line(
+            attn_tp, True, verify, frac_lines + [cell_line, line(
                 key="cell_draft", label="draft KV bytes per token (fallback)", value=fb_cell,
                 unit="B", rule=f"ceil(cell_t · ({layers_t} + {kv_layers(draft)}) / "
                                f"{layers_t}) − cell_t: layer-count scaling when the engine "
@@ -561,7 +561,7 @@ def budget(pair: ResolvedPair, gpu: GPU, defaults: Defaults = DEFAULTS) -> Budge
     else:
         scenario = size_pool(
             f"with the {spec.method.value} draft", spec_inputs, cell_t, cells.cell_draft, rb,
-            target, attn_tp, True, verify, frac_lines + [cell_line, Line(
+            target, attn_tp, True, verify, frac_lines + [cell_line, line(
                 key="cell_draft", label="draft KV bytes per token",
                 value=cells.cell_draft, unit="B", rule=cells.draft_rule)], swa, defaults)
     lost = pct(baseline.max_total_tokens - scenario.max_total_tokens,

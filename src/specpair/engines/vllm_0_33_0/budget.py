@@ -28,13 +28,14 @@ from specpair.budget.common import (
     storage,
     weights_per_rank,
 )
-from specpair.budget.model import Assumption, Budget, GiB, Line, Scenario
+from specpair.budget.model import Budget, GiB, Line, Scenario, assumption, line
 from specpair.engines.vllm_0_33_0 import schedule
 from specpair.engines.vllm_0_33_0.args import server_args
 from specpair.engines.vllm_0_33_0.facts import PROFILE
 from specpair.errors import SpecpairError
 from specpair.geometry import Geometry
 from specpair.hardware import GPU
+from specpair.memo import value_memo
 from specpair.schema.common import KVDtype, Method
 
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
@@ -180,11 +181,11 @@ def _scenario(name: str, available: int, plan: BlockPlan, block: int, context: i
     sliding = any(kind == "sliding" for kind, _, _, _ in plan.groups)
     chunked = any(kind == "chunked" for kind, _, _, _ in plan.groups)
     lines = [*lines,
-             Line(key="bytes_per_block", label="bytes per block", value=bytes_per_block,
+             line(key="bytes_per_block", label="bytes per block", value=bytes_per_block,
                   unit="B", rule=f"{plan.rule}; kv_cache_planning.py"),
-             Line(key="num_blocks", label="KV blocks", value=blocks, unit="blocks",
+             line(key="num_blocks", label="KV blocks", value=blocks, unit="blocks",
                   rule="available KV bytes // bytes per block"),
-             Line(key="blocks_per_request", label="blocks one full-context request takes",
+             line(key="blocks_per_request", label="blocks one full-context request takes",
                   value=per_request, unit="blocks",
                   rule=f"Σ over {len(plan.groups)} groups: full cdiv({context}, {block})"
                        + (f"; state {plan.state_blocks} blocks (MambaSpec, mode align)"
@@ -194,11 +195,11 @@ def _scenario(name: str, available: int, plan: BlockPlan, block: int, context: i
                           "of max_num_batched_tokens, async scheduling)" if sliding else "")
                        + (f"; chunked cdiv(min(attention chunk + {in_flight} in-flight "
                           f"tokens, {context}), {block})" if chunked else "")),
-             Line(key="max_total_tokens", label="token capacity ('GPU KV cache size')",
+             line(key="max_total_tokens", label="token capacity ('GPU KV cache size')",
                   value=tokens, unit="tokens",
                   rule=f"int(blocks / {per_request} · {context}); "
                        "kv_cache_utils.py::get_kv_cache_capacity"),
-             Line(key="max_concurrency", label="full-context requests ('Maximum concurrency')",
+             line(key="max_concurrency", label="full-context requests ('Maximum concurrency')",
                   value=sequences, unit="requests", rule=f"blocks // {per_request}")]
     fits = available > 0 and sequences >= 1
     verdict = (f"fits: {sequences} full-context sequences" if fits else
@@ -236,6 +237,15 @@ class Rules:
     def __init__(self, engine: str) -> None:
         self.engine = engine
         """The release's label, as the budget and its refusals name it."""
+
+    def __eq__(self, other: object) -> bool:
+        # by value (`_layers_plan` is memoised with the rules among its arguments): the
+        # class holds the release's methods and constants, `engine` its label
+        return isinstance(other, Rules) and type(other) is type(self) \
+            and other.engine == self.engine
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.engine))
 
     def state_plan(self, g: Geometry, tp: int, block: int, dtype_bytes: int, num_spec: int
                    ) -> StatePlan:
@@ -341,19 +351,32 @@ class Rules:
         """(block plan, block size, target bytes per block, draft bytes per block)."""
         dep = pair.runbook.deployment
         spec = pair.runbook.speculation
-        target = pair.target.geometry
-        draft = pair.draft.geometry if pair.draft else None
-        tp, pp = dep.parallel.tensor, dep.parallel.pipeline
-        draft_tp = dep.parallel.draft_tensor or tp
+        tp = dep.parallel.tensor
         block = server_args(pair, pair.gpu_spec).block_size
         state = self.hybrid_state(pair, block, speculative)
+        draft = pair.draft.geometry if pair.draft and speculative \
+            and spec.method is not Method.NGRAM else None
+        return self._layers_plan(pair.target.geometry, draft, tp, dep.parallel.pipeline,
+                                 dep.parallel.draft_tensor or tp, block, dep.kv_cache_dtype,
+                                 dep.draft_kv_cache_dtype or dep.kv_cache_dtype,
+                                 dep.hybrid_kv_pools, state)
+
+    @value_memo  # of the models, their parallelism and dtypes alone: one per deployment of
+    # a plan, not one per candidate (the memory fraction, the SLO and the concurrency
+    # leave it unchanged)
+    def _layers_plan(self, target: Geometry, draft: Geometry | None, tp: int, pp: int,
+                     draft_tp: int, block: int, kv: KVDtype, d_kv: KVDtype,
+                     hybrid_kv_pools: bool, state: StatePlan | None
+                     ) -> tuple[BlockPlan, int, int, int]:
+        """`kv_plan` once the server arguments are read: the target's layers (and the
+        draft's, None without a draft in the pool) in the block pool."""
         state_spec: LayerSpec | None = None
         if state is not None and target.linear_attention is not None:
             block = state.block
-            per_token, _ = page_bytes(target, tp, 1, kv_bytes(dep.kv_cache_dtype, target))
+            per_token, _ = page_bytes(target, tp, 1, kv_bytes(kv, target))
             state_spec = LayerSpec("state", block * per_token, None, (0, 0, 0, 0))
         # in layer order (the order of the groups follows the first layer of each kind)
-        attention = iter(layer_specs(target, tp, block, kv_bytes(dep.kv_cache_dtype, target)))
+        attention = iter(layer_specs(target, tp, block, kv_bytes(kv, target)))
         t_specs = [state_spec if layer.kind == "linear" and state_spec is not None
                    else next(attention) for layer in target.layer_list()
                    if layer.kind != "linear" or state_spec is not None]
@@ -366,12 +389,11 @@ class Rules:
                     field_path="deployment.parallel.pipeline")
             t_specs = t_specs[:math.ceil(len(t_specs) / pp)]
         d_specs: list[LayerSpec] = []
-        if speculative and spec.method is not Method.NGRAM and draft is not None:
-            d_kv: KVDtype | None = dep.draft_kv_cache_dtype or dep.kv_cache_dtype
+        if draft is not None:
             # `auto` is resolved against vllm_config.model_config, the TARGET's: a draft
             # checkpoint saved in float32 still keeps its KV in the target's dtype
             d_specs = layer_specs(draft, draft_tp, block, kv_bytes(d_kv, target))
-        plan = self.block_plan(t_specs + d_specs, dep.hybrid_kv_pools,
+        plan = self.block_plan(t_specs + d_specs, hybrid_kv_pools,
                           state.blocks_per_request if state is not None else 0)
         if state is not None:
             plan = BlockPlan(plan.groups, plan.bytes_per_block, f"{plan.rule}; {state.rule}",
@@ -400,14 +422,14 @@ class Rules:
             return "declared in runbook" if value is not None else default
 
         assumptions = [
-            Assumption(key="non_torch", label="non-torch allocations (NCCL, CUDA context)",
+            assumption(key="non_torch", label="non-torch allocations (NCCL, CUDA context)",
                        value=non_torch, unit="B",
                        source=source(a.other_allocations_bytes, "default 0.6 GiB")),
-            Assumption(key="activation_peak", label="activation peak of the profile run",
+            assumption(key="activation_peak", label="activation peak of the profile run",
                        value=activation, unit="B",
                        source=source(a.activation_peak_bytes, "default 2 GiB; read the engine's "
                                      "'Available KV cache memory' log to calibrate")),
-            Assumption(key="cuda_graphs", label="CUDA-graph memory estimate", value=graphs,
+            assumption(key="cuda_graphs", label="CUDA-graph memory estimate", value=graphs,
                        unit="B", source=source(a.cuda_graph_bytes, "default 0.5 GiB")
                        + schedule.graph_note(pair)),
         ]
@@ -416,9 +438,9 @@ class Rules:
         wd = weights_per_rank(pair.draft.weights.weight_bytes, pair.draft.weights.replicated_bytes,
                               draft_tp) if pair.draft else 0
         weights = [
-            Line(key="target_weights", label="target weights per rank", value=wt, unit="B",
+            line(key="target_weights", label="target weights per rank", value=wt, unit="B",
                  rule=f"(weight bytes − replicated) / (tp·pp = {tp * pp}) + replicated"),
-            Line(key="draft_weights", label="draft weights per rank", value=wd, unit="B",
+            line(key="draft_weights", label="draft weights per rank", value=wd, unit="B",
                  rule=f"draft sharded over draft_tensor_parallel_size = {draft_tp}"),
         ]
         requested = math.ceil(gpu.memory_bytes * util)
@@ -427,16 +449,16 @@ class Rules:
 
         def available(draft_weights: int) -> tuple[int, list[Line]]:
             if dep.kv_cache_memory_bytes is not None:
-                return dep.kv_cache_memory_bytes, [Line(
+                return dep.kv_cache_memory_bytes, [line(
                     key="kv_available", label="KV budget (--kv-cache-memory-bytes)",
                     value=dep.kv_cache_memory_bytes, unit="B",
                     rule="fixed by the flag; gpu_memory_utilization is ignored")]
             value = requested - wt - draft_weights - non_torch - activation - graphs
             return value, [
-                Line(key="requested", label="requested = ceil(total · gpu_memory_utilization)",
+                line(key="requested", label="requested = ceil(total · gpu_memory_utilization)",
                      value=requested, unit="B", rule=f"ceil({gpu.memory_bytes} · {util}); "
                                                      "v1/worker/utils.py"),
-                Line(key="kv_available", label="available KV memory", value=value, unit="B",
+                line(key="kv_available", label="available KV memory", value=value, unit="B",
                      rule="requested − weights (target + draft) − non-torch − activation peak − "
                           "CUDA graphs; gpu_worker.py::determine_available_memory"
                           + ("; negative: the weights and the engine's own memory exceed what "
@@ -448,7 +470,7 @@ class Rules:
         layers = f"{kv_layers(target)} target layers" + (
             f" and {target.linear_attention.layers} state layers (padded to the page)"
             if target.linear_attention is not None else "")
-        t_line = Line(key="page_target", label="target bytes per block, all its layers",
+        t_line = line(key="page_target", label="target bytes per block, all its layers",
                       value=t_block, unit="B",
                       rule=f"Σ over {layers} of the layer's page (block size {block})")
         baseline = _scenario("target alone", base_avail, base_plan, block, dep.context_length,
@@ -456,13 +478,13 @@ class Rules:
         spec_avail, spec_lines = available(wd)
         # a hybrid's block size depends on the draft tokens (the state's conv window grows)
         plan, spec_block, spec_t_block, d_block = self.kv_plan(pair)
-        spec_t_line = t_line if spec_block == block else Line(
+        spec_t_line = t_line if spec_block == block else line(
             key="page_target", label="target bytes per block, all its layers",
             value=spec_t_block, unit="B",
             rule=f"Σ over {layers} of the layer's page (block size {spec_block})")
         d_lines: list[Line] = []
         if d_block and draft is not None:
-            d_lines = [Line(key="page_draft", label="draft bytes per block, all its layers",
+            d_lines = [line(key="page_draft", label="draft bytes per block, all its layers",
                             value=d_block, unit="B",
                             rule=f"{kv_layers(draft)} draft layers in the same block pool")]
         scenario = _scenario(f"with the {spec.method.value} draft", spec_avail, plan, spec_block,
