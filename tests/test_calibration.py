@@ -441,7 +441,7 @@ def test_the_prompts_that_replace_finished_requests_ride_along_with_the_decode_s
     tpot = calibration.times_at(base, params, data, share=-1.0).decode
     assert with_prompts > tpot > without
     # the speculative step carries τ times the prompts of a decode step
-    st = calibration.times_at(spec, params, data, tau_ref=spec.tau)
+    st = calibration.times_at(spec, params, data)
     assert st.prefill_per_token > 0
     one = next(p for p in data.points if p.id == "tr-l70b-nosd-c1")
     assert calibration.times_at(one, params, data, share=-1.0).decode == pytest.approx(
@@ -573,6 +573,9 @@ def test_a_run_never_holds_more_requests_than_it_has() -> None:
     c64 = next(p for p in data.points if p.id == "specforge339-base-curve-c64")
     c16 = next(p for p in data.points if p.id == "specforge339-base-curve-c16")
     assert c64.prompts == 20 and c64.batch == 20 and c16.batch == 16
+    # spread over data-parallel replicas (8 GPUs at TP 2: 4 replicas), each holds its share
+    spread = c64.model_copy(update={"gpu_count": 8})
+    assert spread.replicas == 4 and spread.batch == 5
     rows = {r.id: r for r in calibration.stored_cross_validation().rows}
     # held out, both within ×0.87-×1.15 of the published (×1.28 and ×2.2 at batch 32/64)
     for c in (32, 64):

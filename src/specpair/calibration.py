@@ -237,9 +237,9 @@ class Point(Strict):
     @property
     def batch(self) -> int:
         """Sequences in one forward of one replica (per rank under DP attention); no more
-        than the run has requests (`prompts`)."""
+        than the replica's share of the run's requests (`prompts`)."""
         batch = max(1, round(self.concurrency / self.replicas))
-        return min(batch, self.prompts) if self.prompts else batch
+        return min(batch, math.ceil(self.prompts / self.replicas)) if self.prompts else batch
 
     @property
     def speculative_batch(self) -> int:
@@ -488,21 +488,17 @@ class Prediction:
     baseline_tpot_tok_s: float | None = None  # as a TPOT counts it (own prefill excluded)
 
 
-def _prefill(point: Point, batch: int, share: float, tau_ref: float | None
-             ) -> Prefill | None:
+def _prefill(point: Point, batch: int, share: float) -> Prefill | None:
     """The prompts that ride along with the decode steps of the point's benchmark (its
     published mean prompt and output lengths), or None where they are not published."""
     if not point.input_len or not point.output_len or point.prefill_disaggregated:
         return None
-    tau = tau_ref if tau_ref is not None else (1 + point.shape.max_tokens) / 2
     share = share if share >= 0 else (batch - 1) / batch
-    return Prefill(point.input_len / point.output_len, share, round(point.input_len),
-                   max(tau, 1.0))
+    return Prefill(point.input_len / point.output_len, share, round(point.input_len))
 
 
 def times_at(point: Point, params: StepParams, data: CalibrationData,
-             batch: int | None = None, share: float = 1.0,
-             tau_ref: float | None = None) -> StepTimes:
+             batch: int | None = None, share: float = 1.0) -> StepTimes:
     """One replica's step times at `batch` sequences (default the point's): the same
     model description path as a runbook's. `share` of the replacing requests' prompts
     ride along (1: a throughput over wall time; −1: a TPOT, which leaves out the
@@ -511,15 +507,15 @@ def times_at(point: Point, params: StepParams, data: CalibrationData,
     target_fwd, draft_fwd, hw = _forwards(point, data.models[point.target], draft)
     b = batch or point.batch
     return step_times(target_fwd, draft_fwd, point.shape, b, point.context, hw, params,
-                      _prefill(point, b, share, tau_ref))
+                      _prefill(point, b, share))
 
 
 def _speculative_times(point: Point, params: StepParams, data: CalibrationData,
-                       times: StepTimes, tau_ref: float | None = None) -> StepTimes:
+                       times: StepTimes) -> StepTimes:
     """Step times of the speculative run: at its own batch where its engine capped it."""
     if point.speculative_batch == point.batch:
         return times
-    return times_at(point, params, data, point.speculative_batch, tau_ref=tau_ref)
+    return times_at(point, params, data, point.speculative_batch)
 
 
 _shape = cache(shape_for)
@@ -542,7 +538,7 @@ def predict(point: Point, params: StepParams, data: CalibrationData,
     """Throughputs (in the point's throughput scope) and speedup at the point; `tau`
     replaces the published τ (anchoring)."""
     used = tau if tau is not None else point.tau
-    times = times_at(point, params, data, tau_ref=used)
+    times = times_at(point, params, data)
     base = point.published_scale(point.batch / times.decode)
     tpot = None
     if point.baseline_tpot_ms:
@@ -550,7 +546,7 @@ def predict(point: Point, params: StepParams, data: CalibrationData,
         tpot = point.published_scale(point.batch / t.decode)
     if used is None or point.method is None:
         return Prediction(base, None, None, None, False, tpot)
-    st, sb = _speculative_times(point, params, data, times, used), point.speculative_batch
+    st, sb = _speculative_times(point, params, data, times), point.speculative_batch
     spec = point.published_scale(sb * used / st.speculative(used), sb)
     return Prediction(base, spec, spec / base, used, tau is not None, tpot)
 

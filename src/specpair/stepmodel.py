@@ -605,12 +605,13 @@ class Prefill:
     `PREFILL_CHUNK_TOKENS` (whether mixed into a decode batch, vLLM's chunked prefill, or
     as a batch of its own, SGLang's default, the chunk's tokens arrive together): a
     chunk's cost is the marginal cost of those tokens in one forward, shared by them, so
-    a MoE's experts are read once per chunk, not once per few prompt tokens."""
+    a MoE's experts are read once per chunk, not once per few prompt tokens. Where the
+    chunk runs as a batch of its own (SGLang's default) it also re-reads the dense weights
+    once, which the marginal cost leaves out: there the prefill cost is a lower bound."""
 
     ratio: float
     share: float
     prompt: int     # tokens of one prompt (its mean context while prefilled: half)
-    tau_ref: float  # τ at which the verify's marginal prefill cost is taken
 
 
 def forward_time(fwd: Forward, batch: int, tokens: int, context: int, hw: Hardware,
