@@ -222,3 +222,27 @@ def test_vllm_data_parallelism_of_an_moe_is_refused_by_the_budget() -> None:
         compute(pair(_moe(8), 2))
     assert compute(pair(_moe(8), 1)).baseline.fits is not None  # one replica: budgeted
     assert compute(pair(dense(8), 2)).baseline is not None  # dense replicas: budgeted
+
+
+def test_a_pinned_schedule_of_a_refused_deployment_is_still_shown() -> None:
+    """The launch runs a pinned schedule whatever the step model says: breakeven.md, its
+    JSON and the site page list its ranges, with no speedup."""
+    from specpair.generators.launch_files import generate as launch_files
+    from specpair.site import pair_page
+
+    ranges = [{"start": 1, "end": 8, "k": 3}, {"start": 9, "end": 64, "k": 1}]
+    a = Analysis(make_pair(dense(36), dense(1), engine="vllm", version="0.33.0",
+                           speculation={"method": "EAGLE3", "num_speculative_tokens": 3,
+                                        "schedule": ranges},
+                           deployment={"gpus_per_node": 4, "nodes": 2,
+                                       "parallel": {"tensor": 8}}))
+    assert a.not_modelled is not None
+    launched = b"".join(launch_files(a).values()).decode()
+    assert "num_speculative_tokens_per_batch_size" in launched  # what the engine runs
+    files = plan_files.generate(a)
+    md = files["breakeven.md"].decode()
+    assert "| 1–8 | 3 |" in md and "| 9–64 | 1 |" in md and "speedups are not modelled" in md
+    assert [(r["start"], r["end"], r["k"]) for r in json.loads(files["breakeven.json"])[
+        "schedule"]["ranges"]] == [(1, 8, 3), (9, 64, 1)]
+    page = pair_page(a, None)[0]
+    assert "1–8: K 3, 9–64: K 1" in page

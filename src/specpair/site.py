@@ -165,6 +165,9 @@ def pair_page(a: Analysis, changes: str | None) -> tuple[str, dict[str, bytes], 
     lines.append("\n## Acceptance and break-even\n\n")
     if latency is None:
         lines.append(f'!!! warning "Break-even"\n    {text(refused)}\n')
+        if pair.schedule is not None:  # pinned: the launch runs it, its speedups unmodelled
+            lines.append("\nSpeculation schedule (pinned; speedups not modelled): " + ", ".join(
+                f"{r.start}–{r.end}: K {r.k}" for r in pair.schedule.ranges) + ".\n")
     else:
         lines.append(_break_even_section(a, latency, charts_out))
     lines.append(_alerts_section(a, charts_out))

@@ -13,6 +13,7 @@ from specpair.latency import LatencyModel
 from specpair.registry import UNVERIFIED_MARK, UNVERIFIED_MEANING, declared_notes
 from specpair.render import cell, num, table
 from specpair.resolve import ResolvedPair
+from specpair.engines.schedule_model import ResolvedSchedule
 from specpair.schedule import ScheduleReport
 from specpair.staging import StagingPlan
 from specpair.staging_calibration import Comparison, StagingCalibration, calibrate, compare
@@ -30,6 +31,8 @@ def generate(a: Analysis) -> dict[str, bytes]:
         breakeven_md = breakeven_markdown(pair, a.latency) + schedule_markdown(a.schedule)
     else:  # the step model refuses the deployment: its refusal where its numbers would be
         breakeven = {"not_modelled": a.not_modelled}
+        if pair.schedule is not None:  # pinned: the launch runs it, unmodelled or not
+            breakeven["schedule"] = pair.schedule.model_dump(mode="json")
         breakeven_md = not_modelled_markdown(pair, a.not_modelled)
     if declared_notes(pair):  # only pairs that declare an unverified layout carry the key
         breakeven["unverified"] = declared_notes(pair)
@@ -55,7 +58,15 @@ def not_modelled_markdown(pair: ResolvedPair, not_modelled: str) -> str:
     return (f"# Acceptance and break-even: {cell(pair.runbook.pair.title)}\n\n"
             + "".join(unverified_lines(pair))
             + f"Break-even τ*, TPOT, tokens/s and speedup "
-            f"are {cell(not_modelled)}: {cell(NOT_MODELLED_HINT)}.\n")
+            f"are {cell(not_modelled)}: {cell(NOT_MODELLED_HINT)}.\n"
+            + ("" if pair.schedule is None else pinned_schedule_markdown(pair.schedule)))
+
+
+def pinned_schedule_markdown(s: ResolvedSchedule) -> str:
+    """The schedule a refused deployment's launch still runs, without speedups."""
+    return ("\n## Speculation schedule\n\n"
+            f"{cell(s.source)}; the launch runs it, its speedups are not modelled.\n\n"
+            + table(["batch sizes", "K"], [[f"{x.start}–{x.end}", str(x.k)] for x in s.ranges]))
 
 
 def unverified_lines(pair: ResolvedPair, escape: Callable[[object], str] = cell) -> list[str]:
