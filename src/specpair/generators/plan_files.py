@@ -8,12 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from specpair.analysis import Analysis
+from specpair.engines.schedule_model import ResolvedSchedule
 from specpair.generators.stage_script import stage_script
 from specpair.latency import LatencyModel
 from specpair.registry import UNVERIFIED_MARK, UNVERIFIED_MEANING, declared_notes
 from specpair.render import cell, num, table
 from specpair.resolve import ResolvedPair
-from specpair.engines.schedule_model import ResolvedSchedule
 from specpair.schedule import ScheduleReport
 from specpair.staging import StagingPlan
 from specpair.staging_calibration import Comparison, StagingCalibration, calibrate, compare
