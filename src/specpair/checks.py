@@ -19,7 +19,7 @@ from specpair.catalogue import BY_ID, CATALOGUE, RuleSpec, unwaivable
 from specpair.engines.launch_model import Preflight
 from specpair.errors import SpecpairError
 from specpair.findings import Finding
-from specpair.latency import LatencyModel, model
+from specpair.latency import LatencyModel, SloCheck, model
 from specpair.launch import build_for
 from specpair.memo import value_memo
 from specpair.resolve import ResolvedArtifact, ResolvedPair
@@ -38,6 +38,9 @@ class Context:
     pair: ResolvedPair
     budget: Budget | None = None
     latency: LatencyModel | None = None
+    slo: SloCheck | None = None
+    """What SP701 reads of `latency`, where the caller (the planner, per candidate) gives
+    only that; `latency` wins when both are set."""
     staging: StagingPlan | None = None
     drift: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -511,7 +514,8 @@ def _refused_layout(ctx: Context) -> Iterator[tuple[str, str, str]]:
 
 @rule("SP701")
 def _slo(ctx: Context) -> Iterator[tuple[str, str, str]]:
-    latency = ctx.latency
+    latency: LatencyModel | SloCheck | None = ctx.latency if ctx.latency is not None \
+        else ctx.slo
     if latency is not None and ctx.pair.runbook.speculation.schedule is not None \
             and ctx.budget is not None:
         # under a schedule the break-even that matters is the one of the K in use there
