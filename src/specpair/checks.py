@@ -19,7 +19,7 @@ from specpair.catalogue import BY_ID, CATALOGUE, RuleSpec, unwaivable
 from specpair.engines.launch_model import Preflight
 from specpair.errors import SpecpairError
 from specpair.findings import Finding
-from specpair.latency import LatencyModel, SloCheck, model
+from specpair.latency import LatencyModel, SloCheck, model, slo_check
 from specpair.launch import build_for
 from specpair.memo import value_memo
 from specpair.resolve import ResolvedArtifact, ResolvedPair
@@ -526,7 +526,7 @@ def _slo(ctx: Context) -> Iterator[tuple[str, str, str]]:
             return  # the engine drafts nothing at this concurrency
         if k != pair.runbook.speculation.num_speculative_tokens:
             fixed = at_depth(pair, k)
-            latency = model(fixed, compute(fixed))
+            latency = slo_check(fixed, compute(fixed))  # model's verdict, no curve
     if latency is not None and not latency.slo_ok:
         yield latency.slo_verdict, "acceptance.slo.min_length", \
             "raise the SLO only with measurements, or lower concurrency / use a cheaper draft"
