@@ -36,6 +36,23 @@ search is 86%: budgets 22%, the gate's latency model 14%, building the runbook v
 14%, the gate's rules 12% (the launch each renders: 3.5%), evaluators 10% (a derived
 schedule per scheduled candidate 5%); everything else on the page 7% (see issue 31).
 
+Measured again 2026-12-02 (same machine, a CI suite running beside it, load average ~3-4),
+s6-tidy (ba0c896) and this branch (the planner's gate run given `latency.slo_check`, the
+concurrency and SLO verdict SP701 reads, instead of a whole latency model), cold CPU s/pair,
+best of 2, in two windows, one in each order. Window 1 (s6-tidy first): examples catalogue
+0.299 -> 0.204 at N=10, 0.256 -> 0.220 at N=100; dflash 0.066 -> 0.067 and 0.058 -> 0.061;
+the repository's examples 0.217 -> 0.185. Window 2 (this branch first): examples 0.289 ->
+0.205 at N=10, 0.213 -> 0.210 at N=100; the repository's examples 0.176 -> 0.252. Three
+alternating 32-pair renders in one further window: 5.47 / 7.26 / 6.18 s (s6-tidy) against
+7.12 / 6.39 / 6.48 s (this branch). So the gain is below what this machine resolves: the
+profile (16 example pairs, cProfile) has the gate's context 17% -> 9% of the plan search,
+about 5% of the page, and the N=10 gap of both windows (s6-tidy's warm run is slower too)
+is not this change's. The goal still fails, about 2.1x to go at N=100. Where the rest goes
+(the same profile, after): the plan search 80%: budgets 24% (vLLM and SGLang `budget` 10%
+and 9%), the gate's rules 15% (the launch preflight 5%), building runbook variants 14%,
+evaluators 12% (their derived schedules 7%, setups 4%), the gate's SLO check 6.5% (its
+setup 4%); outside the search, the page's own derived schedules 5%.
+
     python benchmarks/site_scale.py [--sizes 10,100] [--repeat 3] [--catalogue examples,dflash]
                                     [--no-cache] [--no-examples]
 """

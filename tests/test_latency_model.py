@@ -155,3 +155,56 @@ def test_the_public_expected_speedup_is_the_verdicts() -> None:
     assert got.value == pytest.approx(m.at_concurrency.speedup_at_slo, rel=1e-3)
     assert (got.lo, got.hi) == pytest.approx(m.at_concurrency.speedup_at_slo_range, rel=1e-3)
     assert got.lo < got.value * 1.5 and got.basis
+
+
+def test_the_gates_slo_check_states_what_the_model_does() -> None:
+    # the planner's gate run reads only slo_check; it must agree with the model it stands
+    # for in every status (pass, fail, uncertain, unreachable) and a capped concurrency
+    from specpair.latency import slo_check
+
+    base = _eagle(concurrency=8)
+    m0 = model(base, compute(base))
+    lo, hi = m0.at_concurrency.break_even_range
+    pairs = [with_runbook(base, acceptance={"slo": {"min_length": v}})
+             for v in (7.0, round((lo + hi) / 2, 2), round(lo * 0.9, 2),
+                       round(max(hi, m0.at_concurrency.break_even * 1.1) * 1.05, 2))]
+    pairs.append(_eagle("vllm", "0.33.0", concurrency=256, max_running_requests=256,
+                        mean_context=4096, kv_cache_memory_bytes=2 << 30))
+    statuses = set()
+    for pair in pairs:
+        budget = compute(pair)
+        m, got = model(pair, budget), slo_check(pair, budget)
+        statuses.add(m.slo_status)
+        assert (got.concurrency, got.slo_ok, got.slo_verdict) == (
+            m.concurrency, m.slo_ok, m.slo_verdict)
+    assert statuses == {"pass", "fail", "uncertain", "unreachable"}
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_the_planners_gate_finds_what_the_whole_gate_does(name: str) -> None:
+    # Planner._gate_context hands the gate slo_check instead of the latency model: the
+    # findings of every speculative candidate equal those of run(Context(final))
+    from specpair.checks import Context, run
+    from specpair.errors import SpecpairError
+    from specpair.plan import Options, Planner
+    from tests.test_plan import example
+
+    pair = example(name)
+    planner = Planner(pair, Options())
+    seen = 0
+    for d, s in list(planner.candidates())[:40]:
+        if not s.speculative:
+            continue
+        changes = planner._changes(d, s)
+        changes[("deployment", "max_running_requests")] = 8
+        final = planner._variant(changes)
+        try:
+            budget = planner._budget(final)
+        except SpecpairError:
+            continue
+        fast = [(f.rule, f.message) for f in run(planner._gate_context(final, budget))]
+        ctx = Context(final)
+        ctx.staging = planner._staging_plan(final)
+        assert fast == [(f.rule, f.message) for f in run(ctx)]
+        seen += 1
+    assert seen

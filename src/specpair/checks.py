@@ -19,7 +19,7 @@ from specpair.catalogue import BY_ID, CATALOGUE, RuleSpec, unwaivable
 from specpair.engines.launch_model import Preflight
 from specpair.errors import SpecpairError
 from specpair.findings import Finding
-from specpair.latency import LatencyModel, model
+from specpair.latency import LatencyModel, SloCheck, model, slo_check
 from specpair.launch import build_for
 from specpair.memo import value_memo
 from specpair.resolve import ResolvedArtifact, ResolvedPair
@@ -38,6 +38,9 @@ class Context:
     pair: ResolvedPair
     budget: Budget | None = None
     latency: LatencyModel | None = None
+    slo: SloCheck | None = None
+    """What SP701 reads of `latency`, where the caller (the planner, per candidate) gives
+    only that; `latency` wins when both are set."""
     staging: StagingPlan | None = None
     drift: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -511,7 +514,8 @@ def _refused_layout(ctx: Context) -> Iterator[tuple[str, str, str]]:
 
 @rule("SP701")
 def _slo(ctx: Context) -> Iterator[tuple[str, str, str]]:
-    latency = ctx.latency
+    latency: LatencyModel | SloCheck | None = ctx.latency if ctx.latency is not None \
+        else ctx.slo
     if latency is not None and ctx.pair.runbook.speculation.schedule is not None \
             and ctx.budget is not None:
         # under a schedule the break-even that matters is the one of the K in use there
@@ -522,7 +526,7 @@ def _slo(ctx: Context) -> Iterator[tuple[str, str, str]]:
             return  # the engine drafts nothing at this concurrency
         if k != pair.runbook.speculation.num_speculative_tokens:
             fixed = at_depth(pair, k)
-            latency = model(fixed, compute(fixed))
+            latency = slo_check(fixed, compute(fixed))  # model's verdict, no curve
     if latency is not None and not latency.slo_ok:
         yield latency.slo_verdict, "acceptance.slo.min_length", \
             "raise the SLO only with measurements, or lower concurrency / use a cheaper draft"

@@ -222,19 +222,84 @@ def setup(pair: ResolvedPair, budget: Budget, params: StepParams | None = None) 
     return setup_with(pair, budget, params or parameters(pair, budget).values)
 
 
-def model(pair: ResolvedPair, budget: Budget) -> LatencyModel:
-    rb = pair.runbook
-    acc = rb.acceptance
-    reference = acc.reference.mean_length if acc.reference else None
-    slo = acc.slo.min_length
-    dep = rb.deployment
+@dataclass(frozen=True)
+class SloCheck:
+    """What the gate's SP701 reads of a latency model: its concurrency and SLO verdict.
+    `slo_check` computes it without the curve, the assumptions and the pydantic model the
+    planner's per-candidate gate run would otherwise build and never read."""
+    concurrency: int
+    slo_ok: bool
+    slo_verdict: str
+
+
+@dataclass(frozen=True)
+class _Here:
+    """`model`'s operating point and the inputs of its SLO verdict, shared by `model` and
+    `slo_check` so that both state one verdict."""
+    s: _Setup
+    params: Parameters
+    requested: int
+    cap: int
+    cap_reason: str
+    here_c: int
+    reference: float | None
+    slo: float
+
+
+def _here(pair: ResolvedPair, budget: Budget) -> _Here:
+    acc = pair.runbook.acceptance
     scenario = budget.speculative or budget.baseline
-    requested = dep.concurrency or scenario.max_running_requests
+    requested = pair.runbook.deployment.concurrency or scenario.max_running_requests
     params = parameters(pair, budget)
     s = setup(pair, budget, params.values)
-    context_source = expected_context(pair)[1]
     cap, cap_reason = capacity(scenario, s.context)
-    here_c = min(requested, cap)
+    return _Here(s, params, requested, cap, cap_reason, min(requested, cap),
+                 acc.reference.mean_length if acc.reference else None, acc.slo.min_length)
+
+
+def _verdict(h: _Here, here: Point) -> tuple[Literal["pass", "fail", "uncertain",
+                                                     "unreachable"], str]:
+    """The SLO's status at the operating point and the sentence stating it."""
+    s, slo, here_c = h.s, h.slo, h.here_c
+    needed = here.break_even * (1 + SLO_MARGIN)
+    even_lo, even_hi = here.break_even_range
+    where = f"at concurrency {here_c}" + (
+        f" (the runbook expects {h.requested}; the deployment holds {h.cap})"
+        if h.requested > h.cap else "")
+    band = f"τ* {here.break_even:.2f} [{even_lo:.2f}–{even_hi:.2f}]"
+    lo_s, hi_s = here.speedup_at_slo_range
+    if slo > s.shape.max_tokens:
+        return "unreachable", (f"SLO {slo} exceeds the most tokens one step can yield "
+                               f"({s.shape.max_tokens}): unreachable")
+    if even_lo <= slo <= even_hi:
+        return "uncertain", (
+            f"uncertain: measure. SLO {slo} lies inside break-even {band} {where} "
+            f"(the interval is the model's cross-validated error: "
+            f"{s.speedup_band.label}); expected speedup at the SLO "
+            f"{here.speedup_at_slo:.2f}× [{lo_s:.2f}–{hi_s:.2f}]")
+    if slo >= needed:
+        return "pass", (f"SLO {slo} clears break-even {band} (+10% → {needed:.2f}) {where}: "
+                        f"expected speedup {here.speedup_at_slo:.2f}× [{lo_s:.2f}–{hi_s:.2f}] "
+                        "at the SLO")
+    return "fail", (f"SLO {slo} is below break-even {band} + 10% (= {needed:.2f}) {where}: "
+                    "at that acceptance the pair is slower than the target alone")
+
+
+def slo_check(pair: ResolvedPair, budget: Budget) -> SloCheck:
+    """`model(pair, budget)`'s concurrency, slo_ok and slo_verdict (the same calls up to
+    the operating point, so the same refusals), without the rest of the model."""
+    h = _here(pair, budget)
+    status, verdict = _verdict(h, point(h.s, h.here_c, h.reference, h.slo))
+    return SloCheck(h.here_c, status in ("pass", "uncertain"), verdict)
+
+
+def model(pair: ResolvedPair, budget: Budget) -> LatencyModel:
+    rb = pair.runbook
+    h = _here(pair, budget)
+    s, params, requested, cap, cap_reason, here_c = (h.s, h.params, h.requested, h.cap,
+                                                     h.cap_reason, h.here_c)
+    reference, slo = h.reference, h.slo
+    context_source = expected_context(pair)[1]
     batches = sorted({b for b in CONCURRENCIES if b <= cap} | {here_c, cap})
     curve = [point(s, b, reference, slo) for b in batches]
     here = next(p for p in curve if p.concurrency == here_c)
@@ -246,37 +311,15 @@ def model(pair: ResolvedPair, budget: Budget) -> LatencyModel:
                      if p.concurrency >= here_c and p.break_even >= tau), None)
 
     needed = here.break_even * (1 + SLO_MARGIN)
-    even_lo, even_hi = here.break_even_range
-    where = f"at concurrency {here_c}" + (
-        f" (the runbook expects {requested}; the deployment holds {cap})"
-        if requested > cap else "")
-    band = f"τ* {here.break_even:.2f} [{even_lo:.2f}–{even_hi:.2f}]"
-    lo_s, hi_s = here.speedup_at_slo_range
+    status, verdict = _verdict(h, here)
     hints: list[str] = []
-    status: Literal["pass", "fail", "uncertain", "unreachable"]
-    if slo > s.shape.max_tokens:
-        status = "unreachable"
-        verdict = (f"SLO {slo} exceeds the most tokens one step can yield "
-                   f"({s.shape.max_tokens}): unreachable")
+    if status == "unreachable":
         hints.append(f"lower the SLO to at most {s.shape.max_tokens}, or lengthen the "
                      "block / the number of drafted tokens")
-    elif even_lo <= slo <= even_hi:
-        status = "uncertain"
-        verdict = (f"uncertain: measure. SLO {slo} lies inside break-even {band} {where} "
-                   f"(the interval is the model's cross-validated error: "
-                   f"{s.speedup_band.label}); expected speedup at the SLO "
-                   f"{here.speedup_at_slo:.2f}× [{lo_s:.2f}–{hi_s:.2f}]")
+    elif status == "uncertain":
         hints.append("measure this pair at this concurrency (`specpair bench`, then "
                      "`specpair calibrate`): the model cannot tell pass from fail here")
-    elif slo >= needed:
-        status = "pass"
-        verdict = (f"SLO {slo} clears break-even {band} (+10% → {needed:.2f}) {where}: "
-                   f"expected speedup {here.speedup_at_slo:.2f}× [{lo_s:.2f}–{hi_s:.2f}] "
-                   "at the SLO")
-    else:
-        status = "fail"
-        verdict = (f"SLO {slo} is below break-even {band} + 10% (= {needed:.2f}) {where}: "
-                   "at that acceptance the pair is slower than the target alone")
+    elif status == "fail":
         lower = [p for p in curve if p.concurrency < here_c
                  and p.break_even * (1 + SLO_MARGIN) <= slo]
         if lower and lower[-1].speedup_at_slo > here.speedup_at_slo:

@@ -46,7 +46,7 @@ from specpair.checks import Context, failing, run
 from specpair.engines.schedule_model import ResolvedSchedule
 from specpair.errors import SpecpairError
 from specpair.findings import Finding
-from specpair.latency import SLO_MARGIN, capacity, model, setup
+from specpair.latency import SLO_MARGIN, capacity, setup, slo_check
 from specpair.memo import value_memo
 from specpair.resolve import ResolvedPair
 from specpair.schedule import derive, pinned
@@ -931,9 +931,12 @@ class Planner:
     def _gate_context(self, final: ResolvedPair, budget: Budget) -> Context:
         """The context `run(Context(final))` would build, reusing `budget`: given no
         budget, `run` sets `compute(final)` (deterministic: `budget` is its result) and
-        `model(final, budget)`, and on a SpecpairError leaves both unset."""
+        `model(final, budget)`, and on a SpecpairError leaves both unset. Of the latency
+        model the only rule that reads it (SP701) reads the concurrency and SLO verdict:
+        `slo_check` states those (one code path with `model`, the same refusals) without
+        the curve and assumptions the candidate would never show."""
         try:
-            ctx = Context(final, budget=budget, latency=model(final, budget))
+            ctx = Context(final, budget=budget, slo=slo_check(final, budget))
         except SpecpairError:
             ctx = Context(final)
         ctx.staging = self._staging_plan(final)
