@@ -19,6 +19,7 @@ from specpair import charts
 from specpair.analysis import Analysis
 from specpair.checks import failing
 from specpair.engines import registry
+from specpair.engines.schedule_model import ResolvedSchedule
 from specpair.errors import SpecpairError
 from specpair.findings import Finding
 from specpair.generators import card_files, dashboard_files, launch_files, monitoring_files
@@ -166,14 +167,19 @@ def pair_page(a: Analysis, changes: str | None) -> tuple[str, dict[str, bytes], 
     if latency is None:
         lines.append(f'!!! warning "Break-even"\n    {text(refused)}\n')
         if pair.schedule is not None:  # pinned: the launch runs it, its speedups unmodelled
-            lines.append("\nSpeculation schedule (pinned; speedups not modelled): " + ", ".join(
-                f"{r.start}–{r.end}: K {r.k}" for r in pair.schedule.ranges) + ".\n")
+            lines.append("\nSpeculation schedule (pinned; speedups not modelled): "
+                         + ranges_text(pair.schedule) + ".\n")
     else:
         lines.append(_break_even_section(a, latency, charts_out))
     lines.append(_alerts_section(a, charts_out))
     lines.append(_plan_section(a, charts_out))
     lines.append("\n## Staging plan\n\n")
     return _rest(a, lines, charts_out, changes, failures)
+
+
+def ranges_text(schedule: ResolvedSchedule) -> str:
+    """A schedule's ranges in one line of the page ("1–8: K 3, 9–64: K 1")."""
+    return ", ".join(f"{r.start}–{r.end}: K {r.k}" for r in schedule.ranges)
 
 
 def _break_even_section(a: Analysis, latency: LatencyModel, charts_out: dict[str, bytes]) -> str:
@@ -188,8 +194,8 @@ def _break_even_section(a: Analysis, latency: LatencyModel, charts_out: dict[str
         charts_out["schedule.svg"] = charts.schedule(a.schedule)
         lines.append(f"\n![Expected speedup of each static K and of the schedule against "
                      f"concurrency]({pair.name}/schedule.svg){CHART}\n\n"
-                     f"Speculation schedule ({text(a.schedule.requested)}): " + ", ".join(
-                         f"{r.start}–{r.end}: K {r.k}" for r in a.schedule.schedule.ranges)
+                     f"Speculation schedule ({text(a.schedule.requested)}): "
+                     + ranges_text(a.schedule.schedule)
                      + ". Every range and why: `generated/breakeven.md`.\n")
     elif a.schedule.refusal:
         lines.append(f"\nNo speculation schedule: {text(a.schedule.refusal)}.\n")
