@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -43,17 +44,75 @@ def test_every_point_names_its_source_gpu_and_models() -> None:
     assert len({pt.id for pt in data.points}) == len(data.points)
 
 
+# How closely a refit on another machine reproduces the stored fits. The fit's optimum is
+# flat along some directions (blackwell × sglang trades its per-forward against its
+# per-step cost), so the trust-region solver stops at points that differ with the CPU's
+# floating-point kernels: seen on 2026-12-02, a fresh machine's refit moved forward_s
+# 0.5% and predicted baselines up to 0.18% from the stored ones, and turned the rounded
+# 15.1% median into 15.0%. Every output reads the stored files, so the bytes never depend
+# on the machine; these tests ask that the stored files are what the points give, to
+# within that reproducibility: numbers within REL, a percentage (rounded to 0.1) within
+# one rounding step more, everything else (ids, counts, bounds, directions) exactly.
+REL = 0.01
+PCT_ABS = 0.15
+PUBLISHED = re.compile(r"\.published_\w+$")  # read from the points: never a fit's
+
+
+def _mismatches(fresh: object, stored: object, path: str = "") -> list[str]:
+    if isinstance(fresh, dict) and isinstance(stored, dict):
+        if fresh.keys() != stored.keys():
+            return [f"{path}: keys {sorted(fresh)} != {sorted(stored)}"]
+        return [m for k in fresh for m in _mismatches(fresh[k], stored[k], f"{path}.{k}")]
+    if isinstance(fresh, list) and isinstance(stored, list):
+        if len(fresh) != len(stored):
+            return [f"{path}: {len(fresh)} items != {len(stored)}"]
+        return [m for i, (a, b) in enumerate(zip(fresh, stored, strict=True))
+                for m in _mismatches(a, b, f"{path}[{i}]")]
+    if isinstance(fresh, float) and isinstance(stored, float) and not PUBLISHED.search(path):
+        close = math.isclose(fresh, stored, rel_tol=REL,
+                             abs_tol=PCT_ABS if path.endswith("_pct") else 0.0)
+        return [] if close else [f"{path}: refit {fresh} != stored {stored}"]
+    return [] if fresh == stored else [f"{path}: refit {fresh!r} != stored {stored!r}"]
+
+
 def test_the_stored_fits_are_what_the_points_give() -> None:
     data = calibration.load()
-    assert [f.model_dump() for f in calibration.refit(data)] == \
-        [f.model_dump() for f in data.fitted]
+    wrong = _mismatches([f.model_dump() for f in calibration.refit(data)],
+                        [f.model_dump() for f in data.fitted])
+    assert not wrong, "refit and store: python benchmarks/latency_validation.py --refit " \
+        "--write\n" + "\n".join(wrong)
+
+
+def test_the_tolerance_tells_a_stale_fit() -> None:
+    """One source re-measured 5% faster (gpustack's 15 H100 points, throughput and TPOT)
+    moves its group's fit beyond the tolerance."""
+    data = calibration.load()
+    source = "gpustack-qwen3-8b-h100-latency"
+
+    def faster(p: calibration.Point) -> calibration.Point:
+        update: dict[str, float] = {}
+        if p.baseline_tok_s:
+            update["baseline_tok_s"] = p.baseline_tok_s * 1.05
+        if p.baseline_tpot_ms:
+            update["baseline_tpot_ms"] = p.baseline_tpot_ms / 1.05
+        return p.model_copy(update=update)
+
+    edited = data.model_copy(update={"points": [
+        faster(p) if p.source_key == source else p for p in data.points]})
+    assert sum(p.source_key == source for p in edited.points) == 15
+    assert _mismatches([f.model_dump() for f in calibration.refit(edited)],
+                       [f.model_dump() for f in data.fitted])
 
 
 def test_the_stored_cross_validation_is_what_the_points_give() -> None:
     """The site shows the stored evaluation; refitting every source must reproduce it."""
     fresh = calibration.fresh_cross_validation()
-    assert fresh.model_dump() == calibration.stored_cross_validation().model_dump()
-    assert calibration.cross_validation_json(fresh).encode() == (
+    stored = calibration.stored_cross_validation()
+    wrong = _mismatches(fresh.model_dump(), stored.model_dump())
+    assert not wrong, "refit and store: python benchmarks/latency_validation.py --refit " \
+        "--write\n" + "\n".join(wrong[:20])
+    # the stored file is the evaluation as written (not edited by hand)
+    assert calibration.cross_validation_json(stored).encode() == (
         Path(calibration.__file__).parent / calibration.CROSS_VALIDATION_FILE).read_bytes()
 
 
