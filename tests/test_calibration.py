@@ -651,3 +651,41 @@ def test_a_moe_prefills_its_prompts_in_chunks_not_a_few_tokens_per_decode_step()
     rows = {r.id: r for r in calibration.stored_cross_validation().rows}
     ratio = rows["ix3173-8k1k-c4-tp8ep1"].baseline_ratio
     assert ratio is not None and 0.67 <= ratio <= 1.5, ratio
+
+
+def test_a_full_kv_pool_decodes_fewer_requests_than_the_concurrency() -> None:
+    """tomasruizt/vllm-scripts@d94d714 (2x H100, vLLM, Llama-3.3-70B): at concurrency 64
+    the speculative servers' KV pools (draft model 14,864 tokens, EAGLE-3 13,280; the
+    baseline's 26,432) are full, and their engine logs show 44-51 requests running while
+    the rest wait; the points record that mean (`speculative_running_requests`). The
+    bench logs' own figures say the same independently: by Little's law the requests
+    decoding at once are the output throughput times the mean TPOT, ~42-50 for these runs,
+    against ≥ 0.85 × the concurrency wherever nothing waits (the baseline at 64, every run
+    at 32). Held out, the recorded count moves every concurrency-64 speedup towards the
+    published one: the queued requests yield nothing, the running ones a step at their
+    batch."""
+    data = calibration.load()
+    runs = [p for p in data.points if p.source_id == "tomasruizt-vllm-draft-model-bench"
+            and p.concurrency in (32, 64) and p.speculative_tok_s and p.speculative_tpot_ms]
+    bound = [p for p in runs if p.speculative_running_requests is not None]
+    assert {p.concurrency for p in bound} == {64} and len(bound) == 12
+    for p in runs:
+        little = (p.speculative_tok_s or 0) * (p.speculative_tpot_ms or 0) / 1e3
+        base = (p.baseline_tok_s or 0) * (p.baseline_tpot_ms or 0) / 1e3
+        assert base >= 0.85 * p.concurrency, (p.id, base)
+        if p.speculative_running_requests is None:
+            assert little >= 0.85 * p.concurrency, (p.id, little)
+        else:
+            assert little < 0.8 * p.concurrency, (p.id, little)
+            assert abs(p.speculative_running_requests / little - 1) < 0.1, (p.id, little)
+            assert p.speculative_batch == round(p.speculative_running_requests) < p.batch
+    held_out = next(f for f in calibration.stored_loso_fits()["tomasruizt-vllm-draft-model-bench"]
+                    if f.family == "hopper" and f.engine == "vllm")
+    for p in bound:
+        params = held_out.for_drafter(p.drafter)
+        published = p.published_speedup or 0.0
+        got = calibration.predict(p, params, data).speedup or 0.0
+        unbound = p.model_copy(update={"speculative_running_requests": None})
+        control = calibration.predict(unbound, params, data).speedup or 0.0
+        assert abs(math.log(got / published)) < abs(math.log(control / published)), \
+            (p.id, got, control, published)

@@ -226,6 +226,13 @@ class Point(Strict):
         "once per engine instance, where the source's launch command or its engine release "
         "fixes it below the concurrency (SGLang resets --max-running-requests to 48 for "
         "EAGLE/NEXTN when it is not given); the rest of the concurrency queues")
+    speculative_running_requests: float | None = Field(
+        default=None, gt=0, description="the mean number of requests the speculative run's "
+        "engine held running at once per engine instance, as the source's own engine log "
+        "measured it over the run, where fewer than the concurrency ran while others "
+        "waited (e.g. vLLM's 10 s 'Running: N reqs, Waiting: M reqs' lines with its KV "
+        "pool, 'GPU KV cache size: N tokens', full: the scheduler admits a request only "
+        "when the pool has blocks for it); the rest of the concurrency queues")
 
     @property
     def replicas(self) -> int:
@@ -244,11 +251,17 @@ class Point(Strict):
     @property
     def speculative_batch(self) -> int:
         """Sequences in one speculative forward: the batch, or fewer where the speculative
-        run's engine capped its running requests (the others wait in its queue: by
-        Little's law a closed-loop benchmark's latency ratio is then the ratio of the
-        throughputs at these two batches)."""
-        cap = self.speculative_max_running_requests
-        return self.batch if cap is None else min(self.batch, cap)
+        run's engine capped its running requests, or its log measured fewer running (a
+        full KV pool), rounded to whole sequences. The others wait in its queue and yield
+        nothing: the system's throughput is the running batch's tokens per step over the
+        step time at that batch (by Little's law a closed-loop benchmark's latency ratio
+        is then the ratio of the throughputs at the two runs' batches)."""
+        batch = self.batch
+        if self.speculative_max_running_requests is not None:
+            batch = min(batch, self.speculative_max_running_requests)
+        if self.speculative_running_requests is not None:
+            batch = min(batch, max(1, round(self.speculative_running_requests)))
+        return batch
 
     def published_scale(self, per_forward: float, batch: int | None = None) -> float:
         """One replica's output tokens/s as the source's `throughput_scope` counts them
