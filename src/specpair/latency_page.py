@@ -159,8 +159,11 @@ def page() -> tuple[str, dict[str, bytes]]:
         "Parameters a family's points cannot pin down keep their priors (no all-reduce cost "
         "without tensor-parallel points, no per-token cost without several concurrencies, "
         "no routing locality without a MoE verify). A GPU family with fewer than "
-        f"{calibration.MIN_FIT_POINTS} informative points borrows the same engine's fit "
-        "from another family, and its outputs say so.",
+        f"{calibration.MIN_FIT_POINTS} informative points gets the same engine's fit pooled "
+        "across every GPU family (\"pooled\" above: efficiencies are shares of each GPU's "
+        "own peaks, which carry the hardware difference; fixed costs are the engine's), "
+        "and its outputs say so; cross-validated, a source that is its family's only one "
+        "is predicted that way.",
         "",
         "### Bounds",
         "",
