@@ -141,6 +141,10 @@ def main() -> int:
         print(f"acceptance × {drafter}: later positions at δ = {d.decay:.3f} × the first's "
               f"(fitted on {len(d.sweeps)} depth sweeps with a published τ"
               f"{', on its ' + d.at_bound + ' bound' if d.at_bound else ''})")
+    t = calibration.fit_sibling_acceptance(data.points)
+    print(f"acceptance × SGLang trees: a rank-r candidate at ρ = {t.sibling:.3f} × rank r − 1's "
+          f"(fitted on {len(t.groups)} groups of tree shapes with a published τ"
+          f"{', on its ' + t.at_bound + ' bound' if t.at_bound else ''})")
     print()
     report(cv, rows=not args.quiet)
     print()

@@ -12,9 +12,13 @@ bonus token makes the 1). Two sources give it:
   δ is the drafter family's fitted per-position decay (`calibration.position_decay`: the
   same δ the calibration points' anchored sweeps use, so runbooks and validation extrapolate
   depth with one model); δ = 1 (families outside `calibration.FEATURE_DRIFT_FAMILIES`, or no
-  method given) is Leviathan et al.'s Eq. 1, (1 − α^{d+1}) / (1 − α). A tree of top-k
-  branches is treated as a chain of its depth whose α is the tree's own (the width stays
-  what the τ was measured with).
+  method given) is Leviathan et al.'s Eq. 1, (1 − α^{d+1}) / (1 − α). An SGLang tree of
+  top-k branches verifying num_draft_tokens − 1 nodes is carried with
+  `calibration.tree_tau`: the same α and δ, its lower-ranked candidates at the fitted
+  sibling ratio ρ (`calibration.sibling_acceptance`), the verified nodes the top-N by score
+  as SGLang's organize_draft_results picks them, so a deeper tree under the same node
+  budget saturates as the calibration points' anchored tree sweeps do. A vLLM token tree
+  (a fixed topology) is carried as the chain of its depth.
 
 Depth is what bounds a step's tokens: γ for a chain, num_steps for a tree, the block for
 a block drafter (DSPARK's block is γ; DFLASH verifies its block including the bonus
@@ -27,7 +31,12 @@ from dataclasses import dataclass
 
 from specpair.bench.acceptance import measured_acceptance
 from specpair.bench.record import Measurement
-from specpair.calibration import acceptance_rate, chain_tau, position_decay
+from specpair.calibration import (
+    position_decay,
+    sibling_acceptance,
+    tree_acceptance_rate,
+    tree_tau,
+)
 from specpair.resolve import ResolvedPair
 from specpair.step_inputs import draft_shape
 from specpair.stepmodel import drafter_family
@@ -43,6 +52,9 @@ class AcceptanceCurve:
     alpha: float | None = None
     measured: bool = False
     decay: float = 1.0              # δ: a later position's acceptance over the first's
+    topk: int = 1                   # an SGLang tree's branching (1: a chain)
+    draft_tokens: int | None = None  # the tree's verify width (num_draft_tokens)
+    sibling: float = 0.0            # ρ: a rank-r candidate's acceptance over rank r − 1's
 
     def tau(self, depth: int) -> float | None:
         """Tokens per verify step at this depth, bonus included; None past the measured
@@ -54,32 +66,51 @@ class AcceptanceCurve:
                 return None
             return 1.0 + sum(self.rates[:depth])
         assert self.alpha is not None
-        return chain_tau(self.alpha, depth + 1, self.decay)
+        return tree_tau(self.alpha, depth + 1, self.decay, self.topk, self.draft_tokens,
+                        self.sibling)
 
 
-def solve_alpha(tau: float, depth: int, decay: float = 1.0) -> float:
+def solve_alpha(tau: float, depth: int, decay: float = 1.0, topk: int = 1,
+                draft_tokens: int | None = None, sibling: float = 0.0) -> float:
     """The first-position acceptance α at which `depth` drafts, later positions at δ·α
-    (δ = `decay`), yield `tau` tokens per step."""
+    (δ = `decay`), a tree's lower ranks at ρ (`sibling`), yield `tau` tokens per step."""
     if depth <= 0:
         return 1.0
-    return acceptance_rate(tau, depth + 1, decay)
+    return tree_acceptance_rate(tau, depth + 1, decay, topk, draft_tokens, sibling)
 
 
-def from_tau(tau: float, depth: int, source: str,
-             method: str | None = None) -> AcceptanceCurve:
+def from_tau(tau: float, depth: int, source: str, method: str | None = None,
+             topk: int = 1, draft_tokens: int | None = None) -> AcceptanceCurve:
     """The curve through one τ at one depth; with the speculative `method`, later
-    positions decay by its drafter family's fitted δ (as the calibration points' do)."""
+    positions decay by its drafter family's fitted δ (as the calibration points' do); an
+    SGLang tree (`topk` > 1, `draft_tokens` verified) keeps its width and node budget at
+    every depth, its lower ranks at the fitted ρ."""
     decay = position_decay(drafter_family(method)) if method is not None else 1.0
-    if depth > 0 and tau >= chain_tau(1.0, depth + 1, decay):
+    sibling = sibling_acceptance() if topk > 1 else 0.0
+    if depth > 0 and tau >= tree_tau(1.0, depth + 1, decay, topk, draft_tokens, sibling):
         # τ beyond what δ allows at this depth: constant acceptance, as the anchored
         # calibration sweeps do
         decay = 1.0
-    alpha = solve_alpha(tau, depth, decay)
+    alpha = solve_alpha(tau, depth, decay, topk, draft_tokens, sibling)
     how = (f"α {alpha:.3f} at the first position, δ·α at later ones (δ = {decay:.3f}, "
            f"{drafter_family(method or '')} family, fitted on published τ-by-depth sweeps)"
            if decay < 1.0 else f"i.i.d. α {alpha:.3f}")
+    if topk > 1:
+        how += (f"; top-{topk} tree verifying {(draft_tokens or depth + 1) - 1} nodes, rank "
+                f"r ≥ 2 at ρ {sibling:.3f} × rank r − 1 (fitted on published tree shapes)")
     return AcceptanceCurve(source=f"{source}: τ {tau:g} at depth {depth} → {how}",
-                           alpha=alpha, decay=decay)
+                           alpha=alpha, decay=decay, topk=topk, draft_tokens=draft_tokens,
+                           sibling=sibling)
+
+
+def tree_of(pair: ResolvedPair) -> tuple[int, int | None]:
+    """(top-k, verify width) the runbook's τ is carried with: an SGLang tree's own, a
+    chain's (1, None) otherwise (vLLM's token tree is a fixed topology, carried as the
+    chain of its depth, as `calibration.tree_topk` does for the calibration points)."""
+    spec = pair.runbook.speculation
+    if pair.runbook.engine.name.value == "sglang" and spec.topk > 1:
+        return spec.topk, spec.num_draft_tokens
+    return 1, None
 
 
 def measured_curve(record: Measurement) -> AcceptanceCurve | None:
@@ -130,7 +161,8 @@ def by_depth(pair: ResolvedPair) -> tuple[AcceptanceCurve, AcceptanceCurve]:
     # one τ carried to other depths with the drafter family's per-position decay δ, the
     # same acceptance-by-depth model the calibration points are predicted with
     method = pair.runbook.speculation.method.value
-    slo_curve = from_tau(acc.slo.min_length, depth, "the SLO", method)
+    topk, width = tree_of(pair)
+    slo_curve = from_tau(acc.slo.min_length, depth, "the SLO", method, topk, width)
     measured, stale = None, ""
     if pair.measurement is not None:
         stale = record_mismatch(pair)
@@ -139,13 +171,18 @@ def by_depth(pair: ResolvedPair) -> tuple[AcceptanceCurve, AcceptanceCurve]:
         curve = measured
     elif acc.reference is not None:
         curve = from_tau(acc.reference.mean_length, depth,
-                         f"the runbook's reference ({acc.reference.source})", method)
+                         f"the runbook's reference ({acc.reference.source})", method,
+                         topk, width)
     else:
         curve = AcceptanceCurve(source="no reference or measurement: the SLO itself ("
                                 + slo_curve.source + ")", alpha=slo_curve.alpha,
-                                decay=slo_curve.decay)
+                                decay=slo_curve.decay, topk=slo_curve.topk,
+                                draft_tokens=slo_curve.draft_tokens,
+                                sibling=slo_curve.sibling)
     if stale:
         curve = AcceptanceCurve(source=f"{curve.source}; the latest bench record is not "
                                        f"used: {stale}", rates=curve.rates, alpha=curve.alpha,
-                                measured=curve.measured, decay=curve.decay)
+                                measured=curve.measured, decay=curve.decay,
+                                topk=curve.topk, draft_tokens=curve.draft_tokens,
+                                sibling=curve.sibling)
     return curve, slo_curve

@@ -1033,6 +1033,159 @@ def position_decay(drafter: str) -> float:
     return fit_position_decay(load().points, drafter).decay
 
 
+SIBLING_BOUND = Bound(0.0, 1.0, "ρ: a tree's rank-r draft candidate (r ≥ 2) is the target's "
+                      "token ρ times as often as its rank r − 1 sibling. The draft ranks its "
+                      "candidates by its own probability, taken to order them as acceptance "
+                      "does (EAGLE-2, Li et al. 2024, section 3), so a lower rank is accepted "
+                      "no more often (ρ ≤ 1); ρ = 0 is a chain's acceptance at every width")
+
+
+def tree_tau(alpha: float, tokens: int, decay: float = 1.0, topk: int = 1,
+             draft_tokens: int | None = None, sibling: float = 0.0) -> float:
+    """Tokens a step yields (bonus included) from a draft of `tokens` − 1 steps of top-k
+    expansion of which the target verifies `draft_tokens` − 1 nodes, as SGLang builds it:
+    eagle_utils.select_top_k_tokens keeps a beam of the top-k paths by cumulative draft
+    score and expands each into its top-k children (topk + (steps − 1)·topk² candidates),
+    organize_draft_results verifies the top num_draft_tokens − 1 of all of them by that
+    score. Under greedy verification a node is accepted when every token on its path is the
+    target's, and the ranks of one parent's children are exclusive events, so τ = 1 +
+    Σ_{verified nodes} Π_{path} c(position, rank) (Sequoia, Chen et al. 2024, section 3:
+    a node's acceptance is its path's product of positional acceptances): c = α for the
+    first rank at the first position and δ·α at later ones (as `chain_tau`), c = ρ·c(r − 1)
+    for rank r ≥ 2 (ρ = `sibling`), no more than what the higher ranks leave of 1 (the
+    events are exclusive). The draft's score is taken to order candidates as their
+    acceptance does (EAGLE-2, Li et al. 2024, section 3: the draft's confidence
+    approximates the acceptance rate), so the verified nodes are the top-N by this
+    probability. top-k 1 is `chain_tau`."""
+    if topk <= 1:
+        return chain_tau(alpha, tokens, decay)
+    steps = tokens - 1
+    budget = (draft_tokens if draft_tokens is not None else tokens) - 1
+    if steps <= 0 or budget <= 0:
+        return 1.0
+
+    def ranks(first: float) -> list[float]:
+        out = [first]
+        for _ in range(topk - 1):
+            out.append(min(out[-1] * sibling, 1.0 - sum(out)))
+        return out
+
+    beam = ranks(alpha)  # the first step's top-k: the root's children
+    pool = list(beam)
+    later = ranks(decay * alpha)
+    for _ in range(steps - 1):
+        children = [b * c for b in beam for c in later]
+        pool.extend(children)
+        beam = sorted(children, reverse=True)[:topk]
+    return 1.0 + sum(sorted(pool, reverse=True)[:budget])
+
+
+def tree_acceptance_rate(tau: float, tokens: int, decay: float = 1.0, topk: int = 1,
+                         draft_tokens: int | None = None, sibling: float = 0.0) -> float:
+    """The α at which `tree_tau` = τ (bisection: τ rises with α, a first rank's gain
+    outweighing what its siblings lose); 1.0 at or above full first-rank acceptance."""
+    if topk <= 1:
+        return acceptance_rate(tau, tokens, decay)
+    if tau >= tree_tau(1.0, tokens, decay, topk, draft_tokens, sibling):
+        return 1.0
+    if tau <= 1.0:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        below = tree_tau(mid, tokens, decay, topk, draft_tokens, sibling) < tau
+        lo, hi = (mid, hi) if below else (lo, mid)
+    return (lo + hi) / 2
+
+
+@dataclass(frozen=True)
+class SiblingAcceptance:
+    """The fitted ρ and the tree-shape groups (source, concurrency) it was fitted on."""
+
+    sibling: float
+    groups: tuple[str, ...]
+    at_bound: str | None
+
+
+def tree_topk(p: Point) -> int:
+    """The top-k `tree_tau` expands for a point: its own in SGLang, whose verified tree is
+    the top-N by score; 1 in vLLM, whose speculative_token_tree is a fixed topology the
+    points do not publish (carried as the chain of its depth, as before the tree model)."""
+    return p.topk if p.engine == "sglang" else 1
+
+
+def _tree_groups(points: Iterable[Point]) -> list[list[Point]]:
+    """Draft shapes measured by one source with one pair, workload and concurrency, each
+    with a published τ, at least one of them a tree (top-k > 1): the data that shows how τ
+    moves with a tree's depth, width and node budget."""
+    by: dict[tuple[str, str, str | None, str | None, int], list[Point]] = {}
+    for p in points:
+        if p.method and p.tau is not None and p.num_steps is not None and p.engine == "sglang":
+            key = (p.source_key, p.target, p.draft, p.workload, p.concurrency)
+            by.setdefault(key, []).append(p)
+    out = []
+    for _, members in sorted(by.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        shapes = {(p.num_steps, p.topk, p.num_draft_tokens) for p in members}
+        if len(shapes) > 1 and any(p.topk > 1 for p in members) \
+                and len({p.drafter for p in members}) == 1:
+            out.append(sorted(members, key=lambda p: (p.depth, p.topk, p.num_draft_tokens or 0,
+                                                      p.id)))
+    return out
+
+
+def fit_sibling_acceptance(points: Sequence[Point],
+                           exclude_source: str | None = None) -> SiblingAcceptance:
+    """ρ, fitted on every source's published τ across SGLang tree shapes (one ρ for every drafter
+    family: the published tree shapes are EAGLE-3's): each group's shallowest, narrowest
+    shape fixes its α, as an anchored sweep's first point does, and ρ minimises the log
+    error of the other shapes' τ (each source's terms weighted as δ's fit weighs them).
+    Without such groups ρ = 0: every tree carried as the chain of its depth, as before
+    the tree model."""
+    groups = _tree_groups(p for p in points if p.source_key != exclude_source)
+    if not groups:
+        return SiblingAcceptance(0.0, (), None)
+    per_source: dict[str, int] = {}
+    for g in groups:
+        per_source[g[0].source_key] = per_source.get(g[0].source_key, 0) + len(g) - 1
+    decay = {g[0].drafter: fit_position_decay(points, g[0].drafter, exclude_source).decay
+             for g in groups}
+
+    def tau_of(p: Point, alpha: float, sibling: float) -> float:
+        return tree_tau(alpha, p.shape.max_tokens, decay[p.drafter], tree_topk(p),
+                        p.num_draft_tokens, sibling)
+
+    def cost(sibling: float) -> float:
+        total = 0.0
+        for g in groups:
+            w = 1 / per_source[g[0].source_key]
+            a = g[0]
+            alpha = tree_acceptance_rate(a.tau or 1.0, a.shape.max_tokens, decay[a.drafter],
+                                         tree_topk(a), a.num_draft_tokens, sibling)
+            for p in g[1:]:
+                total += w * math.log(tau_of(p, alpha, sibling) / (p.tau or 1.0)) ** 2
+        return total
+
+    lo, hi = SIBLING_BOUND.lo, SIBLING_BOUND.hi
+    grid = [lo + (hi - lo) * i / 50 for i in range(51)]
+    best = min(range(51), key=lambda i: (cost(grid[i]), i))
+    a, b = grid[max(best - 1, 0)], grid[min(best + 1, 50)]
+    golden = (math.sqrt(5) - 1) / 2
+    for _ in range(40):
+        c, d = b - golden * (b - a), a + golden * (b - a)
+        a, b = (a, d) if cost(c) <= cost(d) else (c, b)
+    value = round((a + b) / 2, 3)
+    side = "lower" if value <= lo + 0.005 else ("upper" if value >= hi - 0.005 else None)
+    names = tuple(f"{g[0].source_key} c{g[0].concurrency}" for g in groups)
+    return SiblingAcceptance(min(hi, max(lo, value)), names, side)
+
+
+@cache
+def sibling_acceptance() -> float:
+    """ρ fitted on the stored published points (`load()`): the one ρ the planner's tree
+    depths and the calibration points' anchored tree sweeps share."""
+    return fit_sibling_acceptance(load().points).sibling
+
+
 def _max_speedup(point: Point, params: StepParams, data: CalibrationData) -> float:
     """The model's speedup at full acceptance (every drafted token accepted)."""
     return predict(point, params, data, float(point.shape.max_tokens)).speedup or 0.0
@@ -1073,8 +1226,9 @@ def _predict_rows(points: Sequence[Point], data: CalibrationData,
     points = [p for p in points if p.refusal is None]  # refused by name: no number
     # sweep → its first point's τ and per-token acceptance α (None: the model cannot
     # reach that point's speedup even at full acceptance, so α is unknown)
-    anchors: dict[str, tuple[float, float | None, float]] = {}
+    anchors: dict[str, tuple[float, float | None, float, float]] = {}
     decays: dict[tuple[str, str | None], float] = {}
+    siblings: dict[str | None, float] = {}
     unreachable: set[str] = set()
     rows: list[Row] = []
     for pt in sorted(points, key=lambda p: (p.sweep or p.id, p.concurrency, p.depth, p.id)):
@@ -1095,13 +1249,19 @@ def _predict_rows(points: Sequence[Point], data: CalibrationData,
                     decays[(pt.drafter, held_out)] = fit_position_decay(
                         decay_points, pt.drafter, held_out).decay
                 decay = decays[(pt.drafter, held_out)]
-                if first >= chain_tau(1.0, n, decay):
+                # ρ of a tree's lower-ranked candidates, held out by source as δ is
+                if held_out not in siblings:
+                    siblings[held_out] = fit_sibling_acceptance(decay_points, held_out).sibling
+                sibling = siblings[held_out]
+                topk = tree_topk(pt)
+                if first >= tree_tau(1.0, n, decay, topk, pt.num_draft_tokens, sibling):
                     decay = 1.0  # τ beyond what δ allows at this depth: constant acceptance
                 # no τ beyond the most tokens a step yields: a published speedup the model
                 # cannot reach at full acceptance is said so, not bent into an impossible τ
-                anchors[pt.sweep] = (first, acceptance_rate(first, n, decay) if first < n
-                                     else None, decay)
-            first, alpha, decay = anchors[pt.sweep]
+                anchors[pt.sweep] = (first, tree_acceptance_rate(
+                    first, n, decay, topk, pt.num_draft_tokens, sibling) if first < n
+                    else None, decay, sibling)
+            first, alpha, decay, sibling = anchors[pt.sweep]
             if alpha is None:  # unknown acceptance: the anchor's τ, capped
                 tau = min(first, float(n))
                 if first > n:  # this point's published speedup needs more than n tokens
@@ -1110,7 +1270,8 @@ def _predict_rows(points: Sequence[Point], data: CalibrationData,
                 # the same acceptance α at every point, later positions at δ·α: τ grows
                 # with a deeper draft as the family's published sweeps show (a
                 # concurrency sweep keeps its τ)
-                tau = chain_tau(alpha, n, decay)
+                # a tree's τ from the same α over its own depth, width and node budget
+                tau = tree_tau(alpha, n, decay, tree_topk(pt), pt.num_draft_tokens, sibling)
         pred = predict(pt, params, data, tau)
         ratio = pred.speedup / published if pred.speedup and published else None
         rows.append(Row(
