@@ -104,11 +104,11 @@ def from_tau(tau: float, depth: int, source: str, method: str | None = None,
 
 
 def tree_of(pair: ResolvedPair) -> tuple[int, int | None]:
-    """(top-k, verify width) the runbook's τ is carried with: an SGLang tree's own, a
-    chain's (1, None) otherwise (vLLM's token tree is a fixed topology, carried as the
-    chain of its depth, as `calibration.tree_topk` does for the calibration points)."""
+    """(top-k, verify width) the runbook's τ is carried with: its tree's own where the
+    release verifies the score-ranked top of its tree (`score_ranked_tree`), a chain's
+    (1, None) otherwise (as `calibration.tree_topk` does for the calibration points)."""
     spec = pair.runbook.speculation
-    if pair.runbook.engine.name.value == "sglang" and spec.topk > 1:
+    if "score_ranked_tree" in pair.release.profile.capabilities and spec.topk > 1:
         return spec.topk, spec.num_draft_tokens
     return 1, None
 

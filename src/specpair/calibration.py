@@ -1108,10 +1108,17 @@ class SiblingAcceptance:
 
 
 def tree_topk(p: Point) -> int:
-    """The top-k `tree_tau` expands for a point: its own in SGLang, whose verified tree is
-    the top-N by score; 1 in vLLM, whose speculative_token_tree is a fixed topology the
-    points do not publish (carried as the chain of its depth, as before the tree model)."""
-    return p.topk if p.engine == "sglang" else 1
+    """The top-k `tree_tau` expands for a point: its own where the engine verifies the
+    top-N of its tree by score (`score_ranked_tree`: SGLang); 1 otherwise (vLLM's
+    speculative_token_tree is a fixed topology the points do not publish: carried as the
+    chain of its depth, as before the tree model)."""
+    return p.topk if _score_ranked_tree(p.engine) else 1
+
+
+def _score_ranked_tree(engine: str) -> bool:
+    from specpair.engines.registry import every_release_has
+
+    return every_release_has(engine, "score_ranked_tree")
 
 
 def _tree_groups(points: Iterable[Point]) -> list[list[Point]]:
@@ -1120,7 +1127,8 @@ def _tree_groups(points: Iterable[Point]) -> list[list[Point]]:
     moves with a tree's depth, width and node budget."""
     by: dict[tuple[str, str, str | None, str | None, int], list[Point]] = {}
     for p in points:
-        if p.method and p.tau is not None and p.num_steps is not None and p.engine == "sglang":
+        if p.method and p.tau is not None and p.num_steps is not None \
+                and _score_ranked_tree(p.engine):
             key = (p.source_key, p.target, p.draft, p.workload, p.concurrency)
             by.setdefault(key, []).append(p)
     out = []

@@ -25,7 +25,10 @@ class EngineProfile:
     weight loading), `multi_node_data_parallel` (data-parallel replicas across nodes),
     `moe_over_data_parallel` (the MoE layers of the data-parallel ranks form one group of
     tensor × data ranks, and expert parallelism, once on, spans all of them: vLLM's
-    `FusedMoEParallelConfig.make`)."""
+    `FusedMoEParallelConfig.make`), `score_ranked_tree` (a tree draft verifies the
+    num_draft_tokens − 1 nodes of highest cumulative score among every step's top-k
+    expansions: SGLang's `spec_utils.select_top_k_tokens` and
+    `eagle_utils.organize_draft_results`, the same in 0.5.18 and 0.5.23)."""
     notes: dict[Method, str] = field(default_factory=dict)
 
     @property

@@ -63,6 +63,14 @@ def get_profile(name: str, version: str) -> EngineProfile | None:
     return found.profile if found else None
 
 
+def every_release_has(name: str, capability: str) -> bool:
+    """Whether every supported release of engine `name` has `capability`: what holds of
+    the engine whatever its release, for measurements that name the engine but not one of
+    its supported releases (the calibration points)."""
+    found = [r.profile for (engine, _), r in RELEASES.items() if engine == name]
+    return bool(found) and all(capability in p.capabilities for p in found)
+
+
 def find_label(label: str) -> EngineRelease | None:
     """The release of a label such as `vllm 0.33.0`, or None."""
     name, _, version = label.partition(" ")
