@@ -98,3 +98,30 @@ def test_a_derived_budget_follows_every_field_the_cap_changes(name: str) -> None
                 continue
             first, second = variant(pair, a), variant(pair, b)
             same(recompute(compute(first), second), compute(second))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_gate_reuses_only_a_setup_equal_to_the_final_variants(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The planner's gate run of a candidate reads the latency setup of its screening
+    variant (`Planner._same_setup`) in place of the final variant's: for every candidate of
+    every example it equals the setup made afresh, and the SLO verdict is the one
+    `slo_check` makes without it."""
+    from specpair import latency
+
+    reused: list[bool] = []
+    original = latency.slo_check
+
+    def checked(pair: ResolvedPair, budget: Budget, known: Any = None) -> Any:
+        got = original(pair, budget, known)
+        assert got == original(pair, budget)
+        if known is not None:
+            params = latency.parameters(pair, budget).values
+            if known.params == params:
+                assert known == latency.setup(pair, budget, params)
+                reused.append(True)
+        return got
+
+    monkeypatch.setattr(plan_module, "slo_check", checked)
+    Analysis(example(name)).plan_search  # noqa: B018  (a cached property: runs the search)
+    assert reused, "the gate reused no setup"

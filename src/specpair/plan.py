@@ -864,7 +864,7 @@ class Planner:
         scenario = final_scenario
         findings: list[str] = []
         if s.speculative:
-            got = run(self._gate_context(final, final_budget))
+            got = run(self._gate_context(final, final_budget, screen, budget))
             engine_rules = _engine_refusals(got)
             if engine_rules:
                 self._refused(engine_rules)
@@ -943,15 +943,38 @@ class Planner:
                                                         self._sections)
         return found
 
-    def _gate_context(self, final: ResolvedPair, budget: Budget) -> Context:
+    def _same_setup(self, budget: Budget, screen: ResolvedPair, screen_budget: Budget
+                    ) -> _Setup | None:
+        """The evaluator's setup of `screen` where it is that of the final variant whose
+        budget is `budget`, for the same parameters: the final variant differs from
+        `screen` in deployment.max_running_requests and deployment.concurrency alone,
+        which `setup` does not read (it reads the parallel sizes, context, shape, GPU and
+        models), and of the budget `setup` reads the two cells of the speculative
+        scenario (else the baseline), compared here."""
+        held = self._setups.get(id(screen))
+        if held is None or held[0] is not screen or held[1] is not screen_budget:
+            return None
+        a = budget.speculative or budget.baseline
+        b = screen_budget.speculative or screen_budget.baseline
+        if (a.cell_target, a.cell_draft) != (b.cell_target, b.cell_draft):
+            return None
+        return held[2]
+
+    def _gate_context(self, final: ResolvedPair, budget: Budget,
+                      screen: ResolvedPair | None = None,
+                      screen_budget: Budget | None = None) -> Context:
         """The context `run(Context(final))` would build, reusing `budget`: given no
         budget, `run` sets `compute(final)` (deterministic: `budget` is its result) and
         `model(final, budget)`, and on a SpecpairError leaves both unset. Of the latency
         model the only rule that reads it (SP701) reads the concurrency and SLO verdict:
         `slo_check` states those (one code path with `model`, the same refusals) without
-        the curve and assumptions the candidate would never show."""
+        the curve and assumptions the candidate would never show, and with the setup of
+        the candidate's `screen` variant where it is the final one's (`_same_setup`; the
+        step model's refusal, the one `setup` raises, was asked of `screen`)."""
+        known = None if screen is None or screen_budget is None else \
+            self._same_setup(budget, screen, screen_budget)
         try:
-            ctx = Context(final, budget=budget, slo=slo_check(final, budget))
+            ctx = Context(final, budget=budget, slo=slo_check(final, budget, known))
         except SpecpairError:
             ctx = Context(final)
         ctx.staging = self._staging_plan(final)
