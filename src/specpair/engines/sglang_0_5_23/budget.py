@@ -503,8 +503,8 @@ def recap(computed: Budget, pair: ResolvedPair, gpu: GPU, defaults: Defaults = D
           ) -> Budget | None:
     """`budget(pair, gpu, defaults)`, from `computed`, the budget of a pair that differs
     from `pair` in deployment.max_running_requests (and deployment.concurrency, which the
-    budget does not read) alone; None where that is not all that differs. The runbook's
-    max_running_requests is read by `server_args` for two things: the default
+    budget does not read) alone; None where the cap decides more than this derives. The
+    runbook's max_running_requests is read by `server_args` for two things: the default
     --mem-fraction-static (its decode-graph batch; a runbook that sets memory_fraction
     does not read it) and the max_running_requests each pool is sized with, which
     `size_pool` reads in `_requests` and `_headroom` only, but for a hybrid target, whose
