@@ -53,6 +53,49 @@ and 9%), the gate's rules 15% (the launch preflight 5%), building runbook varian
 evaluators 12% (their derived schedules 7%, setups 4%), the gate's SLO check 6.5% (its
 setup 4%); outside the search, the page's own derived schedules 5%.
 
+Measured again 2026-12-02 (same 2-core machine, quieter: load average ~2.4-3.8), main
+(0aaeb0f) and this branch (a candidate's final budget derived from its screening budget by
+the release's `recap`, which computes again only what max_running_requests decides; the
+gate's SLO check reading the evaluator's setup of the screening variant; a variant building
+only the sections it validates), cold CPU s/pair, best of 2, main -> branch, four runs one
+after the other in the order main, branch, branch, main (so one pair of each order):
+examples catalogue 0.124 -> 0.110 and 0.132 -> 0.106 at N=10, 0.119 -> 0.096 and 0.121 ->
+0.094 at N=100 (linear: 0.87-0.89x); the repository's examples 0.128 -> 0.108 and 0.126 ->
+0.114. So at N=100 the goal holds in this window, by 4-6%, and main itself measured 0.12
+here against 0.21-0.26 in the busier windows above: on a loaded machine this branch would
+be over 0.1 again (about -20% on main's figure, not the 2x a busy window would ask). The
+planner computes 7840 budgets for 32 example pairs instead of 11728: recap derives 3888 of
+the 4520 final budgets; SGLang pairs with the engine's default memory fraction or a hybrid
+state pool still compute theirs whole, as that fraction and that pool read the cap. Where
+the time goes now (32 example pairs, cProfile): the plan search 85%: budgets 21% (screening
+budgets and the ones recap cannot derive 19%, recaps 5%), the gate's rules 19% (the launch
+preflight 9%), building runbook variants 14%, evaluators 13% (their derived schedules 11%),
+the gate's SLO check 4%; outside the search, the page's own derived schedules 4%.
+
+Measured again 2026-12-02 (same 2-core machine, load average ~2.1-3.5), main (0aaeb0f)
+and this branch, cold CPU s/pair, best of 2, each window in the order main, branch, branch,
+main (one pair of each order). Two changes: `site.render` runs CPython's cyclic collector
+every 10 000 allocations instead of 700 (`site.GC_YOUNG`), and pairs that load one model
+share its geometry object (`resolve._interned`), so the value memos' keys compare by
+identity, not field by field. With both (window 3): examples catalogue 0.103 -> 0.074 and
+0.104 -> 0.077 at N=100 (-26 to -29%; linear: 0.76-0.85x), 0.115 -> 0.088 and 0.110 ->
+0.102 at N=10; the repository's examples 0.113 -> 0.097 and 0.115 -> 0.093. So at N=100 the
+goal holds by 23-26%. The collector alone (windows 1 and 2): N=100 0.110 -> 0.090 and 0.114
+-> 0.086, 0.110 / 0.104 -> 0.087 / 0.086 (the state above, 76cf86d, 0.103 / 0.097 in window
+2); the interning alone, against the collector change in one quieter window: 0.080 / 0.086
+-> 0.074 / 0.075. In one process (gc.callbacks) the collector took 2.30 s of an N=100
+catalogue's 10.0 s at the default (2310 collections, 18 of the whole heap: the plan
+search's short-lived objects beside the long-lived memos), 0.83 s of 8.7 s at 10 000 (185,
+2), peak RSS 99 -> 101 MiB; a larger threshold (50 000) or gc.freeze() of the loaded pairs
+gained no more than the noise (the rest is the scanning of survivors). Interning cut
+pydantic `==` calls from 113 238 to 21 638 for 32 example pairs. Where the time goes now
+(32 example pairs, cProfile, shares of the page): the plan search 85%: budgets 22% (computed
+19%, recaps 5%), the gate's rules 17% (the launch preflight 6%, each other rule under
+1.5%), building variants 14%, evaluators 12% (their derived schedules 6%), the gate's SLO
+check 4%, the step model's setups (the evaluators' and the SLO check's) 5%; outside the
+search, the page's own derived schedules 3% and its launch, monitoring and dashboard files
+5%.
+
     python benchmarks/site_scale.py [--sizes 10,100] [--repeat 3] [--catalogue examples,dflash]
                                     [--no-cache] [--no-examples]
 """

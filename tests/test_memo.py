@@ -80,3 +80,25 @@ def test_a_geometry_hashes_as_it_compares() -> None:
     plans = [RULES._layers_plan(x, None, 8, 1, 8, 16, KVDtype.AUTO, KVDtype.AUTO, True, None)
              for x in (g, wider)]
     assert plans[0][2] * 2 > plans[1][2] > plans[0][2], "the wider value heads take more KV"
+
+
+def test_equal_geometries_are_one_object_and_unequal_ones_stay_apart(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pairs that load one model share its geometry object (resolve._interned), so the
+    memos' keys compare by identity; a geometry that hashes the same but differs in a field
+    keeps its own object and value, and loading without the interned ones gives equal
+    geometries."""
+    from specpair import resolve
+
+    first, again = example("qwen3-8b-dflash"), example("qwen3-8b-dflash")
+    assert first.target.geometry is again.target.geometry
+    assert first.draft is not None and again.draft is not None
+    assert first.draft.geometry is again.draft.geometry
+    g = first.target.geometry
+    other = Geometry.model_validate({**g.model_dump(), "vocab_size": g.vocab_size + 1})
+    assert hash(other) == hash(g) and other != g
+    assert resolve._interned(other) is other
+    assert resolve._interned(other).vocab_size == g.vocab_size + 1
+    monkeypatch.setattr(resolve, "_GEOMETRIES", {})
+    fresh = example("qwen3-8b-dflash")
+    assert fresh.target.geometry == g and fresh.target.geometry is not g

@@ -3,12 +3,14 @@ a change to the pair (or its checklist) draws it again, and a broken entry is re
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
 
 from specpair import site
 from specpair.build import load_pairs
+from specpair.errors import SpecpairError
 from tests.conftest import REPO
 from tests.test_launch import with_runbook
 
@@ -50,3 +52,29 @@ def test_cached_pages_equal_fresh_ones_and_changes_redraw(tmp_path: Path,
     assert files(site.render(changed, {PAIRS[1].name: "- [ ] re-measure\n"},
                              cache=cache)) == after
     assert len(drawn) == len(PAIRS)
+
+
+def test_collector_setting_is_restored_and_pages_do_not_depend_on_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """render runs the cyclic collector less often (site.GC_YOUNG) and puts the process's
+    setting back, also when a pair is refused; pages drawn with the collector running
+    often are the same bytes."""
+    before = gc.get_threshold()
+    fewer = files(site.render(PAIRS, {}))
+    assert gc.get_threshold() == before
+    seen: list[tuple[int, int, int]] = []
+    real = site.pair_page
+
+    def refusing(analysis: site.Analysis, changes: str | None) -> tuple[
+            str, dict[str, bytes], dict[str, object]]:
+        seen.append(gc.get_threshold())
+        raise SpecpairError.single(analysis.pair.name, "refused")
+
+    monkeypatch.setattr(site, "pair_page", refusing)
+    with pytest.raises(SpecpairError):
+        site.render(PAIRS, {})
+    assert seen and all(t[0] == site.GC_YOUNG for t in seen)
+    assert gc.get_threshold() == before
+    monkeypatch.setattr(site, "pair_page", real)
+    monkeypatch.setattr(site, "GC_YOUNG", 50)  # a collection every 50 allocations
+    assert files(site.render(PAIRS, {})) == fewer

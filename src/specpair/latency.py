@@ -246,12 +246,13 @@ class _Here:
     slo: float
 
 
-def _here(pair: ResolvedPair, budget: Budget) -> _Here:
+def _here(pair: ResolvedPair, budget: Budget, known: _Setup | None = None) -> _Here:
     acc = pair.runbook.acceptance
     scenario = budget.speculative or budget.baseline
     requested = pair.runbook.deployment.concurrency or scenario.max_running_requests
     params = parameters(pair, budget)
-    s = setup(pair, budget, params.values)
+    s = known if known is not None and known.params == params.values \
+        else setup(pair, budget, params.values)
     cap, cap_reason = capacity(scenario, s.context)
     return _Here(s, params, requested, cap, cap_reason, min(requested, cap),
                  acc.reference.mean_length if acc.reference else None, acc.slo.min_length)
@@ -285,10 +286,12 @@ def _verdict(h: _Here, here: Point) -> tuple[Literal["pass", "fail", "uncertain"
                     "at that acceptance the pair is slower than the target alone")
 
 
-def slo_check(pair: ResolvedPair, budget: Budget) -> SloCheck:
+def slo_check(pair: ResolvedPair, budget: Budget, known: _Setup | None = None) -> SloCheck:
     """`model(pair, budget)`'s concurrency, slo_ok and slo_verdict (the same calls up to
-    the operating point, so the same refusals), without the rest of the model."""
-    h = _here(pair, budget)
+    the operating point, so the same refusals), without the rest of the model. `known`:
+    a setup the caller holds that equals `setup(pair, budget, params)` for any `params`
+    it was made with (used where those are the pair's own parameters)."""
+    h = _here(pair, budget, known)
     status, verdict = _verdict(h, point(h.s, h.here_c, h.reference, h.slo))
     return SloCheck(h.here_c, status in ("pass", "uncertain"), verdict)
 

@@ -38,7 +38,7 @@ from specpair import calibration, hardware, registry
 from specpair.acceptance import AcceptanceCurve, by_depth, shape_depth
 from specpair.acceptance import record_mismatch as _record_mismatch
 from specpair.bench.workloads import generate
-from specpair.budget import compute
+from specpair.budget import compute, recompute
 from specpair.budget.model import Budget, Scenario
 from specpair.calibrate import fit_pair
 from specpair.catalogue import unwaivable
@@ -271,27 +271,29 @@ _WHOLE = bool(Runbook.__pydantic_decorators__.model_validators
 SectionKey = tuple[str, tuple[tuple[tuple[str, ...], tuple[str, Any]], ...]]
 
 
-def _validated(rb: Runbook, data: dict[str, Any], changes: Changes,
+def _validated(rb: Runbook, section: Callable[[str], Any], changes: Changes,
                sections: dict[SectionKey, Any] | None = None) -> Runbook:
-    """`Runbook.model_validate(data)`, where `data` is `rb`'s dump with `changes`: the
-    sections they touch are validated, the rest is `rb`'s already validated sections (a
-    plan search validates a variant per candidate; the whole runbook each time was a
-    tenth of its cost). `sections`: validated sections by the changes made to them, kept
-    by a caller whose `data` is always `rb`'s dump with `changes` (a plan's variants
-    share a few dozen deployment, speculation and acceptance sections)."""
+    """`Runbook.model_validate(data)`, where `data` is `rb`'s dump with `changes` and
+    `section(name)` is `data[name]`: the sections they touch are validated, the rest is
+    `rb`'s already validated sections (a plan search validates a variant per candidate;
+    the whole runbook each time was a tenth of its cost). `sections`: validated sections
+    by the changes made to them, kept by a caller whose `data` is always `rb`'s dump with
+    `changes` (a plan's variants share a few dozen deployment, speculation and acceptance
+    sections); a section found there is not built again."""
     if _WHOLE:
-        return Runbook.model_validate(data)
+        data = {name: section(name) for name in Runbook.model_fields}
+        return Runbook.model_validate({k: v for k, v in data.items() if v is not _ABSENT})
     by_section: dict[str, list[tuple[tuple[str, ...], tuple[str, Any]]]] = {}
     for path, value in changes.items():  # each section's changes, in one pass
         by_section.setdefault(path[0], []).append((path, _hashable(value)))
     update = {}
     for name in sorted(by_section):
         if sections is None:
-            update[name] = _SECTIONS[name].validate_python(data[name])
+            update[name] = _SECTIONS[name].validate_python(section(name))
             continue
         key = (name, tuple(sorted(by_section[name])))
         if key not in sections:
-            sections[key] = _SECTIONS[name].validate_python(data[name])
+            sections[key] = _SECTIONS[name].validate_python(section(name))
         update[name] = sections[key]
     return rb.model_copy(update=update)
 
@@ -303,11 +305,19 @@ def variant(pair: ResolvedPair, changes: Changes, dump: dict[str, Any] | None = 
     `_set` copies what it changes, and the schema has no before-validators that could
     change their input). `sections`: a memo of validated sections (`_validated`), only
     ever passed with variants of this one pair."""
-    data = dict(pair.runbook.model_dump(mode="json") if dump is None else dump)
-    for path, value in changes.items():
-        _set(data, path, value)
+    base = pair.runbook.model_dump(mode="json") if dump is None else dump
+
+    def section(name: str) -> Any:
+        """Section `name` of `base` with `changes`: what setting each change in a copy of
+        the whole dump leaves there (a change touches its own section alone)."""
+        data = {name: base[name]} if name in base else {}
+        for path, value in changes.items():
+            if path[0] == name:
+                _set(data, path, value)
+        return data.get(name, _ABSENT)
+
     try:
-        rb = _validated(pair.runbook, data, changes, sections)
+        rb = _validated(pair.runbook, section, changes, sections)
     except ValidationError as exc:  # a planner bug, not the user's input
         raise AssertionError(f"planner built an invalid runbook: {exc}") from None
     return pair.model_copy(update={"runbook": rb, "measurement": None,
@@ -841,7 +851,7 @@ class Planner:
             if self.pair.runbook.deployment.concurrency is not None:
                 changes[("deployment", "concurrency")] = op.concurrency
             final = self._variant(changes)
-            final_budget = self._budget(final)
+            final_budget = self._budget(final, near=budget)  # `screen`'s
             maybe = final_budget.speculative if s.speculative else final_budget.baseline
             assert maybe is not None
             final_scenario: Scenario = maybe
@@ -854,7 +864,7 @@ class Planner:
         scenario = final_scenario
         findings: list[str] = []
         if s.speculative:
-            got = run(self._gate_context(final, final_budget))
+            got = run(self._gate_context(final, final_budget, screen, budget))
             engine_rules = _engine_refusals(got)
             if engine_rules:
                 self._refused(engine_rules)
@@ -901,12 +911,17 @@ class Planner:
                 k: v for k, v in changes.items() if k[0] == "deployment"}),
             params_source=source, validation_pct=validation[0], validation=validation[1])
 
-    def _budget(self, pair: ResolvedPair) -> Budget:
-        """`compute(pair)` once per variant object; a refusal is raised again each time."""
+    def _budget(self, pair: ResolvedPair, near: Budget | None = None) -> Budget:
+        """`compute(pair)` once per variant object; a refusal is raised again each time.
+        `near`: the budget of a variant that differs from `pair` in
+        deployment.max_running_requests and deployment.concurrency alone (a candidate's
+        screening variant), from which `pair`'s is derived where the release can
+        (`budget.recompute`)."""
         held = self._budgets.get(id(pair))
         if held is None or held[0] is not pair:
             try:
-                result: Budget | SpecpairError = compute(pair)
+                result: Budget | SpecpairError = (
+                    compute(pair) if near is None else recompute(near, pair))
             except SpecpairError as exc:
                 result = exc
             held = self._budgets[id(pair)] = (pair, result)
@@ -928,15 +943,38 @@ class Planner:
                                                         self._sections)
         return found
 
-    def _gate_context(self, final: ResolvedPair, budget: Budget) -> Context:
+    def _same_setup(self, budget: Budget, screen: ResolvedPair, screen_budget: Budget
+                    ) -> _Setup | None:
+        """The evaluator's setup of `screen` where it is that of the final variant whose
+        budget is `budget`, for the same parameters: the final variant differs from
+        `screen` in deployment.max_running_requests and deployment.concurrency alone,
+        which `setup` does not read (it reads the parallel sizes, context, shape, GPU and
+        models), and of the budget `setup` reads the two cells of the speculative
+        scenario (else the baseline), compared here."""
+        held = self._setups.get(id(screen))
+        if held is None or held[0] is not screen or held[1] is not screen_budget:
+            return None
+        a = budget.speculative or budget.baseline
+        b = screen_budget.speculative or screen_budget.baseline
+        if (a.cell_target, a.cell_draft) != (b.cell_target, b.cell_draft):
+            return None
+        return held[2]
+
+    def _gate_context(self, final: ResolvedPair, budget: Budget,
+                      screen: ResolvedPair | None = None,
+                      screen_budget: Budget | None = None) -> Context:
         """The context `run(Context(final))` would build, reusing `budget`: given no
         budget, `run` sets `compute(final)` (deterministic: `budget` is its result) and
         `model(final, budget)`, and on a SpecpairError leaves both unset. Of the latency
         model the only rule that reads it (SP701) reads the concurrency and SLO verdict:
         `slo_check` states those (one code path with `model`, the same refusals) without
-        the curve and assumptions the candidate would never show."""
+        the curve and assumptions the candidate would never show, and with the setup of
+        the candidate's `screen` variant where it is the final one's (`_same_setup`; the
+        step model's refusal, the one `setup` raises, was asked of `screen`)."""
+        known = None if screen is None or screen_budget is None else \
+            self._same_setup(budget, screen, screen_budget)
         try:
-            ctx = Context(final, budget=budget, slo=slo_check(final, budget))
+            ctx = Context(final, budget=budget, slo=slo_check(final, budget, known))
         except SpecpairError:
             ctx = Context(final)
         ctx.staging = self._staging_plan(final)

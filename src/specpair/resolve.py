@@ -97,6 +97,19 @@ class ResolvedPair(Strict):
         return hardware.resolve(self.runbook.deployment.gpu)
 
 
+_GEOMETRIES: dict[Geometry, Geometry] = {}
+"""One object per distinct geometry value in this process (a few: one per model and
+override). Pairs that serve one model (a catalogue's deployments of it) load their own
+equal geometries; the value memos (`specpair.memo`) key on them, and a key holding an
+equal but different object is compared field by field (pydantic's `==`), which was 4% of
+a site build, where the same object compares by identity first. Geometries are frozen, so
+an equal one stands for another wherever it is read."""
+
+
+def _interned(geometry: Geometry) -> Geometry:
+    return _GEOMETRIES.setdefault(geometry, geometry)
+
+
 def _artifact(role: str, locked: ArtifactLock, override: GeometryOverride,
               bundled: bool = False, served_dtype: str = "auto") -> ResolvedArtifact:
     if served_dtype != "auto" and override.dtype is None:
@@ -105,7 +118,7 @@ def _artifact(role: str, locked: ArtifactLock, override: GeometryOverride,
     overridden = sorted(override.model_dump(exclude_none=True))
     return ResolvedArtifact(
         role=role, source=locked.source, bundled=bundled, provenance=locked.provenance,
-        geometry=override.apply(locked.geometry), weights=locked.weights,
+        geometry=_interned(override.apply(locked.geometry)), weights=locked.weights,
         download_bytes=0 if bundled else locked.download_bytes, tokenizer=locked.tokenizer,
         unconfirmed=locked.unconfirmed, overridden=overridden, sources=locked.sources)
 

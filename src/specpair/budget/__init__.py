@@ -40,3 +40,13 @@ def compute(pair: ResolvedPair) -> Budget:
     if notes:
         budget = budget.model_copy(update={"unverified": notes})
     return budget
+
+
+def recompute(computed: Budget, pair: ResolvedPair) -> Budget:
+    """`compute(pair)`, given `computed`, `compute`'s budget of a pair that differs from
+    `pair` in deployment.max_running_requests (and deployment.concurrency) alone: the
+    release's `recap` where it derives it, which computes again only what those decide
+    (the checks above read neither, and `computed` passed them), else `compute`."""
+    recap = pair.release.recap
+    found = recap(computed, pair, pair.gpu_spec) if recap is not None else None
+    return found if found is not None else compute(pair)

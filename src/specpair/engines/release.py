@@ -57,6 +57,12 @@ class EngineRelease:
     lives in the target checkpoint (built-in MTP layers): the overrides the release's own
     draft-mode config code applies, e.g. a layer count the config leaves out. `specpair
     lock` builds the bundled draft from it; `specpair.geometry` reads configs as written."""
+    recap: Callable[[Budget, ResolvedPair, GPU], Budget | None] | None = None
+    """`budget(pair, gpu)` from the budget of a pair that differs from `pair` in
+    deployment.max_running_requests (and deployment.concurrency) alone, computing again
+    only what those decide (the planner budgets each candidate without and then with the
+    concurrency it chose); None from the callable, or unset: not derivable that way,
+    `budget` computes it whole."""
     schedule_refusal: Callable[[ResolvedPair], str | None] | None = None
     """Why the release cannot run a speculation schedule for a pair, citing its code
     (None from the callable: it can); unset: the release's schedule support is unreviewed."""

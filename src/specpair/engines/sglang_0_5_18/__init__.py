@@ -12,6 +12,7 @@ RELEASE = EngineRelease(
     server_args=args.server_args,
     launch=launch.build,
     budget=budget.budget,
+    recap=budget.recap,
     metrics=metrics.METRICS,
     # the same log lines (model_runner.py:1156, cuda_graph_setup.py:394) and request
     # fields (return_spec_tokens_details, /server_info) as 0.5.23

@@ -17,3 +17,7 @@ if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
 
 def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
     return base.budget(pair, gpu, DEFAULTS)
+
+
+def recap(computed: Budget, pair: ResolvedPair, gpu: GPU) -> Budget | None:
+    return base.recap(computed, pair, gpu, DEFAULTS)

@@ -392,6 +392,29 @@ class Inputs:
     max_running_requests: int | None
 
 
+def _requests(max_running: int | None, tokens: int, context_length: int,
+              plan: StatePlan | None) -> tuple[int, Line]:
+    """`resolve_max_num_reqs`: the running requests a pool of `tokens` takes, and its
+    line (the part of `size_pool` that reads max_running_requests, with `_headroom`)."""
+    if max_running is not None:
+        requests = min(max(1, max_running), tokens // 2)
+        req_rule = f"min(max_running_requests {max_running}, tokens // 2)"
+    else:
+        estimated = max(min(int(tokens / context_length * 512), 4096), 2048)
+        requests = min(estimated, tokens // 2)
+        req_rule = "min(clamp(int(tokens / context · 512), 2048, 4096), tokens // 2)"
+    if plan is not None:
+        requests = min(requests, plan.slots // plan.ratio)
+        req_rule += f", capped by state slots K // {plan.ratio}"
+    return requests, line(key="max_running_requests", label="max running requests",
+                          value=requests, unit="requests",
+                          rule=f"{req_rule}; kv_cache_configurator.py::resolve_max_num_reqs")
+
+
+def _headroom(tokens: int, requests: int, context_length: int, cell: int) -> int:
+    return (tokens - requests * context_length) * cell
+
+
 def size_pool(name: str, inputs: Inputs, cell_t: int, cell_d: int, rb: Runbook | None = None,
               target: Geometry | None = None, attn_tp: int = 1, speculative: bool = False,
               verify: int = 1, extra_lines: list[Line] | None = None,
@@ -427,16 +450,7 @@ def size_pool(name: str, inputs: Inputs, cell_t: int, cell_d: int, rb: Runbook |
     cell = cell_t + cell_d
     available = int(rest * (1 << 30)) if rest > 0 else 0
     tokens, swa_tokens = pool_tokens(available, cell, swa, inputs.page_size)
-    if max_running is not None:
-        requests = min(max(1, max_running), tokens // 2)
-        req_rule = f"min(max_running_requests {max_running}, tokens // 2)"
-    else:
-        estimated = max(min(int(tokens / inputs.context_length * 512), 4096), 2048)
-        requests = min(estimated, tokens // 2)
-        req_rule = "min(clamp(int(tokens / context · 512), 2048, 4096), tokens // 2)"
-    if plan is not None:
-        requests = min(requests, plan.slots // plan.ratio)
-        req_rule += f", capped by state slots K // {plan.ratio}"
+    requests, requests_line = _requests(max_running, tokens, inputs.context_length, plan)
     lines += [
         line(key="kv_available", label="bytes for the token pools", value=available, unit="B",
              rule="int(rest · 2^30)" + (" after the state pool" if plan else "")),
@@ -455,8 +469,7 @@ def size_pool(name: str, inputs: Inputs, cell_t: int, cell_d: int, rb: Runbook |
              rule=(f"int(available // (cell + {swa.ratio} · cell_swa))" if swa is not None
                    else "available // cell") + f", aligned down to page size "
                                                f"{inputs.page_size}"),
-        line(key="max_running_requests", label="max running requests", value=requests,
-             unit="requests", rule=f"{req_rule}; kv_cache_configurator.py::resolve_max_num_reqs"),
+        requests_line,
     ]
     fits = rest > 0 and tokens >= inputs.context_length and (plan is None or plan.slots > 0)
     needed_f = 1 - free_gib / p_gib  # rest > 0 takes f above this
@@ -474,7 +487,7 @@ def size_pool(name: str, inputs: Inputs, cell_t: int, cell_d: int, rb: Runbook |
                    f"length {inputs.context_length}")
     else:
         verdict = f"fits: {tokens // inputs.context_length} full-context sequences"
-    headroom = (tokens - requests * inputs.context_length) * cell
+    headroom = _headroom(tokens, requests, inputs.context_length, cell)
     return Scenario(
         name=name, cell_target=cell_t, cell_draft=cell_d, kv_budget_bytes=available,
         state_pool_bytes=plan.pool_bytes if plan else 0,
@@ -484,6 +497,41 @@ def size_pool(name: str, inputs: Inputs, cell_t: int, cell_d: int, rb: Runbook |
         sequences_at_context=tokens // inputs.context_length,
         target_kv_bytes=tokens * cell_t, draft_kv_bytes=tokens * cell_d,
         full_context_headroom_bytes=headroom, fits=fits, verdict=verdict, lines=lines)
+
+
+def recap(computed: Budget, pair: ResolvedPair, gpu: GPU, defaults: Defaults = DEFAULTS
+          ) -> Budget | None:
+    """`budget(pair, gpu, defaults)`, from `computed`, the budget of a pair that differs
+    from `pair` in deployment.max_running_requests (and deployment.concurrency, which the
+    budget does not read) alone; None where the cap decides more than this derives. The
+    runbook's max_running_requests is read by `server_args` for two things: the default
+    --mem-fraction-static (its decode-graph batch; a runbook that sets memory_fraction
+    does not read it) and the max_running_requests each pool is sized with, which
+    `size_pool` reads in `_requests` and `_headroom` only, but for a hybrid target, whose
+    state pool (`state_plan`) it sizes too. So without a set fraction or with a state pool
+    this is None, and otherwise each scenario's requests, their line and headroom are all
+    that is computed again."""
+    dep = pair.runbook.deployment
+    if dep.memory_fraction is None or pair.target.geometry.linear_attention is not None:
+        return None
+    max_running = server_args(pair, gpu, defaults).max_running_requests
+
+    def again(s: Scenario) -> Scenario:
+        requests, requests_line = _requests(max_running, s.max_total_tokens,
+                                            dep.context_length, None)
+        assert s.state_slots is None
+        return s.model_copy(update={
+            "max_running_requests": requests,
+            "full_context_headroom_bytes": _headroom(s.max_total_tokens, requests,
+                                                     dep.context_length,
+                                                     s.cell_target + s.cell_draft),
+            "lines": [requests_line if x.key == "max_running_requests" else x
+                      for x in s.lines]})
+
+    return computed.model_copy(update={
+        "baseline": again(computed.baseline),
+        "speculative": None if computed.speculative is None else again(computed.speculative),
+        "fallback": None if computed.fallback is None else again(computed.fallback)})
 
 
 def budget(pair: ResolvedPair, gpu: GPU, defaults: Defaults = DEFAULTS) -> Budget:

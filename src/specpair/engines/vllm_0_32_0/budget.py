@@ -18,7 +18,7 @@ from specpair.engines.vllm_0_33_0 import budget as v0_33_0
 from specpair.engines.vllm_0_33_0.budget import IN_FLIGHT_BATCHES
 
 __all__ = ["ENGINE", "IN_FLIGHT_BATCHES", "RULES", "Rules", "block_plan", "budget", "kv_plan",
-           "state_plan"]
+           "recap", "state_plan"]
 
 ENGINE = PROFILE.label
 
@@ -32,3 +32,4 @@ state_plan = RULES.state_plan
 block_plan = RULES.block_plan
 kv_plan = RULES.kv_plan
 budget = RULES.budget
+recap = RULES.recap

@@ -21,6 +21,7 @@ RELEASE = EngineRelease(
     server_args=args.server_args,
     launch=launch.build,
     budget=budget.budget,
+    recap=budget.recap,
     metrics=metrics.METRICS,
     log_timings=logs.TIMINGS,
     bench=bench.PROBE,

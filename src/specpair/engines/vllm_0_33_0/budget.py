@@ -216,13 +216,37 @@ def _scenario(name: str, available: int, plan: BlockPlan, block: int, context: i
         cell_t_block = bytes_per_block * cell_t_block // whole
         cell_d_block = bytes_per_block - cell_t_block
     cell_t, cell_d = cell_t_block // block, cell_d_block // block
-    requests = min(max_seqs, tokens)
+    requests, headroom = _seats(max_seqs, tokens, blocks, per_request, bytes_per_block)
     return Scenario(
         name=name, cell_target=cell_t, cell_draft=cell_d, kv_budget_bytes=max(available, 0),
         max_total_tokens=tokens, max_running_requests=requests, sequences_at_context=sequences,
         target_kv_bytes=blocks * cell_t_block, draft_kv_bytes=blocks * cell_d_block,
-        full_context_headroom_bytes=(blocks - requests * per_request) * bytes_per_block,
-        fits=fits, verdict=verdict, lines=lines)
+        full_context_headroom_bytes=headroom, fits=fits, verdict=verdict, lines=lines)
+
+
+def _seats(max_seqs: int, tokens: int, blocks: int, per_request: int, bytes_per_block: int
+           ) -> tuple[int, int]:
+    """What max_num_seqs decides: the running requests and the headroom they leave, the
+    one part of `_scenario` that reads it (`Rules.recap` asks this alone again)."""
+    requests = min(max_seqs, tokens)
+    return requests, (blocks - requests * per_request) * bytes_per_block
+
+
+def _line_value(scenario: Scenario, key: str) -> int:
+    value = next(x.value for x in scenario.lines if x.key == key)
+    assert isinstance(value, int)
+    return value
+
+
+def _reseated(scenario: Scenario, max_seqs: int) -> Scenario:
+    """`scenario` as `_scenario` makes it with `max_seqs`: its blocks, a request's blocks
+    and a block's bytes are its own lines."""
+    requests, headroom = _seats(max_seqs, scenario.max_total_tokens,
+                                _line_value(scenario, "num_blocks"),
+                                _line_value(scenario, "blocks_per_request"),
+                                _line_value(scenario, "bytes_per_block"))
+    return scenario.model_copy(update={"max_running_requests": requests,
+                                       "full_context_headroom_bytes": headroom})
 
 
 class Rules:
@@ -498,8 +522,22 @@ class Rules:
             draft_share_of_kv_pct=pct(scenario.cell_draft, scenario.cell_total),
             storage=storage(pair))
 
+    def recap(self, computed: Budget, pair: ResolvedPair, gpu: GPU) -> Budget:
+        """`budget(pair, gpu)`, from `computed`, the budget of a pair that differs from
+        `pair` in deployment.max_running_requests (and deployment.concurrency, which the
+        budget does not read) alone: the runbook's max_running_requests is read by
+        `server_args`'s max_num_seqs only (max_num_batched_tokens is the GPU's default),
+        and max_num_seqs by `_seats` only, so that is all that is computed again."""
+        max_seqs = server_args(pair, gpu).max_num_seqs
+        assert computed.fallback is None  # this release budgets no fallback pool
+        speculative = computed.speculative
+        return computed.model_copy(update={
+            "baseline": _reseated(computed.baseline, max_seqs),
+            "speculative": None if speculative is None else _reseated(speculative, max_seqs)})
+
 
 RULES = Rules(ENGINE)
+recap = RULES.recap
 state_plan = RULES.state_plan
 block_plan = RULES.block_plan
 kv_plan = RULES.kv_plan
