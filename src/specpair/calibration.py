@@ -24,6 +24,7 @@ import yaml
 from pydantic import Field, ValidationError
 
 from specpair import hardware, yaml_data
+from specpair.memo import value_memo
 from specpair.schema.common import Strict
 from specpair.stepmodel import (
     BOUNDS,
@@ -1080,6 +1081,7 @@ def tree_tau(alpha: float, tokens: int, decay: float = 1.0, topk: int = 1,
     return 1.0 + sum(sorted(pool, reverse=True)[:budget])
 
 
+@value_memo  # numbers only: every candidate of a plan asks for the runbook's own again
 def tree_acceptance_rate(tau: float, tokens: int, decay: float = 1.0, topk: int = 1,
                          draft_tokens: int | None = None, sibling: float = 0.0) -> float:
     """The α at which `tree_tau` = τ (bisection: τ rises with α, a first rank's gain
@@ -1149,6 +1151,12 @@ def fit_sibling_acceptance(points: Sequence[Point],
     error of the other shapes' τ (each source's terms weighted as δ's fit weighs them).
     Without such groups ρ = 0: every tree carried as the chain of its depth, as before
     the tree model."""
+    return _fit_sibling_acceptance(tuple(points), exclude_source)
+
+
+@value_memo  # frozen points: the site's live evaluation and the planner fit the same ρ
+def _fit_sibling_acceptance(points: tuple[Point, ...],
+                            exclude_source: str | None) -> SiblingAcceptance:
     groups = _tree_groups(p for p in points if p.source_key != exclude_source)
     if not groups:
         return SiblingAcceptance(0.0, (), None)
