@@ -96,6 +96,16 @@ check 4%, the step model's setups (the evaluators' and the SLO check's) 5%; outs
 search, the page's own derived schedules 3% and its launch, monitoring and dashboard files
 5%.
 
+Measured after the merge with this session's latency-model work (s8-integ, 2026-12-02,
+load average ~0.9-1.0, order branch, main, main, branch): the planner now carries an SGLang
+tree runbook's τ across depths with the tree acceptance model (`calibration.tree_tau`,
+whose ρ is fitted once per process) and uses the pooled fits. Examples catalogue at N=100
+0.117 / 0.116 (main) -> 0.091 / 0.083, at N=10 0.127 / 0.129 -> 0.115 / 0.120; the
+repository's examples 0.129 / 0.127 -> 0.127 / 0.118. So the goal holds by 9-17% at
+N=100, about 0.01 s/pair above the branch alone: the tree solves (from_tau 5% of the page)
+and the ρ fit. The machine matters as much as the code: the same main measured 0.21-0.27
+on the previous session's machine and 0.10-0.12 on this one.
+
     python benchmarks/site_scale.py [--sizes 10,100] [--repeat 3] [--catalogue examples,dflash]
                                     [--no-cache] [--no-examples]
 """
