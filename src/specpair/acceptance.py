@@ -27,7 +27,7 @@ token, so depth = block − 1).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from specpair.bench.acceptance import measured_acceptance
 from specpair.bench.record import Measurement
@@ -174,15 +174,9 @@ def by_depth(pair: ResolvedPair) -> tuple[AcceptanceCurve, AcceptanceCurve]:
                          f"the runbook's reference ({acc.reference.source})", method,
                          topk, width)
     else:
-        curve = AcceptanceCurve(source="no reference or measurement: the SLO itself ("
-                                + slo_curve.source + ")", alpha=slo_curve.alpha,
-                                decay=slo_curve.decay, topk=slo_curve.topk,
-                                draft_tokens=slo_curve.draft_tokens,
-                                sibling=slo_curve.sibling)
+        curve = replace(slo_curve, source="no reference or measurement: the SLO itself ("
+                        + slo_curve.source + ")")
     if stale:
-        curve = AcceptanceCurve(source=f"{curve.source}; the latest bench record is not "
-                                       f"used: {stale}", rates=curve.rates, alpha=curve.alpha,
-                                measured=curve.measured, decay=curve.decay,
-                                topk=curve.topk, draft_tokens=curve.draft_tokens,
-                                sibling=curve.sibling)
+        curve = replace(curve, source=f"{curve.source}; the latest bench record is not "
+                                      f"used: {stale}")
     return curve, slo_curve

@@ -13,7 +13,7 @@ where they came from.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -942,6 +942,20 @@ def acceptance_rate(tau: float, tokens: int, decay: float = 1.0) -> float:
     return (lo + hi) / 2
 
 
+def _minimum(cost: Callable[[float], float], lo: float, hi: float, cells: int) -> float:
+    """The argument in [lo, hi] of `cost`'s least value, to 3 decimals: the best point of
+    a grid of `cells` cells (a one-parameter cost may have several dips), then a
+    golden-section refinement inside the cells beside it."""
+    grid = [lo + (hi - lo) * i / cells for i in range(cells + 1)]
+    best = min(range(cells + 1), key=lambda i: (cost(grid[i]), i))
+    a, b = grid[max(best - 1, 0)], grid[min(best + 1, cells)]
+    golden = (math.sqrt(5) - 1) / 2
+    for _ in range(40):
+        c, d = b - golden * (b - a), a + golden * (b - a)
+        a, b = (a, d) if cost(c) <= cost(d) else (c, b)
+    return round((a + b) / 2, 3)
+
+
 DECAY_BOUND = Bound(0.4, 1.0, "δ: acceptance of a drafted position after the first, "
                     "relative to the first's. A chain drafter's first position reads the "
                     "target's own features; later ones read the drafter's estimates of "
@@ -1014,14 +1028,7 @@ def fit_position_decay(points: Sequence[Point], drafter: str,
         return total
 
     lo, hi = DECAY_BOUND.lo, DECAY_BOUND.hi
-    grid = [lo + (hi - lo) * i / 60 for i in range(61)]
-    best = min(range(61), key=lambda i: (cost(grid[i]), i))
-    a, b = grid[max(best - 1, 0)], grid[min(best + 1, 60)]
-    golden = (math.sqrt(5) - 1) / 2
-    for _ in range(40):  # golden-section refinement inside the best grid cell
-        c, d = b - golden * (b - a), a + golden * (b - a)
-        a, b = (a, d) if cost(c) <= cost(d) else (c, b)
-    value = round((a + b) / 2, 3)
+    value = _minimum(cost, lo, hi, 60)
     side = "lower" if value <= lo * 1.005 else ("upper" if value >= hi * 0.995 else None)
     return PositionDecay(drafter, min(hi, max(lo, value)), tuple(s[0].sweep or "" for s in sweeps),
                          side)
@@ -1182,14 +1189,7 @@ def _fit_sibling_acceptance(points: tuple[Point, ...],
         return total
 
     lo, hi = SIBLING_BOUND.lo, SIBLING_BOUND.hi
-    grid = [lo + (hi - lo) * i / 50 for i in range(51)]
-    best = min(range(51), key=lambda i: (cost(grid[i]), i))
-    a, b = grid[max(best - 1, 0)], grid[min(best + 1, 50)]
-    golden = (math.sqrt(5) - 1) / 2
-    for _ in range(40):
-        c, d = b - golden * (b - a), a + golden * (b - a)
-        a, b = (a, d) if cost(c) <= cost(d) else (c, b)
-    value = round((a + b) / 2, 3)
+    value = _minimum(cost, lo, hi, 50)
     side = "lower" if value <= lo + 0.005 else ("upper" if value >= hi - 0.005 else None)
     names = tuple(f"{g[0].source_key} c{g[0].concurrency}" for g in groups)
     return SiblingAcceptance(min(hi, max(lo, value)), names, side)
