@@ -503,7 +503,8 @@ def _sglang_verified_nodes(c: list[list[float]], topk: int, steps: int,
     topk_p, topk² of them, all kept in score_list) and keeps the top-k of those as the next
     beam (fast_topk); organize_draft_results verifies the top num_draft_tokens − 1 of all
     the scores. A node is its path of ranks; the draft's probability of a rank-r child at
-    step j is c[j][r]."""
+    step j is c[j][r]. A port, for the suite without the engines; the engine's own
+    functions are the oracle in tests/engine/test_tree_oracle.py (nox -s engines)."""
     beam = [((r,), c[0][r]) for r in range(topk)]
     scores = dict(beam)
     for j in range(1, steps):
