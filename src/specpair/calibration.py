@@ -682,6 +682,17 @@ cdna4 × vLLM at 125%. Pulling every family's own fit towards the pool (partial 
 reached 12.3% but needed two pull widths chosen on the same cross-validation, turned a
 depth sweep's best depth wrong, and is not used."""
 
+# Tried on the MoE baselines and not used (leave-one-source-out, 2026-12-03; the distinct
+# baseline median |error| was 14.1% before each): InferenceX's DeepSeek-R1 sweeps on H200
+# and B300 are predicted 20-30% slow at concurrency 16-64, yet fitted alone (one source)
+# they fit within 7% with uniform routing (a skew fitted at 1.08) and moe_bw 0.86, where
+# the hopper × sglang fit has 0.55, pulled by Qwen3-30B-A3B, gpt-oss-120b and GLM-4.7-Flash:
+# what fails is carrying the routed experts' read rate across MoE models, not the routing.
+# - skewed expert popularity (Gamma-distributed per-token rates, κ = E[p²]/E[p]² in [1, 3]):
+#   the fits ran to κ's upper bound while lowering moe_bw; 15.9%;
+# - MoE layers charged 2× / 3× a dense layer's kernel boundaries (`layer_s`): 15.2% / 15.6%;
+# - separate MoE and dense fits per GPU family × engine: 15.1%, and a depth sweep wrong.
+
 
 def _informative(points: Iterable[Point]) -> list[Point]:
     return [p for p in points if p.baseline_tok_s or p.baseline_tpot_ms or (
