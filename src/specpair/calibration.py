@@ -691,7 +691,10 @@ depth sweep's best depth wrong, and is not used."""
 # - skewed expert popularity (Gamma-distributed per-token rates, κ = E[p²]/E[p]² in [1, 3]):
 #   the fits ran to κ's upper bound while lowering moe_bw; 15.9%;
 # - MoE layers charged 2× / 3× a dense layer's kernel boundaries (`layer_s`): 15.2% / 15.6%;
-# - separate MoE and dense fits per GPU family × engine: 15.1%, and a depth sweep wrong.
+# - separate MoE and dense fits per GPU family × engine: 15.1%, and a depth sweep wrong;
+# - the read share per weight format (the fused-MoE kernel class: BF16, FP8, NVFP4, MXFP4):
+#   17.9%; a format with one source in a group is left to its prior when that source is
+#   held out, and blackwell × sglang's formats ran to their bounds.
 
 
 def _informative(points: Iterable[Point]) -> list[Point]:
