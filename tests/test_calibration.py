@@ -7,7 +7,6 @@ catalog) and a sampler's published cost (vLLM PR #23997) — never the model res
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import re
@@ -494,55 +493,6 @@ def test_tree_acceptance_held_out_by_source_predicts_published_tree_shapes() -> 
                 assert chain / p.tau > 1.1, (p.id, chain)
             checked += 1
     assert checked == 10
-
-
-def _sglang_verified_nodes(c: list[list[float]], topk: int, steps: int,
-                           num_draft_tokens: int) -> set[tuple[int, ...]]:
-    """SGLang's candidate selection, ported from python/sglang/srt/speculative/
-    eagle_utils.py (v0.5.x): select_top_k_tokens scores the root's top-k children at step 0,
-    then at each later step expands the beam's top-k children (expand_scores = scores ×
-    topk_p, topk² of them, all kept in score_list) and keeps the top-k of those as the next
-    beam (fast_topk); organize_draft_results verifies the top num_draft_tokens − 1 of all
-    the scores. A node is its path of ranks; the draft's probability of a rank-r child at
-    step j is c[j][r]. A port, for the suite without the engines; the engine's own
-    functions are the oracle in tests/engine/test_tree_oracle.py (nox -s engines)."""
-    beam = [((r,), c[0][r]) for r in range(topk)]
-    scores = dict(beam)
-    for j in range(1, steps):
-        expand = [(path + (r,), score * c[j][r]) for path, score in beam for r in range(topk)]
-        scores.update(expand)
-        beam = sorted(expand, key=lambda x: -x[1])[:topk]
-    ranked = sorted(scores.items(), key=lambda x: -x[1])
-    return {path for path, _ in ranked[:num_draft_tokens - 1]}
-
-
-def test_tree_tau_is_the_expected_accept_length_of_sglangs_verified_tree() -> None:
-    """Greedy verification walks the verified tree from the root while the target's token
-    is a child (SGLang's verify_tree_greedy): enumerate the target's rank at every position
-    (none of the top-k included), walk SGLang's selected nodes, and average the accepted
-    length; `tree_tau` must equal it, for shapes where the node budget cuts the pool."""
-    alpha, decay, rho = 0.7, 0.8, calibration.fit_sibling_acceptance(
-        calibration.load().points).sibling
-    for topk, steps, ndt in ((2, 3, 4), (3, 4, 8), (3, 3, 16), (4, 2, 6)):
-        c = []
-        for j in range(steps):
-            first = alpha if j == 0 else decay * alpha
-            ranks = [first]
-            for _ in range(topk - 1):
-                ranks.append(min(ranks[-1] * rho, 1 - sum(ranks)))
-            c.append(ranks)
-        verified = _sglang_verified_nodes(c, topk, steps, ndt)
-        expected = 0.0
-        for target in itertools.product(range(topk + 1), repeat=steps):  # topk: none
-            prob = math.prod(c[j][t] if t < topk else 1 - sum(c[j])
-                             for j, t in enumerate(target))
-            accepted = 0
-            while accepted < steps and target[accepted] < topk \
-                    and target[:accepted + 1] in verified:
-                accepted += 1
-            expected += prob * (1 + accepted)
-        got = calibration.tree_tau(alpha, steps + 1, decay, topk, ndt, rho)
-        assert got == pytest.approx(expected, rel=1e-9), (topk, steps, ndt, got, expected)
 
 
 def test_gpustack_tree_depth_sweep_saturates_under_its_node_budget() -> None:

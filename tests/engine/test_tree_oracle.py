@@ -50,49 +50,31 @@ def _accept_length(nodes: list[list[int]], ranks: list[list[float]]) -> float:
     return total
 
 
-def _published_shapes() -> list[tuple[int, int, int]]:
-    shapes = set()
-    for p in calibration.load().points:
-        if p.engine == "sglang" and calibration.tree_topk(p) > 1 and p.num_steps \
-                and p.num_draft_tokens:
-            shapes.add((p.topk, p.num_steps, p.num_draft_tokens))
-    return sorted(shapes)
-
-
-def test_the_published_points_hold_sglang_tree_shapes() -> None:
-    """The shapes checked below include every SGLang tree the calibration points measured
-    (so a point's τ is read through a tree the engine really builds)."""
-    assert len(_published_shapes()) >= 4, _published_shapes()
+def _published_shapes() -> set[tuple[int, int, int]]:
+    return {(p.topk, p.num_steps, p.num_draft_tokens) for p in calibration.load().points
+            if p.engine == "sglang" and calibration.tree_topk(p) > 1 and p.num_steps
+            and p.num_draft_tokens}
 
 
 def test_tree_tau_is_the_accept_length_of_the_tree_sglang_selects() -> None:
     rho = calibration.sibling_acceptance()
-    shapes = sorted(set(GRID) | set(_published_shapes()))
+    published = _published_shapes()
+    assert len(published) >= 4, published  # every SGLang tree the points measured
+    runs = [(shape, alpha, decay) for shape in sorted(set(GRID) | published)
+            for alpha, decay in ACCEPTANCE]
     cases = [{"topk": topk, "steps": steps, "num_draft_tokens": ndt,
               "ranks": _ranks(alpha, decay, topk, steps, rho)}
-             for topk, steps, ndt in shapes for alpha, decay in ACCEPTANCE]
+             for (topk, steps, ndt), alpha, decay in runs]
     env = {**releases.env(RELEASE), "TORCHDYNAMO_DISABLE": "1"}
     trees = workers.call("sglang_tree", "verified_trees", env, cases, timeout=600)
-    assert len(trees) == len(cases)
-    checked = 0
-    for case, nodes in zip(cases, trees, strict=True):
-        topk, steps, ndt = case["topk"], case["steps"], case["num_draft_tokens"]
+    assert len(trees) == len(cases) > 100
+    branched = 0
+    for ((topk, steps, ndt), alpha, decay), case, nodes in zip(runs, cases, trees,
+                                                               strict=True):
         assert len(nodes) == ndt - 1, (case, nodes)  # the engine verifies the budget
-        alpha, decay = case["ranks"][0][0], (case["ranks"][1][0] / case["ranks"][0][0]
-                                             if steps > 1 else 1.0)
         expected = _accept_length(nodes, case["ranks"])
         got = calibration.tree_tau(alpha, steps + 1, decay, topk, ndt, rho)
         assert got == pytest.approx(expected, rel=1e-6), (topk, steps, ndt, alpha, decay)
-        checked += 1
-    assert checked == len(cases) > 100
-
-
-def test_the_oracle_tells_a_tree_that_is_not_the_engines() -> None:
-    """The check can fail: taking the budget's nodes breadth-first (the first positions'
-    candidates before any deeper one, a fixed-topology tree) instead of the engine's
-    score order gives another accept length on a deep, narrow budget."""
-    rho = calibration.sibling_acceptance()
-    ranks = _ranks(0.9, 1.0, 2, 5, rho)
-    breadth_first = [[0], [1], [0, 0], [0, 1], [1, 0], [1, 1]]
-    engine = calibration.tree_tau(0.9, 6, 1.0, 2, 7, rho)
-    assert _accept_length(breadth_first, ranks) < engine - 0.1
+        # a tree, not a chain: a deeper node below a sibling rank
+        branched += any(len(n) > 1 and any(r > 0 for r in n) for n in nodes)
+    assert branched > len(cases) // 2, branched
