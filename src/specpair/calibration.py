@@ -695,6 +695,17 @@ depth sweep's best depth wrong, and is not used."""
 # - the read share per weight format (the fused-MoE kernel class: BF16, FP8, NVFP4, MXFP4):
 #   17.9%; a format with one source in a group is left to its prior when that source is
 #   held out, and blackwell × sglang's formats ran to their bounds.
+# Tried next (2026-12-03, from 14.5% with the InferenceX #828 and #3363 points):
+# - the read share per target model (a model's expert shape picks its fused-MoE kernel
+#   config), a model unseen in a group at the geometric mean of the group's: 15.9%. Per
+#   model, hopper × sglang puts DeepSeek-V3/R1 at 0.63, not the 0.86 InferenceX #3173 alone
+#   wants: the same model's sources disagree (engine releases, MoE backends), so the spread
+#   is between sources of one model on one GPU family, which no per-model term carries;
+# - the overlap scheduler as a max(per-forward CPU cost, GPU time) step (SGLang's decode
+#   steps overlapped, its EAGLE/MTP steps not, unless a source states otherwise): 14.2% with
+#   the τ band 93.6% but 26 of 32 sweeps in their published direction (the AMD DeepSeek-V3
+#   MTP sweeps and a GLM-4.7-Flash sweep turn); the same with vLLM's steps overlapped too:
+#   15.7%, 25 of 32.
 
 
 def _informative(points: Iterable[Point]) -> list[Point]:
