@@ -705,7 +705,12 @@ depth sweep's best depth wrong, and is not used."""
 #   steps overlapped, its EAGLE/MTP steps not, unless a source states otherwise): 14.2% with
 #   the τ band 93.6% but 26 of 32 sweeps in their published direction (the AMD DeepSeek-V3
 #   MTP sweeps and a GLM-4.7-Flash sweep turn); the same with vLLM's steps overlapped too:
-#   15.7%, 25 of 32.
+#   15.7%, 25 of 32;
+# - a kernel-boundary cost of its own per MoE layer (`layer_s` stays the dense layer's),
+#   fitted in [0.1, 100] µs: 16.4%, 28 of 32. The DeepSeek-R1 rows want a larger fixed
+#   part and cheaper expert reads at once, but the two InferenceX H200 releases of the same
+#   setup (SGLang v0.5.7, issue 870; v0.5.12, PR 3173) differ by 16-17% at concurrency
+#   32-64 themselves, so holding out either leaves that spread.
 
 
 def _informative(points: Iterable[Point]) -> list[Point]:
