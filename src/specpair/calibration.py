@@ -710,7 +710,13 @@ depth sweep's best depth wrong, and is not used."""
 #   fitted in [0.1, 100] µs: 16.4%, 28 of 32. The DeepSeek-R1 rows want a larger fixed
 #   part and cheaper expert reads at once, but the two InferenceX H200 releases of the same
 #   setup (SGLang v0.5.7, issue 870; v0.5.12, PR 3173) differ by 16-17% at concurrency
-#   32-64 themselves, so holding out either leaves that spread.
+#   32-64 themselves, so holding out either leaves that spread;
+# - a per-layer cost of activation quantization (FP8 W8A8 and NVFP4 W4A4 weights, whose
+#   linears each need a quantize kernel): 14.0%, but pooled × vLLM and blackwell × SGLang
+#   ran it to 50 µs per layer, far above a few quantize launches: a proxy for DeepSeek-R1
+#   (most of those points), not the kernels;
+# - per target model both the read share and the per-layer cost (a model unseen in a group
+#   at the group's geometric mean): 16.4%.
 
 
 def _informative(points: Iterable[Point]) -> list[Point]:
