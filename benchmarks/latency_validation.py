@@ -62,7 +62,8 @@ def report(ev: calibration.Evaluation, rows: bool = True) -> None:
                 if s.kind == "depth" else "")
         print(f"{s.kind} sweep {s.sweep}: {s.x} published {s.published} "
               f"({s.published_direction}), predicted {s.predicted} ({s.predicted_direction})"
-              f"{best} → {'ok' if s.ok else 'WRONG'}")
+              f"{best} → {'ok' if s.ok else 'WRONG'}"
+              + "".join(f"\n    step against the published: {a}" for a in s.against))
     print(f"\npoints with a published τ: {ev.known_tau}; within ×{calibration.BAND[0]}–"
           f"×{calibration.BAND[1]}: {ev.within_band} ({100 * ev.share_within:.1f}%)")
     print(f"  from {ev.tau_sources} sources, {ev.largest_tau_source_points} of them from "
@@ -77,7 +78,9 @@ def report(ev: calibration.Evaluation, rows: bool = True) -> None:
     print(f"published speedups above the model's at full acceptance: "
           f"{ev.beyond_full_acceptance}")
     print(f"sweeps in their published direction (depth sweeps: best depth within one step): "
-          f"{sum(s.ok for s in ev.sweeps)} of {len(ev.sweeps)}")
+          f"{sum(s.ok for s in ev.sweeps)} of {len(ev.sweeps)}; with a step between "
+          f"neighbouring points taken the other way: "
+          f"{sum(1 for s in ev.sweeps if s.against)}")
     names: dict[str, list[str]] = {}
     for r in ev.refused:
         names.setdefault(r.name, []).append(r.id)

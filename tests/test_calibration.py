@@ -244,6 +244,17 @@ def test_cross_validated_figures_on_every_published_point() -> None:
     assert paper.published_direction == paper.predicted_direction == "falling"
 
 
+def test_a_step_taken_against_the_published_one_is_listed() -> None:
+    """A sweep whose ends agree can still bend the wrong way in between: published
+    2.0, 1.9, 1.7, 1.5 (the first step −5%, within run-to-run noise; the second −10.5%),
+    predicted 2.0, 1.95, 2.1, 1.6 (the second step rises): only the 2→4 step is against."""
+    got = calibration.steps_against([1, 2, 4, 8], [2.0, 1.9, 1.7, 1.5], [2.0, 1.95, 2.1, 1.6])
+    assert got == ["2→4: published 1.900→1.700, predicted 1.950→2.100"]
+    assert calibration.steps_against([1, 2], [2.0, 1.5], [2.0, 1.8]) == []
+    assert calibration.steps_against([1, 2], [2.0, 1.5], [2.0, 2.2]) == [
+        "1→2: published 2.000→1.500, predicted 2.000→2.200"]
+
+
 def test_all_reduces_without_peer_to_peer_cost_their_message() -> None:
     """tomasruizt's 2× H100 PCIe serve log says "Custom allreduce is disabled because your
     platform lacks GPU P2P capability": its points say gpu_p2p false, and held out (no

@@ -14,6 +14,10 @@ def test_page_lists_every_point_with_the_summary_numbers() -> None:
     assert f"median |error| of the speedup: **{ev.median_abs_error_pct}%**" in text
     assert f"**{ev.within_band} ({100 * ev.share_within:.1f}%)**" in text
     assert "aiconfigurator" in text
+    # every sweep's steps against the published curve are in its row
+    for s in calibration.stored_cross_validation().sweeps:
+        (row,) = [line for line in text.splitlines() if line.startswith(f"| {s.sweep} |")]
+        assert row.endswith(f"| {'; '.join(s.against) or '–'} |"), row
     chart = svgs["predicted-vs-published.svg"]
     assert chart.startswith(b"<?xml") and b"<svg" in chart
 

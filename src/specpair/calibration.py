@@ -873,6 +873,10 @@ class SweepCheck(Strict):
     published_best: int | None = Field(default=None, description="depth sweeps: best depth")
     predicted_best: int | None = None
     ok: bool
+    against: list[str] = Field(default_factory=list, description="steps between neighbouring "
+                               "points where the published speedup moves by more than "
+                               "`FLAT` and the prediction moves the other way: a wrong shape "
+                               "that the first-to-last direction (`ok`) does not see")
 
 
 class GroupSummary(Strict):
@@ -1367,7 +1371,26 @@ def _sweeps(points: Sequence[Point], rows: Sequence[Row]) -> list[SweepCheck]:
             sweep=name, kind=kind, x=xs, published=[round(x, 3) for x in pub],
             predicted=[round(x, 3) for x in pre], published_direction=pub_dir,
             predicted_direction=pre_dir, published_best=best_pub, predicted_best=best_pre,
-            ok=ok))
+            ok=ok, against=steps_against(xs, pub, pre)))
+    return out
+
+
+def steps_against(xs: Sequence[int], published: Sequence[float],
+                  predicted: Sequence[float]) -> list[str]:
+    """Each step x[i] → x[i+1] where the published speedup rises or falls by more than
+    `FLAT` and the predicted one moves the other way (by any amount, as the verdict's
+    predicted direction is its sign), as "16→32: published 1.530→1.440, predicted
+    1.826→1.905". The verdict (`SweepCheck.ok`) compares a sweep's ends, as the
+    latency-dial issue asks; these say where a prediction that gets the ends right bends
+    the wrong way in between."""
+    out = []
+    for i in range(len(xs) - 1):
+        pub = _direction(published[i], published[i + 1])
+        pre = _direction(predicted[i], predicted[i + 1], band=0.0)
+        if pub != "flat" and pre != "flat" and pub != pre:
+            out.append(f"{xs[i]}→{xs[i + 1]}: published {published[i]:.3f}→"
+                       f"{published[i + 1]:.3f}, predicted {predicted[i]:.3f}→"
+                       f"{predicted[i + 1]:.3f}")
     return out
 
 

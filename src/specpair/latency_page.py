@@ -52,7 +52,10 @@ def _summary(ev: calibration.Evaluation) -> list[str]:
         f"{ev.beyond_full_acceptance}",
         f"- sweeps in their published direction (a depth sweep also with its best depth "
         f"within one step): **{sweeps_ok} of {len(ev.sweeps)}** (a published change within "
-        "±5% from the first to the last point counts as flat, i.e. no direction to match)",
+        "±5% from the first to the last point counts as flat, i.e. no direction to match); "
+        f"sweeps with a step between neighbouring points that the prediction takes the other "
+        f"way from a published change of more than ±5%: "
+        f"**{sum(1 for s in ev.sweeps if s.against)}** (listed in the sweeps table)",
         f"- refused by name, not predicted (the deployment is outside the step model, "
         f"the same refusal a runbook gets): **{len(ev.refused)}** points"
         + "".join(f"; {n}: {k}" for n, k in sorted(_refused(ev).items())),
@@ -85,7 +88,8 @@ def page() -> tuple[str, dict[str, bytes]]:
               + (f", best {s.published_best}" if s.kind == "depth" else "") + ") | "
               f"{', '.join(f'{x:.2f}' for x in s.predicted)} ({s.predicted_direction}"
               + (f", best {s.predicted_best}" if s.kind == "depth" else "") + ") | "
-              f"{'yes' if s.ok else 'NO'} |" for s in cv.sweeps]
+              f"{'yes' if s.ok else 'NO'} | {'; '.join(s.against) or '–'} |"
+              for s in cv.sweeps]
     fits = []
     for f in data.fitted:
         drafts = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in sorted(f.draft_s.items()))
@@ -185,8 +189,8 @@ def page() -> tuple[str, dict[str, bytes]]:
         "## Sweeps (cross-validated)",
         "",
         "| sweep | kind | concurrency or depth | published speedup | predicted speedup | "
-        "ok |",
-        "|---|---|---|---|---|---|",
+        "ok | steps against the published |",
+        "|---|---|---|---|---|---|---|",
         *sweeps,
         "",
         "## Not modelled",
