@@ -196,13 +196,28 @@ def test_sglang_gets_one_tier_per_range_and_steps_at_the_largest_candidate() -> 
     assert argv[argv.index("--speculative-num-draft-tokens") + 1] == "4"
 
 
-@pytest.mark.parametrize("name", ["ling-3-flash-dspark", "llama31-8b-eagle3", "qwen3-8b-dflash"])
+@pytest.mark.parametrize("name", ["ling-3-flash-dspark", "llama31-8b-eagle3", "qwen3-8b-dflash",
+                                  "gpt-oss-120b-ngram-sglang-0-5-18"])
 def test_releases_that_cannot_run_a_schedule_say_why(name: str) -> None:
     pair = example(name)
     check = pair.release.schedule_refusal
     assert check is not None
     why = check(pair)
     assert why is not None and re.search(r"adaptive_spec_params\.py", why), why
+
+
+def test_sglang_0_5_18_says_and_launches_the_same_schedule() -> None:
+    """The break-even page, the planner and the launch ask one release for its answer: an
+    EAGLE chain on 0.5.18 (whose adaptive code is 0.5.23's for what specpair renders) gets
+    its tiers, where the page once said "not reviewed" while the launch wrote them."""
+    pair = variant(sglang_chain(), {("engine", "version"): "0.5.18"})
+    assert pair.engine == "sglang 0.5.18"
+    assert pair.release.schedule_refusal_for(pair) is None
+    launch = build_for(pair)
+    assert not launch.errors, launch.errors
+    assert "--speculative-adaptive" in [str(a) for a in launch.argv]
+    ngram = example("gpt-oss-120b-ngram-sglang-0-5-18")
+    assert "only EAGLE/EAGLE3" in (ngram.release.schedule_refusal_for(ngram) or "")
 
 
 # ------------------------------------------------------------------ the planner

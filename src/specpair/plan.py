@@ -165,8 +165,7 @@ def shapes(pair: ResolvedPair) -> list[ShapeChoice]:
             form = "derived" if spec.schedule == "derived" else "pinned"
             out.append(ShapeChoice(f"schedule ({form}, K ≤ {spec.num_speculative_tokens})",
                                    spec.num_speculative_tokens, (), scheduled=True))
-        check = pair.release.schedule_refusal
-        if check is not None and check(pair) is None:
+        if pair.release.schedule_refusal_for(pair) is None:
             # one schedule up to the deepest depth searched: it picks the shorter ones
             out.append(ShapeChoice(f"schedule (derived, K ≤ {MAX_DEPTH})", MAX_DEPTH, (
                 (("speculation", "num_speculative_tokens"), MAX_DEPTH),

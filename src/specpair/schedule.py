@@ -310,9 +310,7 @@ def report(pair: ResolvedPair, budget: Budget, concurrencies: list[int]) -> Sche
     written = pair.runbook.speculation.schedule
     requested: Literal["derived", "pinned", "static"] = (
         "static" if written is None else "derived" if written == "derived" else "pinned")
-    check = pair.release.schedule_refusal
-    refusal = check(pair) if check is not None else (
-        f"specpair has not reviewed {pair.engine}'s schedule support")
+    refusal = pair.release.schedule_refusal_for(pair)
     if refusal is not None and written is None:
         return ScheduleReport(requested=requested, refusal=refusal, schedule=None,
                               concurrencies=[], acceptance_source="", static={},

@@ -452,9 +452,12 @@ def _vllm_entries(argv: list[str]) -> list[list[int]]:
 def test_the_engines_run_the_generated_schedules(outcomes: list[Outcome]) -> None:
     """The schedule each engine runs after its own checks (engine_startup.py: vLLM's dense
     lookup, SGLang's adaptive tiers) is the one specpair generated; the vLLM examples
-    (schedule: derived) included. A schedule the engine drops fails the gate."""
+    (schedule: derived) included, and the SGLang variants again through 0.5.18's own
+    start-up (its release reuses 0.5.23's schedule). A schedule the engine drops fails the
+    gate."""
     by_name = {o.variant.name: o for o in outcomes}
     runs = {v.name: r for v, r in SCHEDULE_VARIANTS}
+    runs.update({f"{v.name}@0.5.18": r for v, r in SCHEDULE_VARIANTS if v.base in SGLANG_BASES})
     runs.update({"example:llama-eagle3-vllm": True, "example:llama-eagle3-vllm-0.32.0": True})
     for name, expected in runs.items():
         o = by_name[name]
@@ -484,5 +487,5 @@ def test_the_engines_run_the_generated_schedules(outcomes: list[Outcome]) -> Non
             assert got is not None and got["tiers"] == tiers, (name, got, tiers)
             largest = max(max(v) for v in tiers.values())
             assert got["steps"] == largest and got["draft_tokens"] == largest + 1, got
-            if name == "schedule-pinned-sglang":
+            if name.startswith("schedule-pinned-sglang"):
                 assert tiers == {"1": [3], "9": [1], "33": [0]}

@@ -78,3 +78,11 @@ class EngineRelease:
     @property
     def label(self) -> str:
         return self.profile.label
+
+    def schedule_refusal_for(self, pair: ResolvedPair) -> str | None:
+        """Why this release will not run a schedule for the pair (None: it will): the
+        release's own reviewed reason, or, where its schedule support is unreviewed, that.
+        The one answer the launch, the break-even page and the planner all use."""
+        if self.schedule_refusal is None:
+            return f"specpair has not reviewed {self.label}'s schedule support"
+        return self.schedule_refusal(pair)

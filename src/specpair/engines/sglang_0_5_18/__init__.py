@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from specpair.engines.release import EngineRelease
 from specpair.engines.sglang_0_5_18 import args, budget, facts, launch, metrics
-from specpair.engines.sglang_0_5_23 import bench, draft_mode, logs
+from specpair.engines.sglang_0_5_23 import bench, draft_mode, logs, schedule
 
 RELEASE = EngineRelease(
     profile=facts.PROFILE,
@@ -22,4 +22,14 @@ RELEASE = EngineRelease(
     # the same draft-mode rewrites of Qwen3-Next and Qwen3.5 to one built-in MTP layer
     # (0.5.18's configs/model_config.py:698-700, :706-728)
     draft_mode=draft_mode.geometry,
+    # 0.5.23's schedule, read in 0.5.18's code: the same `adaptive_unsupported_reason` for
+    # what specpair renders (EAGLE/EAGLE3 only, NEXTN already EAGLE by
+    # `_resolve_speculative_algorithm_alias`; topk 1), and from
+    # `resolve_candidate_steps_from_config` on the same adaptive_spec_params.py (tier
+    # routing, AdaptiveStepSlot defaults) and start-up check (speculative_hook.py
+    # `_init_adaptive_speculative_params`: --speculative-num-steps among the candidates).
+    # Only its built-in tiers differ ([1, 3, 7], 0.5.23 [1, 3, 5, 7]), which specpair never
+    # uses: it always passes its own --speculative-adaptive-config. 0.5.18's start-up runs
+    # the generated tiers in tests/engine/test_mutation_oracle.py.
+    schedule_refusal=schedule.refusal,
 )
