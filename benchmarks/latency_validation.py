@@ -81,11 +81,16 @@ def report(ev: calibration.Evaluation, rows: bool = True) -> None:
           f"{sum(s.ok for s in ev.sweeps)} of {len(ev.sweeps)}; with a step between "
           f"neighbouring points taken the other way: "
           f"{sum(1 for s in ev.sweeps if s.against)}")
-    names: dict[str, list[str]] = {}
+    # per refusal, its sources and how many of each one's points: a source refused whole
+    # (a lab page of burst runs) would otherwise list dozens of ids on one line
+    names: dict[str, dict[str, int]] = {}
     for r in ev.refused:
-        names.setdefault(r.name, []).append(r.id)
-    print(f"refused by name (not modelled, not predicted): {len(ev.refused)} points"
-          + "".join(f"; {n}: {len(ids)} ({', '.join(ids)})" for n, ids in sorted(names.items())))
+        per_source = names.setdefault(r.name, {})
+        per_source[r.source] = per_source.get(r.source, 0) + 1
+    print(f"refused by name (not modelled, not predicted): {len(ev.refused)} points" + "".join(
+        f"; {n}: {sum(srcs.values())} ("
+        + ", ".join(f"{src} ×{k}" for src, k in sorted(srcs.items())) + ")"
+        for n, srcs in sorted(names.items())))
 
 
 def _json(ev: calibration.Evaluation) -> dict[str, object]:

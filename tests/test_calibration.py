@@ -670,6 +670,38 @@ def test_a_finite_run_of_unpublished_size_is_refused_by_name_above_concurrency_o
     assert not any(set(f.fitted_on) & refused for f in data.fitted)
 
 
+COLLECTED = Path(__file__).parents[1] / "benchmarks" / "points" / "collected-2026-12-03.yaml"
+
+
+def test_a_burst_of_every_request_at_once_is_refused_by_name() -> None:
+    """GPUStack's performance-lab pages run `vllm bench serve ... --num-prompts 1000`
+    without --max-concurrency (docs/performance-lab/deepseek-r1/h200.md, line 72 at
+    47277d79): all requests arrive at once, the engine's running-request limit and KV pool
+    decide how many decode together ('Peak concurrent requests: 100.00' on its 32K runs),
+    and the wall time is the prefill wave, the queue and the drain. In the held-out set
+    collected from those pages such rows are refused by name, never predicted; the same
+    pages' runs capped at --max-concurrency 4 ('Maximum request concurrency: 4') are."""
+    data = calibration.load_points(COLLECTED)
+    rows = [p for p in data.points if p.source_key.startswith("gpustack-")]
+    bursts = [p for p in rows if p.all_at_once]
+    assert bursts and len(bursts) < len(rows)
+    for p in bursts:  # the evidence the condition rests on, as recorded
+        assert p.concurrency == p.prompts and "no max-concurrency" in p.workload, p.id
+        assert p.refusal is not None and p.refusal.name == calibration.BURST_RUN, p.id
+    capped = [p for p in rows if not p.all_at_once]
+    assert {p.concurrency for p in capped} == {4}
+    assert all(p.refusal is None for p in capped)
+    one = bursts[0].model_copy(update={"concurrency": 1, "prompts": 1})
+    assert one.refusal is None  # a lone request is a batch-1 run
+    ev = calibration.evaluate(data)
+    refused = {r.id for r in ev.refused if r.name == calibration.BURST_RUN}
+    assert refused == {p.id for p in bursts}
+    assert not {r.id for r in ev.rows} & refused
+    assert {r.id for r in ev.rows} == {p.id for p in data.points if p.refusal is None}
+    # the package's own points hold no burst: the stored fits never saw one
+    assert not any(p.all_at_once for p in calibration.load().points)
+
+
 def test_nvfp4_weights_use_the_fp4_tensor_peak_where_the_gpu_has_one() -> None:
     """NVFP4 checkpoints are W4A4: on Blackwell their GEMMs run at the dense FP4 peak (B200
     9 PFLOP/s, B300 13). MXFP4 (gpt-oss: 8- or 16-bit activations) stays at the FP8 peak,
