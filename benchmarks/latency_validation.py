@@ -4,6 +4,8 @@
     python benchmarks/latency_validation.py --refit --write # refit, store fits and error bands
     python benchmarks/latency_validation.py --points FILE [--json]
                                                             # your own points, stored fits
+    python benchmarks/latency_validation.py --points src/specpair/data/held_out_points.yaml
+                                                            # the held-out set, stored fits
 
 Leave-one-source-out: every point is predicted with parameters fitted without any point of
 its source. The summary leads with those figures per GPU family × engine × drafter family

@@ -670,9 +670,6 @@ def test_a_finite_run_of_unpublished_size_is_refused_by_name_above_concurrency_o
     assert not any(set(f.fitted_on) & refused for f in data.fitted)
 
 
-COLLECTED = Path(__file__).parents[1] / "benchmarks" / "points" / "collected-2026-12-03.yaml"
-
-
 def test_a_burst_of_every_request_at_once_is_refused_by_name() -> None:
     """GPUStack's performance-lab pages run `vllm bench serve ... --num-prompts 1000`
     without --max-concurrency (docs/performance-lab/deepseek-r1/h200.md, line 72 at
@@ -681,7 +678,7 @@ def test_a_burst_of_every_request_at_once_is_refused_by_name() -> None:
     and the wall time is the prefill wave, the queue and the drain. In the held-out set
     collected from those pages such rows are refused by name, never predicted; the same
     pages' runs capped at --max-concurrency 4 ('Maximum request concurrency: 4') are."""
-    data = calibration.load_points(COLLECTED)
+    data = calibration.load_held_out()
     rows = [p for p in data.points if p.source_key.startswith("gpustack-")]
     bursts = [p for p in rows if p.all_at_once]
     assert bursts and len(bursts) < len(rows)
@@ -700,6 +697,20 @@ def test_a_burst_of_every_request_at_once_is_refused_by_name() -> None:
     assert {r.id for r in ev.rows} == {p.id for p in data.points if p.refusal is None}
     # the package's own points hold no burst: the stored fits never saw one
     assert not any(p.all_at_once for p in calibration.load().points)
+
+
+def test_the_held_out_set_is_kept_out_of_the_fits() -> None:
+    """The held-out set's sources, and so its points, are in neither the package's points
+    nor any stored fit: what the page reports on it is measured on points the fits never
+    saw."""
+    package = calibration.load()
+    held = calibration.load_held_out()
+    assert held.points
+    assert not {p.source_key for p in held.points} & {p.source_key for p in package.points}
+    assert not {p.id for p in held.points} & {p.id for p in package.points}
+    fitted_on = {i for f in package.fitted for i in f.fitted_on}
+    assert not fitted_on & {p.id for p in held.points}
+    assert held.fitted == package.fitted  # scored with the stored fits, never refitted
 
 
 def test_nvfp4_weights_use_the_fp4_tensor_peak_where_the_gpu_has_one() -> None:

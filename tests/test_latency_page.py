@@ -24,3 +24,29 @@ def test_page_lists_every_point_with_the_summary_numbers() -> None:
 
 def test_the_chart_is_byte_identical_run_to_run() -> None:
     assert latency_page.page()[1] == latency_page.page()[1]
+
+
+def test_the_held_out_section_scores_every_held_out_point_or_names_its_refusal() -> None:
+    """Each held-out point is in the section: a modelled one with its published baseline
+    as the file records it (the source's number), a refused one counted under its
+    refusal and source; the section's figures are the held-out set's, not the fitted
+    points'."""
+    held = calibration.load_held_out()
+    text, _ = latency_page.page()
+    section = text.split("## Held out (collected after the fits)", 1)[1].split("\n## ", 1)[0]
+    modelled = [p for p in held.points if p.refusal is None]
+    assert modelled
+    for p in modelled:
+        (row,) = [line for line in section.splitlines() if line.startswith(f"| {p.id} |")]
+        assert p.baseline_tok_s is not None
+        assert f"| {p.baseline_tok_s:.1f} |" in row, row
+    per_source: dict[str, int] = {}
+    for p in held.points:
+        if p.refusal is not None:
+            per_source[p.source_key] = per_source.get(p.source_key, 0) + 1
+    for source, k in per_source.items():
+        assert f"- refused, {calibration.BURST_RUN}: {k} points of {source}" in section
+    assert f"- {len(held.points) - sum(per_source.values())} points from " in section
+    # none of its ids is among the fitted points' rows further down the page
+    fitted_rows = text.split("## Every point (cross-validated)", 1)[1]
+    assert not any(f"| {p.id} |" in fitted_rows for p in held.points)

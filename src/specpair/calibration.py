@@ -459,6 +459,25 @@ def load() -> CalibrationData:
     return data
 
 
+HELD_OUT_FILE = "held_out_points.yaml"
+"""Published points collected after the stored fits and kept out of them (`load` does not
+read it): scored with the stored fits, they are measurements the fits have never seen,
+where leave-one-source-out still shares every other source's GPU families and models."""
+
+
+@cache
+def load_held_out() -> CalibrationData:
+    """The held-out set, with the package's models and stored fits (empty without one)."""
+    pkg = load()
+    text = _package_text(HELD_OUT_FILE)
+    got = read_points(text, f"data/{HELD_OUT_FILE}") if text is not None else PointsFile(
+        points=[])
+    data = pkg.model_copy(update={"models": _merge_models(pkg.models, got.models),
+                                  "points": got.points, "not_modelled": got.not_modelled})
+    check(data, f"src/specpair/data/{HELD_OUT_FILE}")
+    return data
+
+
 def load_points(path: Path) -> CalibrationData:
     """A user's points file, evaluated with the stored fits and the package's models
     (its own `models` may add more)."""
@@ -734,7 +753,7 @@ depth sweep's best depth wrong, and is not used."""
 #   (most of those points), not the kernels;
 # - per target model both the read share and the per-layer cost (a model unseen in a group
 #   at the group's geometric mean): 16.4%.
-# More data (2026-12-03, benchmarks/points/collected-2026-12-03.yaml, collected by protocol
+# More data (2026-12-03, data/held_out_points.yaml, collected by protocol
 # after these fits): its 10 modelled rows, scored with the stored fits, err by a median
 # 11.0%. Fitted in with the package's points, leave-one-source-out went 14.5% -> 17.5% (τ
 # band 116 -> 111 of 125, 28 of 32 sweeps); without its one DeepSeek-R1 row on vLLM

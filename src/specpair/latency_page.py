@@ -1,6 +1,7 @@
 """The site page "How good is the latency model": cross-validated figures first (leave one
-source out, per GPU family × engine × drafter family), in-sample second, every point, the
-sweeps, the fitted parameters with their bounds, and a predicted-vs-published chart."""
+source out, per GPU family × engine × drafter family), in-sample second, a held-out set
+scored with the stored fits, every point, the sweeps, the fitted parameters with their
+bounds, and a predicted-vs-published chart."""
 
 from __future__ import annotations
 
@@ -35,8 +36,7 @@ def _groups(ev: calibration.Evaluation) -> list[str]:
 def _summary(ev: calibration.Evaluation) -> list[str]:
     lo, hi = calibration.BAND
     sweeps_ok = sum(s.ok for s in ev.sweeps)
-    return [
-        f"- {ev.points} points from {ev.sources} independent sources",
+    tau_lines = [
         f"- points with a published τ: **{ev.known_tau}**; predicted speedup within "
         f"×{lo}–×{hi} of the published one: **{ev.within_band} "
         f"({100 * ev.share_within:.1f}%)**; they come from {ev.tau_sources} sources, "
@@ -44,20 +44,26 @@ def _summary(ev: calibration.Evaluation) -> list[str]:
         f"weighed the same, {100 * ev.source_mean_within:.1f}% are within",
         f"- median |error| of the speedup: **{ev.median_abs_error_pct}%**; worst case: ratio "
         f"{ev.worst_ratio} ({ev.worst_id})",
+    ] if ev.known_tau else ["- points with a published τ: none (no speedup is scored)"]
+    return [
+        f"- {ev.points} points from {ev.sources} independent sources",
+        *tau_lines,
         f"- baseline throughput ({ev.baseline_points} points): median |error| "
         f"**{ev.baseline_median_abs_error_pct}%**, worst ratio {ev.baseline_worst_ratio}; "
         f"counting each published baseline measurement once ({ev.baseline_measurements}), "
         f"median |error| **{ev.baseline_measurements_median_abs_error_pct}%**",
         f"- published speedups the model cannot reach even at full acceptance: "
         f"{ev.beyond_full_acceptance}",
-        f"- sweeps in their published direction (a depth sweep also with its best depth "
+        *([f"- sweeps in their published direction (a depth sweep also with its best depth "
         f"within one step): **{sweeps_ok} of {len(ev.sweeps)}** (a published change within "
         "±5% from the first to the last point counts as flat, i.e. no direction to match); "
         f"sweeps with a step between neighbouring points that the prediction takes the other "
         f"way from a published change of more than ±5%: "
-        f"**{sum(1 for s in ev.sweeps if s.against)}** (listed in the sweeps table)",
-        f"- refused by name, not predicted (the deployment is outside the step model, "
-        f"the same refusal a runbook gets): **{len(ev.refused)}** points"
+        f"**{sum(1 for s in ev.sweeps if s.against)}** (listed in the sweeps table)"]
+          if ev.sweeps else ["- sweeps: none"]),
+        f"- refused by name, not predicted (a deployment outside the step model, the same "
+        f"refusal a runbook gets, or a measurement one steady batch cannot time): "
+        f"**{len(ev.refused)}** points"
         + "".join(f"; {n}: {k}" for n, k in sorted(_refused(ev).items())),
     ]
 
@@ -67,6 +73,39 @@ def _refused(ev: calibration.Evaluation) -> dict[str, int]:
     for r in ev.refused:
         out[r.name] = out.get(r.name, 0) + 1
     return out
+
+
+def _held_out() -> list[str]:
+    """The held-out set scored with the stored fits: its summary, every modelled row and
+    its refusals per source."""
+    held = calibration.load_held_out()
+    if not held.points:
+        return ["No held-out set is stored."]
+    ev = calibration.evaluate(held)
+    refused: dict[tuple[str, str], int] = {}
+    for r in ev.refused:
+        refused[(r.name, r.source)] = refused.get((r.name, r.source), 0) + 1
+    rows = [f"| {r.id} | {r.source} | {r.gpu} × {r.engine.split()[0]} | {r.target} | "
+            f"{r.concurrency} | {_f(r.published_baseline, '.1f')} | "
+            f"{_f(r.predicted_baseline, '.1f')} | {_f(r.baseline_ratio, '.3f')} | "
+            f"{_f(r.published_speedup)} | {_f(r.predicted_speedup)} |" for r in ev.rows]
+    return [
+        f"Published measurements collected after the stored fits and kept out of them "
+        f"(`src/specpair/data/{calibration.HELD_OUT_FILE}`; its header gives the collection "
+        "protocol): scored here with the stored fits, they are points the fits have never "
+        "seen, from sources none of the fitted points come from. The set is folded into the "
+        "fits at the next collection round.",
+        "",
+        *_summary(ev),
+        "",
+        "| point | source | GPU × engine | target | concurrency | baseline tok/s | "
+        "predicted | ratio | published × | predicted × |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+        *[f"- refused, {name}: {k} points of {source}"
+          for (name, source), k in sorted(refused.items())],
+    ]
 
 
 def page() -> tuple[str, dict[str, bytes]]:
@@ -140,6 +179,10 @@ def page() -> tuple[str, dict[str, bytes]]:
         *_summary(ins),
         "",
         *_groups(ins),
+        "",
+        "## Held out (collected after the fits)",
+        "",
+        *_held_out(),
         "",
         "## Error bands used by every output",
         "",
