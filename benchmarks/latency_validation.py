@@ -66,13 +66,16 @@ def report(ev: calibration.Evaluation, rows: bool = True) -> None:
               f"({s.published_direction}), predicted {s.predicted} ({s.predicted_direction})"
               f"{best} → {'ok' if s.ok else 'WRONG'}"
               + "".join(f"\n    step against the published: {a}" for a in s.against))
-    print(f"\npoints with a published τ: {ev.known_tau}; within ×{calibration.BAND[0]}–"
-          f"×{calibration.BAND[1]}: {ev.within_band} ({100 * ev.share_within:.1f}%)")
-    print(f"  from {ev.tau_sources} sources, {ev.largest_tau_source_points} of them from "
-          f"{ev.largest_tau_source or '–'}; each source weighed the same: "
-          f"{100 * ev.source_mean_within:.1f}% within")
-    print(f"median |error| of the speedup: {ev.median_abs_error_pct}%; worst ratio "
-          f"{ev.worst_ratio} ({ev.worst_id})")
+    if ev.known_tau:
+        print(f"\npoints with a published τ: {ev.known_tau}; within ×{calibration.BAND[0]}–"
+              f"×{calibration.BAND[1]}: {ev.within_band} ({100 * ev.share_within:.1f}%)")
+        print(f"  from {ev.tau_sources} sources, {ev.largest_tau_source_points} of them from "
+              f"{ev.largest_tau_source or '–'}; each source weighed the same: "
+              f"{100 * ev.source_mean_within:.1f}% within")
+        print(f"median |error| of the speedup: {ev.median_abs_error_pct}%; worst ratio "
+              f"{ev.worst_ratio} ({ev.worst_id})")
+    else:  # no figure rather than a 0.0% that reads as a perfect score
+        print("\npoints with a published τ: none (no speedup is scored)")
     print(f"baseline throughput: {ev.baseline_points} points, median |error| "
           f"{ev.baseline_median_abs_error_pct}%, worst ratio {ev.baseline_worst_ratio}")
     print(f"  each published baseline measurement once: {ev.baseline_measurements}, median "

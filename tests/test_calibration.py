@@ -692,11 +692,28 @@ def test_a_burst_of_every_request_at_once_is_refused_by_name() -> None:
     assert one.refusal is None  # a lone request is a batch-1 run
     ev = calibration.evaluate(data)
     refused = {r.id for r in ev.refused if r.name == calibration.BURST_RUN}
-    assert refused == {p.id for p in bursts}
+    assert refused == {p.id for p in data.points if p.all_at_once and p.concurrency > 1}
+    assert {p.id for p in bursts} <= refused
     assert not {r.id for r in ev.rows} & refused
     assert {r.id for r in ev.rows} == {p.id for p in data.points if p.refusal is None}
     # the package's own points hold no burst: the stored fits never saw one
     assert not any(p.all_at_once for p in calibration.load().points)
+
+
+def test_prompts_served_from_a_shared_prefix_cache_are_refused_by_name() -> None:
+    """dstack's DeepSeek-R1 data (dstackai/benchmarks@7f37e669, online_results.csv) has
+    'generated-shared-prefix' runs beside its random ones: their prompts hit the prefix
+    cache, so the prefill riding along is an unpublished tail. Refused by name; the same
+    source's random runs are scored."""
+    data = calibration.load_held_out()
+    rows = [p for p in data.points if p.source_key == "dstack-dsr1-h200-mi300x"]
+    cached = [p for p in rows if p.prefix_cached]
+    assert cached and all("shared-prefix" in p.workload or "shared prefix" in p.workload
+                          for p in cached)
+    assert all(p.refusal is not None and p.refusal.name == calibration.PREFIX_CACHED
+               for p in cached)
+    assert all(p.refusal is None for p in rows if not p.prefix_cached)
+    assert not cached[0].model_copy(update={"prefix_cached": False}).refusal
 
 
 def test_the_held_out_set_is_kept_out_of_the_fits() -> None:

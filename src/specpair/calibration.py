@@ -228,6 +228,11 @@ class Point(Strict):
         "rate inf without --max-concurrency), where the source's command shows it: the "
         "engine, not the benchmark, sets how many run at once, and the wall time is the "
         "prefill wave, the queue and the drain (`BURST_RUN`)")
+    prefix_cached: bool = Field(
+        default=False, description="the benchmark's prompts share a prefix the engine serves "
+        "from its prefix cache (e.g. SGLang bench_serving generated-shared-prefix): only "
+        "their unshared tail is prefilled, by an amount the source does not publish per "
+        "request (`PREFIX_CACHED`)")
     speculative_max_running_requests: int | None = Field(
         default=None, gt=0, description="the most requests the speculative run decoded at "
         "once per engine instance, where the source's launch command or its engine release "
@@ -292,7 +297,7 @@ class Point(Strict):
     def refusal(self) -> NotModelledDeployment | None:
         """The step model's named refusal of this point's deployment (the check a
         runbook's deployment gets, `stepmodel.deployment_refusal`), or of its measurement
-        (`FINITE_RUN`, `BURST_RUN`), or None."""
+        (`FINITE_RUN`, `PREFIX_CACHED`, `BURST_RUN`), or None."""
         why = deployment_refusal(self.tp, 1, self.ep, GPUS_PER_NODE, self.dp_attention)
         if why is None and self.fixed_prompt_set and self.prompts is None \
                 and self.concurrency > 1:
@@ -301,6 +306,12 @@ class Point(Strict):
                 "of unpublished size: the run's wall time includes its drain (the last "
                 "requests finishing with fewer running), which the step model's steady "
                 "batch cannot time without the set's size and output lengths"))
+        if why is None and self.prefix_cached:
+            why = NotModelledDeployment(PREFIX_CACHED, (
+                "prompts sharing a prefix served from the engine's prefix cache: the "
+                "prefill that rides along with the decode steps is only the uncached tail "
+                "of each prompt, which the source does not publish, and the step model "
+                "would charge the whole prompt"))
         if why is None and self.all_at_once and self.concurrency > 1:
             why = NotModelledDeployment(BURST_RUN, (
                 f"all {self.prompts or self.concurrency} requests sent at once, with no "
@@ -333,6 +344,9 @@ class Point(Strict):
 FINITE_RUN = "finite run of unpublished size"
 """A measurement refused by name: `Point.fixed_prompt_set` without `prompts`, at a
 concurrency above 1 (at 1 the run has no drain: every request runs alone)."""
+
+PREFIX_CACHED = "prompts served from the prefix cache"
+"""A measurement refused by name: `Point.prefix_cached`."""
 
 BURST_RUN = "burst of every request at once"
 """A measurement refused by name: `Point.all_at_once`, at a concurrency above 1 (one
