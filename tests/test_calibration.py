@@ -284,21 +284,18 @@ def test_all_reduces_without_peer_to_peer_cost_their_message() -> None:
 def test_a_held_out_dense_baseline_curve_is_not_pulled_by_moe_sources() -> None:
     """tomasruizt's published TPOT curve of Llama-3.3-70B BF16 on 2× H100 without P2P
     (43.3 ms at concurrency 1 to 68.3 ms at 64, bench-nosd-c*.log), held out: within
-    ×0.85–×1.15 up to concurrency 16. With one achieved bandwidth for dense GEMVs and for
+    ×0.85–×1.15 at every concurrency. With one achieved bandwidth for dense GEMVs and for
     the routed experts' grouped-GEMM reads, the MoE sources of Hopper × vLLM pulled it
     down and concurrency 1 came out 20% slow (ratio 0.795); `StepParams.moe_bw` and the
-    per-layer cost keep the dense reads apart. At 32 and 64 the held-out curve runs at the
-    measured host-staged PCIe 5 all-reduce figure (another machine's, `LINKS`), which this
-    machine does not reach: fast there, by less than ×1.25."""
+    per-layer cost keep the dense reads apart. With the larger of the two roofs as the
+    roofline part, concurrency 32 and 64 came out fast (×1.02 and ×1.07); with the two
+    roofs blended (`Forward.time`) they are inside the band too."""
     rows = [r for r in calibration.stored_cross_validation().rows
             if r.id.startswith("tr-l70b-nosd-c")]
     assert sorted(r.concurrency for r in rows) == [1, 2, 4, 8, 16, 32, 64]
     for r in rows:
         assert r.baseline_ratio is not None, r
-        if r.concurrency <= 16:
-            assert 0.85 <= r.baseline_ratio <= 1.15, r
-        else:
-            assert 1.0 <= r.baseline_ratio <= 1.25, r
+        assert 0.85 <= r.baseline_ratio <= 1.15, r
     fit = next(f for f in calibration.load().fitted
                if (f.family, f.engine) == ("hopper", "vllm"))
     assert "moe_bw" in fit.free and "layer_s" in fit.free

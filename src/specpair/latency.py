@@ -1,9 +1,10 @@
 """Break-even acceptance and expected speedup of a pair, from the calibrated step model.
 
 Per decode step (see `specpair.stepmodel`): each forward costs a fixed part (per engine;
-separately per draft forward and per speculative step) plus max(bytes / (η_bw · BW),
-FLOPs / (η_f · peak)), with the KV read and attention FLOPs at the *expected* context
-(prompt plus half the output) and FP8 tensor-core FLOPs for FP8 weights. For batch B:
+separately per draft forward and per speculative step) plus √(T_mem² + T_flops²) of
+T_mem = bytes / (η_bw · BW) and T_flops = FLOPs / (η_f · peak), with the KV read and
+attention FLOPs at the *expected* context (prompt plus half the output) and FP8
+tensor-core FLOPs for FP8 weights. For batch B:
 
     T_decode = one target forward of 1 token per sequence           (no speculation)
     T_verify = one target forward of the verify width per sequence (+ per-step cost)

@@ -3,7 +3,22 @@
 Every forward costs a fixed part and a roofline part:
 
     T_forward = fixed + layers · layer_s + allreduces · allreduce_s
-                + max(bytes / (η_bw · bandwidth), FLOPs / (η_f · peak))
+                + √(T_mem² + T_flops²),  T_mem = bytes / (η_bw · bandwidth),
+                                         T_flops = FLOPs / (η_f · peak)
+
+- the roofline part blends the two roofs (their 2-norm) instead of taking the larger: a
+  kernel near its ridge reaches neither roof, because a tile's loads and its MMAs overlap
+  imperfectly, so at the ridge it takes √2 × either roof; far from it the larger roof is
+  the time, as with max (a forward 10× past the ridge is within 0.5% of it). Published
+  GEMM timings show the gap: vLLM PR #18778's B200 BF16 GEMM (N 6144, K 4096), with the
+  two roofs set by its M = 1 and M = 1024 times, runs 1.23× the larger roof at M = 256,
+  its ridge (the 2-norm charges 1.41×; that one table does not pin an exponent: with a
+  per-kernel fixed cost, exponents from 2 to ∞ fit it within 3% rms). The 2-norm was the
+  one form tried on leave-one-source-out (2026-12-03), not tuned on it: sweeps in their
+  published direction 29 → 31 of 32 (the two depth sweeps at concurrency 32-64 whose
+  best depth came out two steps short are within one), τ band 116 → 117 of 125, distinct
+  baseline median 14.5% → 14.6%. A roofline per kernel class instead (the GEMMs' and
+  the attention's each their own max) left all three figures as they were;
 
 - bytes: the weights the step reads (dense part always; of the routed experts the share
   the step's tokens touch, see `Forward.routed_coverage`, counted at 1 / moe_bw: grouped-
@@ -327,13 +342,15 @@ class Forward:
              moe_bw: float = 1.0, extra: float = 0.0, extra_context: int = 0,
              prefill_flops: float | None = None) -> float:
         """The roofline part alone, at the bandwidth and FLOP/s given (`prefill_flops`:
-        the FLOP/s the `extra` prompt tokens' large GEMMs reach, default `flops`)."""
+        the FLOP/s the `extra` prompt tokens' large GEMMs reach, default `flops`): the
+        2-norm of the memory and compute times (the module docstring says why not their
+        maximum)."""
         compute = self.flops(batch, tokens_per_seq, context) / flops
         if extra:
             compute += (self.flops(0, 0, 0, extra, extra_context)
                         / (prefill_flops or flops))
-        return max(self.memory(batch, tokens_per_seq, context, locality, chain, moe_bw,
-                               extra) / bandwidth, compute)
+        return math.hypot(self.memory(batch, tokens_per_seq, context, locality, chain,
+                                      moe_bw, extra) / bandwidth, compute)
 
 
 _FORWARD_FIELDS = tuple(f.name for f in fields(Forward))

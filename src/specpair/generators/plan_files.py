@@ -137,8 +137,9 @@ def breakeven_markdown(pair: ResolvedPair, m: LatencyModel) -> str:
                     _rng(p.speedup_at_reference, p.speedup_at_reference_range)]
                    for p in m.curve]),
             "\n## Model\n\nS(τ, B) = τ · T_decode / (T_draft + T_verify); τ* = (T_draft + "
-            "T_verify) / T_decode; each forward costs a fixed part plus max(bytes / (η_bw · "
-            "bandwidth), FLOPs / (η_f · peak)) per rank. Parameters: "
+            "T_verify) / T_decode; each forward costs a fixed part plus √(T_mem² + T_flops²), "
+            "T_mem = bytes / (η_bw · bandwidth), T_flops = FLOPs / (η_f · peak), per rank. "
+            "Parameters: "
             f"{cell(m.parameters.values.describe())} ({cell(m.parameters.source)}). "
             "How well this model predicts published measurements: the site page \"How good "
             "is the latency model\". Assumptions:\n\n"]
