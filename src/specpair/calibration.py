@@ -779,6 +779,13 @@ depth sweep's best depth wrong, and is not used."""
 # vLLM's all-reduce latency 15 -> 26 µs) for every model in it; a soft-L1 loss on the log
 # errors (scale ln 1.17, two sources' spread on one setup) left 16.0%. The whole set stays
 # held out, none of it dropped, and is folded in at the next collection round.
+# Random-effects source weights (2026-12-03, after the blended roofline: 14.6%, τ band 117
+# of 125, 31 of 32 sweeps): each fit refitted once with every point weighted
+# 1/√(σ_w² + n·σ_b²) (n: its source's points; σ_w, σ_b: the within- and between-source
+# spread of the first fit's log residuals, DerSimonian-Laird moments; a one-point source
+# keeps weight 1) gave 14.8%, τ band 87 of 125, 24 of 32 sweeps: where a group's
+# between-source spread comes out small, its long sweeps outvote the other sources again.
+# Not used; each source still weighs the same.
 
 
 def _informative(points: Iterable[Point]) -> list[Point]:
