@@ -66,6 +66,10 @@ def _pair(target: Geometry, total_params: int):  # type: ignore[no-untyped-def]
 
 def test_moe_verify_costs_more_than_a_dense_reading_of_the_same_config() -> None:
     g = moe_config("openai__gpt-oss-20b")
+    assert g.moe is not None
+    # served as a BF16 checkpoint (20.9B parameters × 2 bytes, as `_pair` declares it), whose
+    # config carries no quantization_config: the experts are read at the checkpoint's bytes
+    g = g.model_copy(update={"moe": g.moe.model_copy(update={"weight_format": None})})
     as_moe = _pair(g, 20_900_000_000)
     as_dense = _pair(g.model_copy(update={"moe": None}), 20_900_000_000)
     moe_tau = model(as_moe, compute(as_moe)).at_concurrency.break_even

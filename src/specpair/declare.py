@@ -63,8 +63,10 @@ def bundled_declared(target: ArtifactLock, share_bytes: int | None, where: str,
     config of its own; its weights are part of the target's declared bytes.
 
     Their share is `share_bytes` when the author declares it (a model card's "14B MTP
-    module"), else the target's bytes split evenly over its decoder and built-in layers,
-    which ignores embeddings and dense-vs-MoE layer sizes: DERIVED, and listed unconfirmed
+    module"), else derived: where the config names the experts' format, each built-in MoE
+    layer's experts in that format plus an even share of the rest, else the target's bytes
+    split evenly over its decoder and built-in layers (which ignores embeddings and
+    dense-vs-MoE layer sizes). DERIVED either way, and listed unconfirmed
     like every declared fact, so the gate (SP104) reports it until a hub lock reads the
     layers' own tensors."""
     g = draft_mode(target.geometry)  # the release's reading of the config (draft mode)
@@ -76,7 +78,19 @@ def bundled_declared(target: ArtifactLock, share_bytes: int | None, where: str,
             where, f"--draft-bytes {share_bytes} is not a share of --target-bytes {total}",
             "a bundled draft's tensors are inside the target checkpoint: declare the bytes of "
             "its layers (less than the target's), or leave --draft-bytes out")
-    if share_bytes is None:
+    moe = target.geometry.moe
+    if share_bytes is None and moe is not None and moe.bytes_per_param is not None:
+        # each built-in layer is a MoE layer whose experts are stored like the target's:
+        # those bytes follow from the config; the rest is split evenly as below
+        per_layer = moe.experts * moe.expert_params * moe.bytes_per_param
+        rest = total - moe.routed_params * moe.bytes_per_param
+        estimate = layers * per_layer + rest * layers / (g.num_hidden_layers + layers)
+        share = round(estimate / 2**20) * 2**20  # an estimate: whole MiB, no false digits
+        how = (f"DERIVED: {layers} MoE layer(s) of {moe.experts} experts in "
+               f"{moe.weight_format} (the config's expert layout), plus the target's other "
+               f"declared bytes split evenly over its {g.num_hidden_layers} + {layers} "
+               "layers (no share declared; `--draft-bytes N` declares it)")
+    elif share_bytes is None:
         share = total * layers // (g.num_hidden_layers + layers)
         how = (f"DERIVED: the target's declared bytes split evenly over its "
                f"{g.num_hidden_layers} + {layers} layers (no share declared; "

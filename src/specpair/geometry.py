@@ -44,6 +44,15 @@ class LinearAttention(Strict):
                                   "state dtype unless --mamba-ssm-dtype overrides it)")
 
 
+ExpertFormat = Literal["fp8", "mxfp4", "nvfp4"]
+EXPERT_FORMAT_BYTES: dict[str, float] = {
+    "fp8": 1.0 + 4 / (128 * 128),  # E4M3 values, one FP32 scale per 128×128 block
+    "mxfp4": 0.5 + 1 / 32,         # E2M1 values, one E8M0 scale per 32 (OCP MX spec)
+    "nvfp4": 0.5 + 1 / 16,         # E2M1 values, one E4M3 scale per 16 (+ a tensor scale)
+}
+"""Checkpoint bytes per parameter of each expert format (values and their block scales)."""
+
+
 class MixtureOfExperts(Strict):
     """Routed experts: what a token reads of them is top-k of `experts` per MoE layer."""
 
@@ -51,10 +60,51 @@ class MixtureOfExperts(Strict):
     active_experts: PositiveInt = Field(description="experts each token is routed to (top-k)")
     expert_params: PositiveInt = Field(description="parameters of one routed expert")
     moe_layers: PositiveInt
+    weight_format: ExpertFormat | None = Field(
+        default=None, description="the routed experts' weight format as the checkpoint "
+        "stores them (config.json quantization_config): fp8, mxfp4 or nvfp4; unset where "
+        "the config quantizes nothing, or names a scheme whose expert bytes are not read "
+        "(compressed-tensors groups, per-layer mixed precision)")
 
     @property
     def routed_params(self) -> int:
         return self.experts * self.expert_params * self.moe_layers
+
+    @property
+    def bytes_per_param(self) -> float | None:
+        """Bytes one routed-expert parameter takes in the checkpoint, scales included;
+        None where the format is not known."""
+        return None if self.weight_format is None else EXPERT_FORMAT_BYTES[self.weight_format]
+
+
+
+
+def expert_format(config: Mapping[str, Any]) -> ExpertFormat | None:
+    """The routed experts' stored format from a config's `quantization_config`, as the
+    engines' quantization configs select it: `quant_method` fp8 (block FP8, DeepSeek,
+    Qwen3-FP8, MiniMax) and mxfp4 (gpt-oss) quantize the experts unless
+    `modules_to_not_convert` names them; ModelOpt (`quant_method` modelopt, `quant_algo`
+    NVFP4) unless its `ignore` list names them. Anything else (compressed-tensors config
+    groups, ModelOpt MIXED_PRECISION per-layer lists, AWQ/GPTQ) is None: its expert bytes
+    are not read here, and the step model refuses a MoE whose expert bytes it cannot place
+    (`step_inputs.unmodelled`) rather than guess them."""
+    quant = config.get("quantization_config")
+    if not isinstance(quant, Mapping):
+        return None
+    method = str(quant.get("quant_method") or "").lower()
+    excluded = [str(m) for key in ("modules_to_not_convert", "ignore", "exclude_modules")
+                for m in (quant.get(key) or []) if isinstance(quant.get(key), list)]
+    # shared experts are dense MLPs beside the routed ones; a pattern naming them leaves
+    # the routed experts quantized
+    if any("expert" in m and "shared_expert" not in m for m in excluded):
+        return None
+    if method == "fp8" and quant.get("quant_algo") in (None, "FP8"):
+        return "fp8"
+    if method == "mxfp4":
+        return "mxfp4"
+    if method == "modelopt" and str(quant.get("quant_algo") or "").upper() == "NVFP4":
+        return "nvfp4"
+    return None
 
 
 LayerKind = Literal["full", "sliding", "chunked", "linear"]
@@ -451,7 +501,9 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
         dense_first = int(base.get("first_k_dense_replace") or 0)
         moe = MixtureOfExperts(experts=int(experts), active_experts=int(top_k),
                                expert_params=3 * hidden * int(expert_width),  # gate, up, down
-                               moe_layers=max(1, layers - dense_first))
+                               moe_layers=max(1, layers - dense_first),
+                               weight_format=expert_format(
+                                   config if "quantization_config" in config else base))
     block_size = _first({**dflash, **config}, "dspark_block_size") or _first(
         dflash, "block_size") or config.get("block_size")
     target_ids = config.get("dspark_target_layer_ids") or dflash.get(

@@ -76,19 +76,64 @@ def _architecture(g: Geometry, total: int, weight_bytes: int, active_params: int
                   fp8: bool) -> Architecture:
     moe = g.moe
     mla = g.attention == "mla" and g.kv_lora_rank
-    routed = float(moe.routed_params) if moe is not None and moe.routed_params < total else 0.0
+    routed, routed_bpp, active = 0.0, 0.0, float(active_params)
+    if moe is not None and _expert_bytes_refusal(g, total, weight_bytes) is None:
+        routed = float(moe.routed_params)
+        routed_bpp = moe.bytes_per_param or 0.0  # 0: the checkpoint's average, as the rest
+        if routed_bpp and active_params >= total:
+            # no active count declared, and the lock's count is storage elements or bytes /
+            # the config dtype: the dense part's parameters from its bytes (in the experts'
+            # format for FP8 checkpoints, whose linears are all FP8; else the config dtype),
+            # plus the experts a token is routed to. It sets the FLOPs only.
+            dense_bpp = routed_bpp if moe.weight_format == "fp8" else _DTYPE_BYTES.get(
+                g.dtype, 2.0)
+            active = (weight_bytes - routed * routed_bpp) / dense_bpp \
+                + routed * moe.active_experts / moe.experts
     return Architecture(
         params=float(total), bytes_per_param=weight_bytes / total,
         layers=g.num_hidden_layers, attention_layers=g.full_attention_layers,
         heads=g.num_attention_heads, kv_heads=g.num_key_value_heads, head_dim=g.head_dim,
         v_head_dim=g.v_head_dim, kv_bytes_per_token=0.0,
-        active_params=float(active_params) if active_params < total else None,
+        active_params=active if active < total or routed_bpp else None,
         experts=moe.experts if routed and moe is not None else 0,
         top_k=moe.active_experts if routed and moe is not None else 0,
-        routed_params=routed,
+        routed_params=routed, routed_bytes_per_param=routed_bpp,
         attention_per_head=2 * (g.kv_lora_rank or 0) + (g.qk_rope_head_dim or 0) if mla
         else None,
         fp8=fp8, hidden=g.hidden_size)
+
+
+EXPERT_BYTES = "routed experts' weight bytes"
+_DTYPE_BYTES = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}
+
+
+def _expert_bytes_refusal(g: Geometry, total: int, weight_bytes: int) -> str | None:
+    """Why a MoE's routed experts cannot be placed in its checkpoint's bytes, or None.
+
+    The step model reads the dense part every step and of the routed experts only the share
+    the step's tokens touch, so it must know which bytes are the experts'. With the experts'
+    format read from the config (`geometry.expert_format`) they are routed params × that
+    format's bytes; without one, the checkpoint's average bytes per parameter, which holds
+    only where the lock's parameter count covers the experts. A packed format (MXFP4 in U8,
+    INT4 in I32) counts storage elements, not parameters, and a count declared as bytes /
+    the config dtype counts a 4-bit checkpoint as a quarter of itself: then the experts
+    alone would outweigh the checkpoint, and any split is a guess."""
+    moe = g.moe
+    if moe is None:
+        return None
+    fmt = moe.bytes_per_param
+    if fmt is not None:
+        if moe.routed_params * fmt < weight_bytes:
+            return None
+        return (f"{moe.routed_params:,} routed-expert parameters in {moe.weight_format} "
+                f"({fmt:g} bytes each) outweigh the checkpoint's {weight_bytes:,} bytes: the "
+                "lock's weight bytes or the config's expert layout is wrong")
+    if moe.routed_params < total:
+        return None
+    return (f"the config's {moe.routed_params:,} routed-expert parameters exceed the lock's "
+            f"{total:,} parameters, and the experts' weight format is not one the step "
+            "model reads from quantization_config (fp8, mxfp4, ModelOpt NVFP4): which of "
+            "the checkpoint's bytes are the experts' is unknown")
 
 
 def forwards(pair: ResolvedPair, budget: Budget) -> tuple[Forward, Forward | None]:
@@ -187,7 +232,17 @@ def unmodelled(pair: ResolvedPair) -> NotModelled | None:
     (`stepmodel.deployment_refusal`, the check the calibration points get)."""
     dep = pair.runbook.deployment
     par = dep.parallel
-    return deployment_refusal(par.tensor, par.pipeline, par.expert, dep.gpus_per_node)
+    refusal = deployment_refusal(par.tensor, par.pipeline, par.expert, dep.gpus_per_node)
+    if refusal is not None:
+        return refusal
+    models = [("target", pair.target, pair.target_own_weight_bytes)]
+    if pair.draft is not None and pair.runbook.speculation.method is not Method.NGRAM:
+        models.append(("draft", pair.draft, pair.draft.weights.weight_bytes))
+    for role, art, weight_bytes in models:
+        why = _expert_bytes_refusal(art.geometry, art.weights.total_params or 1, weight_bytes)
+        if why is not None:
+            return NotModelled(EXPERT_BYTES, f"{role}: {why}")
+    return None
 
 
 def not_modelled_text(refusal: NotModelled) -> str:
@@ -204,9 +259,18 @@ def refuse_unmodelled(pair: ResolvedPair) -> None:
     """A deployment the step model does not represent is refused by name, never given a
     number (`unmodelled`)."""
     refusal = unmodelled(pair)
-    if refusal is not None:
+    if refusal is None:
+        return
+    if refusal.name == EXPERT_BYTES:
         raise SpecpairError.single(pair.source_file, not_modelled_text(refusal),
-                                   NOT_MODELLED_HINT, field_path="deployment.parallel")
+                                   EXPERT_BYTES_HINT, field_path="target")
+    raise SpecpairError.single(pair.source_file, not_modelled_text(refusal),
+                               NOT_MODELLED_HINT, field_path="deployment.parallel")
+
+
+EXPERT_BYTES_HINT = ("lock the artifact from the hub (`specpair lock`) or declare its "
+                     "parameters as the checkpoint's logical parameter count "
+                     "(`weights.params_by_dtype`), or measure the pair (`specpair bench`)")
 
 
 def setup_with(pair: ResolvedPair, budget: Budget, params: StepParams) -> _Setup:

@@ -190,6 +190,8 @@ class Architecture:
     window: int = 0
     hidden: int = 0               # residual width (the all-reduced activations); 0: heads ×
     #                               head_dim, which equals it for the families served here
+    routed_bytes_per_param: float = 0.0  # the routed experts' own format (MXFP4 experts
+    #                               beside BF16 attention); 0: `bytes_per_param`, as the rest
 
     @value_memo  # a frozen architecture and numbers: every candidate of a plan asks
     def forward(self, tp: int = 1, ep: int = 1, pp: int = 1,
@@ -224,7 +226,8 @@ class Architecture:
         prefill_attention = 2 * self.heads * (self.prefill_per_head or per_head) \
             * self.attention_layers / shards
         all_bytes = self.params * self.bytes_per_param
-        routed_bytes = self.routed_params * self.bytes_per_param
+        routed_bytes = self.routed_params * (self.routed_bytes_per_param
+                                             or self.bytes_per_param)
         share = self.top_k / self.experts if self.experts and self.routed_params else 0.0
         window = {"window": self.window, "window_kv_bytes_per_token": window_kv,
                   "window_attention_flops": window_flops,

@@ -1,0 +1,109 @@
+"""Which of a MoE checkpoint's bytes are its routed experts': read from the config's
+quantization_config, never guessed, and refused by name where they cannot be placed.
+
+Before this, a checkpoint whose lock counts fewer parameters than its experts (gpt-oss's
+MXFP4 experts, declared as bytes / BF16 size) lost its expert layout without a word, and
+the step model read all 65 GB of gpt-oss-120b on every decode step.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from specpair.build import load_pairs
+from specpair.geometry import EXPERT_FORMAT_BYTES, from_hf_config
+from specpair.step_inputs import EXPERT_BYTES, architecture, unmodelled
+from tests.conftest import REPO
+from tests.pairs import artifact, make_pair
+
+CONFIGS = REPO / "tests" / "fixtures" / "configs"
+CORPUS = REPO / "tests" / "fixtures" / "corpus"
+
+GPT_OSS_TOTAL_PARAMS = 116.8e9
+"""gpt-oss-120b's published parameter count (the gpt-oss model card: 116.8B total, 5.1B
+active, a 60.8 GiB checkpoint with its MoE weights in MXFP4 and the rest in BF16)."""
+
+
+def _config(folder: Path) -> dict[str, object]:
+    return json.loads((folder / "config.json").read_text())
+
+
+def _example(name: str):  # type: ignore[no-untyped-def]
+    return next(p for p in load_pairs(REPO) if p.runbook.pair.name == name)
+
+
+def test_gpt_oss_experts_and_bf16_rest_make_up_the_published_checkpoint() -> None:
+    """The example's lock (the config's expert layout, the published 60.8 GiB) with MXFP4
+    experts and a BF16 remainder gives the model card's parameter count: the split the
+    step model reads is the checkpoint's, not an average."""
+    pair = _example("gpt-oss-120b-ngram-sglang-0-5-18")
+    moe = pair.target.geometry.moe
+    assert moe is not None and moe.weight_format == "mxfp4"
+    arch = architecture(pair.target, pair.target_own_weight_bytes,
+                        pair.target_own_active_params)
+    assert arch.routed_params == moe.routed_params  # the experts are kept, not dropped
+    routed_bytes = arch.routed_params * arch.routed_bytes_per_param
+    dense_params = (pair.target_own_weight_bytes - routed_bytes) / 2  # BF16
+    total = dense_params + arch.routed_params
+    assert abs(total / GPT_OSS_TOTAL_PARAMS - 1) < 0.005, total
+
+
+def test_gpt_oss_decode_reads_its_touched_experts_not_the_whole_checkpoint() -> None:
+    """At batch 1 a decode step reads the dense part and 4 of 128 experts per layer: far
+    less than the 65 GB checkpoint (2 × H100, TP 2: 32.6 GB a rank, ≥ 10.6 ms at the
+    fitted bandwidth share)."""
+    pair = _example("gpt-oss-120b-ngram-sglang-0-5-18")
+    generated = REPO / "runbooks" / pair.runbook.pair.name / "generated" / "breakeven.json"
+    first = json.loads(generated.read_text())["curve"][0]
+    assert first["concurrency"] == 1
+    per_rank = pair.target_own_weight_bytes / pair.runbook.deployment.parallel.tensor
+    whole_read_s = per_rank / pair.gpu_spec.bandwidth_bytes_per_s
+    assert first["t_decode_s"] < whole_read_s / 2, (first["t_decode_s"], whole_read_s)
+
+
+@pytest.mark.parametrize("folder", ["openai__gpt-oss-120b", "deepseek-ai__DeepSeek-V3"])
+def test_quantized_experts_fit_inside_their_checkpoint(folder: str) -> None:
+    moe = from_hf_config(_config(CONFIGS / folder)).moe
+    assert moe is not None and moe.bytes_per_param is not None
+    published = {"openai__gpt-oss-120b": 60.8 * 2**30,   # the model card's checkpoint
+                 "deepseek-ai__DeepSeek-V3": 685e9}       # FP8, REFERENCE_MODELS §1
+    assert moe.routed_params * moe.bytes_per_param < published[folder]
+
+
+def test_an_expert_format_not_read_is_refused_by_name_when_the_count_cannot_hold_it() -> None:
+    """Kimi-K2.5's INT4 experts (compressed-tensors pack-quantized) declared as bytes /
+    BF16 size: the count is smaller than the experts, and no split is guessed."""
+    g = from_hf_config(_config(CORPUS / "moonshotai__Kimi-K2.5"))
+    assert g.moe is not None and g.moe.weight_format is None
+    weight_bytes = 595 * 10**9  # about the published INT4 checkpoint; any size under 2 × R
+    pair = make_pair(g, None, speculation={"method": "NGRAM", "num_speculative_tokens": 3},
+                     deployment={"gpu": "H200-141GB", "parallel": {"tensor": 8}},
+                     target_bytes=weight_bytes)
+    refusal = unmodelled(pair)
+    assert refusal is not None and refusal.name == EXPERT_BYTES
+    assert "routed-expert parameters exceed" in refusal.reason
+
+
+def test_a_known_format_that_outweighs_the_checkpoint_is_refused() -> None:
+    g = from_hf_config(_config(CONFIGS / "openai__gpt-oss-120b"))
+    assert g.moe is not None
+    too_small = int(g.moe.routed_params * EXPERT_FORMAT_BYTES["mxfp4"] * 0.9)
+    pair = make_pair(g, None, speculation={"method": "NGRAM", "num_speculative_tokens": 3},
+                     target_bytes=too_small)
+    refusal = unmodelled(pair)
+    assert refusal is not None and refusal.name == EXPERT_BYTES
+    assert "outweigh the checkpoint" in refusal.reason
+
+
+def test_an_unquantized_moe_keeps_the_checkpoint_average() -> None:
+    """Qwen3-30B-A3B in BF16: no quantization_config, the lock's count holds the experts,
+    and they are read at the checkpoint's own bytes per parameter."""
+    g = from_hf_config(_config(CONFIGS / "Qwen__Qwen3-30B-A3B"))
+    assert g.moe is not None and g.moe.weight_format is None
+    art = artifact("target", g, weight_bytes=61_000_000_000)
+    arch = architecture(art, art.weights.weight_bytes, art.weights.total_params)
+    assert arch.routed_params == g.moe.routed_params
+    assert arch.routed_bytes_per_param == 0.0 and arch.bytes_per_param == 2.0
