@@ -96,6 +96,10 @@ class ModelSpec(Strict):
     active_params: float | None = None
     dtype: str | None = Field(default=None, description="weight dtype; FP8 (or 1 byte per "
                               "parameter) uses the GPU's FP8 tensor peak")
+    expert_dtype: str | None = Field(default=None, description="the routed experts' own "
+                                     "stored format where it differs from the rest (gpt-oss: "
+                                     "mxfp4 experts beside BF16 attention and embeddings); "
+                                     "`bytes_per_param` stays the whole checkpoint's")
     attention: Literal["mha", "mla"] | None = None
     hidden: int | None = Field(default=None, description="config hidden_size (information)")
     intermediate: int | None = Field(default=None, description="config intermediate_size "
@@ -127,7 +131,11 @@ class ModelSpec(Strict):
         if size is None:
             raise CalibrationError(f"unknown weight dtype {dtype!r}: use one of "
                                    f"{', '.join(sorted(DTYPE_BYTES))}")
-        return self.model_copy(update={"bytes_per_param": size, "dtype": dtype})
+        if self.expert_dtype is not None and dtype.lower() == self.expert_dtype.lower():
+            # the published checkpoint itself: experts in their format, the rest as stored
+            return self.model_copy(update={"dtype": dtype})
+        return self.model_copy(update={"bytes_per_param": size, "dtype": dtype,
+                                       "expert_dtype": None})
 
     def architecture(self) -> Architecture:
         attention_layers = self.attention_layers if self.attention_layers is not None \
@@ -152,6 +160,8 @@ class ModelSpec(Strict):
             head_dim=self.head_dim, v_head_dim=self.v_head_dim or self.head_dim,
             kv_bytes_per_token=kv, active_params=self.active_params,
             experts=self.experts or 0, top_k=self.top_k or 0, routed_params=routed,
+            routed_bytes_per_param=DTYPE_BYTES[self.expert_dtype.lower()]
+            if self.expert_dtype and routed else 0.0,
             attention_per_head=per_head, prefill_per_head=prefill, fp8=self.fp8, fp4=self.fp4,
             window_layers=self.sliding_window_layers if self.sliding_window else 0,
             window=self.sliding_window or 0, hidden=self.hidden or 0)
