@@ -1,7 +1,7 @@
 """Break-even acceptance and expected speedup of a pair, from the calibrated step model.
 
 Per decode step (see `specpair.stepmodel`): each forward costs a fixed part (per engine;
-separately per draft forward and per speculative step) plus √(T_mem² + T_flops²) of
+separately per draft forward and per speculative step) plus (T_mem³ + T_flops³)^(1/3) of
 T_mem = bytes / (η_bw · BW) and T_flops = FLOPs / (η_f · peak), with the KV read and
 attention FLOPs at the *expected* context (prompt plus half the output) and FP8
 tensor-core FLOPs for FP8 weights. For batch B:

@@ -150,7 +150,7 @@ def page() -> tuple[str, dict[str, bytes]]:
         "The break-even dial predicts, for a pair on a GPU and an engine, the time of a plain "
         "decode step and of a speculative step (see `src/specpair/stepmodel.py`): fixed costs "
         "per forward, per speculative step, per draft forward (per drafter family), per "
-        "tensor-parallel all-reduce and per output token, plus √(T_mem² + T_flops²) of "
+        "tensor-parallel all-reduce and per output token, plus (T_mem³ + T_flops³)^(1/3) of "
         "T_mem = bytes / (η_bw · bandwidth) and T_flops = FLOPs / (η_f · peak): a kernel "
         "near its ridge reaches neither roof. Every parameter is physical and fitted inside "
         "its bounds, per GPU family × engine, on all published points. A published "

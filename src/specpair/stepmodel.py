@@ -3,22 +3,24 @@
 Every forward costs a fixed part and a roofline part:
 
     T_forward = fixed + layers · layer_s + allreduces · allreduce_s
-                + √(T_mem² + T_flops²),  T_mem = bytes / (η_bw · bandwidth),
-                                         T_flops = FLOPs / (η_f · peak)
+                + (T_mem³ + T_flops³)^(1/3),  T_mem = bytes / (η_bw · bandwidth),
+                                              T_flops = FLOPs / (η_f · peak)
 
-- the roofline part blends the two roofs (their 2-norm) instead of taking the larger: a
-  kernel near its ridge reaches neither roof, because a tile's loads and its MMAs overlap
-  imperfectly, so at the ridge it takes √2 × either roof; far from it the larger roof is
-  the time, as with max (a forward 10× past the ridge is within 0.5% of it). Published
-  GEMM timings show the gap: vLLM PR #18778's B200 BF16 GEMM (N 6144, K 4096), with the
-  two roofs set by its M = 1 and M = 1024 times, runs 1.23× the larger roof at M = 256,
-  its ridge (the 2-norm charges 1.41×; that one table does not pin an exponent: with a
-  per-kernel fixed cost, exponents from 2 to ∞ fit it within 3% rms). The 2-norm was the
-  one form tried on leave-one-source-out (2026-12-03), not tuned on it: sweeps in their
-  published direction 29 → 31 of 32 (the two depth sweeps at concurrency 32-64 whose
-  best depth came out two steps short are within one), τ band 116 → 117 of 125, distinct
-  baseline median 14.5% → 14.6%. A roofline per kernel class instead (the GEMMs' and
-  the attention's each their own max) left all three figures as they were;
+- the roofline part blends the two roofs (their 3-norm, `blend`) instead of taking the
+  larger: a kernel near its ridge reaches neither roof, because a tile's loads and its
+  MMAs overlap imperfectly, so at the ridge it takes 2^(1/3) ≈ 1.26 × either roof; far
+  from it the larger roof is the time, as with max. The exponent is measured, not fitted
+  to the calibration points: decode-shaped cuBLAS BF16 GEMMs on one H200
+  (`benchmarks/device/roofline_h200.py`, kept in tests/fixtures/measured/; four serving
+  shapes, M = 1-4096 rows, the roofs taken from each shape's M = 1 bandwidth and best
+  FLOP rate) run up to 1.16-1.30 × the larger roof between M = 160 and 320, their ridge,
+  and the p-norm fits all 80 times best at p = 3-3.5 (rms log error 4.2%; the 2-norm 8.4%,
+  max 7.9%); vLLM PR #18778's B200 BF16 table agrees (1.23 × the larger roof at its
+  ridge). Before the measurement the 2-norm was used, the one form tried on leave-one-
+  source-out then (2026-12-03): sweeps in their published direction 29 → 31 of 32, τ band
+  116 → 117 of 125, distinct baseline median 14.5% → 14.6% against max. A roofline per
+  kernel class instead (the GEMMs' and the attention's each their own max) left all three
+  figures as they were;
 
 - bytes: the weights the step reads (dense part always; of the routed experts the share
   the step's tokens touch, see `Forward.routed_coverage`, counted at 1 / moe_bw: grouped-
@@ -346,14 +348,24 @@ class Forward:
              prefill_flops: float | None = None) -> float:
         """The roofline part alone, at the bandwidth and FLOP/s given (`prefill_flops`:
         the FLOP/s the `extra` prompt tokens' large GEMMs reach, default `flops`): the
-        2-norm of the memory and compute times (the module docstring says why not their
-        maximum)."""
+        memory and compute times blended (`blend`)."""
         compute = self.flops(batch, tokens_per_seq, context) / flops
         if extra:
             compute += (self.flops(0, 0, 0, extra, extra_context)
                         / (prefill_flops or flops))
-        return math.hypot(self.memory(batch, tokens_per_seq, context, locality, chain,
-                                      moe_bw, extra) / bandwidth, compute)
+        return blend(self.memory(batch, tokens_per_seq, context, locality, chain, moe_bw,
+                                 extra) / bandwidth, compute)
+
+
+ROOFLINE_NORM = 3
+"""The exponent of the roofs' blend, measured on an H200's decode-shaped BF16 GEMMs (the
+module docstring; tests/test_roofline_measured.py holds it to that measurement)."""
+
+
+def blend(memory_s: float, compute_s: float, norm: float = ROOFLINE_NORM) -> float:
+    """A kernel's time from its two roofs: their `norm`-norm, the larger roof far from
+    the ridge, 2^(1/norm) × either at it."""
+    return float((memory_s ** norm + compute_s ** norm) ** (1 / norm))
 
 
 _FORWARD_FIELDS = tuple(f.name for f in fields(Forward))

@@ -137,7 +137,7 @@ def breakeven_markdown(pair: ResolvedPair, m: LatencyModel) -> str:
                     _rng(p.speedup_at_reference, p.speedup_at_reference_range)]
                    for p in m.curve]),
             "\n## Model\n\nS(τ, B) = τ · T_decode / (T_draft + T_verify); τ* = (T_draft + "
-            "T_verify) / T_decode; each forward costs a fixed part plus √(T_mem² + T_flops²), "
+            "T_verify) / T_decode; each forward costs a fixed part plus (T_mem³ + T_flops³)^(1/3), "
             "T_mem = bytes / (η_bw · bandwidth), T_flops = FLOPs / (η_f · peak), per rank. "
             "Parameters: "
             f"{cell(m.parameters.values.describe())} ({cell(m.parameters.source)}). "

@@ -1,0 +1,73 @@
+"""The step model's roofline against a GPU's own timings, not against our formula.
+
+tests/fixtures/measured/h200_gemm_roofline.json is what one NVIDIA H200 SXM did
+(benchmarks/device/roofline_h200.py, 2026-12-04, torch 2.11.0+cu130, cuBLAS BF16): a
+streaming read of 4 GiB, and y = x·Wᵀ for four serving-shaped weight matrices at M = 1 …
+4096 rows, each the median of 30 CUDA-graph replays with L2 flushed in between. The roofs
+of each shape are its own: the M = 1 bandwidth and the best FLOP rate of the sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+
+from specpair import hardware
+from specpair.stepmodel import BOUNDS, ROOFLINE_NORM, blend
+from tests.conftest import REPO
+
+MEASURED = json.loads((REPO / "tests" / "fixtures" / "measured" / "h200_gemm_roofline.json")
+                      .read_text())
+
+
+def _shapes() -> dict[tuple[int, int], list[dict[str, float]]]:
+    out: dict[tuple[int, int], list[dict[str, float]]] = defaultdict(list)
+    for row in MEASURED["gemm"]:
+        out[(row["n"], row["k"])].append(row)
+    return out
+
+
+def _rms_log_error(norm: float, rows: list[dict[str, float]]) -> float:
+    bandwidth = rows[0]["bytes"] / rows[0]["seconds"]  # M = 1: a pure weight read
+    peak = max(r["flops"] / r["seconds"] for r in rows)
+    errors = [math.log(r["seconds"] / blend(r["bytes"] / bandwidth, r["flops"] / peak, norm))
+              for r in rows]
+    return math.sqrt(sum(e * e for e in errors) / len(errors))
+
+
+def test_the_measurement_is_an_h200_sweep_across_the_ridge() -> None:
+    assert MEASURED["gpu"] == "NVIDIA H200"
+    for rows in _shapes().values():
+        ms = [r["m"] for r in rows]
+        assert ms[0] == 1 and max(ms) >= 2048  # both roofs inside the sweep
+
+
+def test_the_blend_times_every_measured_gemm_within_six_percent_rms() -> None:
+    for shape, rows in _shapes().items():
+        assert _rms_log_error(ROOFLINE_NORM, rows) < 0.06, shape
+
+
+def test_the_blend_beats_both_the_larger_roof_and_the_two_norm() -> None:
+    """Near the ridge the GEMMs run 1.16-1.30 × the larger roof: max undercharges them,
+    the 2-norm's √2 overcharges them."""
+    rows = [r for shape_rows in _shapes().values() for r in shape_rows]
+    shapes = list(_shapes().values())
+
+    def overall(norm: float) -> float:
+        return math.sqrt(sum(_rms_log_error(norm, s) ** 2 for s in shapes) / len(shapes))
+
+    assert len(rows) == 80
+    assert overall(ROOFLINE_NORM) < 0.8 * overall(2.0)
+    assert overall(ROOFLINE_NORM) < 0.8 * overall(64.0)  # ≈ max
+
+
+def test_the_bandwidth_bound_lies_between_a_gemv_and_a_streaming_read() -> None:
+    """η_bw's upper bound is no more than the card's streaming read reaches, and no less
+    than cuBLAS's best decode GEMV: neither excludes what a kernel does nor allows more."""
+    h200 = hardware.lookup("H200-141GB")
+    assert h200 is not None
+    stream = MEASURED["stream_read_bytes_per_s"] / h200.bandwidth_bytes_per_s
+    best_gemv = max(rows[0]["bytes"] / rows[0]["seconds"] for rows in _shapes().values()) \
+        / h200.bandwidth_bytes_per_s
+    assert best_gemv <= BOUNDS["eta_bw"].hi <= stream, (best_gemv, stream)
