@@ -186,8 +186,10 @@ def llama33_eagle3() -> Lock:
 def deepseek_mtp() -> Lock:
     tg = from_hf_config(config("deepseek-ai__DeepSeek-V3"))
     assert tg.moe is not None
+    # one MLA layer: the per-layer list keeps the first of the target's (all alike)
     dg = tg.model_copy(update={"num_hidden_layers": 1, "full_attention_layers": 1,
                                "architecture": "DeepseekV3ForCausalLM (MTP layer)",
+                               "layers": tg.layers[:1] if tg.layers else None,
                                "moe": tg.moe.model_copy(update={"moe_layers": 1})})
     main_params, mtp_params = 671_000_000_000, 14_000_000_000
     source = hub("deepseek-ai/DeepSeek-V3", "main")
