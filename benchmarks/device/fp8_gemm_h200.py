@@ -11,37 +11,16 @@ mostly on BF16 points; this records whether FP8 reaches the same share of its ow
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 import time
 
 import torch
+from _timing import graphed, timed  # beside this file (run as a script)
 
 SHAPES = [(8192, 8192), (28672, 8192), (57344, 8192)]
 ROWS = [1, 16, 64, 256, 1024, 4096, 8192]
-REPEATS = 30
 
 
-def timed(fn, flush: torch.Tensor) -> float:  # type: ignore[no-untyped-def]
-    times = []
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(REPEATS):
-        flush.zero_()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return statistics.median(times)
-
-
-def graphed(fn):  # type: ignore[no-untyped-def]
-    for _ in range(3):
-        fn()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return g.replay
 
 
 def main() -> None:

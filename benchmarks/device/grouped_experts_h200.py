@@ -14,37 +14,16 @@ group of 16 rows); timing as in roofline_h200.py (CUDA graphs, median of 30, L2 
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 import time
 
 import torch
+from _timing import graphed, timed  # beside this file (run as a script)
 
 SHAPES = {"deepseek-v3-tp8": (256, 7168, 512), "qwen3-30b-a3b-tp2": (128, 2048, 768)}
 TOUCHED = [8, 32, 64, 128, 256]
-REPEATS = 30
 
 
-def timed(fn, flush: torch.Tensor) -> float:  # type: ignore[no-untyped-def]
-    times = []
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(REPEATS):
-        flush.zero_()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return statistics.median(times)
-
-
-def graphed(fn):  # type: ignore[no-untyped-def]
-    for _ in range(3):
-        fn()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return g.replay
 
 
 def main() -> None:

@@ -14,29 +14,16 @@ tests/fixtures/measured/h200_gemm_roofline.json (measured 2026-12-04 on one H200
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 import time
 
 import torch
+from _timing import graphed, timed  # beside this file (run as a script)
 
 SHAPES = [(8192, 8192), (28672, 8192), (8192, 28672), (57344, 8192)]
 ROWS = [1, 2, 4, 8, 16, 32, 64, 96, 128, 160, 192, 224, 256, 320, 384, 512, 768, 1024,
         2048, 4096]
-REPEATS = 30
 
-
-def timed(fn, flush: torch.Tensor) -> float:
-    times = []
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(REPEATS):
-        flush.zero_()  # evict the weights from L2 (60 MB on an H200)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return statistics.median(times)
 
 
 def _stream_read(dev: torch.device, flush: torch.Tensor) -> float:
@@ -59,12 +46,7 @@ def main() -> None:
         for m in ROWS:
             x = torch.randn(m, k, dtype=torch.bfloat16, device=dev)
             y = torch.empty(m, n, dtype=torch.bfloat16, device=dev)
-            for _ in range(3):
-                torch.matmul(x, w.t(), out=y)
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                torch.matmul(x, w.t(), out=y)
-            t = timed(g.replay, flush)
+            t = timed(graphed(lambda a=x, b=w, c=y: torch.matmul(a, b.t(), out=c)), flush)
             rows.append({"n": n, "k": k, "m": m, "seconds": t,
                          "bytes": 2 * (n * k + m * k + m * n), "flops": 2 * m * n * k})
         del w

@@ -24,6 +24,7 @@ import yaml
 from pydantic import Field, ValidationError
 
 from specpair import hardware, yaml_data
+from specpair.geometry import EXPERT_FORMAT_BYTES
 from specpair.memo import value_memo
 from specpair.schema.common import Strict
 from specpair.stepmodel import (
@@ -63,8 +64,8 @@ DRAFT_PRIORS = {"eagle": 4e-4, "eagle3": 4e-4, "mtp": 4e-4, "block": 6e-4,
 FP8_BYTES = 1.0
 GPUS_PER_NODE = 8
 """A `per_node` throughput counts one 8-GPU node (HGX / MI300X platform)."""
-DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "nvfp4": 0.5625,
-               "mxfp4": 0.53125, "int4": 0.5}
+DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5,
+               "nvfp4": EXPERT_FORMAT_BYTES["nvfp4"], "mxfp4": EXPERT_FORMAT_BYTES["mxfp4"]}
 """Weight bytes per parameter as served (FP4 formats with their block scales: NVFP4 one
 FP8 scale per 16 values, MXFP4 one E8M0 scale per 32). NVFP4 checkpoints (ModelOpt) are
 W4A4, activations quantized to FP4 too: they use the FP4 tensor peak where the catalog has
