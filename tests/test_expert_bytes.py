@@ -73,15 +73,33 @@ def test_quantized_experts_fit_inside_their_checkpoint(folder: str) -> None:
     assert moe.routed_params * moe.bytes_per_param < published[folder]
 
 
-def test_an_expert_format_not_read_is_refused_by_name_when_the_count_cannot_hold_it() -> None:
-    """Kimi-K2.5's INT4 experts (compressed-tensors pack-quantized) declared as bytes /
-    BF16 size: the count is smaller than the experts, and no split is guessed."""
+@pytest.mark.parametrize("weight_bytes", [
+    595 * 10**9,        # about the published INT4 checkpoint, declared as bytes / BF16 size:
+    #                     fewer parameters than the experts alone
+    2_100 * 10**9])     # a count that holds all of the model's ~1.03T parameters
+def test_an_expert_format_not_read_is_refused_by_name_whatever_the_count(
+        weight_bytes: int) -> None:
+    """Kimi-K2.5's INT4 experts (compressed-tensors pack-quantized) beside BF16 attention:
+    whether or not the lock's count holds the experts, the checkpoint's average bytes per
+    parameter would put the wrong share of its bytes in them, so no split is guessed."""
     g = from_hf_config(_config(CORPUS / "moonshotai__Kimi-K2.5"))
     assert g.moe is not None and g.moe.weight_format is None
-    weight_bytes = 595 * 10**9  # about the published INT4 checkpoint; any size under 2 × R
+    assert g.moe.unread_quantization == "compressed-tensors"
     pair = make_pair(g, None, speculation={"method": "NGRAM", "num_speculative_tokens": 3},
                      deployment={"gpu": "H200-141GB", "parallel": {"tensor": 8}},
                      target_bytes=weight_bytes)
+    refusal = unmodelled(pair)
+    assert refusal is not None and refusal.name == EXPERT_BYTES
+    assert "compressed-tensors" in refusal.reason and "format" in refusal.reason
+
+
+def test_an_unquantized_moe_whose_count_cannot_hold_its_experts_is_refused() -> None:
+    """Qwen3-30B-A3B in BF16 (no quantization_config) locked with fewer parameters than its
+    ~29B routed-expert parameters: the count, not the format, is what cannot be right."""
+    g = from_hf_config(_config(CONFIGS / "Qwen__Qwen3-30B-A3B"))
+    assert g.moe is not None and g.moe.unread_quantization is None
+    pair = make_pair(g, None, speculation={"method": "NGRAM", "num_speculative_tokens": 3},
+                     target_bytes=40 * 10**9)
     refusal = unmodelled(pair)
     assert refusal is not None and refusal.name == EXPERT_BYTES
     assert "routed-expert parameters exceed" in refusal.reason

@@ -65,6 +65,11 @@ class MixtureOfExperts(Strict):
         "stores them (config.json quantization_config): fp8, mxfp4 or nvfp4; unset where "
         "the config quantizes nothing, or names a scheme whose expert bytes are not read "
         "(compressed-tensors groups, per-layer mixed precision)")
+    unread_quantization: str | None = Field(
+        default=None, description="the config's quantization scheme where it stores the "
+        "routed experts in a format not read here (compressed-tensors, AWQ, GPTQ, ModelOpt "
+        "MIXED_PRECISION, or experts left out of the quantization): their bytes are "
+        "unknown, and the step model refuses rather than spread the checkpoint's average")
 
     @property
     def routed_params(self) -> int:
@@ -77,6 +82,21 @@ class MixtureOfExperts(Strict):
         return None if self.weight_format is None else EXPERT_FORMAT_BYTES[self.weight_format]
 
 
+
+
+def unread_quantization(config: Mapping[str, Any]) -> str | None:
+    """The config's quantization scheme where `expert_format` cannot read the experts'
+    format from it (None: no quantization_config, or one it reads). An unquantized
+    checkpoint keeps every weight, experts included, in the config dtype, so the lock's
+    average bytes per parameter hold for them; a quantized one whose experts' format is
+    not read may hold them in 4 bits beside BF16 attention, or in BF16 beside FP8 linears:
+    the average would put the wrong share of the bytes in the experts."""
+    quant = config.get("quantization_config")
+    if not isinstance(quant, Mapping) or expert_format(config) is not None:
+        return None
+    method = str(quant.get("quant_method") or "unnamed").lower()
+    algo = quant.get("quant_algo")
+    return f"{method} {algo}" if algo else method
 
 
 def expert_format(config: Mapping[str, Any]) -> ExpertFormat | None:
@@ -498,12 +518,13 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
     expert_width = _first(base, "moe_intermediate_size", "expert_intermediate_size",
                           "intermediate_size")
     if experts and top_k and expert_width:
+        quantized = config if "quantization_config" in config else base
         dense_first = int(base.get("first_k_dense_replace") or 0)
         moe = MixtureOfExperts(experts=int(experts), active_experts=int(top_k),
                                expert_params=3 * hidden * int(expert_width),  # gate, up, down
                                moe_layers=max(1, layers - dense_first),
-                               weight_format=expert_format(
-                                   config if "quantization_config" in config else base))
+                               weight_format=expert_format(quantized),
+                               unread_quantization=unread_quantization(quantized))
     block_size = _first({**dflash, **config}, "dspark_block_size") or _first(
         dflash, "block_size") or config.get("block_size")
     target_ids = config.get("dspark_target_layer_ids") or dflash.get(

@@ -128,6 +128,12 @@ def _expert_bytes_refusal(g: Geometry, total: int, weight_bytes: int) -> str | N
         return (f"{moe.routed_params:,} routed-expert parameters in {moe.weight_format} "
                 f"({fmt:g} bytes each) outweigh the checkpoint's {weight_bytes:,} bytes: the "
                 "lock's weight bytes or the config's expert layout is wrong")
+    if moe.unread_quantization is not None:
+        return (f"the config's quantization_config ({moe.unread_quantization}) stores the "
+                "routed experts in a format the step model does not read (it reads fp8, "
+                "mxfp4 and ModelOpt NVFP4 experts): which of the checkpoint's bytes are "
+                "the experts' is unknown, and the checkpoint's average bytes per parameter "
+                "would misplace them")
     if moe.routed_params < total:
         return None
     return (f"the config's {moe.routed_params:,} routed-expert parameters exceed the lock's "
@@ -270,7 +276,10 @@ def refuse_unmodelled(pair: ResolvedPair) -> None:
 
 EXPERT_BYTES_HINT = ("lock the artifact from the hub (`specpair lock`) or declare its "
                      "parameters as the checkpoint's logical parameter count "
-                     "(`weights.params_by_dtype`), or measure the pair (`specpair bench`)")
+                     "(`weights.params_by_dtype`); where the config's quantization "
+                     "scheme stores the experts in a format not read (compressed-tensors, "
+                     "AWQ, GPTQ, per-layer mixed precision), measure the pair "
+                     "(`specpair bench`)")
 
 
 def setup_with(pair: ResolvedPair, budget: Budget, params: StepParams) -> _Setup:
