@@ -123,3 +123,26 @@ def test_no_hopper_fit_reads_experts_faster_than_a_measured_grouped_gemm() -> No
     for fit in calibration.load().fitted:
         if fit.family == "hopper":
             assert BOUNDS["moe_bw"].lo <= fit.params.moe_bw <= max(shares), fit.engine
+
+
+def _slope(xs: list[float], ys: list[float]) -> float:
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) \
+        / sum((x - mx) ** 2 for x in xs)
+
+
+def test_moe_bw_prior_is_the_measured_ratio_of_marginal_bandwidths() -> None:
+    """The prior a group without MoE points keeps for `moe_bw` is the grouped GEMM's
+    marginal bandwidth (seconds per byte over 8-256 touched experts) as a share of the
+    dense GEMV's, per measured expert shape: it lies between the shapes' ratios."""
+    shapes: dict[str, list[dict[str, float]]] = defaultdict(list)
+    for row in GROUPED["rows"]:
+        shapes[row["shape"]].append(row)
+    ratios = []
+    for rows in shapes.values():
+        sizes = [r["bytes"] for r in rows]
+        ratios.append(_slope(sizes, [r["dense_seconds"] for r in rows])
+                      / _slope(sizes, [r["grouped_seconds"] for r in rows]))
+    assert len(ratios) == 2
+    prior = calibration.UNCALIBRATED.moe_bw
+    assert min(ratios) - 0.01 <= prior <= max(ratios) + 0.01, (ratios, prior)
