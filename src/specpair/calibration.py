@@ -809,6 +809,16 @@ depth sweep's best depth wrong, and is not used."""
 # keeps weight 1) gave 14.8%, τ band 87 of 125, 24 of 32 sweeps: where a group's
 # between-source spread comes out small, its long sweeps outvote the other sources again.
 # Not used; each source still weighs the same.
+# Tried after the measured moe_bw prior (2026-12-04, from 14.4%; τ band 115 of 125, 31 of
+# 32 sweeps):
+# - vLLM's async scheduling as `forward_s` hidden behind the GPU's step (decode: max(f,
+#   rest); verify: its GPU part alone) where a point states it, else from the release
+#   (assumed default from v0.13 for decode, v0.15 with EAGLE/MTP; 84 points): 14.9%, the
+#   τ band and sweeps unchanged. InferenceX #828's gpt-oss rows (v0.15.1) held out stay
+#   ~15% slow: the hopper × vLLM fit without them has forward_s 1.75 ms and all-reduces of
+#   20 µs, set by older releases' points;
+# - a fixed 15 µs per MoE layer (the measured grouped GEMM's intercept above a dense
+#   GEMV's, two GEMMs a layer) with the measured moe_bw prior: 15.6%, 30 of 32 sweeps.
 
 
 def _informative(points: Iterable[Point]) -> list[Point]:
