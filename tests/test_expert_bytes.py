@@ -125,3 +125,23 @@ def test_an_unquantized_moe_keeps_the_checkpoint_average() -> None:
     arch = architecture(art, art.weights.weight_bytes, art.weights.total_params)
     assert arch.routed_params == g.moe.routed_params
     assert arch.routed_bytes_per_param == 0.0 and arch.bytes_per_param == 2.0
+
+
+def test_experts_left_out_of_an_fp8_quantization_are_not_read_as_fp8() -> None:
+    """Qwen3-30B-A3B-FP8's own config quantizes its experts (its exclusions name only the
+    routers and norms); the same config with the experts added to modules_to_not_convert
+    keeps them in BF16 beside FP8 linears: not fp8, and refused rather than averaged."""
+    config = _config(CORPUS / "Qwen__Qwen3-30B-A3B-FP8")
+    g = from_hf_config(config)
+    assert g.moe is not None and g.moe.weight_format == "fp8"
+    assert g.moe.unread_quantization is None
+    quant = dict(config["quantization_config"])  # type: ignore[call-overload]
+    quant["modules_to_not_convert"] = [*quant["modules_to_not_convert"], "mlp.experts"]
+    g = from_hf_config({**config, "quantization_config": quant})
+    assert g.moe is not None and g.moe.weight_format is None
+    assert g.moe.unread_quantization == "fp8, experts left out"
+    pair = make_pair(g, None, speculation={"method": "NGRAM", "num_speculative_tokens": 3},
+                     target_bytes=64 * 10**9)
+    refusal = unmodelled(pair)
+    assert refusal is not None and refusal.name == EXPERT_BYTES
+    assert "experts left out" in refusal.reason

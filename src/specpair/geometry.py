@@ -96,7 +96,17 @@ def unread_quantization(config: Mapping[str, Any]) -> str | None:
         return None
     method = str(quant.get("quant_method") or "unnamed").lower()
     algo = quant.get("quant_algo")
-    return f"{method} {algo}" if algo else method
+    scheme = f"{method} {algo}" if algo else method
+    return f"{scheme}, experts left out" if _experts_excluded(quant) else scheme
+
+
+def _experts_excluded(quant: Mapping[str, Any]) -> bool:
+    """Whether a quantization_config's exclusion lists name the routed experts (shared
+    experts are dense MLPs beside the routed ones: a pattern naming only them leaves the
+    routed experts quantized)."""
+    excluded = [str(m) for key in ("modules_to_not_convert", "ignore", "exclude_modules")
+                for m in (quant.get(key) or []) if isinstance(quant.get(key), list)]
+    return any("expert" in m and "shared_expert" not in m for m in excluded)
 
 
 def expert_format(config: Mapping[str, Any]) -> ExpertFormat | None:
@@ -112,11 +122,7 @@ def expert_format(config: Mapping[str, Any]) -> ExpertFormat | None:
     if not isinstance(quant, Mapping):
         return None
     method = str(quant.get("quant_method") or "").lower()
-    excluded = [str(m) for key in ("modules_to_not_convert", "ignore", "exclude_modules")
-                for m in (quant.get(key) or []) if isinstance(quant.get(key), list)]
-    # shared experts are dense MLPs beside the routed ones; a pattern naming them leaves
-    # the routed experts quantized
-    if any("expert" in m and "shared_expert" not in m for m in excluded):
+    if _experts_excluded(quant):
         return None
     if method == "fp8" and quant.get("quant_algo") in (None, "FP8"):
         return "fp8"
