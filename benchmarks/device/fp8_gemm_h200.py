@@ -21,8 +21,6 @@ SHAPES = [(8192, 8192), (28672, 8192), (57344, 8192)]
 ROWS = [1, 16, 64, 256, 1024, 4096, 8192]
 
 
-
-
 def main() -> None:
     dev = torch.device("cuda")
     flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)

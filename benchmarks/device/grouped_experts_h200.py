@@ -24,8 +24,6 @@ SHAPES = {"deepseek-v3-tp8": (256, 7168, 512), "qwen3-30b-a3b-tp2": (128, 2048, 
 TOUCHED = [8, 32, 64, 128, 256]
 
 
-
-
 def main() -> None:
     dev = torch.device("cuda")
     flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
@@ -35,25 +33,23 @@ def main() -> None:
         for touched in (t for t in TOUCHED if t <= experts):
             sub = w[:touched].contiguous()
             dense = sub.reshape(touched * k, n).t().contiguous()  # the same bytes, one matrix
-            for tokens in (1,):
-                # one decode token per touched expert, its group padded to 16 rows (the
-                # grouped kernel's row alignment); the weights dominate the bytes either way
-                per = 16
-                x = torch.randn(touched * per, k, dtype=torch.bfloat16, device=dev)
-                offs = torch.arange(per, touched * per + 1, per, dtype=torch.int32,
-                                    device=dev)
-                try:
-                    grouped = timed(graphed(lambda a=x, b=sub, o=offs: torch._grouped_mm(
-                        a, b, offs=o, out_dtype=torch.bfloat16)), flush)
-                except Exception as exc:  # record why, keep the others
-                    grouped = None
-                    print(f"{name} {touched} {tokens}: {exc}", file=sys.stderr)
-                xd = torch.randn(tokens, touched * k, dtype=torch.bfloat16, device=dev)
-                gemv = timed(graphed(lambda a=xd, b=dense: torch.matmul(a, b.t())), flush)
-                rows.append({"shape": name, "experts": experts, "k": k, "n": n,
-                             "touched": touched, "tokens": tokens, "rows_per_group": per,
-                             "bytes": 2 * touched * k * n, "grouped_seconds": grouped,
-                             "dense_seconds": gemv})
+            # one decode token per touched expert, its group padded to 16 rows (the grouped
+            # kernel's row alignment); the weights dominate the bytes either way
+            tokens, per = 1, 16
+            x = torch.randn(touched * per, k, dtype=torch.bfloat16, device=dev)
+            offs = torch.arange(per, touched * per + 1, per, dtype=torch.int32, device=dev)
+            try:
+                grouped = timed(graphed(lambda a=x, b=sub, o=offs: torch._grouped_mm(
+                    a, b, offs=o, out_dtype=torch.bfloat16)), flush)
+            except Exception as exc:  # record why, keep the others
+                grouped = None
+                print(f"{name} {touched}: {exc}", file=sys.stderr)
+            xd = torch.randn(tokens, touched * k, dtype=torch.bfloat16, device=dev)
+            gemv = timed(graphed(lambda a=xd, b=dense: torch.matmul(a, b.t())), flush)
+            rows.append({"shape": name, "experts": experts, "k": k, "n": n,
+                         "touched": touched, "tokens": tokens, "rows_per_group": per,
+                         "bytes": 2 * touched * k * n, "grouped_seconds": grouped,
+                         "dense_seconds": gemv})
     with open(sys.argv[1], "w") as f:
         json.dump({"gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__,
                    "measured_at": time.strftime("%Y-%m-%d"), "rows": rows}, f, indent=1)

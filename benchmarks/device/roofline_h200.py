@@ -25,7 +25,6 @@ ROWS = [1, 2, 4, 8, 16, 32, 64, 96, 128, 160, 192, 224, 256, 320, 384, 512, 768,
         2048, 4096]
 
 
-
 def _stream_read(dev: torch.device, flush: torch.Tensor) -> float:
     """A plain streaming read of 4 GiB: the bandwidth ceiling a kernel can reach here."""
     big = torch.ones(4 << 30, dtype=torch.uint8, device=dev).view(torch.int64)

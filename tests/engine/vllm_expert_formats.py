@@ -13,7 +13,8 @@ real quantization config and the few fields `create_weights` reads of its `Fused
 (gated MLP: two shards in w13, no bias) and of its own constructor's choices (the block-FP8
 scale name, no per-expert global scale); the tensor-parallel group is one rank (rank 0 of
 world size 1: no process group exists), which the weight parameters and the block-shape
-check ask for.
+check ask for. gpt-oss's BF16 expert biases (about 0.1% of its expert bytes) belong to no
+weight format and are outside the table, so none is allocated here.
 """
 
 from __future__ import annotations
