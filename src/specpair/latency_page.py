@@ -139,6 +139,8 @@ def page() -> tuple[str, dict[str, bytes]]:
                     f"by drafter family: {drafts or '– (no speculative points with τ)'} "
                     f"(fitted on {len(f.fitted_on)} points){at}")
     bounds = [f"| {name} | {b.lo:g} | {b.hi:g} | {b.why} |" for name, b in BOUNDS.items()]
+    measured = [f"| {name} | {m.value:g} | ×{m.spread:g} | {m.why} |"
+                for name, m in calibration.MEASURED_PRIORS.items()]
     bounds += [f"| draft_s ({name}) | {b.lo:g} | {b.hi:g} | {b.why} |"
                for name, b in DRAFT_BOUNDS.items()]
     bands = [f"| {b.family} × {b.engine} × {b.drafter} | {b.quantity} | {b.n} | "
@@ -212,6 +214,17 @@ def page() -> tuple[str, dict[str, bytes]]:
         "own peaks, which carry the hardware difference; fixed costs are the engine's), "
         "and its outputs say so; cross-validated, a source that is its family's only one "
         "is predicted that way.",
+        "",
+        "### Measured priors",
+        "",
+        "A parameter measured outside the published points is held near its measurement in "
+        "every fit: it pays as much as one source whose error is the measurement's spread "
+        "(one σ, as a factor), so a group whose few sources disagree cannot move it far. "
+        "The other parameters are pulled to their priors only weakly, to break ties.",
+        "",
+        "| parameter | measured | spread (1 σ) | why |",
+        "|---|---|---|---|",
+        *measured,
         "",
         "### Bounds",
         "",
