@@ -58,52 +58,47 @@ MEASURED_MOE_BW = 0.82
 (tests/fixtures/measured/h200_grouped_experts.json, benchmarks/device/grouped_experts_h200.py):
 the ratio of their marginal bandwidths (slopes of time over bytes, 8-256 touched experts)
 is 0.81 for DeepSeek-V3's TP-8 expert slice and 0.83 for Qwen3-30B-A3B's TP-2 one; their
-fixed parts are what `layer_s` carries. The prior of `moe_bw`, held there within
-`MEASURED_PRIORS`' spread in every fit and kept by a group without MoE points. It was 0.7,
-an assumption (leave-one-source-out, 2026-12-04: distinct baseline median |error| 14.7% ->
-14.4%, the τ band and sweeps unchanged). The dense GEMV's own marginal bandwidth, 0.87 of
-the H200's peak, as `eta_bw`'s prior (0.8, assumed) gave 14.7%; held within ×1.25 as
-`moe_bw` is, 11.7% but 29 of 32 sweeps (one H200's GEMV is not every GPU's streaming
-share): `eta_bw` keeps its weak tie-breaking prior."""
+fixed parts are what `layer_s` carries. `moe_bw` on Hopper (`MEASURED`), and the prior of
+every other fit's. As a prior only it was 0.7, an assumption (leave-one-source-out,
+2026-12-04: distinct baseline median |error| 14.7% -> 14.4%, the τ band and sweeps
+unchanged). The dense GEMV's own marginal bandwidth, 0.87 of the H200's peak, as
+`eta_bw`'s prior (0.8, assumed) gave 14.7%, and held there as `moe_bw` is, 11.7% but 29 of
+32 sweeps: `eta_bw` stays fitted."""
 
 
 @dataclass(frozen=True)
-class MeasuredPrior:
-    """A parameter's value as measured outside the published points, and how far a fit
-    may move it: one σ of the pull is a factor `spread` (`fit_bounded`'s `spreads`)."""
+class Measured:
+    """A parameter measured outside the published points, on the GPU families it was
+    measured on: there the fits take it as given instead of fitting it."""
 
     value: float
-    spread: float
+    families: tuple[str, ...]
     why: str
 
-    @property
-    def sigma(self) -> float:
-        return math.log(self.spread)
 
-
-MEASURED_PRIORS: dict[str, MeasuredPrior] = {
-    "moe_bw": MeasuredPrior(MEASURED_MOE_BW, 1.25, (
-        "the grouped GEMM's measured read share of the dense GEMV's bandwidth on an H200, "
-        "0.82 (marginal, 0.81 and 0.83 for two expert shapes); its per-size shares span "
-        "0.66-0.87 (8 touched experts to 256), ×0.80-×1.06 of it, so one σ is ×1.25. The "
-        "engines' own fused kernels (FP8 block, MXFP4, NVFP4), other GPUs and the routing "
-        "around the GEMMs are not measured: the points move it, but a group whose few MoE "
-        "sources disagree no longer sets it alone")),
+MEASURED: dict[str, Measured] = {
+    "moe_bw": Measured(MEASURED_MOE_BW, ("hopper",), (
+        "the grouped GEMM's marginal read bandwidth as a share of a dense GEMV's on an "
+        "H200, 0.81 and 0.83 for two expert shapes (DeepSeek-V3 at TP 8, Qwen3-30B-A3B at "
+        "TP 2); H100 and H200 share the architecture and the engines' fused-MoE kernels. "
+        "Other GPU families are not measured: their fits keep it free")),
 }
-"""Priors from measurements of our own, each held within its spread in every fit (a
-weak pull, `PRIOR_WEIGHT`, holds the others). Chosen from the measurement's spread, not
-from the cross-validation (2026-12-04, leave-one-source-out with `moe_bw` held within
-×1.25: the distinct baseline median |error| 14.4% -> 11.8%, τ band 115 -> 116 of 125,
-31 of 32 sweeps; within ×1.1 11.8%, within ×1.5 10.9%, the τ band and sweeps the same):
-without it, hopper × vLLM held out InferenceX #828's gpt-oss-120b rows fitted 0.62 on the
-few other MoE points and predicted those rows ~15% slow, and hopper × SGLang's 0.57 (set by
-Qwen3-30B-A3B, gpt-oss-120b and GLM-4.7-Flash) had InferenceX's DeepSeek-R1 H200 sweep
-20-27% slow at concurrency 16-64. What it costs, held out: where a group's MoE rows are
-slower than their expert bytes at the measured share, the fit lowers the dense share or
-raises the per-sequence cost instead (hopper × SGLang's `token_s` ends on its bound):
-tomasruizt's dense Llama-3.3-70B curve went ×0.88 -> ×0.82 at concurrency 1, SpecForge's
-Qwen3-30B-A3B curve ×1.09 -> ×1.30 at 32-64, and the held-out set (data/
-held_out_points.yaml, stored fits) 64.7% -> 67.4%."""
+"""Parameters the fits of a GPU family take as measured (leave-one-source-out,
+2026-12-04, `moe_bw` on Hopper: distinct baseline median |error| 14.4% -> 12.4%, 82 of
+165 within 12%, τ band 115 -> 116 of 125, 31 of 32 sweeps). Without it, hopper × vLLM held
+out InferenceX #828's gpt-oss-120b rows fitted 0.62 on the few other MoE points and
+predicted those rows ~15% slow, and hopper × SGLang's 0.57 (set by Qwen3-30B-A3B,
+gpt-oss-120b and GLM-4.7-Flash) had InferenceX's DeepSeek-R1 H200 sweep 20-27% slow at
+concurrency 16-64. What it costs, held out: where a Hopper group's MoE rows are slower than
+their expert bytes at the measured share, the fit lowers the dense share or raises the
+per-sequence cost instead: tomasruizt's dense Llama-3.3-70B curve went ×0.88 -> ×0.82 at
+concurrency 1, SpecForge's Qwen3-30B-A3B curve ×1.09 -> ×1.30 at 32-64; the held-out set
+(data/held_out_points.yaml with the stored fits: baseline median |error|) 64.7% -> 66.7%,
+and the cross-validated median |error| of the speedups 7.3% -> 8.6%. Tried and not
+used: the same measurement pulling every family's fit (a prior of weight 1/ln 1.25 in the
+log residuals, which each source enters with unit weight: in effect the value itself),
+11.8%, but ampere × vLLM then met its one MXFP4 point with a 6 ms per-forward cost on
+every A100 forward, and the AMD families' baselines went 40-54% -> 52-74%."""
 
 
 # Where no fit exists yet: plausible serving-engine figures inside every bound, labelled as
@@ -706,7 +701,8 @@ SHARED = ("eta_bw", "eta_flops", "forward_s", "speculative_s", "allreduce_s", "t
 def identifiable(points: Sequence[Point], data: CalibrationData) -> list[str]:
     """The parameters these points can pin down; the others keep their priors (no tensor
     parallelism: no all-reduce cost; one concurrency: no per-token cost; no speculative
-    point with τ: no per-step or per-draft cost; no MoE verify: no routing locality)."""
+    point with τ: no per-step or per-draft cost; no MoE verify: no routing locality); a
+    parameter measured on every GPU family of the points (`MEASURED`) is taken as measured."""
     spec = [p for p in points if p.method is not None and p.tau is not None]
     free = ["eta_bw", "eta_flops", "forward_s"]
     if spec:
@@ -730,12 +726,15 @@ def identifiable(points: Sequence[Point], data: CalibrationData) -> list[str]:
     if any(data.models[p.target].experts for p in points):
         free.append("moe_bw")
     free += [f"draft_s.{d}" for d in sorted({p.drafter for p in spec})]
-    return free
+    # a parameter measured on every family these points come from is taken as measured
+    families = {family_of(p.gpu) for p in points}
+    return [n for n in free if n not in MEASURED or not families <= set(MEASURED[n].families)]
 
 
 def _start(fits_prior: StepParams = UNCALIBRATED) -> dict[str, float]:
     out = {n: float(getattr(fits_prior, n)) for n in SHARED}
     out.update({f"draft_s.{d}": v for d, v in DRAFT_PRIORS.items()})
+    out.update({n: m.value for n, m in MEASURED.items()})
     return out
 
 
@@ -776,8 +775,7 @@ def fit_group(points: Sequence[Point], data: CalibrationData) -> tuple[dict[str,
                 out.append(w * math.log(pred.speedup / pt.speedup))
         return out
 
-    result = fit_bounded(residuals, _start(), free,
-                         spreads={n: m.sigma for n, m in MEASURED_PRIORS.items()})
+    result = fit_bounded(residuals, _start(), free)
     return result.values, free, result.at_bound
 
 

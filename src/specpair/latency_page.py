@@ -139,8 +139,8 @@ def page() -> tuple[str, dict[str, bytes]]:
                     f"by drafter family: {drafts or '– (no speculative points with τ)'} "
                     f"(fitted on {len(f.fitted_on)} points){at}")
     bounds = [f"| {name} | {b.lo:g} | {b.hi:g} | {b.why} |" for name, b in BOUNDS.items()]
-    measured = [f"| {name} | {m.value:g} | ×{m.spread:g} | {m.why} |"
-                for name, m in calibration.MEASURED_PRIORS.items()]
+    measured = [f"| {name} | {m.value:g} | {', '.join(m.families)} | {m.why} |"
+                for name, m in calibration.MEASURED.items()]
     bounds += [f"| draft_s ({name}) | {b.lo:g} | {b.hi:g} | {b.why} |"
                for name, b in DRAFT_BOUNDS.items()]
     bands = [f"| {b.family} × {b.engine} × {b.drafter} | {b.quantity} | {b.n} | "
@@ -215,14 +215,14 @@ def page() -> tuple[str, dict[str, bytes]]:
         "and its outputs say so; cross-validated, a source that is its family's only one "
         "is predicted that way.",
         "",
-        "### Measured priors",
+        "### Measured parameters",
         "",
-        "A parameter measured outside the published points is held near its measurement in "
-        "every fit: it pays as much as one source whose error is the measurement's spread "
-        "(one σ, as a factor), so a group whose few sources disagree cannot move it far. "
-        "The other parameters are pulled to their priors only weakly, to break ties.",
+        "A parameter measured outside the published points is taken as measured by the fits "
+        "of the GPU families it was measured on, rather than fitted there; elsewhere it is "
+        "fitted, pulled to the measurement only weakly, to break ties, as every other "
+        "parameter is to its prior.",
         "",
-        "| parameter | measured | spread (1 σ) | why |",
+        "| parameter | measured | on GPU families | why |",
         "|---|---|---|---|",
         *measured,
         "",

@@ -59,9 +59,7 @@ step times are decode steps alone.
 
 Every parameter is physical and bounded (`BOUNDS`, each with its reason); the fit
 (`fit_bounded`, scipy's bounded trust-region least squares) stays inside them and says
-which parameters ended on a bound. A parameter measured outside the published points is
-also held near its measurement, within the measurement's spread (`fit_bounded`'s
-`spreads`; the calibration's `MEASURED_PRIORS`).
+which parameters ended on a bound.
 
 One model-description path: a runbook's resolved geometry and a calibration point's
 model entry both become an `Architecture`, and `Architecture.forward(tp, ep)` is the only
@@ -718,21 +716,16 @@ PRIOR_WEIGHT = 0.1
 """Each free parameter also pays (0.1 · ln(value / prior))²: a weak pull to the prior that
 keeps a parameter the points barely see at its prior and breaks ties between parameters
 the points trade against each other (it matches one point's ln 2 residual only ×1000 off
-the prior, so it never outvotes the data). A parameter with a measured prior pays
-(ln(value / prior) / σ)² instead (`fit_bounded`'s `spreads`): the measurement counts as
-much as one source whose error is σ."""
+the prior, so it never outvotes the data)."""
 
 
 def fit_bounded(residuals: Callable[[Mapping[str, float]], Sequence[float]],
                 start: Mapping[str, float], free: Sequence[str],
                 prior_weight: float = PRIOR_WEIGHT,
-                bounds: Mapping[str, Bound] | None = None,
-                spreads: Mapping[str, float] | None = None) -> FitResult:
+                bounds: Mapping[str, Bound] | None = None) -> FitResult:
     """Least squares in log space within each parameter's physical `Bound`.
 
-    `spreads`: parameter → σ, in log, of a measured prior (its value is `start`'s): that
-    parameter is pulled to it with weight 1/σ rather than `prior_weight`. scipy's
-    trust-region-reflective solver keeps every iterate inside the box and is
+    scipy's trust-region-reflective solver keeps every iterate inside the box and is
     deterministic; a value within 0.5% (in log) of a bound is reported as on it."""
     import numpy as np
     from scipy.optimize import least_squares  # type: ignore[import-untyped]
@@ -742,8 +735,6 @@ def fit_bounded(residuals: Callable[[Mapping[str, float]], Sequence[float]],
     hi = np.array([math.log(bound_of(n, bounds).hi) for n in names])
     prior = np.array([min(max(math.log(start[n]), lo[i]), hi[i])
                       for i, n in enumerate(names)])
-    pull = np.array([1 / spreads[n] if spreads and n in spreads else prior_weight
-                     for n in names])
 
     def values(x: Iterable[float]) -> dict[str, float]:
         out = dict(start)
@@ -752,7 +743,7 @@ def fit_bounded(residuals: Callable[[Mapping[str, float]], Sequence[float]],
 
     def f(x: np.ndarray) -> np.ndarray:
         r = list(residuals(values(x)))
-        return np.array(r + list(pull * (x - prior)), dtype=float)
+        return np.array(r + list(prior_weight * (x - prior)), dtype=float)
 
     x0 = np.clip(prior, lo + 1e-9, hi - 1e-9)
     if not names:
