@@ -302,7 +302,7 @@ def test_a_held_out_dense_baseline_curve_is_read_apart_from_the_experts() -> Non
         assert 0.8 <= r.baseline_ratio <= 1.15, r
     fit = next(f for f in calibration.load().fitted
                if (f.family, f.engine) == ("hopper", "vllm"))
-    assert "layer_s" in fit.free and "eta_bw" in fit.free
+    assert "layer_s" in fit.free and "moe_bw" not in fit.free
     assert fit.params.moe_bw == calibration.MEASURED["moe_bw"].value
 
 

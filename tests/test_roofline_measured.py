@@ -146,7 +146,7 @@ def test_moe_bw_prior_is_the_measured_ratio_of_marginal_bandwidths() -> None:
     assert len(ratios) == 2
     prior = calibration.UNCALIBRATED.moe_bw
     assert min(ratios) - 0.01 <= prior <= max(ratios) + 0.01, (ratios, prior)
-
+    assert calibration.MEASURED["moe_bw"].value == prior  # one value: prior and measured
 
 
 def test_hopper_fits_take_the_measured_read_share_and_other_families_fit_theirs() -> None:
@@ -163,3 +163,16 @@ def test_hopper_fits_take_the_measured_read_share_and_other_families_fit_theirs(
             assert "moe_bw" not in fit.free and fit.params.moe_bw == measured.value
         elif fit.family in moe_families or fit.family == calibration.POOLED:
             assert "moe_bw" in fit.free, (fit.family, fit.engine)
+
+
+def test_a_group_takes_a_measured_parameter_only_where_every_point_is_of_its_family() -> None:
+    """`identifiable` drops `moe_bw` for MoE points all on Hopper GPUs (H100 and H200),
+    and keeps it free once a point of another family joins them (an engine's pool)."""
+    data = calibration.load()
+    moe = [p for p in data.points if data.models[p.target].experts and p.refusal is None]
+    hopper = [p for p in moe if calibration.family_of(p.gpu) == "hopper"]
+    other = next(p for p in moe if calibration.family_of(p.gpu) == "blackwell")
+    assert {p.gpu for p in hopper} >= {"H100-80GB", "H200-141GB"}
+    assert "moe_bw" not in calibration.identifiable(hopper, data)
+    assert "moe_bw" in calibration.identifiable([*hopper, other], data)
+    assert "moe_bw" in calibration.identifiable([other], data)

@@ -735,7 +735,6 @@ def identifiable(points: Sequence[Point], data: CalibrationData) -> list[str]:
 def _start(fits_prior: StepParams = UNCALIBRATED) -> dict[str, float]:
     out = {n: float(getattr(fits_prior, n)) for n in SHARED}
     out.update({f"draft_s.{d}": v for d, v in DRAFT_PRIORS.items()})
-    out.update({n: m.value for n, m in MEASURED.items()})
     return out
 
 
