@@ -602,6 +602,12 @@ def hardware_of(gpu_key: str, p2p: bool | None = None) -> Hardware:
     gpu = hardware.lookup(gpu_key)
     if gpu is None:
         raise CalibrationError(f"unknown GPU {gpu_key!r}: {hardware.unknown_hint(gpu_key)}")
+    return hardware_for(gpu, p2p)
+
+
+def hardware_for(gpu: hardware.GPU, p2p: bool | None = None) -> Hardware:
+    """The step model's view of a GPU, one path for a calibration point and a runbook: a
+    runbook's NVFP4 target on Blackwell meets the FP4 tensor peak as the points' did."""
     return Hardware(gpu.bandwidth_bytes_per_s, gpu.bf16_dense_flops, gpu.fp8_dense_flops,
                     link_for(gpu.key, gpu.family, p2p), gpu.fp4_dense_flops)
 

@@ -31,7 +31,6 @@ from specpair.stepmodel import (
     StepParams,
     deployment_refusal,
     drafter_family,
-    link_for,
     shape_for,
 )
 
@@ -289,6 +288,5 @@ def setup_with(pair: ResolvedPair, budget: Budget, params: StepParams) -> _Setup
     context, _ = expected_context(pair)
     speedup_band, throughput_band = bands(pair)
     return _Setup(target, draft, draft_shape(pair), context,
-                  Hardware(gpu.bandwidth_bytes_per_s, gpu.bf16_dense_flops,
-                           gpu.fp8_dense_flops, link_for(gpu.key, gpu.family)),
+                  calibration.hardware_for(gpu),
                   params, speedup_band, throughput_band)
