@@ -128,3 +128,54 @@ def test_a_runbook_and_a_calibration_point_see_one_gpu_alike(key: str) -> None:
     hw = latency.setup(pair, compute(pair)).hw
     assert hw == calibration.hardware_of(key)
     assert hw.fp4_flops == hardware.CATALOG[key].fp4_dense_flops
+
+
+def test_every_measured_bandwidth_is_the_figure_its_quote_shows() -> None:
+    """Each measured figure is printed in the quote of its published source (TB/s, or
+    GB/s in RRZE's gpu-stream rows) and lies below the datasheet peak it is a share of."""
+    measured = [g for g in hardware.CATALOG.values()
+                if g.measured_bandwidth_bytes_per_s is not None]
+    assert {g.family for g in measured} >= {"hopper", "ampere", "cdna3"}
+    for gpu in measured:
+        tb_s = gpu.measured_bandwidth_bytes_per_s / 1e12  # type: ignore[operator]
+        quoted = {f"{tb_s:.2f}", f"{round(tb_s * 1000)}"}
+        assert any(q in gpu.bandwidth_measurement for q in quoted), (gpu.key, quoted)
+        assert 0.6 < tb_s * 1e12 / gpu.bandwidth_bytes_per_s < 1.0
+
+
+def test_a_measured_bandwidth_above_the_peak_is_refused() -> None:
+    raw = {"key": "X", "name": "X", "family": "hopper", "memory_mib": 1000,
+           "bandwidth_tb_s": 2.0, "bf16_dense_tflops": 100, "free_before_load_gib": 0.5,
+           "source": "test", "measured_bandwidth_tb_s": 2.5, "bandwidth_measurement": "q"}
+    with pytest.raises(ValueError, match="must lie in"):
+        hardware._entry(raw)
+    with pytest.raises(ValueError, match="needs its bandwidth_measurement"):
+        hardware._entry({**raw, "measured_bandwidth_tb_s": 1.5, "bandwidth_measurement": ""})
+    assert hardware._entry({**raw, "measured_bandwidth_tb_s": 1.5}) \
+        .achievable_bandwidth_bytes_per_s == 1.5e12
+
+
+def test_an_inline_measured_bandwidth_above_its_peak_points_at_the_field(
+        tmp_path: Path) -> None:
+    with pytest.raises(SpecpairError) as info:
+        load_runbook(write(tmp_path / "runbooks" / "demo" / "runbook.yaml", MINIMAL.replace(
+            "gpu: H100-80GB", "gpu: {name: x, memory_mib: 1000, bandwidth_tb_s: 1.0, "
+                              "measured_bandwidth_tb_s: 1.2, bf16_dense_tflops: 10}")))
+    (problem,) = [p for p in info.value.problems  # the union's string form also fails
+                  if p.location.field.endswith("measured_bandwidth_tb_s")]
+    assert problem.location.line == 6 and "exceeds the 1 TB/s peak" in problem.message
+
+
+def test_a_gpu_without_a_measurement_says_its_bandwidth_is_assumed() -> None:
+    """An unmeasured GPU's memory roof is its peak times the median measured share of its
+    family (of the catalog where its family has none), and every latency output says so."""
+    b200, mi325x = hardware.CATALOG["B200-180GB"], hardware.CATALOG["MI325X-256GB"]
+    mi300x = hardware.CATALOG["MI300X-192GB"]
+    assert b200.measured_bandwidth_bytes_per_s is None
+    assert mi325x.achievable_bandwidth_bytes_per_s / mi325x.bandwidth_bytes_per_s == \
+        pytest.approx(mi300x.achievable_bandwidth_bytes_per_s / mi300x.bandwidth_bytes_per_s)
+    assert "not measured" in b200.bandwidth_basis and "catalog" in b200.bandwidth_basis
+    pair = make_pair(dense(32), dense(1), speculation={"method": "EAGLE3",
+                                                       "num_speculative_tokens": 3},
+                     deployment={"gpu": "B200-180GB"})
+    assert any("not measured" in a for a in model(pair, compute(pair)).assumptions)

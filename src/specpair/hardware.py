@@ -10,6 +10,7 @@ dense (without 2:4 sparsity). `memory_bytes` is what the driver reports as total
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -49,6 +50,30 @@ class GPU:
     aliases: tuple[str, ...] = ()
     common: bool = False
     """One of the data-center GPUs `specpair plan --gpus common` searches."""
+    measured_bandwidth_bytes_per_s: float | None = None
+    """What a bandwidth test (STREAM-class, large arrays) reaches on this GPU, from a
+    published measurement (`bandwidth_measurement`); None where none was found."""
+    bandwidth_measurement: str = ""
+
+    @property
+    def achievable_bandwidth_bytes_per_s(self) -> float:
+        """The memory roof the step model's decode reads run against: the measured figure,
+        else the peak times an assumed share (`assumed_bandwidth_share`). Datasheet peaks
+        are not equally reachable: HBM on one vendor's GPUs reaches a larger share of its
+        peak than on another's (BabelStream triad: 0.86-0.89 on H100/H200, 0.77 on MI300X),
+        so a share of the peak fitted on one family would not carry to the next."""
+        if self.measured_bandwidth_bytes_per_s is not None:
+            return self.measured_bandwidth_bytes_per_s
+        return self.bandwidth_bytes_per_s * assumed_bandwidth_share(self.family)[0]
+
+    @property
+    def bandwidth_basis(self) -> str:
+        peak = f"{self.bandwidth_bytes_per_s / 1e12:g} TB/s peak"
+        if self.measured_bandwidth_bytes_per_s is not None:
+            return (f"{peak}, {self.measured_bandwidth_bytes_per_s / 1e12:g} TB/s measured "
+                    f"({self.bandwidth_measurement})")
+        share, basis = assumed_bandwidth_share(self.family)
+        return f"{peak}, not measured: {share:.2f} of it assumed reachable ({basis})"
 
 
 def _entry(raw: dict[str, Any]) -> GPU:
@@ -56,6 +81,13 @@ def _entry(raw: dict[str, Any]) -> GPU:
     fp4 = raw.get("fp4_dense_tflops")
     note = "" if raw.get("memory_status") == "reported" else (
         f"memory.total assumed {raw['memory_mib']:,} MiB (not seen reported)")
+    measured = raw.get("measured_bandwidth_tb_s")
+    if measured is not None and not (0 < float(measured) <= float(raw["bandwidth_tb_s"])):
+        raise ValueError(f"data/gpus.yaml {raw['key']}: measured_bandwidth_tb_s {measured} "
+                         f"must lie in (0, the {raw['bandwidth_tb_s']} TB/s peak]")
+    if measured is not None and not str(raw.get("bandwidth_measurement", "")).strip():
+        raise ValueError(f"data/gpus.yaml {raw['key']}: measured_bandwidth_tb_s needs its "
+                         "bandwidth_measurement (source, method, quote)")
     if raw.get("status") == "datasheet":
         note = "; ".join(x for x in (note, "figures from the datasheet, not re-retrieved") if x)
     return GPU(key=raw["key"], name=raw["name"], memory_bytes=int(raw["memory_mib"]) * MiB,
@@ -66,7 +98,10 @@ def _entry(raw: dict[str, Any]) -> GPU:
                note=note, family=raw["family"],
                fp8_dense_flops=float(fp8) * 1e12 if fp8 is not None else None,
                fp4_dense_flops=float(fp4) * 1e12 if fp4 is not None else None,
-               aliases=tuple(raw.get("aliases") or ()), common=bool(raw.get("common")))
+               aliases=tuple(raw.get("aliases") or ()), common=bool(raw.get("common")),
+               measured_bandwidth_bytes_per_s=float(raw["measured_bandwidth_tb_s"]) * 1e12
+               if raw.get("measured_bandwidth_tb_s") is not None else None,
+               bandwidth_measurement=" ".join(str(raw.get("bandwidth_measurement", "")).split()))
 
 
 def _load() -> dict[str, GPU]:
@@ -75,8 +110,39 @@ def _load() -> dict[str, GPU]:
 
 
 CATALOG: dict[str, GPU] = _load()
+
+
+def _median(values: list[float]) -> float:
+    v = sorted(values)
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+
+
+def _measured_shares(gpus: Iterable[GPU]) -> dict[str | None, list[float]]:
+    """Measured / peak bandwidth per architecture family, and over all (key None)."""
+    out: dict[str | None, list[float]] = {None: []}
+    for g in gpus:
+        if g.measured_bandwidth_bytes_per_s is not None:
+            share = g.measured_bandwidth_bytes_per_s / g.bandwidth_bytes_per_s
+            out.setdefault(g.family, []).append(share)
+            out[None].append(share)
+    if not out[None]:
+        raise ValueError("data/gpus.yaml: no GPU has a measured_bandwidth_tb_s")
+    return out
+
+
+_SHARES = _measured_shares(CATALOG.values())
 _BY_NAME: dict[str, GPU] = {name.casefold(): g for g in CATALOG.values()
                             for name in (g.key, *g.aliases)}
+
+
+def assumed_bandwidth_share(family: str | None) -> tuple[float, str]:
+    """The share of its peak bandwidth a GPU without a published measurement is taken to
+    reach, and why: the median over the measured GPUs of its architecture family (one
+    memory system design), else over every measured GPU of the catalog."""
+    if family is not None and family in _SHARES:
+        return _median(_SHARES[family]), f"the median measured share of the {family} GPUs"
+    return _median(_SHARES[None]), "the median measured share of the catalog's GPUs"
 
 
 def lookup(key: str) -> GPU | None:
@@ -110,7 +176,11 @@ def inline(spec: InlineGPU) -> GPU:
                note="" if spec.free_before_load_gib is not None else
                f"free before load assumed total − {INLINE_FREE_MARGIN_GIB:g} GiB",
                fp8_dense_flops=spec.fp8_dense_tflops * 1e12
-               if spec.fp8_dense_tflops is not None else None)
+               if spec.fp8_dense_tflops is not None else None,
+               measured_bandwidth_bytes_per_s=spec.measured_bandwidth_tb_s * 1e12
+               if spec.measured_bandwidth_tb_s is not None else None,
+               bandwidth_measurement="declared inline in the runbook"
+               if spec.measured_bandwidth_tb_s is not None else "")
 
 
 @value_memo  # the catalog is a constant, an inline GPU a frozen value; read per candidate

@@ -341,7 +341,7 @@ def model(pair: ResolvedPair, budget: Budget) -> LatencyModel:
     peak = ("FP8 " + f"{gpu.fp8_dense_flops / 1e12:g}") if s.target.fp8 and gpu.fp8_dense_flops \
         else f"BF16 {gpu.bf16_dense_flops / 1e12:g}"
     assumptions = [
-        f"{gpu.name}: {gpu.bandwidth_bytes_per_s / 1e12:g} TB/s, {peak} TFLOP/s dense "
+        f"{gpu.name}: {gpu.bandwidth_basis}; {peak} TFLOP/s dense "
         f"(catalog: {gpu.source})",
         f"step-time parameters: {params.values.describe()} — {params.source}",
         f"KV read and attention FLOPs at the expected context of {s.context:,} tokens per "

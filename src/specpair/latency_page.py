@@ -154,7 +154,11 @@ def page() -> tuple[str, dict[str, bytes]]:
         "per forward, per speculative step, per draft forward (per drafter family), per "
         "tensor-parallel all-reduce and per output token, plus (T_mem³ + T_flops³)^(1/3) of "
         "T_mem = bytes / (η_bw · bandwidth) and T_flops = FLOPs / (η_f · peak): a kernel "
-        "near its ridge reaches neither roof. Every parameter is physical and fitted inside "
+        "near its ridge reaches neither roof. The bandwidth is what a published bandwidth "
+        "test (STREAM-class triad) reaches on the GPU, not its datasheet peak: HBM reaches "
+        "0.83-0.92 of its peak on the measured NVIDIA GPUs and 0.77 on an MI300X "
+        "(data/gpus.yaml; a GPU without a measurement is given its family's median share, "
+        "said so). Every parameter is physical and fitted inside "
         "its bounds, per GPU family × engine, on all published points, unless it was "
         "measured on that GPU family (\"Measured parameters\" below). A published "
         "benchmark's steps also carry the prompts of the requests that replace finished ones "
@@ -212,7 +216,8 @@ def page() -> tuple[str, dict[str, bytes]]:
         "no routing locality without a MoE verify). A GPU family with fewer than "
         f"{calibration.MIN_FIT_POINTS} informative points gets the same engine's fit pooled "
         "across every GPU family (\"pooled\" above: efficiencies are shares of each GPU's "
-        "own peaks, which carry the hardware difference; fixed costs are the engine's), "
+        "own measured bandwidth and peaks, which carry the hardware difference; fixed "
+        "costs are the engine's), "
         "and its outputs say so; cross-validated, a source that is its family's only one "
         "is predicted that way.",
         "",

@@ -10,7 +10,14 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import Discriminator, Field, StringConstraints, Tag, field_validator
+from pydantic import (
+    Discriminator,
+    Field,
+    StringConstraints,
+    Tag,
+    ValidationInfo,
+    field_validator,
+)
 
 from specpair.geometry import GeometryOverride
 from specpair.schema.alerting import AlertWindows
@@ -192,9 +199,23 @@ class InlineGPU(Strict):
         description="peak dense BF16 tensor TFLOP/s (without sparsity)")
     fp8_dense_tflops: Annotated[float, Field(ge=1e-6, le=1e6)] | None = Field(
         default=None, description="peak dense FP8 tensor TFLOP/s; unset = no FP8 tensor cores")
+    measured_bandwidth_tb_s: Annotated[float, Field(ge=1e-6, le=1e3)] | None = Field(
+        default=None, description="what a bandwidth test (STREAM-class copy or triad on "
+                                  "large arrays) reaches on this GPU, TB/s; unset = the "
+                                  "catalog's median measured share of the peak, assumed")
     free_before_load_gib: Annotated[float, Field(ge=1e-3, le=1 << 20)] | None = Field(
         default=None, description="free memory per rank before weights load; unset = total "
                                   "less 2 GiB")
+
+    @field_validator("measured_bandwidth_tb_s")
+    @classmethod
+    def _measured_within_peak(cls, value: float | None, info: ValidationInfo) -> float | None:
+        peak = info.data.get("bandwidth_tb_s")
+        if value is not None and peak is not None and value > peak:
+            raise ValueError(f"a measured bandwidth of {value:g} TB/s exceeds the "
+                             f"{peak:g} TB/s peak (bandwidth_tb_s): set the measured "
+                             "figure a bandwidth test printed, at most the peak")
+        return value
 
 
 class Deployment(Strict):
