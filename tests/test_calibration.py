@@ -292,8 +292,9 @@ def test_a_held_out_dense_baseline_curve_is_read_apart_from_the_experts() -> Non
     (`Forward.time`) they are inside the band too. Since `moe_bw` is taken as measured on
     Hopper (`calibration.MEASURED`, 2026-12-04), the gpt-oss-120b rows of Hopper × vLLM
     (aimosprite's, at an assumed context) can no longer lower it and lower the held-out
-    fit's dense share instead (η_bw 0.80 -> 0.75): concurrency 1-4 come out ×0.82-×0.85,
-    1-4% slower than the old ×0.85 edge; the band's lower edge is ×0.8."""
+    fit's dense share instead (η_bw 0.80 -> 0.75 of the datasheet peak, before the roof
+    became each GPU's measured bandwidth): concurrency 1-4 came out ×0.82-×0.85, 1-4%
+    slower than the old ×0.85 edge; the band's lower edge is ×0.8."""
     rows = [r for r in calibration.stored_cross_validation().rows
             if r.id.startswith("tr-l70b-nosd-c")]
     assert sorted(r.concurrency for r in rows) == [1, 2, 4, 8, 16, 32, 64]

@@ -53,8 +53,8 @@ def test_gpt_oss_experts_and_bf16_rest_make_up_the_published_checkpoint() -> Non
 
 def test_gpt_oss_decode_reads_its_touched_experts_not_the_whole_checkpoint() -> None:
     """At batch 1 a decode step reads the dense part and 4 of 128 experts per layer: far
-    less than the 65 GB checkpoint (2 × H100, TP 2: 32.6 GB a rank, ≥ 10.6 ms at the
-    fitted bandwidth share)."""
+    less than the 65 GB checkpoint (2 × H100, TP 2: 32.6 GB a rank, ≥ 9.7 ms even at the
+    datasheet peak)."""
     pair = _example("gpt-oss-120b-ngram-sglang-0-5-18")
     generated = REPO / "runbooks" / pair.runbook.pair.name / "generated" / "breakeven.json"
     first = json.loads(generated.read_text())["curve"][0]

@@ -12,6 +12,7 @@ from specpair.budget import compute
 from specpair.errors import SpecpairError
 from specpair.latency import model
 from specpair.runbooks import load_runbook
+from specpair.schema.runbook import InlineGPU
 from tests.conftest import REPO, write
 from tests.pairs import make_pair
 from tests.test_budget_properties import dense
@@ -127,26 +128,38 @@ def test_a_runbook_and_a_calibration_point_see_one_gpu_alike(key: str) -> None:
                      deployment={"gpu": key})
     hw = latency.setup(pair, compute(pair)).hw
     assert hw == calibration.hardware_of(key)
+    assert hw.bandwidth == hardware.CATALOG[key].achievable_bandwidth_bytes_per_s
     assert hw.fp4_flops == hardware.CATALOG[key].fp4_dense_flops
 
 
-def test_every_measured_bandwidth_is_the_figure_its_quote_shows() -> None:
-    """Each measured figure is printed in the quote of its published source (TB/s, or
-    GB/s in RRZE's gpu-stream rows) and lies below the datasheet peak it is a share of."""
+def test_every_measured_bandwidth_is_the_fastest_reading_kernel_its_quote_shows() -> None:
+    """Each measured figure is the fastest kernel that reads memory among those its quote
+    prints: BabelStream's Copy/Mul/Add/Triad/Dot in TB/s, or gpu-stream's read, scale and
+    triad in GB/s (its write-only init excluded); and it lies below the datasheet peak."""
+    import re
+
     measured = [g for g in hardware.CATALOG.values()
                 if g.measured_bandwidth_bytes_per_s is not None]
-    assert {g.family for g in measured} >= {"hopper", "ampere", "cdna3"}
+    assert {g.memory_system for g in measured} >= {("nvidia", "hbm"), ("nvidia", "gddr"),
+                                                  ("amd", "hbm")}
     for gpu in measured:
-        tb_s = gpu.measured_bandwidth_bytes_per_s / 1e12  # type: ignore[operator]
-        quoted = {f"{tb_s:.2f}", f"{round(tb_s * 1000)}"}
-        assert any(q in gpu.bandwidth_measurement for q in quoted), (gpu.key, quoted)
-        assert 0.6 < tb_s * 1e12 / gpu.bandwidth_bytes_per_s < 1.0
+        quote = gpu.bandwidth_measurement
+        babel = [float(x) for x in re.findall(r"\| (?:Copy|Mul|Add|Triad|Dot) \| ([0-9.]+) \|",
+                                              quote)]
+        stream = re.search(r"init read scale triad: 'GB/s: (\d+) (\d+) (\d+) (\d+)'", quote)
+        assert bool(babel) != bool(stream), gpu.key  # one harness per figure
+        best = max(babel) if babel else max(int(x) for x in stream.groups()[1:]) / 1000  # type: ignore[union-attr]
+        if babel:
+            assert len(babel) == 5, gpu.key  # every kernel quoted
+        assert gpu.measured_bandwidth_bytes_per_s == pytest.approx(best * 1e12), gpu.key
+        assert 0.6 < gpu.measured_bandwidth_bytes_per_s / gpu.bandwidth_bytes_per_s < 1.0
 
 
 def test_a_measured_bandwidth_above_the_peak_is_refused() -> None:
     raw = {"key": "X", "name": "X", "family": "hopper", "memory_mib": 1000,
            "bandwidth_tb_s": 2.0, "bf16_dense_tflops": 100, "free_before_load_gib": 0.5,
-           "source": "test", "measured_bandwidth_tb_s": 2.5, "bandwidth_measurement": "q"}
+           "source": "test", "measured_bandwidth_tb_s": 2.5, "bandwidth_measurement": "q",
+           "memory_kind": "hbm"}
     with pytest.raises(ValueError, match="must lie in"):
         hardware._entry(raw)
     with pytest.raises(ValueError, match="needs its bandwidth_measurement"):
@@ -167,14 +180,27 @@ def test_an_inline_measured_bandwidth_above_its_peak_points_at_the_field(
 
 
 def test_a_gpu_without_a_measurement_says_its_bandwidth_is_assumed() -> None:
-    """An unmeasured GPU's memory roof is its peak times the median measured share of its
-    family (of the catalog where its family has none), and every latency output says so."""
-    b200, mi325x = hardware.CATALOG["B200-180GB"], hardware.CATALOG["MI325X-256GB"]
-    mi300x = hardware.CATALOG["MI300X-192GB"]
+    """An unmeasured GPU's memory roof is its peak times the median measured share of the
+    GPUs of its vendor and memory kind (an AMD HBM part takes the MI300X's, a GeForce card
+    the GDDR figure, not an HBM one), of the whole catalog for a GPU declared inline; every
+    latency output says so."""
+    def share(key: str) -> float:
+        g = hardware.CATALOG[key]
+        return g.achievable_bandwidth_bytes_per_s / g.bandwidth_bytes_per_s
+
+    b200 = hardware.CATALOG["B200-180GB"]
     assert b200.measured_bandwidth_bytes_per_s is None
-    assert mi325x.achievable_bandwidth_bytes_per_s / mi325x.bandwidth_bytes_per_s == \
-        pytest.approx(mi300x.achievable_bandwidth_bytes_per_s / mi300x.bandwidth_bytes_per_s)
-    assert "not measured" in b200.bandwidth_basis and "catalog" in b200.bandwidth_basis
+    assert share("MI325X-256GB") == pytest.approx(share("MI300X-192GB"))
+    assert share("MI355X-288GB") == pytest.approx(share("MI300X-192GB"))
+    assert share("RTX-5090-32GB") == pytest.approx(share("L40S-48GB"))
+    assert share("MI355X-288GB") < share("B200-180GB") < share("RTX-5090-32GB")
+    assert "not measured" in b200.bandwidth_basis and "NVIDIA HBM" in b200.bandwidth_basis
+    inline = hardware.inline(InlineGPU(name="x", memory_mib=1000, bandwidth_tb_s=1.0,
+                                       bf16_dense_tflops=10))
+    assert "the catalog's GPUs" in inline.bandwidth_basis
+    assert hardware.inline(InlineGPU(name="x", memory_mib=1000, bandwidth_tb_s=1.0,
+                                     bf16_dense_tflops=10, measured_bandwidth_tb_s=0.9)) \
+        .achievable_bandwidth_bytes_per_s == 0.9e12
     pair = make_pair(dense(32), dense(1), speculation={"method": "EAGLE3",
                                                        "num_speculative_tokens": 3},
                      deployment={"gpu": "B200-180GB"})

@@ -13,7 +13,7 @@ import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -51,20 +51,32 @@ class GPU:
     common: bool = False
     """One of the data-center GPUs `specpair plan --gpus common` searches."""
     measured_bandwidth_bytes_per_s: float | None = None
-    """What a bandwidth test (STREAM-class, large arrays) reaches on this GPU, from a
-    published measurement (`bandwidth_measurement`); None where none was found."""
+    """What a bandwidth test's fastest reading kernel (STREAM-class, large arrays) reaches
+    on this GPU, from a published measurement (`bandwidth_measurement`); None where none
+    was found."""
     bandwidth_measurement: str = ""
+    memory_kind: Literal["hbm", "gddr"] | None = None
+    """The GPU's DRAM kind; None for a GPU declared inline (not asked)."""
+
+    @property
+    def memory_system(self) -> tuple[str, str] | None:
+        """(vendor, memory kind): what sets the share of its peak bandwidth a GPU reaches;
+        None where the catalog does not know it (an inline GPU)."""
+        if self.family is None or self.memory_kind is None:
+            return None
+        return ("amd" if self.family.startswith("cdna") else "nvidia"), self.memory_kind
 
     @property
     def achievable_bandwidth_bytes_per_s(self) -> float:
         """The memory roof the step model's decode reads run against: the measured figure,
         else the peak times an assumed share (`assumed_bandwidth_share`). Datasheet peaks
         are not equally reachable: HBM on one vendor's GPUs reaches a larger share of its
-        peak than on another's (BabelStream triad: 0.86-0.89 on H100/H200, 0.77 on MI300X),
-        so a share of the peak fitted on one family would not carry to the next."""
+        peak than on another's (BabelStream's fastest kernel: 0.93-0.95 on H100/H200, 0.80
+        on MI300X), GDDR more than HBM, so a share of the peak fitted on one family would
+        not carry to the next."""
         if self.measured_bandwidth_bytes_per_s is not None:
             return self.measured_bandwidth_bytes_per_s
-        return self.bandwidth_bytes_per_s * assumed_bandwidth_share(self.family)[0]
+        return self.bandwidth_bytes_per_s * assumed_bandwidth_share(self)[0]
 
     @property
     def bandwidth_basis(self) -> str:
@@ -72,7 +84,7 @@ class GPU:
         if self.measured_bandwidth_bytes_per_s is not None:
             return (f"{peak}, {self.measured_bandwidth_bytes_per_s / 1e12:g} TB/s measured "
                     f"({self.bandwidth_measurement})")
-        share, basis = assumed_bandwidth_share(self.family)
+        share, basis = assumed_bandwidth_share(self)
         return f"{peak}, not measured: {share:.2f} of it assumed reachable ({basis})"
 
 
@@ -101,7 +113,8 @@ def _entry(raw: dict[str, Any]) -> GPU:
                aliases=tuple(raw.get("aliases") or ()), common=bool(raw.get("common")),
                measured_bandwidth_bytes_per_s=float(raw["measured_bandwidth_tb_s"]) * 1e12
                if raw.get("measured_bandwidth_tb_s") is not None else None,
-               bandwidth_measurement=" ".join(str(raw.get("bandwidth_measurement", "")).split()))
+               bandwidth_measurement=" ".join(str(raw.get("bandwidth_measurement", "")).split()),
+               memory_kind=raw["memory_kind"])
 
 
 def _load() -> dict[str, GPU]:
@@ -118,13 +131,13 @@ def _median(values: list[float]) -> float:
     return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
 
 
-def _measured_shares(gpus: Iterable[GPU]) -> dict[str | None, list[float]]:
-    """Measured / peak bandwidth per architecture family, and over all (key None)."""
-    out: dict[str | None, list[float]] = {None: []}
+def _measured_shares(gpus: Iterable[GPU]) -> dict[tuple[str, str] | None, list[float]]:
+    """Measured / peak bandwidth per (vendor, memory kind), and over all (key None)."""
+    out: dict[tuple[str, str] | None, list[float]] = {None: []}
     for g in gpus:
         if g.measured_bandwidth_bytes_per_s is not None:
             share = g.measured_bandwidth_bytes_per_s / g.bandwidth_bytes_per_s
-            out.setdefault(g.family, []).append(share)
+            out.setdefault(g.memory_system, []).append(share)
             out[None].append(share)
     if not out[None]:
         raise ValueError("data/gpus.yaml: no GPU has a measured_bandwidth_tb_s")
@@ -136,12 +149,16 @@ _BY_NAME: dict[str, GPU] = {name.casefold(): g for g in CATALOG.values()
                             for name in (g.key, *g.aliases)}
 
 
-def assumed_bandwidth_share(family: str | None) -> tuple[float, str]:
+def assumed_bandwidth_share(gpu: GPU) -> tuple[float, str]:
     """The share of its peak bandwidth a GPU without a published measurement is taken to
-    reach, and why: the median over the measured GPUs of its architecture family (one
-    memory system design), else over every measured GPU of the catalog."""
-    if family is not None and family in _SHARES:
-        return _median(_SHARES[family]), f"the median measured share of the {family} GPUs"
+    reach, and why: the median over the measured GPUs of its vendor and memory kind (one
+    memory-controller design, one kind of DRAM), else over every measured GPU."""
+    system = gpu.memory_system
+    if system is not None and system in _SHARES:
+        vendor, kind = system
+        return (_median(_SHARES[system]),
+                f"the median measured share of the catalog's {vendor.upper()} {kind.upper()} "
+                "GPUs")
     return _median(_SHARES[None]), "the median measured share of the catalog's GPUs"
 
 

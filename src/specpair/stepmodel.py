@@ -387,12 +387,19 @@ i.e. ≤ 41.6 µs per token per sequence, falling with the batch. A per-output-t
 sequence above that would be more than sampling plus its launch costs; the engines
 detokenise and stream off the GPU's critical path."""
 
+GEMV_BANDWIDTH_SHARE = 0.952
+"""The decode GEMV's marginal bandwidth (seconds per extra byte, 8-256 experts' bytes of
+DeepSeek-V3's TP-8 slice as one dense BF16 GEMV, tests/fixtures/measured/
+h200_grouped_experts.json): 4.26 TB/s on an H200, 0.952 of the 4.48 TB/s BabelStream's fastest
+kernel reaches there (data/gpus.yaml). A decode step's weight reads go no faster than the
+best dense GEMV's, so this is `eta_bw`'s upper bound."""
+
 BOUNDS: dict[str, Bound] = {
-    "eta_bw": Bound(0.30, 1.0, "share of the GPU's achievable bandwidth (what a published "
-                    "bandwidth test reaches on it, data/gpus.yaml) that decode GEMV / "
-                    "grouped-GEMM kernels reach: 1 is the bandwidth test's own rate, which a "
-                    "kernel doing useful work does not beat; below 0.3 no tuned serving "
-                    "kernel runs"),
+    "eta_bw": Bound(0.30, GEMV_BANDWIDTH_SHARE, "share of the GPU's achievable bandwidth "
+                    "(what the fastest reading kernel of a published bandwidth test reaches "
+                    "on it, data/gpus.yaml) that decode GEMV / grouped-GEMM kernels reach: at "
+                    "most what cuBLAS's decode GEMV reaches of it, measured on an H200 "
+                    "(GEMV_BANDWIDTH_SHARE); below 0.3 no tuned serving kernel runs"),
     "eta_flops": Bound(0.20, 0.85, "achieved share of dense tensor peak for serving GEMMs: "
                        "cuBLAS/CUTLASS large GEMMs reach 0.7-0.8; skinny verify GEMMs less"),
     "forward_s": Bound(1e-4, 8e-3, "per-forward fixed cost of a Python serving engine with "

@@ -200,9 +200,10 @@ class InlineGPU(Strict):
     fp8_dense_tflops: Annotated[float, Field(ge=1e-6, le=1e6)] | None = Field(
         default=None, description="peak dense FP8 tensor TFLOP/s; unset = no FP8 tensor cores")
     measured_bandwidth_tb_s: Annotated[float, Field(ge=1e-6, le=1e3)] | None = Field(
-        default=None, description="what a bandwidth test (STREAM-class copy or triad on "
-                                  "large arrays) reaches on this GPU, TB/s; unset = the "
-                                  "catalog's median measured share of the peak, assumed")
+        default=None, description="what a bandwidth test's fastest reading kernel reaches "
+                                  "on this GPU on large arrays (BabelStream's best of Copy, "
+                                  "Mul, Add, Triad, Dot), TB/s; unset = the catalog's "
+                                  "median measured share of the peak, assumed")
     free_before_load_gib: Annotated[float, Field(ge=1e-3, le=1 << 20)] | None = Field(
         default=None, description="free memory per rank before weights load; unset = total "
                                   "less 2 GiB")
