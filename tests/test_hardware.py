@@ -166,6 +166,9 @@ def test_a_measured_bandwidth_above_the_peak_is_refused() -> None:
         hardware._entry({**raw, "measured_bandwidth_tb_s": 1.5, "bandwidth_measurement": ""})
     assert hardware._entry({**raw, "measured_bandwidth_tb_s": 1.5}) \
         .achievable_bandwidth_bytes_per_s == 1.5e12
+    for kind in (None, "HBM3", "gddr6"):
+        with pytest.raises(ValueError, match="must be hbm or gddr"):
+            hardware._entry({**raw, "measured_bandwidth_tb_s": 1.5, "memory_kind": kind})
 
 
 def test_an_inline_measured_bandwidth_above_its_peak_points_at_the_field(
@@ -205,3 +208,14 @@ def test_a_gpu_without_a_measurement_says_its_bandwidth_is_assumed() -> None:
                                                        "num_speculative_tokens": 3},
                      deployment={"gpu": "B200-180GB"})
     assert any("not measured" in a for a in model(pair, compute(pair)).assumptions)
+
+
+def test_a_plan_names_each_searched_gpus_bandwidth_and_whether_it_was_measured() -> None:
+    from specpair import plan
+
+    pair = make_pair(dense(32), dense(1), speculation={"method": "EAGLE3",
+                                                       "num_speculative_tokens": 3})
+    planner = plan.Planner(pair, plan.Options(gpus=("H100-80GB", "B200-180GB")))
+    (line,) = [a for a in plan._assumptions(planner) if a.startswith("memory bandwidth")]
+    assert "H100-80GB 3.18 TB/s measured" in line
+    assert "B200-180GB" in line and "assumed" in line and "NVIDIA HBM GPUs: H100-80GB" in line

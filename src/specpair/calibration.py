@@ -117,8 +117,12 @@ every A100 forward, and the AMD families' baselines went 40-54% -> 52-74%."""
 # - that roof with `eta_bw` ≤ the measured GEMV's share of it (stepmodel.
 #   GEMV_BANDWIDTH_SHARE, 0.952): 11.0% (88 of 165), τ band 116 of 125, the speedups'
 #   median |error| 8.6% -> 8.0%, 31 of 32 sweeps; used. What moves it is the bound: the
-#   SGLang Hopper fits ran η_bw to 0.92 of the peak, above the 0.89 an H200 GEMV reaches,
-#   trading it against their fixed costs, which held-out sources then missed.
+#   SGLang Hopper fits ran η_bw to the old bound, 0.92 of the datasheet peak, above the
+#   0.85-0.89 of it the H200's measured decode GEMVs reach (4.08-4.27 TB/s), trading it
+#   against their fixed costs, which held-out sources then missed. Against the triad
+#   version it scores 11.0% vs 10.6% (88 vs 86 within 12%), speedups 8.0% vs 7.8%, the
+#   held-out set 66.6% vs 65.2%: the triad roof with η_bw ≤ 1 ruled out the H200's
+#   measured GEMV, so it is not used.
 # Where no fit exists yet: plausible serving-engine figures inside every bound, labelled as
 # such wherever used; they are also the priors every fit is pulled towards (weakly).
 UNCALIBRATED = StepParams(eta_bw=0.8, eta_flops=0.6, forward_s=2e-3, speculative_s=1e-3,
@@ -812,16 +816,16 @@ families (`POOLED`), and says so. An engine needs as many for its pooled fit; wi
 a family falls back to the uncalibrated defaults, said so."""
 
 POOLED = "pooled"
-"""`Fitted.family` of an engine's fit pooled across GPU families: the parameters a family
-with too few points of its own is given. Its efficiencies are shares of each GPU's own
-measured bandwidth and peaks (data/gpus.yaml), which carry the hardware difference, and its
-fixed costs are the engine's, so it transfers what is common to the engine rather than one
-other GPU's whole fit. Chosen by leave-one-source-out (2026-12-02): the pooled fallback took
-the distinct baseline median |error| 15.0% -> 14.1% with the τ band and the sweeps unchanged, where
-borrowing the engine's fit on the family with the most points had cdna3 × vLLM at 34% and
-cdna4 × vLLM at 125%. Pulling every family's own fit towards the pool (partial pooling)
-reached 12.3% but needed two pull widths chosen on the same cross-validation, turned a
-depth sweep's best depth wrong, and is not used."""
+"""`Fitted.family` of an engine's fit pooled across GPU families: the parameters a family with
+too few points of its own is given. Its efficiencies are shares of each GPU's own bandwidth
+(measured, else assumed and said so) and peaks (data/gpus.yaml), which carry the hardware
+difference, and its fixed costs are the engine's, so it transfers what is common to the
+engine rather than one other GPU's whole fit. Chosen by leave-one-source-out (2026-12-02):
+the pooled fallback took the distinct baseline median |error| 15.0% -> 14.1% with the τ band
+and the sweeps unchanged, where borrowing the engine's fit on the family with the most
+points had cdna3 × vLLM at 34% and cdna4 × vLLM at 125%. Pulling every family's own fit
+towards the pool (partial pooling) reached 12.3% but needed two pull widths chosen on the
+same cross-validation, turned a depth sweep's best depth wrong, and is not used."""
 
 # Tried on the MoE baselines and not used (leave-one-source-out, 2026-12-03; the distinct
 # baseline median |error| was 14.1% before each): InferenceX's DeepSeek-R1 sweeps on H200
@@ -991,7 +995,7 @@ def _params_for(data: CalibrationData, family: str | None, engine: str,
                   f"too few published {engine} measurements on {where}: {engine}'s fit "
                   f"pooled across GPU families {', '.join(f.pooled_from)} "
                   f"({len(f.fitted_on)} points; efficiencies as shares of this GPU's own "
-                  f"measured bandwidth and peaks, per-forward costs as {engine}'s)"
+                  f"bandwidth and peaks, per-forward costs as {engine}'s)"
                   f"{draft_note}")
 
 

@@ -87,6 +87,16 @@ class GPU:
         share, basis = assumed_bandwidth_share(self)
         return f"{peak}, not measured: {share:.2f} of it assumed reachable ({basis})"
 
+    @property
+    def bandwidth_summary(self) -> str:
+        """`bandwidth_basis` without the measurement's quote: one line per GPU in a plan."""
+        achievable = f"{self.achievable_bandwidth_bytes_per_s / 1e12:.3g} TB/s"
+        if self.measured_bandwidth_bytes_per_s is not None:
+            return f"{self.key} {achievable} measured (data/gpus.yaml)"
+        share, basis = assumed_bandwidth_share(self)
+        return (f"{self.key} {achievable} assumed ({share:.2f} of its "
+                f"{self.bandwidth_bytes_per_s / 1e12:g} TB/s peak: {basis})")
+
 
 def _entry(raw: dict[str, Any]) -> GPU:
     fp8 = raw.get("fp8_dense_tflops")
@@ -100,6 +110,10 @@ def _entry(raw: dict[str, Any]) -> GPU:
     if measured is not None and not str(raw.get("bandwidth_measurement", "")).strip():
         raise ValueError(f"data/gpus.yaml {raw['key']}: measured_bandwidth_tb_s needs its "
                          "bandwidth_measurement (source, method, quote)")
+    kind = raw.get("memory_kind")
+    if kind not in ("hbm", "gddr"):
+        raise ValueError(f"data/gpus.yaml {raw['key']}: memory_kind {kind!r} must be hbm or "
+                         "gddr (the DRAM kind sets the share of its peak a GPU reaches)")
     if raw.get("status") == "datasheet":
         note = "; ".join(x for x in (note, "figures from the datasheet, not re-retrieved") if x)
     return GPU(key=raw["key"], name=raw["name"], memory_bytes=int(raw["memory_mib"]) * MiB,
@@ -114,7 +128,7 @@ def _entry(raw: dict[str, Any]) -> GPU:
                measured_bandwidth_bytes_per_s=float(raw["measured_bandwidth_tb_s"]) * 1e12
                if raw.get("measured_bandwidth_tb_s") is not None else None,
                bandwidth_measurement=" ".join(str(raw.get("bandwidth_measurement", "")).split()),
-               memory_kind=raw["memory_kind"])
+               memory_kind=kind)
 
 
 def _load() -> dict[str, GPU]:
@@ -145,6 +159,10 @@ def _measured_shares(gpus: Iterable[GPU]) -> dict[tuple[str, str] | None, list[f
 
 
 _SHARES = _measured_shares(CATALOG.values())
+_MEASURED_KEYS: dict[tuple[str, str] | None, list[str]] = {}
+for _gpu in CATALOG.values():
+    if _gpu.measured_bandwidth_bytes_per_s is not None:
+        _MEASURED_KEYS.setdefault(_gpu.memory_system, []).append(_gpu.key)
 _BY_NAME: dict[str, GPU] = {name.casefold(): g for g in CATALOG.values()
                             for name in (g.key, *g.aliases)}
 
@@ -158,7 +176,7 @@ def assumed_bandwidth_share(gpu: GPU) -> tuple[float, str]:
         vendor, kind = system
         return (_median(_SHARES[system]),
                 f"the median measured share of the catalog's {vendor.upper()} {kind.upper()} "
-                "GPUs")
+                f"GPUs: {', '.join(_MEASURED_KEYS[system])}")
     return _median(_SHARES[None]), "the median measured share of the catalog's GPUs"
 
 

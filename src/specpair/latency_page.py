@@ -217,7 +217,8 @@ def page() -> tuple[str, dict[str, bytes]]:
         "no routing locality without a MoE verify). A GPU family with fewer than "
         f"{calibration.MIN_FIT_POINTS} informative points gets the same engine's fit pooled "
         "across every GPU family (\"pooled\" above: efficiencies are shares of each GPU's "
-        "own measured bandwidth and peaks, which carry the hardware difference; fixed "
+        "own bandwidth (measured, else assumed and said so) and peaks, which carry the "
+        "hardware difference; fixed "
         "costs are the engine's), "
         "and its outputs say so; cross-validated, a source that is its family's only one "
         "is predicted that way.",

@@ -1165,6 +1165,9 @@ def _assumptions(p: Planner) -> list[str]:
         "before relying on it)",
         "TTFT is one prefill of the mean prompt (roofline, the fitted η) plus one step; "
         "queueing is not modelled and no published TTFT calibrates it",
+        "memory bandwidth, the step model's roof: " + "; ".join(
+            (p.pair.gpu_spec if g == p.pair.gpu else hardware.resolve(g)).bandwidth_summary
+            for g in p.gpus),
         "memory fractions searched: " + ", ".join(sorted(
             {"engine default" if d.memory_fraction is None else f"{d.memory_fraction:g}"
              for d in deployment_choices(p.pair, p.opts)})),

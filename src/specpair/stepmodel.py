@@ -390,7 +390,7 @@ detokenise and stream off the GPU's critical path."""
 GEMV_BANDWIDTH_SHARE = 0.952
 """The decode GEMV's marginal bandwidth (seconds per extra byte, 8-256 experts' bytes of
 DeepSeek-V3's TP-8 slice as one dense BF16 GEMV, tests/fixtures/measured/
-h200_grouped_experts.json): 4.26 TB/s on an H200, 0.952 of the 4.48 TB/s BabelStream's fastest
+h200_grouped_experts.json): 4.265 TB/s on an H200, 0.952 of the 4.48 TB/s BabelStream's fastest
 kernel reaches there (data/gpus.yaml). A decode step's weight reads go no faster than the
 best dense GEMV's, so this is `eta_bw`'s upper bound."""
 
