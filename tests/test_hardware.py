@@ -217,5 +217,5 @@ def test_a_plan_names_each_searched_gpus_bandwidth_and_whether_it_was_measured()
                                                        "num_speculative_tokens": 3})
     planner = plan.Planner(pair, plan.Options(gpus=("H100-80GB", "B200-180GB")))
     (line,) = [a for a in plan._assumptions(planner) if a.startswith("memory bandwidth")]
-    assert "H100-80GB 3.18 TB/s measured" in line
+    assert "H100-80GB: 3.35 TB/s peak, 3.18 TB/s measured" in line
     assert "B200-180GB" in line and "assumed" in line and "NVIDIA HBM GPUs: H100-80GB" in line

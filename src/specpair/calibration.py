@@ -62,8 +62,8 @@ fixed parts are what `layer_s` carries. `moe_bw` on Hopper (`MEASURED`), and the
 every other fit's. As a prior only it was 0.7, an assumption (leave-one-source-out,
 2026-12-04: distinct baseline median |error| 14.7% -> 14.4%, the τ band and sweeps
 unchanged). The dense GEMV's own marginal bandwidth, 0.87 of the H200's datasheet peak
-(before the roof was each GPU's measured bandwidth, below), as
-`eta_bw`'s prior (0.8, assumed) gave 14.7%; pulled there in every family (weight 1/ln 1.25,
+(before the roof was each GPU's measured bandwidth, below), as `eta_bw`'s prior (0.8,
+assumed) gave 14.7%; pulled there in every family (weight 1/ln 1.25,
 with `moe_bw` pulled likewise), 11.7% but 29 of 32 sweeps; taken as measured on Hopper with
 `moe_bw`, 13.2% and 29 of 32 sweeps: `eta_bw` stays fitted."""
 

@@ -10,6 +10,7 @@ dense (without 2:4 sparsity). `memory_bytes` is what the driver reports as total
 from __future__ import annotations
 
 import difflib
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
@@ -78,24 +79,25 @@ class GPU:
             return self.measured_bandwidth_bytes_per_s
         return self.bandwidth_bytes_per_s * assumed_bandwidth_share(self)[0]
 
-    @property
-    def bandwidth_basis(self) -> str:
+    def _basis(self) -> str:
+        """The peak and whether (and how) the roof below it was measured or assumed."""
         peak = f"{self.bandwidth_bytes_per_s / 1e12:g} TB/s peak"
         if self.measured_bandwidth_bytes_per_s is not None:
-            return (f"{peak}, {self.measured_bandwidth_bytes_per_s / 1e12:g} TB/s measured "
-                    f"({self.bandwidth_measurement})")
+            return f"{peak}, {self.measured_bandwidth_bytes_per_s / 1e12:g} TB/s measured"
         share, basis = assumed_bandwidth_share(self)
         return f"{peak}, not measured: {share:.2f} of it assumed reachable ({basis})"
 
     @property
+    def bandwidth_basis(self) -> str:
+        """The memory roof and where it comes from, the measurement quoted."""
+        if self.measured_bandwidth_bytes_per_s is None:
+            return self._basis()
+        return f"{self._basis()} ({self.bandwidth_measurement})"
+
+    @property
     def bandwidth_summary(self) -> str:
         """`bandwidth_basis` without the measurement's quote: one line per GPU in a plan."""
-        achievable = f"{self.achievable_bandwidth_bytes_per_s / 1e12:.3g} TB/s"
-        if self.measured_bandwidth_bytes_per_s is not None:
-            return f"{self.key} {achievable} measured (data/gpus.yaml)"
-        share, basis = assumed_bandwidth_share(self)
-        return (f"{self.key} {achievable} assumed ({share:.2f} of its "
-                f"{self.bandwidth_bytes_per_s / 1e12:g} TB/s peak: {basis})")
+        return f"{self.key}: {self._basis()}"
 
 
 def _entry(raw: dict[str, Any]) -> GPU:
@@ -125,8 +127,8 @@ def _entry(raw: dict[str, Any]) -> GPU:
                fp8_dense_flops=float(fp8) * 1e12 if fp8 is not None else None,
                fp4_dense_flops=float(fp4) * 1e12 if fp4 is not None else None,
                aliases=tuple(raw.get("aliases") or ()), common=bool(raw.get("common")),
-               measured_bandwidth_bytes_per_s=float(raw["measured_bandwidth_tb_s"]) * 1e12
-               if raw.get("measured_bandwidth_tb_s") is not None else None,
+               measured_bandwidth_bytes_per_s=float(measured) * 1e12
+               if measured is not None else None,
                bandwidth_measurement=" ".join(str(raw.get("bandwidth_measurement", "")).split()),
                memory_kind=kind)
 
@@ -139,18 +141,14 @@ def _load() -> dict[str, GPU]:
 CATALOG: dict[str, GPU] = _load()
 
 
-def _median(values: list[float]) -> float:
-    v = sorted(values)
-    mid = len(v) // 2
-    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
-
-
-def _measured_shares(gpus: Iterable[GPU]) -> dict[tuple[str, str] | None, list[float]]:
-    """Measured / peak bandwidth per (vendor, memory kind), and over all (key None)."""
-    out: dict[tuple[str, str] | None, list[float]] = {None: []}
+def _measured_by_system(gpus: Iterable[GPU]) -> dict[tuple[str, str] | None,
+                                                   list[tuple[str, float]]]:
+    """(key, measured / peak bandwidth) of the measured GPUs per (vendor, memory kind), and
+    of all of them (None)."""
+    out: dict[tuple[str, str] | None, list[tuple[str, float]]] = {None: []}
     for g in gpus:
         if g.measured_bandwidth_bytes_per_s is not None:
-            share = g.measured_bandwidth_bytes_per_s / g.bandwidth_bytes_per_s
+            share = (g.key, g.measured_bandwidth_bytes_per_s / g.bandwidth_bytes_per_s)
             out.setdefault(g.memory_system, []).append(share)
             out[None].append(share)
     if not out[None]:
@@ -158,11 +156,7 @@ def _measured_shares(gpus: Iterable[GPU]) -> dict[tuple[str, str] | None, list[f
     return out
 
 
-_SHARES = _measured_shares(CATALOG.values())
-_MEASURED_KEYS: dict[tuple[str, str] | None, list[str]] = {}
-for _gpu in CATALOG.values():
-    if _gpu.measured_bandwidth_bytes_per_s is not None:
-        _MEASURED_KEYS.setdefault(_gpu.memory_system, []).append(_gpu.key)
+_MEASURED = _measured_by_system(CATALOG.values())
 _BY_NAME: dict[str, GPU] = {name.casefold(): g for g in CATALOG.values()
                             for name in (g.key, *g.aliases)}
 
@@ -171,13 +165,14 @@ def assumed_bandwidth_share(gpu: GPU) -> tuple[float, str]:
     """The share of its peak bandwidth a GPU without a published measurement is taken to
     reach, and why: the median over the measured GPUs of its vendor and memory kind (one
     memory-controller design, one kind of DRAM), else over every measured GPU."""
-    system = gpu.memory_system
-    if system is not None and system in _SHARES:
-        vendor, kind = system
-        return (_median(_SHARES[system]),
-                f"the median measured share of the catalog's {vendor.upper()} {kind.upper()} "
-                f"GPUs: {', '.join(_MEASURED_KEYS[system])}")
-    return _median(_SHARES[None]), "the median measured share of the catalog's GPUs"
+    system = gpu.memory_system if gpu.memory_system in _MEASURED else None
+    measured = _MEASURED[system]
+    share = statistics.median(s for _, s in measured)
+    if system is None:
+        return share, "the median measured share of the catalog's GPUs"
+    vendor, kind = system
+    return share, (f"the median measured share of the catalog's {vendor.upper()} "
+                   f"{kind.upper()} GPUs: {', '.join(k for k, _ in measured)}")
 
 
 def lookup(key: str) -> GPU | None:
