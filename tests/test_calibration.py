@@ -703,6 +703,30 @@ def test_a_burst_of_every_request_at_once_is_refused_by_name() -> None:
     assert not any(p.all_at_once for p in calibration.load().points)
 
 
+def test_a_verify_attention_run_per_query_head_is_refused_by_name() -> None:
+    """SGLang's DeepSeek-V3 docs sweep (1.8x at batch 1, 1.5x at 32, H200 TP8) dates from
+    releases that served MLA on the Triton backend by default, whose verify ran the extend
+    kernel with one program per sequence and query head over the whole prefix: a kernel
+    the step model's one-pass attention does not cost. Such speculative points are refused
+    by name, never fitted or predicted; the same point without that kernel, or as a
+    baseline, is modelled."""
+    data = calibration.load()
+    rows = [p for p in data.points if p.verify_attention == "per-query-head"]
+    assert {p.source_key for p in rows} == {"sglang-docs-deepseek-v3"}
+    for p in rows:  # the evidence the condition rests on, as recorded
+        model = data.models[p.target]
+        assert p.engine == "sglang" and p.method and model.kv_lora_rank, p.id
+        assert p.refusal is not None and p.refusal.name == calibration.PER_HEAD_VERIFY
+        assert p.model_copy(update={"verify_attention": None}).refusal is None
+        assert p.model_copy(update={"method": None}).refusal is None
+    cv = calibration.stored_cross_validation()
+    refused = {r.id for r in cv.refused if r.name == calibration.PER_HEAD_VERIFY}
+    assert refused == {p.id for p in rows}
+    assert not {r.id for r in cv.rows} & refused
+    assert not {s.sweep for s in cv.sweeps} & {p.sweep for p in rows}
+    assert not any(set(f.fitted_on) & refused for f in data.fitted)
+
+
 def test_prompts_served_from_a_shared_prefix_cache_are_refused_by_name() -> None:
     """dstack's DeepSeek-R1 data (dstackai/benchmarks@7f37e669, online_results.csv) has
     'generated-shared-prefix' runs beside its random ones: their prompts hit the prefix

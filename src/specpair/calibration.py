@@ -314,6 +314,15 @@ class Point(Strict):
         "from its prefix cache (e.g. SGLang bench_serving generated-shared-prefix): only "
         "their unshared tail is prefilled, by an amount the source does not publish per "
         "request (`PREFIX_CACHED`)")
+    verify_attention: Literal["per-query-head"] | None = Field(
+        default=None, description="the kernel the speculative run's verify attention ran, "
+        "where it is not the one-pass kind the step model costs, from the source's engine "
+        "release and launch command: 'per-query-head' is one program per sequence and query "
+        "head, each reading the sequence's whole cached KV and computing a padded tile of "
+        "query rows (SGLang's Triton extend kernel on an absorbed-MLA model, the MLA "
+        "default up to v0.4.5: grid (batch, heads, ceil(w / BLOCK_M)), BLOCK_M 32 on "
+        "Hopper, num_stages 1), where the step model reads each sequence's KV once and "
+        "computes only the verified rows (`PER_HEAD_VERIFY`)")
     speculative_max_running_requests: int | None = Field(
         default=None, gt=0, description="the most requests the speculative run decoded at "
         "once per engine instance, where the source's launch command or its engine release "
@@ -378,7 +387,8 @@ class Point(Strict):
     def refusal(self) -> NotModelledDeployment | None:
         """The step model's named refusal of this point's deployment (the check a
         runbook's deployment gets, `stepmodel.deployment_refusal`), or of its measurement
-        (`FINITE_RUN`, `PREFIX_CACHED`, `BURST_RUN`), or None."""
+        (`FINITE_RUN`, `PREFIX_CACHED`, `BURST_RUN`), or of its verify kernel
+        (`PER_HEAD_VERIFY`), or None."""
         why = deployment_refusal(self.tp, 1, self.ep, GPUS_PER_NODE, self.dp_attention)
         if why is None and self.fixed_prompt_set and self.prompts is None \
                 and self.concurrency > 1:
@@ -393,6 +403,15 @@ class Point(Strict):
                 "prefill that rides along with the decode steps is only the uncached tail "
                 "of each prompt, which the source does not publish, and the step model "
                 "would charge the whole prompt"))
+        if why is None and self.verify_attention == "per-query-head" and self.method:
+            why = NotModelledDeployment(PER_HEAD_VERIFY, (
+                "the verify's attention ran one program per sequence and query head, each "
+                "reading the whole cached prefix and computing a padded tile of query rows: "
+                "at batch B that is B x heads reads of every sequence's KV and BLOCK_M / w "
+                "times the verified rows' FLOPs, on legacy mma.sync tensor instructions "
+                "with no load pipelining, whose time at the point's shapes has not been "
+                "measured (the step model's one-pass attention would charge a fraction of "
+                "it)"))
         if why is None and self.all_at_once and self.concurrency > 1:
             why = NotModelledDeployment(BURST_RUN, (
                 f"all {self.prompts or self.concurrency} requests sent at once, with no "
@@ -428,6 +447,12 @@ concurrency above 1 (at 1 the run has no drain: every request runs alone)."""
 
 PREFIX_CACHED = "prompts served from the prefix cache"
 """A measurement refused by name: `Point.prefix_cached`."""
+
+PER_HEAD_VERIFY = "verify attention per query head, not measured"
+"""A measurement refused by name: `Point.verify_attention` 'per-query-head' on a
+speculative point, whose verify cost is a kernel measurement at the point's batch,
+context, heads and verify width that has not been made (data/published_points.yaml says
+what its certain part, charged alone, gives)."""
 
 BURST_RUN = "burst of every request at once"
 """A measurement refused by name: `Point.all_at_once`, at a concurrency above 1 (one
