@@ -1,14 +1,17 @@
-"""The verify attention of SGLang v0.4.3-v0.4.5's default MLA backend, timed on one GPU: its
-Triton extend kernel (one program per sequence and query head, each walking the whole
-cached prefix, BLOCK_M 32 rows for the w verified tokens) against the same release's
-grouped decode kernel (each KV tile read once for all heads) at the same batch and context.
+"""The verify attention of SGLang v0.4.3.post4-v0.4.4.post1's default MLA backend, timed on
+one GPU: its Triton extend kernel (one program per sequence and query head, each walking
+the whole cached prefix, BLOCK_M 32 rows for the w verified tokens) against the same
+release's grouped decode kernel (each KV tile read once for all heads) at the same batch
+and context.
 
     python benchmarks/device/triton_verify_mla.py OUT.json TRITON_OPS_DIR
 
 TRITON_OPS_DIR is `sglang/srt/layers/attention/triton_ops/` unpacked from the release's own
 wheel (`pip download --no-deps sglang==0.4.4`, then unzip): the kernels are SGLang's, run
-as released, never copied here. Their two imports from the rest of SGLang (`is_hip`, and
-`context_attention_fwd`, which the extend path does not call) are stood in for below.
+as released, never copied here. The device machine reaches no package index: unpack it
+into an ignored folder of the checkout (e.g. build/sglang-0.4.4/) and carry that folder.
+Their two imports from the rest of SGLang (`is_hip`, and `context_attention_fwd`, which the
+extend path does not call) are stood in for below.
 
 What it is for: data/published_points.yaml refuses SGLang's DeepSeek-V3 docs sweep
 (`PER_HEAD_VERIFY`) because the step model's one-pass attention does not cost this kernel;
@@ -80,7 +83,8 @@ def _time_shape(extend: Callable[..., None], decode: Callable[..., None], batch:
     o = torch.empty(batch * VERIFY, HEADS, LATENT, dtype=torch.bfloat16, device=dev)
     per_seq = torch.ones(VERIFY, context + VERIFY, dtype=torch.bool, device=dev)
     per_seq[:, context:] = torch.tril(per_seq[:, context:])
-    mask = per_seq.flatten().repeat(batch)
+    # uint8, as the release's CUDA-graph runner holds the mask (cuda_graph_custom_mask)
+    mask = per_seq.flatten().repeat(batch).to(torch.uint8)
     mask_indptr = torch.arange(0, batch * per_seq.numel() + 1, per_seq.numel(),
                                dtype=torch.int64, device=dev)
     verify_s = timed(graphed(lambda: extend(

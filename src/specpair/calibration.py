@@ -322,7 +322,8 @@ class Point(Strict):
         "query rows (SGLang's Triton extend kernel on an absorbed-MLA model, the MLA "
         "default up to v0.4.5: grid (batch, heads, ceil(w / BLOCK_M)), BLOCK_M 32 on "
         "Hopper, num_stages 1), where the step model reads each sequence's KV once and "
-        "computes only the verified rows (`PER_HEAD_VERIFY`)")
+        "computes only the verified rows (`PER_HEAD_VERIFY`; benchmarks/"
+        "per_head_verify_bound.py charges a lower bound of the difference)")
     speculative_max_running_requests: int | None = Field(
         default=None, gt=0, description="the most requests the speculative run decoded at "
         "once per engine instance, where the source's launch command or its engine release "
@@ -407,11 +408,10 @@ class Point(Strict):
             why = NotModelledDeployment(PER_HEAD_VERIFY, (
                 "the verify's attention ran one program per sequence and query head, each "
                 "reading the whole cached prefix and computing a padded tile of query rows: "
-                "at batch B that is B x heads reads of every sequence's KV and BLOCK_M / w "
-                "times the verified rows' FLOPs, on legacy mma.sync tensor instructions "
-                "with no load pipelining, whose time at the point's shapes has not been "
-                "measured (the step model's one-pass attention would charge a fraction of "
-                "it)"))
+                "every sequence's KV is read once per query head, and BLOCK_M rows are "
+                "computed for the w verified, with no load pipelining; its time at the "
+                "point's shapes has not been measured, and the step model's one-pass "
+                "attention charges less than a lower bound of it"))
         if why is None and self.all_at_once and self.concurrency > 1:
             why = NotModelledDeployment(BURST_RUN, (
                 f"all {self.prompts or self.concurrency} requests sent at once, with no "
@@ -451,8 +451,9 @@ PREFIX_CACHED = "prompts served from the prefix cache"
 PER_HEAD_VERIFY = "verify attention per query head, not measured"
 """A measurement refused by name: `Point.verify_attention` 'per-query-head' on a
 speculative point, whose verify cost is a kernel measurement at the point's batch,
-context, heads and verify width that has not been made (data/published_points.yaml says
-what its certain part, charged alone, gives)."""
+context, heads and verify width that has not been made (benchmarks/device/
+triton_verify_mla.py makes it; benchmarks/per_head_verify_bound.py shows what a lower bound
+of it, charged alone, gives)."""
 
 BURST_RUN = "burst of every request at once"
 """A measurement refused by name: `Point.all_at_once`, at a concurrency above 1 (one
