@@ -70,6 +70,9 @@ def sweep_bounds() -> list[Bounded]:
         assert first.speedup and last.speedup
         params, *_ = calibration._fit_label(loso[first.source_key],
                                             calibration.family_of(first.gpu), first.engine)
+        if first.gpu not in L2_BANDWIDTH:  # no guess: the bound needs a measured figure
+            raise SystemExit(f"{sweep}: no measured L2 bandwidth for {first.gpu}; add a "
+                             "published measurement, with its source, to L2_BANDWIDTH")
         for l2 in L2_BANDWIDTH[first.gpu]:
             t1 = calibration.times_at(first, params, data)
             t1 = replace(t1, verify=t1.verify + excess(first, params, data, first.batch, l2))
