@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from specpair.build import build
+from specpair.commands.build import build
 
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATE = """\

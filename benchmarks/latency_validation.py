@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from specpair import calibration
+from specpair.analyse import calibration
 
 
 def _f(x: float | None, fmt: str = ".2f") -> str:

@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from specpair.errors import SpecpairError
-from specpair.runbooks import load_runbook
+from specpair.load.runbooks import load_runbook
+from specpair.model.errors import SpecpairError
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -29,8 +29,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, HubServer() as hub:
         os.environ.update(HF_ENDPOINT=hub.url, HF_HOME=str(Path(tmp) / "hf"),
                           HF_HUB_DISABLE_TELEMETRY="1")
-        from specpair.hub import resolve_checkpoint
-        from specpair.hub_remote import HubCheckpoint
+        from specpair.lock.hub import resolve_checkpoint
+        from specpair.lock.hub_remote import HubCheckpoint
 
         for label, shards, layers in CASES:
             folder = Path(tmp) / label.replace(" ", "-")

@@ -24,8 +24,8 @@ from dataclasses import dataclass, replace
 
 from scipy.optimize import brentq
 
-from specpair import calibration
-from specpair.stepmodel import blend
+from specpair.analyse import calibration
+from specpair.analyse.stepmodel import blend
 
 L2_BANDWIDTH = {"H200-141GB": (9.5e12, 10.5e12)}
 """Measured L2 read bandwidth, bytes/s: RRZE-HPC/gpu-benches gpu-l2-cache/h200.txt

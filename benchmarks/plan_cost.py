@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from specpair import hardware
-from specpair.build import load_pairs
-from specpair.plan import Options, expand_gpus, plan
+from specpair.analyse.plan import Options, expand_gpus, plan
+from specpair.commands.build import load_pairs
+from specpair.facts import hardware
 
 ROOT = Path(__file__).resolve().parents[1]
 BOUND_S = 10.0

@@ -28,7 +28,7 @@ same window: examples catalogue 0.443 -> 0.292 at N=10, 0.399 -> 0.271 at N=100 
 examples 0.349 -> 0.322 (one cold run of 8 pairs, the process's one-off loads included).
 Figures shift by up to ±30% between such windows: in a quieter one an earlier state of
 this branch took 0.245 at N=10 against main's 0.315, so compare within one window. The
-gain is value memos (`specpair.memo`) on the plan search's pure parts: step times, latency
+gain is value memos (`specpair.model.memo`) on the plan search's pure parts: step times, latency
 points, budget lines, the vLLM block plan, derived schedules, validated runbook sections.
 The goal does not hold for the representative catalogue: it still needs site generation
 about 2.7x cheaper. Where the rest goes (16 example pairs, sampling profile): the plan
@@ -125,8 +125,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from build_scale import REPO, make_tree
 
-from specpair import site
-from specpair.build import load_pairs
+from specpair.commands.build import load_pairs
+from specpair.generate import site
 
 Cost = tuple[float, float]  # wall seconds, CPU seconds
 Costs = tuple[Cost, ...]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from specpair import hardware
-from specpair.geometry import Geometry
-from specpair.resolve import ResolvedArtifact, ResolvedPair
-from specpair.schema.lock import Source, Tokenizer, Weights
-from specpair.schema.runbook import Runbook
+from specpair.facts import hardware
+from specpair.model.geometry import Geometry
+from specpair.model.lock import Source, Tokenizer, Weights
+from specpair.model.runbook import Runbook
+from specpair.resolve.pair import ResolvedArtifact, ResolvedPair
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 HUB = f"hub@{SHA}"  # as `specpair lock` writes a resolved artifact (consistent for SP105)

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from specpair.errors import SpecpairError
+from specpair.model.errors import SpecpairError
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "bench" / "tiny-vllm"
 MEASUREMENT = sorted((FIXTURE / "measurements").glob("*.json"))[-1]
@@ -52,7 +52,7 @@ def set_at(data: Any, path: tuple[Any, ...], value: str) -> None:
 
 
 def _accepted(root: Path, folder: Path, files: dict[Path, Any]) -> bool:
-    from specpair.build import load_pairs
+    from specpair.commands.build import load_pairs
 
     for path, data in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)

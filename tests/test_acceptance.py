@@ -20,8 +20,8 @@ from specpair.bench.acceptance import measured_acceptance
 from specpair.bench.client import summarize
 from specpair.bench.record import Cell, Measurement, RunResult
 from specpair.engines.registry import by_label
-from specpair.errors import SpecpairError
-from specpair.runbooks import load_latest_measurement
+from specpair.load.runbooks import load_latest_measurement
+from specpair.model.errors import SpecpairError
 from tests.conftest import FIXTURES
 
 ENGINE = FIXTURES / "engine"

@@ -12,16 +12,17 @@ from typing import Any
 
 import pytest
 
-from specpair import budget, latency, launch, site, staging
-from specpair.build import load_pairs, render
+from specpair.analyse import budget, latency, launch, staging
+from specpair.commands.build import load_pairs, render
 from specpair.engines import registry as engines
+from specpair.generate import site
 from tests.conftest import REPO
 
 PAIRS = load_pairs(REPO)
 # the fixtures below patch the counted functions in every specpair module loaded when
 # they run; the planner is imported lazily (by the site), so load it now or a test run
 # alone would not see its calls
-importlib.import_module("specpair.plan")
+importlib.import_module("specpair.analyse.plan")
 
 # the functions that compute a pair's numbers, wherever a module imported them by name
 COUNTED: dict[str, Callable[..., Any]] = {

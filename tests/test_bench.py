@@ -16,7 +16,7 @@ from specpair.bench.client import stream_one
 from specpair.bench.record import RunResult, percentile
 from specpair.bench.workloads import fingerprint, generate
 from specpair.engines.registry import by_label
-from specpair.schema.runbook import Workload
+from specpair.model.runbook import Workload
 from tests.conftest import REPO
 from tests.fake_engine import FIXTURES, FakeEngine
 
@@ -132,7 +132,7 @@ def test_bench_writes_a_record_and_a_card(repo_copy: Path,
     baseline, spec = fakes
     spec.positions = 3
     _small_workloads(repo_copy)
-    from specpair.build import build
+    from specpair.commands.build import build
 
     build(repo_copy)  # outputs current before the measurement
     result = _bench(repo_copy, baseline.url, spec.url)
@@ -189,7 +189,7 @@ def test_bench_writes_under_the_build_lock(repo_copy: Path,
     import threading
     import time
 
-    from specpair.build import build, exclusive
+    from specpair.commands.build import build, exclusive
 
     baseline, spec = fakes
     spec.positions = 3
@@ -243,7 +243,7 @@ def test_standard_error_of_the_mean() -> None:
 
 def test_which_wins_names_a_winner_only_outside_the_noise() -> None:
     from specpair.bench.record import Cell
-    from specpair.generators.card_files import compare
+    from specpair.generate.card_files import compare
 
     base = _run("baseline", [0.030, 0.031, 0.029, 0.030], 100.0)
     fast = _run("speculative", [0.010, 0.011, 0.009, 0.010], 300.0)
@@ -280,7 +280,7 @@ def test_which_wins_names_a_winner_only_outside_the_noise() -> None:
 
 def test_the_card_table_says_tie_and_not_measured() -> None:
     from specpair.bench.record import Cell
-    from specpair.generators.card_files import compare, comparison_markdown
+    from specpair.generate.card_files import compare, comparison_markdown
 
     base = _run("baseline", [0.030, 0.031, 0.029, 0.030], 100.0)
     fast = _run("speculative", [0.010, 0.011, 0.009, 0.010], 300.0)
@@ -314,7 +314,7 @@ def test_bench_compares_the_schedule_with_its_static_k(repo_copy: Path,
     spec.positions = 3
     static = FakeEngine(speculative=True, positions=3)
     _small_workloads(repo_copy)
-    from specpair.build import build
+    from specpair.commands.build import build
 
     build(repo_copy)
     folder = repo_copy / "runbooks" / "llama33-70b-eagle3-vllm"

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specpair.budget import compute
-from specpair.errors import SpecpairError
-from specpair.geometry import Geometry
+from specpair.analyse.budget import compute
+from specpair.model.errors import SpecpairError
+from specpair.model.geometry import Geometry
 from tests.pairs import make_pair
 from tests.test_budget_sglang import DSPARK_5L, QWEN3_32B_LIKE
 

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from specpair.budget import compute
-from specpair.budget.model import GiB
-from specpair.build import load_pairs
+from specpair.analyse.budget import compute
+from specpair.commands.build import load_pairs
 from specpair.engines.sglang_0_5_23.args import default_mem_fraction
 from specpair.engines.sglang_0_5_23.budget import (
     Inputs,
@@ -22,8 +21,9 @@ from specpair.engines.sglang_0_5_23.budget import (
     state_plan,
     target_cell,
 )
-from specpair.geometry import Geometry, LinearAttention
-from specpair.runbooks import load_runbook
+from specpair.load.runbooks import load_runbook
+from specpair.model.budget import GiB
+from specpair.model.geometry import Geometry, LinearAttention
 from tests.conftest import REPO
 
 QWEN3_32B_LIKE = Geometry(
@@ -178,7 +178,7 @@ def test_example_budgets(tmp_path: Path) -> None:
 def test_no_scenario_runs_more_requests_than_its_launch_allows(name: str) -> None:
     """With the limit left unset the launch still passes one (to the baseline server too):
     neither scenario of the budget may hold more running requests than that flag."""
-    from specpair.launch import build_for
+    from specpair.analyse.launch import build_for
     from tests.test_launch import with_runbook
 
     (pair,) = [p for p in load_pairs(REPO) if p.name == name]

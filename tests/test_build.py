@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from specpair.build import build
-from specpair.errors import SpecpairError
+from specpair.commands.build import build
+from specpair.model.errors import SpecpairError
 from tests.conftest import REPO
 
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from specpair.budget import compute
-from specpair.build import build, load_pairs
-from specpair.calibrate import fit_pair, operating_points
-from specpair.latency import setup
-from specpair.stepmodel import step_times
+from specpair.analyse.budget import compute
+from specpair.analyse.calibrate import fit_pair, operating_points
+from specpair.analyse.latency import setup
+from specpair.analyse.stepmodel import step_times
+from specpair.commands.build import build, load_pairs
 from tests.conftest import FIXTURES
 
 RECORD_TIME = "2026-11-30T02:55:15Z"

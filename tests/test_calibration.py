@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from specpair import calibration, hardware, stepmodel
-from specpair.stepmodel import (
+from specpair.analyse import calibration, stepmodel
+from specpair.analyse.stepmodel import (
     BOUNDS,
     DRAFT_BOUNDS,
     Forward,
@@ -29,6 +29,7 @@ from specpair.stepmodel import (
     shape_for,
     step_times,
 )
+from specpair.facts import hardware
 from tests.conftest import REPO
 
 SCRIPT = REPO / "benchmarks" / "latency_validation.py"
@@ -612,9 +613,9 @@ def test_a_deployment_wider_than_a_node_is_refused_by_name_never_predicted() -> 
     inter-node link and no all-to-all term, so it names the refusal instead of a number
     (the tensor-parallel model would put the TP16 run at 2-4× the published speed).
     Within one node nothing is refused."""
-    from specpair.budget import compute
-    from specpair.errors import SpecpairError
-    from specpair.latency import model
+    from specpair.analyse.budget import compute
+    from specpair.analyse.latency import model
+    from specpair.model.errors import SpecpairError
     from tests.pairs import make_pair
     from tests.test_budget_properties import dense
 

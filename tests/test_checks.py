@@ -13,10 +13,10 @@ from typing import Any
 import jsonschema
 import pytest
 
-from specpair.checks import RULES, Context, failing, run
-from specpair.geometry import Geometry
-from specpair.resolve import ResolvedPair
-from specpair.schema.lock import VocabMapping
+from specpair.analyse.checks import RULES, Context, failing, run
+from specpair.model.geometry import Geometry
+from specpair.model.lock import VocabMapping
+from specpair.resolve.pair import ResolvedPair
 from tests.conftest import REPO, write
 from tests.pairs import SHA, make_pair
 from tests.test_budget_properties import dense
@@ -217,7 +217,7 @@ def test_ling_dspark_draft_on_qwen3_32b_fails_on_hidden_size_and_layers(tmp_path
     write(folder / "runbook.yaml", LING_ON_QWEN % {"sha": SHA})
     ling = json.loads((REPO / "runbooks/ling-3-flash-dspark/lock.json").read_text())["draft"]
     ling["source"] = {"repo": "inclusionAI/Ling-3.0-flash-dspark", "revision": SHA}
-    from specpair.geometry import from_hf_config
+    from specpair.model.geometry import from_hf_config
     from tests.conftest import FIXTURES
 
     qwen = from_hf_config(json.loads((FIXTURES / "configs/Qwen__Qwen3-32B/config.json")

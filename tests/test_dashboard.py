@@ -14,9 +14,9 @@ from typing import Any
 
 import yaml
 
-from specpair.analysis import Analysis
-from specpair.build import load_pairs
-from specpair.generators import dashboard_files, monitoring_files
+from specpair.analyse.analysis import Analysis
+from specpair.commands.build import load_pairs
+from specpair.generate import dashboard_files, monitoring_files
 from tests.conftest import REPO
 from tests.promtool import check_rules, rule_groups
 
@@ -32,9 +32,10 @@ def exprs(board: dict[str, Any]) -> list[str]:
 
 
 def test_dashboards_are_byte_identical_across_processes() -> None:
-    script = ("import sys; from pathlib import Path; from specpair.build import load_pairs; "
-              "from specpair.analysis import Analysis; "
-              "from specpair.generators import dashboard_files as d; "
+    script = ("import sys; from pathlib import Path; "
+              "from specpair.commands.build import load_pairs; "
+              "from specpair.analyse.analysis import Analysis; "
+              "from specpair.generate import dashboard_files as d; "
               "[sys.stdout.buffer.write(d.generate(Analysis(p))[d.DASHBOARD]) "
               "for p in load_pairs(Path(sys.argv[1]))]")
     runs = []

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from specpair.engines import registry
-from specpair.geometry import from_hf_config
+from specpair.model.geometry import from_hf_config
 from tests.conftest import FIXTURES
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "specpair"
@@ -100,7 +100,7 @@ def test_geometry_reads_the_config_as_written_and_each_release_its_draft_mode(
     """A built-in MTP layer count the config leaves out is the engine's to supply: SGLang
     0.5.23's draft-mode ModelConfig sets num_nextn_predict_layers = 1 for these (configs/
     model_config.py), vLLM's Qwen3NextMTP / Qwen3_5MTP default to 1 layer
-    (models/qwen3_next_mtp.py:63, models/qwen3_5_mtp.py:82). `specpair.geometry` knows no
+    (models/qwen3_next_mtp.py:63, models/qwen3_5_mtp.py:82). `specpair.model.geometry` knows no
     engine: the override is each release's `draft_mode`."""
     config = json.loads((FIXTURES / "configs" / folder / "config.json").read_text())
     assert "num_nextn_predict_layers" not in config.get("text_config", config)

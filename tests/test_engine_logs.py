@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from specpair.engine_logs import timings
+from specpair.engines.log_timings import timings
 
 # vllm/model_executor/model_loader/default_loader.py: "Loading weights took %.2f seconds"
 # vllm/v1/worker/gpu_model_runner.py: "Graph capturing finished in %.0f secs, took %.2f GiB"

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from specpair.build import load_pairs
-from specpair.geometry import EXPERT_FORMAT_BYTES, from_hf_config
-from specpair.step_inputs import EXPERT_BYTES, architecture, unmodelled
+from specpair.analyse.step_inputs import EXPERT_BYTES, architecture, unmodelled
+from specpair.commands.build import load_pairs
+from specpair.model.geometry import EXPERT_FORMAT_BYTES, from_hf_config
 from tests.conftest import REPO
 from tests.pairs import artifact, make_pair
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from specpair import file_policy
 from specpair.cli import main
-from specpair.errors import SpecpairError
-from specpair.impact import impact
+from specpair.commands.impact import impact
+from specpair.load import file_policy
+from specpair.model.errors import SpecpairError
 from tests.conftest import REPO
 
 SECRET = "ghs_t o k e n_0123456789abcdef"  # spaced like a token that defeats log masking

@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from specpair.cli import main
-from specpair.errors import SpecpairError
-from specpair.load import load_document
-from specpair.runbooks import load_lock, load_runbook
+from specpair.load.document import load_document
+from specpair.load.runbooks import load_lock, load_runbook
+from specpair.model.errors import SpecpairError
 from tests.conftest import REPO
 
 EXIT_CODES = {0, 1, 2, 3}

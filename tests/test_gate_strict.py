@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from specpair.checks import Context, failing, run
-from specpair.errors import SpecpairError
-from specpair.geometry import Geometry, from_hf_config
-from specpair.resolve import ResolvedPair
-from specpair.runbooks import load_runbook
+from specpair.analyse.checks import Context, failing, run
+from specpair.load.runbooks import load_runbook
+from specpair.model.errors import SpecpairError
+from specpair.model.geometry import Geometry, from_hf_config
+from specpair.resolve.pair import ResolvedPair
 from tests.conftest import FIXTURES, REPO, write
 from tests.pairs import SHA, make_pair
 from tests.test_budget_properties import dense
@@ -306,7 +306,7 @@ def test_a_quantization_the_engine_does_not_know_fails(engine: str, method: str,
 
 
 def test_the_draft_context_override_is_never_set_past_the_targets_positions() -> None:
-    from specpair.launch import build_for
+    from specpair.analyse.launch import build_for
 
     pair = make_pair(dense(32), dense(1).model_copy(update={"max_position_embeddings": 2048}),
                      speculation={"method": "EAGLE3", "num_speculative_tokens": 3})

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from specpair.geometry import Geometry, GeometryOverride, from_hf_config
+from specpair.model.geometry import Geometry, GeometryOverride, from_hf_config
 from tests.conftest import FIXTURES
 
 
@@ -83,7 +83,7 @@ def test_deepseek_v3_experts_explain_its_37b_active_parameters() -> None:
 
 
 def test_unknown_layer_kind_is_refused_by_key() -> None:
-    from specpair.geometry import NotModelled
+    from specpair.model.geometry import NotModelled
 
     config = json.loads((FIXTURES / "configs" / "Qwen__Qwen3-8B" / "config.json").read_text())
     # LFM2's short-convolution layers are a kind the layout mapping does not know
@@ -97,8 +97,8 @@ def test_unknown_layer_kind_is_refused_by_key() -> None:
 
 
 def test_unmodelled_key_is_refused_when_locking(tmp_path: Path) -> None:
-    from specpair.errors import SpecpairError
-    from specpair.hub import geometry_from_config
+    from specpair.lock.hub import geometry_from_config
+    from specpair.model.errors import SpecpairError
 
     text = (FIXTURES / "configs" / "nvidia__Nemotron-H-56B-Base-8K" / "config.json").read_text()
     with pytest.raises(SpecpairError, match="not modelled: hybrid_override_pattern"):
@@ -111,7 +111,7 @@ def test_unmodelled_key_is_refused_when_locking(tmp_path: Path) -> None:
 ])
 def test_layout_keys_that_are_not_modelled_are_named(change: dict[str, object],
                                                      key: str) -> None:
-    from specpair.geometry import NotModelled
+    from specpair.model.geometry import NotModelled
 
     config = json.loads((FIXTURES / "configs" / "Qwen__Qwen3-8B" / "config.json").read_text())
     with pytest.raises(NotModelled, match=f"not modelled: {key}"):
@@ -120,7 +120,7 @@ def test_layout_keys_that_are_not_modelled_are_named(change: dict[str, object],
 
 def test_a_window_on_every_layer_is_refused() -> None:
     # Mixtral's config keeps sliding_window null; Mistral-7B-v0.1 shipped 4096 (every layer)
-    from specpair.geometry import NotModelled
+    from specpair.model.geometry import NotModelled
 
     folder = FIXTURES / "configs" / "mistralai__Mixtral-8x7B-v0.1"
     config = json.loads((folder / "config.json").read_text())
@@ -172,7 +172,7 @@ def test_gemma3_published_config_gets_its_defaults_from_transformers() -> None:
 
 
 def test_the_lock_says_which_class_read_the_config() -> None:
-    from specpair.hub import config_source
+    from specpair.lock.hub import config_source
 
     llama = (FIXTURES / "configs" / "meta-llama__Llama-3.1-8B-Instruct" / "config.json")
     assert config_source(llama.read_text()) == (
@@ -189,9 +189,9 @@ def test_nemotron_nas_is_refused_at_lock_by_its_block_configs() -> None:
     # what the engines keep. Neither engine's KV code can be run on it here (both read
     # block_configs as objects of the checkpoint's own DeciLMConfig, custom code that is
     # not shipped with the corpus), so it is refused, naming the key
-    from specpair.errors import SpecpairError
-    from specpair.geometry import NotModelled
-    from specpair.hub import geometry_from_config
+    from specpair.lock.hub import geometry_from_config
+    from specpair.model.errors import SpecpairError
+    from specpair.model.geometry import NotModelled
 
     text = (FIXTURES / "corpus" / "nvidia__Llama-3_3-Nemotron-Super-49B-v1"
             / "config.json").read_text()
@@ -206,8 +206,8 @@ def test_nemotron_nas_is_refused_at_lock_by_its_block_configs() -> None:
 
 
 def test_a_declared_lock_says_which_class_read_its_config() -> None:
-    from specpair.declare import declared_artifact
-    from specpair.schema.lock import Source
+    from specpair.lock.declare import declared_artifact
+    from specpair.model.lock import Source
 
     config = FIXTURES / "configs" / "Qwen__Qwen3-8B" / "config.json"
     lock = declared_artifact(Source(repo="Qwen/Qwen3-8B"), config, 16 << 30)

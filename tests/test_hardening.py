@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specpair.analysis import Analysis
-from specpair.build import load_pairs
+from specpair.analyse.analysis import Analysis
 from specpair.cli import main
-from specpair.generators import launch_files
-from specpair.generators.launch_files import LWS_ENV
-from specpair.resolve import ResolvedPair
+from specpair.commands.build import load_pairs
+from specpair.generate import launch_files
+from specpair.generate.launch_files import LWS_ENV
+from specpair.resolve.pair import ResolvedPair
 from tests.conftest import REPO
 from tests.k8s_expansion import expand, expand_all
 from tests.kubernetes import workload
@@ -174,9 +174,9 @@ def test_control_and_bidi_characters_are_refused_in_runbook_text(
 
 
 def test_text_reaching_a_terminal_or_a_page_is_inert(tmp_path: Path) -> None:
-    from specpair.errors import SpecpairError
-    from specpair.render import cell
-    from specpair.site import text
+    from specpair.generate.render import cell
+    from specpair.generate.site import text
+    from specpair.model.errors import SpecpairError
 
     rendered = SpecpairError.single(tmp_path / "a\x1b[2Jb", ANSI, BIDI).render()
     assert "\x1b" not in rendered and "\u202e" not in rendered
@@ -191,8 +191,8 @@ def test_text_reaching_a_terminal_or_a_page_is_inert(tmp_path: Path) -> None:
     ("", ":1:1:", "empty document")])
 def test_every_loader_error_has_a_line_and_column(tmp_path: Path, source: str, where: str,
                                                   message: str) -> None:
-    from specpair.errors import SpecpairError
-    from specpair.runbooks import load_runbook
+    from specpair.load.runbooks import load_runbook
+    from specpair.model.errors import SpecpairError
 
     path = tmp_path / "runbooks" / "p" / "runbook.yaml"
     path.parent.mkdir(parents=True)
@@ -216,8 +216,8 @@ LOCK = REPO / "runbooks" / "deepseek-v3-mtp" / "lock.json"
 ])
 def test_the_lock_loader_is_as_strict_as_the_runbook_loader(
         tmp_path: Path, edit: object, message: str) -> None:
-    from specpair.errors import SpecpairError
-    from specpair.runbooks import load_lock
+    from specpair.load.runbooks import load_lock
+    from specpair.model.errors import SpecpairError
 
     folder = tmp_path / "runbooks" / "p"
     folder.mkdir(parents=True)
@@ -230,8 +230,8 @@ def test_the_lock_loader_is_as_strict_as_the_runbook_loader(
 
 
 def test_a_folder_where_the_lock_belongs_is_a_located_error(tmp_path: Path) -> None:
-    from specpair.errors import SpecpairError
-    from specpair.runbooks import load_lock
+    from specpair.load.runbooks import load_lock
+    from specpair.model.errors import SpecpairError
 
     (tmp_path / "p" / "lock.json").mkdir(parents=True)
     with pytest.raises(SpecpairError, match="a folder, not a regular file"):
@@ -274,8 +274,8 @@ def test_locating_thousands_of_errors_in_a_large_jsonnet_runbook_is_linear(
         tmp_path: Path) -> None:
     import time
 
-    from specpair.errors import SpecpairError
-    from specpair.runbooks import load_runbook
+    from specpair.load.runbooks import load_runbook
+    from specpair.model.errors import SpecpairError
 
     shutil.copytree(REPO / "runbooks", tmp_path / "runbooks")
     path = tmp_path / "runbooks" / "qwen3-8b-dflash" / "runbook.jsonnet"

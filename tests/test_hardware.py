@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from specpair import hardware
-from specpair.budget import compute
-from specpair.errors import SpecpairError
-from specpair.latency import model
-from specpair.runbooks import load_runbook
-from specpair.schema.runbook import InlineGPU
+from specpair.analyse.budget import compute
+from specpair.analyse.latency import model
+from specpair.facts import hardware
+from specpair.load.runbooks import load_runbook
+from specpair.model.errors import SpecpairError
+from specpair.model.runbook import InlineGPU
 from tests.conftest import REPO, write
 from tests.pairs import make_pair
 from tests.test_budget_properties import dense
@@ -102,7 +102,7 @@ def test_the_schema_shows_both_forms_of_gpu() -> None:
 
 
 def test_a_runbook_with_an_inline_gpu_builds(repo_copy: Path) -> None:
-    from specpair.build import build
+    from specpair.commands.build import build
 
     runbook = repo_copy / "runbooks" / "llama33-70b-eagle3-vllm" / "runbook.yaml"
     text = runbook.read_text()
@@ -121,7 +121,7 @@ def test_a_runbook_and_a_calibration_point_see_one_gpu_alike(key: str) -> None:
     """The step model's view of a GPU (bandwidth, the tensor peaks, FP4's on Blackwell
     included, the TP link) is the same whether a runbook or a calibration point names it:
     a runbook's NVFP4 target must meet the FP4 peak the fits were made with."""
-    from specpair import calibration, latency
+    from specpair.analyse import calibration, latency
 
     pair = make_pair(dense(32), dense(1), speculation={"method": "EAGLE3",
                                                        "num_speculative_tokens": 3},
@@ -211,7 +211,7 @@ def test_a_gpu_without_a_measurement_says_its_bandwidth_is_assumed() -> None:
 
 
 def test_a_plan_names_each_searched_gpus_bandwidth_and_whether_it_was_measured() -> None:
-    from specpair import plan
+    from specpair.analyse import plan
 
     pair = make_pair(dense(32), dense(1), speculation={"method": "EAGLE3",
                                                        "num_speculative_tokens": 3})

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from specpair.checks import Context, run
-from specpair.launch import build_for
-from specpair.resolve import ResolvedPair
-from specpair.schema.lock import Fallback, VocabMapping
+from specpair.analyse.checks import Context, run
+from specpair.analyse.launch import build_for
+from specpair.model.lock import Fallback, VocabMapping
+from specpair.resolve.pair import ResolvedPair
 from tests.pairs import make_pair
 from tests.test_budget_properties import dense
 from tests.test_launch import with_runbook
@@ -233,7 +233,7 @@ def test_the_note_states_the_engines_log_line() -> None:
 
 
 def test_the_site_page_shows_the_intersection() -> None:
-    from specpair.site import vocabulary_section
+    from specpair.generate.site import vocabulary_section
 
     page = vocabulary_section(mapping(intersection_max=24010))
     assert "| intersection | 24,000-24,010 tokens: 75.0% of the draft's, 15.8% of the " \

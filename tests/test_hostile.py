@@ -18,10 +18,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specpair.budget import compute
-from specpair.errors import SpecpairError
-from specpair.runbooks import load_runbook
-from specpair.site import text as site_text
+from specpair.analyse.budget import compute
+from specpair.generate.site import text as site_text
+from specpair.load.runbooks import load_runbook
+from specpair.model.errors import SpecpairError
 from tests.conftest import REPO, write
 from tests.pairs import make_pair
 from tests.test_budget_properties import dense

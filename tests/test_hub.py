@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from specpair.hub import LocalCheckpoint, resolve_checkpoint
+from specpair.lock.hub import LocalCheckpoint, resolve_checkpoint
 from tests.checkpoints import llama_config, write_checkpoint
 from tests.conftest import write
 from tests.hubserver import Fault, HubServer, Repo, files_of

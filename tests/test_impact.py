@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from specpair.impact import impact, markdown, snapshot
+from specpair.commands.impact import impact, markdown, snapshot
 from tests.conftest import REPO
 
 
@@ -263,8 +263,8 @@ def _argv_value(argv: list[object], flag: str) -> str:
 
 def test_an_engine_release_change_lists_what_the_new_release_changes(
         repo: Path, tmp_path: Path) -> None:
-    from specpair.impact import load_side
-    from specpair.launch import build_for
+    from specpair.analyse.launch import build_for
+    from specpair.commands.impact import load_side
 
     commit(repo, lambda r: edit(r, "runbooks/qwen3-8b-dflash/runbook.jsonnet",
                                 "speculation: { method: 'DFLASH', block_size: 16 },",
@@ -323,9 +323,9 @@ def test_a_version_change_within_one_engine_names_each_changed_argument_and_the_
     arguments whose values the two releases' own commands differ in (for these releases
     none: their defaults are the same, engines/vllm_0_32_0/facts.py), gives both releases'
     budgets and asks to re-measure acceptance."""
-    from specpair.budget import compute
-    from specpair.impact import load_side
-    from specpair.launch import build_for
+    from specpair.analyse.budget import compute
+    from specpair.analyse.launch import build_for
+    from specpair.commands.impact import load_side
 
     example = "runbooks/llama33-70b-eagle3-vllm/runbook.yaml"
     commit(repo, lambda r: edit(r, example, "engine: {name: vllm, version: 0.33.0}",
@@ -361,10 +361,10 @@ def test_a_sglang_version_change_names_each_changed_default_with_its_budget_effe
     tests/engine/test_upgrade_defaults.py checks against both releases' own parser and
     resolution), with the budget each release computes; no state-pool ratio, which a target
     without linear attention has no use for; and asks to re-measure acceptance."""
-    from specpair.budget import compute
+    from specpair.analyse.budget import compute
+    from specpair.commands.impact import load_side
     from specpair.engines.sglang_0_5_18.args import DEFAULTS as OLD
     from specpair.engines.sglang_0_5_23.args import DEFAULTS as NEW
-    from specpair.impact import load_side
 
     example = "runbooks/gpt-oss-120b-ngram-sglang-0-5-18/runbook.yaml"
     commit(repo, lambda r: edit(r, example, "engine: {name: sglang, version: 0.5.18}",

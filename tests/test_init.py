@@ -122,7 +122,7 @@ def test_a_repository_pinned_to_another_release_is_refused_by_name(repo: Path) -
 
 
 def test_the_site_template_uses_the_theme_as_this_project_does() -> None:
-    from specpair.init import template
+    from specpair.commands.init import template
 
     ours = yaml.safe_load((REPO / "site/mkdocs.yml").read_text())
     scaffold = yaml.safe_load(template("mkdocs.yml"))
@@ -136,7 +136,7 @@ def test_the_site_template_uses_the_theme_as_this_project_does() -> None:
 
 
 def test_this_repository_still_names_its_nox_sessions(tmp_path: Path) -> None:
-    from specpair.project import commands
+    from specpair.load.project import commands
 
     assert commands(REPO).build == "nox -s build"
     (tmp_path / "noxfile.py").write_text("")

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from specpair.budget import compute
-from specpair.latency import model
+from specpair.analyse.budget import compute
+from specpair.analyse.latency import model
 from tests.conftest import REPO
 from tests.pairs import make_pair
 from tests.test_budget_properties import dense
@@ -146,7 +146,7 @@ def test_every_example_shows_intervals_in_breakeven_and_budget(name: str) -> Non
 
 
 def test_the_public_expected_speedup_is_the_verdicts() -> None:
-    from specpair.latency import expected_speedup
+    from specpair.analyse.latency import expected_speedup
 
     pair = _eagle(concurrency=8)
     budget = compute(pair)
@@ -160,7 +160,7 @@ def test_the_public_expected_speedup_is_the_verdicts() -> None:
 def test_the_gates_slo_check_states_what_the_model_does() -> None:
     # the planner's gate run reads only slo_check; it must agree with the model it stands
     # for in every status (pass, fail, uncertain, unreachable) and a capped concurrency
-    from specpair.latency import slo_check
+    from specpair.analyse.latency import slo_check
 
     base = _eagle(concurrency=8)
     m0 = model(base, compute(base))
@@ -184,9 +184,9 @@ def test_the_gates_slo_check_states_what_the_model_does() -> None:
 def test_the_planners_gate_finds_what_the_whole_gate_does(name: str) -> None:
     # Planner._gate_context hands the gate slo_check instead of the latency model: the
     # findings of every speculative candidate equal those of run(Context(final))
-    from specpair.checks import Context, run
-    from specpair.errors import SpecpairError
-    from specpair.plan import Options, Planner
+    from specpair.analyse.checks import Context, run
+    from specpair.analyse.plan import Options, Planner
+    from specpair.model.errors import SpecpairError
     from tests.test_plan import example
 
     pair = example(name)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from specpair import calibration, latency_page
+from specpair.analyse import calibration
+from specpair.generate import latency_page
 
 
 def test_page_lists_every_point_with_the_summary_numbers() -> None:

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from specpair.analysis import Analysis
-from specpair.budget import compute
-from specpair.generators import plan_files
-from specpair.latency import (
+from specpair.analyse.analysis import Analysis
+from specpair.analyse.budget import compute
+from specpair.analyse.latency import (
     leviathan_expected_tokens,
     leviathan_speedup,
     model,
 )
-from specpair.staging import download_seconds, plan
-from specpair.stepmodel import Forward
+from specpair.analyse.staging import download_seconds, plan
+from specpair.analyse.stepmodel import Forward
+from specpair.generate import plan_files
 from tests.conftest import REPO
 from tests.pairs import make_pair
 from tests.test_budget_properties import dense
@@ -164,7 +164,7 @@ FAKE_ENGINE = textwrap.dedent("""\
 def run_stage(tmp_path: Path, fail: str = "") -> subprocess.CompletedProcess[str]:
     pair = with_runbook(_eagle(), deployment={"port": 39123, "host": "127.0.0.1"})
     files = {**plan_files.generate(Analysis(pair))}
-    from specpair.generators import launch_files
+    from specpair.generate import launch_files
 
     files |= launch_files.generate(Analysis(pair))
     for name, content in files.items():

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from specpair.analysis import Analysis
-from specpair.build import load_pairs
-from specpair.errors import SpecpairError
-from specpair.generators import launch_files
-from specpair.launch import build_for
-from specpair.resolve import ResolvedPair
+from specpair.analyse.analysis import Analysis
+from specpair.analyse.launch import build_for
+from specpair.commands.build import load_pairs
+from specpair.generate import launch_files
+from specpair.model.errors import SpecpairError
+from specpair.resolve.pair import ResolvedPair
 from tests.conftest import REPO
 from tests.kubernetes import workload
 from tests.pairs import make_pair
@@ -198,7 +198,7 @@ def test_primary_engine_preflight_error_fails_the_build(repo_copy: Path) -> None
     runbook = repo_copy / "runbooks" / "ling-3-flash-dspark" / "runbook.yaml"
     runbook.write_text(runbook.read_text().replace("mode: parallel-prestage",
                                                    "mode: engine-overlap"))
-    from specpair.build import build
+    from specpair.commands.build import build
 
     before = (repo_copy / "runbooks/ling-3-flash-dspark/generated/launch-sglang.sh").read_bytes()
     with pytest.raises(SpecpairError) as info:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from specpair.errors import SpecpairError
-from specpair.load import MAX_FILE_BYTES, load_document
+from specpair.load.document import MAX_FILE_BYTES, load_document
+from specpair.model.errors import SpecpairError
 from tests.conftest import write
 
 
@@ -128,7 +128,7 @@ def test_jsonnet_error_points_into_the_file(tmp_path: Path) -> None:
 
 def test_jsonnet_endless_evaluation_is_stopped(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    import specpair.load as load
+    import specpair.load.document as load
 
     monkeypatch.setattr(load, "JSONNET_TIMEOUT_S", 1.0)
     root = tmp_path / "runbooks"
@@ -158,8 +158,8 @@ def test_jsonnet_memory_bomb_aborts_quietly(tmp_path: Path) -> None:
                  "local s = std.repeat('x', 1 << 28); { a: std.length(s + s + s + s + s + s) }")
     script = ("import faulthandler, os, sys\n"
               "faulthandler.enable(file=os.fdopen(os.dup(2), 'w'))\n"
-              "from pathlib import Path; from specpair.load import load_document\n"
-              "from specpair.errors import SpecpairError\n"
+              "from pathlib import Path; from specpair.load.document import load_document\n"
+              "from specpair.model.errors import SpecpairError\n"
               "try:\n    load_document(Path(sys.argv[1]), Path(sys.argv[2]))\n"
               "except SpecpairError as error:\n    print(error.problems[0].message)\n")
     result = subprocess.run([sys.executable, "-c", script, str(path), str(root)],

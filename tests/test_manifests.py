@@ -12,11 +12,11 @@ import jsonschema
 import pytest
 import yaml
 
-from specpair.analysis import Analysis
-from specpair.build import load_pairs
-from specpair.errors import SpecpairError
-from specpair.generators import launch_files, monitoring_files
-from specpair.resolve import ResolvedPair
+from specpair.analyse.analysis import Analysis
+from specpair.commands.build import load_pairs
+from specpair.generate import launch_files, monitoring_files
+from specpair.model.errors import SpecpairError
+from specpair.resolve.pair import ResolvedPair
 from tests.conftest import REPO
 from tests.kubernetes import MINORS, documents, validate, validate_builtin, workload
 from tests.pairs import make_pair
@@ -269,7 +269,7 @@ def test_a_memory_request_below_the_shm_size_is_refused_by_field() -> None:
 def test_quantities_compare_as_kubernetes_reads_them() -> None:
     """Kubernetes' "Resource Management for Pods and Containers" page: 128974848, 129e6,
     129M, 128974848000m and 123Mi are (roughly) the same memory; 0.1 CPU is 100m."""
-    from specpair.generators.pod_resources import quantity
+    from specpair.generate.pod_resources import quantity
 
     assert quantity("123Mi") == quantity("128974848") == quantity("128974848000m")
     assert quantity("129e6") == quantity("129M") == 129_000_000

@@ -1,4 +1,4 @@
-"""The value memos (`specpair.memo`) change no result: a plan made after other pairs'
+"""The value memos (`specpair.model.memo`) change no result: a plan made after other pairs'
 plans filled them is the plan made with every memo empty, for pairs that differ in one
 input each (the SLO, the request cap, the memory fraction, the KV dtype, the TP size).
 A memo keyed on a subset of what its function reads would hand the second pair the
@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from specpair import memo
-from specpair.budget import compute
-from specpair.build import load_pairs
+from specpair.analyse.budget import compute
+from specpair.analyse.latency import model
+from specpair.analyse.plan import plan, variant
+from specpair.commands.build import load_pairs
 from specpair.engines.vllm_0_33_0.budget import RULES
-from specpair.geometry import Geometry
-from specpair.latency import model
-from specpair.plan import plan, variant
-from specpair.resolve import ResolvedPair
-from specpair.schema.common import KVDtype
+from specpair.model import memo
+from specpair.model.common import KVDtype
+from specpair.model.geometry import Geometry
+from specpair.resolve.pair import ResolvedPair
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -84,11 +84,11 @@ def test_a_geometry_hashes_as_it_compares() -> None:
 
 def test_equal_geometries_are_one_object_and_unequal_ones_stay_apart(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pairs that load one model share its geometry object (resolve._interned), so the
+    """Pairs that load one model share its geometry object (pair._interned), so the
     memos' keys compare by identity; a geometry that hashes the same but differs in a field
     keeps its own object and value, and loading without the interned ones gives equal
     geometries."""
-    from specpair import resolve
+    from specpair.resolve import pair
 
     first, again = example("qwen3-8b-dflash"), example("qwen3-8b-dflash")
     assert first.target.geometry is again.target.geometry
@@ -97,8 +97,8 @@ def test_equal_geometries_are_one_object_and_unequal_ones_stay_apart(
     g = first.target.geometry
     other = Geometry.model_validate({**g.model_dump(), "vocab_size": g.vocab_size + 1})
     assert hash(other) == hash(g) and other != g
-    assert resolve._interned(other) is other
-    assert resolve._interned(other).vocab_size == g.vocab_size + 1
-    monkeypatch.setattr(resolve, "_GEOMETRIES", {})
+    assert pair._interned(other) is other
+    assert pair._interned(other).vocab_size == g.vocab_size + 1
+    monkeypatch.setattr(pair, "_GEOMETRIES", {})
     fresh = example("qwen3-8b-dflash")
     assert fresh.target.geometry == g and fresh.target.geometry is not g

@@ -11,9 +11,9 @@ import json
 
 import pytest
 
-from specpair.budget import compute
-from specpair.geometry import Geometry, from_hf_config
-from specpair.latency import model
+from specpair.analyse.budget import compute
+from specpair.analyse.latency import model
+from specpair.model.geometry import Geometry, from_hf_config
 from tests.conftest import FIXTURES
 from tests.pairs import make_pair
 from tests.test_budget_properties import dense
@@ -80,7 +80,7 @@ def test_moe_verify_costs_more_than_a_dense_reading_of_the_same_config() -> None
 
 
 def test_the_moe_assumption_is_printed_only_for_moe_models() -> None:
-    from specpair.generators.plan_files import breakeven_markdown
+    from specpair.generate.plan_files import breakeven_markdown
 
     moe_pair = _pair(moe_config("mistralai__Mixtral-8x7B-v0.1"), 46_700_000_000)
     dense_pair = _pair(dense(32), 8_000_000_000)

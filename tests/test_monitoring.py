@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 import yaml
 
-from specpair.alerts import PAIR_LABEL
-from specpair.analysis import Analysis
-from specpair.build import load_pairs
-from specpair.generators import dashboard_files, monitoring_files
-from specpair.monitoring import EngineMetrics, for_engine
-from specpair.resolve import ResolvedPair
+from specpair.analyse.alerts import PAIR_LABEL
+from specpair.analyse.analysis import Analysis
+from specpair.analyse.monitoring import EngineMetrics, for_engine
+from specpair.commands.build import load_pairs
+from specpair.generate import dashboard_files, monitoring_files
+from specpair.resolve.pair import ResolvedPair
 from tests.conftest import REPO
 from tests.kubernetes import workload
 from tests.promtool import check_rules, rule_groups, run_unit_tests
@@ -447,7 +447,7 @@ def test_the_stated_detection_delays_hold_in_promtool(name: str, windows: dict[s
                                                       tmp_path: Path) -> None:
     """Two healthy hours, two at τ = 1 (below the SLO and every τ*), two healthy again:
     each alert fires by the delay the rule file states and clears by the one it states."""
-    from specpair.alerts import delays
+    from specpair.analyse.alerts import delays
     from tests.test_launch import with_runbook
 
     pair = with_runbook(PAIRS[name], alerts=windows) if windows else PAIRS[name]

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 import yaml
 
-import specpair.generators as generators
-from specpair.analysis import Analysis
-from specpair.checks import Context, run
-from specpair.generators import budget_files, dashboard_files, monitoring_files, plan_files
-from specpair.step_inputs import not_modelled_text, unmodelled
+import specpair.generate as generators
+from specpair.analyse.analysis import Analysis
+from specpair.analyse.checks import Context, run
+from specpair.analyse.step_inputs import not_modelled_text, unmodelled
+from specpair.generate import budget_files, dashboard_files, monitoring_files, plan_files
 from tests.pairs import make_pair
 from tests.promtool import check_rules, rule_groups
 from tests.test_budget_properties import dense
@@ -29,7 +29,7 @@ REFUSAL = "not modelled: cross-node model parallelism"
 
 
 def generator_modules() -> list[Any]:
-    modules = [import_module(f"specpair.generators.{m.name}")
+    modules = [import_module(f"specpair.generate.{m.name}")
                for m in pkgutil.iter_modules(generators.__path__)]
     return [m for m in modules if hasattr(m, "generate")]
 
@@ -106,7 +106,7 @@ def test_promtool_accepts_the_rules_without_break_even(make: Any, tmp_path: Path
 
 @pytest.mark.parametrize("make", TWO_NODES)
 def test_the_site_page_states_the_refusal_instead_of_numbers(make: Any) -> None:
-    from specpair.site import index_page, pair_page, text
+    from specpair.generate.site import index_page, pair_page, text
 
     a = Analysis(make())
     assert a.not_modelled is not None
@@ -133,7 +133,7 @@ def test_the_rule_file_documents_no_break_even_delay_or_rule() -> None:
 def test_a_derived_schedule_of_a_deployment_the_model_refuses_is_a_runbook_error() -> None:
     """A derived schedule comes from the step model: `validate` names the refusal and the
     way out (pin the ranges, or a static K) before any generator runs."""
-    from specpair.rules import check_runbook
+    from specpair.load.rules import check_runbook
 
     pair = make_pair(dense(36), dense(5), engine="vllm", version="0.33.0",
                      speculation={"method": "EAGLE3", "num_speculative_tokens": 3,
@@ -151,8 +151,8 @@ def test_a_derived_schedule_of_a_deployment_the_model_refuses_is_a_runbook_error
 def test_the_planner_ranks_the_deployments_within_a_node(make: Any) -> None:
     """The runbook as written spans two nodes: the plan says so and ranks the
     candidates the latency model represents instead of refusing the whole plan."""
-    from specpair.plan import plan
-    from specpair.plan_report import markdown
+    from specpair.analyse.plan import plan
+    from specpair.generate.plan_report import markdown
 
     p = plan(make())
     assert p.current is None and p.current_not_modelled is not None
@@ -164,8 +164,8 @@ def test_the_planner_ranks_the_deployments_within_a_node(make: Any) -> None:
 def test_planner_candidates_wider_than_a_node_are_counted_not_modelled() -> None:
     """--max-gpus over two nodes with pipeline 2: TP 8 × PP 2 spans both nodes; it is
     counted as not modelled, the other candidates are ranked."""
-    from specpair.plan import Options, plan
-    from specpair.plan_report import summary
+    from specpair.analyse.plan import Options, plan
+    from specpair.generate.plan_report import summary
 
     pair = make_pair(dense(36), dense(5), engine="vllm", version="0.33.0",
                      speculation={"method": "DFLASH", "block_size": 16},
@@ -178,7 +178,7 @@ def test_planner_candidates_wider_than_a_node_are_counted_not_modelled() -> None
 
 
 def _moe(layers: int) -> Any:
-    from specpair.geometry import MixtureOfExperts
+    from specpair.model.geometry import MixtureOfExperts
 
     return dense(layers).model_copy(update={"moe": MixtureOfExperts(
         experts=64, active_experts=8, expert_params=3 * 4096 * 1024, moe_layers=layers)})
@@ -189,7 +189,7 @@ def test_vllm_expert_parallelism_spans_tensor_times_data() -> None:
     tensor × data rank (vllm/model_executor/layers/fused_moe/config.py,
     FusedMoEParallelConfig.make: ep_size = flattened tp_size = tp · dp). An expert size
     that is not that product is refused; SGLang's divisor rule stays."""
-    from specpair.rules import check_runbook
+    from specpair.load.rules import check_runbook
 
     def expert_findings(engine: str, version: str, parallel: dict[str, int]) -> list[str]:
         pair = make_pair(_moe(8), dense(1), engine=engine, version=version,
@@ -209,8 +209,8 @@ def test_vllm_data_parallelism_of_an_moe_is_refused_by_the_budget() -> None:
     """vLLM puts the MoE layers of its data-parallel ranks in one group of tensor × data
     ranks even without expert parallelism (flatten_tp_across_dp_and_pcp): specpair's
     per-replica budget would overstate each rank's expert weights, so it refuses."""
-    from specpair.budget import compute
-    from specpair.errors import SpecpairError
+    from specpair.analyse.budget import compute
+    from specpair.model.errors import SpecpairError
 
     def pair(target: Any, data: int) -> Any:
         return make_pair(target, dense(1), engine="vllm", version="0.33.0",
@@ -227,8 +227,8 @@ def test_vllm_data_parallelism_of_an_moe_is_refused_by_the_budget() -> None:
 def test_a_pinned_schedule_of_a_refused_deployment_is_still_shown() -> None:
     """The launch runs a pinned schedule whatever the step model says: breakeven.md, its
     JSON and the site page list its ranges, with no speedup."""
-    from specpair.generators.launch_files import generate as launch_files
-    from specpair.site import pair_page
+    from specpair.generate.launch_files import generate as launch_files
+    from specpair.generate.site import pair_page
 
     ranges = [{"start": 1, "end": 8, "k": 3}, {"start": 9, "end": 64, "k": 1}]
     a = Analysis(make_pair(dense(36), dense(1), engine="vllm", version="0.33.0",

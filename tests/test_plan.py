@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from specpair.analyse.plan import Options, Targets, plan, shape_depth, variant
 from specpair.bench.record import Measurement
-from specpair.build import load_pairs
 from specpair.cli import main
-from specpair.plan import Options, Targets, plan, shape_depth, variant
-from specpair.resolve import ResolvedPair
+from specpair.commands.build import load_pairs
+from specpair.resolve.pair import ResolvedPair
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = next((REPO / "tests/fixtures/bench/tiny-vllm/measurements").glob("*.json"))
@@ -232,7 +232,7 @@ def test_write_changes_only_the_planned_fields_and_the_result_passes_check(
         capsys: pytest.CaptureFixture[str]) -> None:
     import shutil
 
-    from specpair.load import load_document
+    from specpair.load.document import load_document
 
     shutil.copytree(REPO / "runbooks", tmp_path / "runbooks",
                     ignore=shutil.ignore_patterns("generated"))
@@ -312,7 +312,7 @@ VLLM_20780_BASELINE = 141.44
 
 
 def test_one_published_tau_carries_to_the_published_taus_of_other_depths() -> None:
-    from specpair.acceptance import from_tau
+    from specpair.analyse.acceptance import from_tau
 
     curve = from_tau(VLLM_20780[3][0], 3, "vllm#20780 at γ = 3")
     for gamma, (tau, _) in VLLM_20780.items():
@@ -347,7 +347,7 @@ def test_the_search_budgets_each_distinct_runbook_once(monkeypatch: pytest.Monke
     deployment, where the SLO at the shape's depth is the runbook's own) share one
     variant, so the budget (computed once per pair object) is computed once per runbook
     the search builds. Distinct runbooks are told apart by their full JSON dump."""
-    import specpair.plan as plan_module
+    import specpair.analyse.plan as plan_module
 
     seen: dict[int, ResolvedPair] = {}
     real = plan_module.compute
@@ -366,7 +366,7 @@ def test_the_search_budgets_each_distinct_runbook_once(monkeypatch: pytest.Monke
 def test_a_variant_is_what_validating_the_whole_runbook_gives() -> None:
     """Variants validate only the sections a change touches; pydantic validating the whole
     changed dump must agree, and an invalid change must still be refused."""
-    from specpair.schema.runbook import Runbook
+    from specpair.model.runbook import Runbook
 
     pair = example("llama31-8b-eagle3")
     dump = pair.runbook.model_dump(mode="json")
@@ -398,7 +398,7 @@ def test_the_plan_carries_an_eagle1_tau_to_other_depths_as_published() -> None:
     estimates and are accepted less often; one acceptance rate at every position would give
     2.85 at K = 7 where 2.47 was measured), and the depth it finds fastest is the one
     the published TPOT is lowest at."""
-    from specpair.acceptance import from_tau
+    from specpair.analyse.acceptance import from_tau
 
     tau_2 = VLLM_20780_EAGLE1[2][0]
     pair = variant(example("llama31-8b-eagle3"), {

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from specpair import calibration, hardware
+from specpair.analyse import calibration
+from specpair.facts import hardware
 
 DATA = resources.files("specpair").joinpath("data")
 

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from specpair import plan as plan_module
-from specpair.analysis import Analysis
-from specpair.budget import compute, recompute
-from specpair.budget.model import Budget
-from specpair.build import load_pairs
-from specpair.plan import variant
-from specpair.resolve import ResolvedPair
+from specpair.analyse import plan as plan_module
+from specpair.analyse.analysis import Analysis
+from specpair.analyse.budget import compute, recompute
+from specpair.analyse.plan import variant
+from specpair.commands.build import load_pairs
+from specpair.model.budget import Budget
+from specpair.resolve.pair import ResolvedPair
 
 REPO = Path(__file__).resolve().parent.parent
 NAMES = sorted(p.parent.name for p in (REPO / "runbooks").glob("*/runbook.*"))
@@ -107,7 +107,7 @@ def test_the_gate_reuses_only_a_setup_equal_to_the_final_variants(
     variant (`Planner._same_setup`) in place of the final variant's: for every candidate of
     every example it equals the setup made afresh, and the SLO verdict is the one
     `slo_check` makes without it."""
-    from specpair import latency
+    from specpair.analyse import latency
 
     reused: list[bool] = []
     original = latency.slo_check

@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from specpair import registry
-from specpair.budget import compute
+from specpair.analyse.budget import compute
 from specpair.engines import registry as engines
-from specpair.errors import SpecpairError
-from specpair.generators.budget_files import markdown
-from specpair.geometry import from_hf_config
+from specpair.facts import verified_layouts
+from specpair.generate.budget_files import markdown
+from specpair.model.errors import SpecpairError
+from specpair.model.geometry import from_hf_config
 from tests.conftest import FIXTURES
 from tests.pairs import make_pair
 from tests.test_budget_properties import dense
@@ -20,9 +20,9 @@ from tests.test_budget_properties import dense
 CONFIGS = FIXTURES / "configs"
 
 
-@pytest.mark.parametrize("engine", sorted(registry.verified()))
+@pytest.mark.parametrize("engine", sorted(verified_layouts.verified()))
 def test_every_entry_names_corpus_configs_of_its_architecture(engine: str) -> None:
-    for architecture, folders in registry.verified()[engine].items():
+    for architecture, folders in verified_layouts.verified()[engine].items():
         assert folders, architecture
         for folder in folders:
             root = CONFIGS if (CONFIGS / folder).is_dir() else FIXTURES / "corpus"
@@ -73,12 +73,12 @@ def test_a_verified_pair_carries_no_unverified_note() -> None:
 
 def test_the_readme_table_is_the_registrys() -> None:
     readme = (FIXTURES.parents[1] / "README.md").read_text(encoding="utf-8")
-    begin = readme.index(registry.README_BEGIN)
-    end = readme.index(registry.README_END) + len(registry.README_END)
+    begin = readme.index(verified_layouts.README_BEGIN)
+    end = readme.index(verified_layouts.README_END) + len(verified_layouts.README_END)
     indent = readme[readme.rindex("\n", 0, begin) + 1:begin]
     block = "\n".join(line.removeprefix(indent) for line in readme[begin:end].split("\n"))
-    assert block + "\n" == registry.architectures_markdown(), (
-        "README's architecture table is stale: paste specpair.registry."
+    assert block + "\n" == verified_layouts.architectures_markdown(), (
+        "README's architecture table is stale: paste specpair.facts.verified_layouts."
         "architectures_markdown() between its markers")
     # what the table says comes from the data, not from text written by hand
     assert "| `Llama4ForConditionalGeneration` | verified | verified |" in block

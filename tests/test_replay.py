@@ -23,8 +23,8 @@ from specpair.bench.traffic import (
     tau_by_depth,
 )
 from specpair.engines.registry import by_label
-from specpair.errors import SpecpairError
-from specpair.schema.runbook import Regression
+from specpair.model.errors import SpecpairError
+from specpair.model.runbook import Regression
 from tests.fake_engine import FIXTURES
 
 MARKER = "zq-planted-marker-unit"
@@ -137,7 +137,7 @@ def test_gate_names_class_and_depth_divergence_and_schema() -> None:
 
 
 def test_replay_workloads_are_validated_by_field(tmp_path: Path) -> None:
-    from specpair.runbooks import load_runbook
+    from specpair.load.runbooks import load_runbook
 
     source = (Path(__file__).parents[1] / "runbooks" / "llama33-70b-eagle3-vllm"
               / "runbook.yaml").read_text()
@@ -186,7 +186,7 @@ def test_slo_propose_writes_provenance_the_gate_then_requires(repo_copy: Path) -
     cut = before.index("  slo:")
     assert edited[:cut] == before[:cut]  # the editor keeps every other byte
     assert edited[edited.index("staging:"):] == before[before.index("staging:"):]
-    from specpair.runbooks import load_runbook
+    from specpair.load.runbooks import load_runbook
 
     slo = load_runbook(runbook, "runbook.yaml").runbook.acceptance.slo
     assert slo.basis == "own_traffic" and slo.provenance is not None
@@ -219,7 +219,7 @@ def test_gate_sarif_validates_against_the_sarif_2_1_0_schema() -> None:
 
 
 def test_impact_checklist_of_a_draft_change_names_the_gate(tmp_path: Path) -> None:
-    from specpair.impact import checklist
+    from specpair.commands.impact import checklist
     from tests.test_checks import good
 
     base = good()

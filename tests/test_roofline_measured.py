@@ -15,8 +15,9 @@ from collections import defaultdict
 
 import pytest
 
-from specpair import calibration, hardware
-from specpair.stepmodel import BOUNDS, ROOFLINE_NORM, blend
+from specpair.analyse import calibration
+from specpair.analyse.stepmodel import BOUNDS, ROOFLINE_NORM, blend
+from specpair.facts import hardware
 from tests.conftest import REPO
 
 MEASURED = json.loads((REPO / "tests" / "fixtures" / "measured" / "h200_gemm_roofline.json")

@@ -20,8 +20,10 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specpair.errors import SpecpairError
-from specpair.runbook_edit import (
+from specpair.load.runbooks import load_runbook
+from specpair.model.common import KVDtype
+from specpair.model.errors import SpecpairError
+from specpair.write.runbook_edit import (
     Change,
     EditResult,
     jsonnet_scalar,
@@ -29,8 +31,6 @@ from specpair.runbook_edit import (
     write_edit,
     yaml_scalar,
 )
-from specpair.runbooks import load_runbook
-from specpair.schema.common import KVDtype
 
 
 def _changed_lines(old: str, new: str) -> tuple[list[str], list[str]]:

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from specpair import schedule
-from specpair.acceptance import by_depth, from_tau
-from specpair.budget import compute
-from specpair.errors import SpecpairError
-from specpair.latency import expected_speedup, parameters, setup
-from specpair.launch import build_for
-from specpair.plan import BASELINE, MAX_DEPTH, Options, Planner, shapes, variant
-from specpair.resolve import ResolvedPair
-from specpair.runbooks import load_runbook
-from specpair.schedule import MERGE_LOSS
-from specpair.stepmodel import shape_for, step_times
+from specpair.analyse import schedule
+from specpair.analyse.acceptance import by_depth, from_tau
+from specpair.analyse.budget import compute
+from specpair.analyse.latency import expected_speedup, parameters, setup
+from specpair.analyse.launch import build_for
+from specpair.analyse.plan import BASELINE, MAX_DEPTH, Options, Planner, shapes, variant
+from specpair.analyse.schedule import MERGE_LOSS
+from specpair.analyse.stepmodel import shape_for, step_times
+from specpair.load.runbooks import load_runbook
+from specpair.model.errors import SpecpairError
+from specpair.resolve.pair import ResolvedPair
 from tests.conftest import write
 from tests.test_plan import example
 
@@ -277,8 +277,8 @@ def test_bench_measures_where_the_schedule_switches() -> None:
 
 
 def test_bench_levels_stop_at_what_the_deployment_holds() -> None:
+    from specpair.analyse.schedule import bench_levels
     from specpair.engines.schedule_model import ResolvedSchedule, ScheduledRange
-    from specpair.schedule import bench_levels
 
     schedule = ResolvedSchedule(source="pinned", ranges=[
         ScheduledRange(start=1, end=8, k=3, candidates=[3]),
@@ -291,7 +291,7 @@ def test_bench_levels_stop_at_what_the_deployment_holds() -> None:
 
 
 def test_the_static_variant_is_the_schedules_largest_k_without_it() -> None:
-    from specpair.schedule import static_variant
+    from specpair.analyse.schedule import static_variant
 
     pair = variant(loaded_at_scale(), {("speculation", "schedule"): [
         {"start": 1, "end": 8, "k": 2}, {"start": 9, "end": 256, "k": 1}]})

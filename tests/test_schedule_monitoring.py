@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from specpair.acceptance import solve_alpha
-from specpair.analysis import Analysis
-from specpair.generators import monitoring_files
-from specpair.monitoring import for_engine
-from specpair.plan import variant
-from specpair.resolve import ResolvedPair
+from specpair.analyse.acceptance import solve_alpha
+from specpair.analyse.analysis import Analysis
+from specpair.analyse.monitoring import for_engine
+from specpair.analyse.plan import variant
+from specpair.generate import monitoring_files
+from specpair.resolve.pair import ResolvedPair
 from tests.promtool import rule_groups, run_unit_tests
 from tests.test_monitoring import EVAL, MINUTES, alert_rules, expect, gauges, ramp, series, where
 from tests.test_plan import example

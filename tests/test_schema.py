@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from specpair.load import load_document
+from specpair.load.document import load_document
 from tests.conftest import REPO
 
 SCHEMA = json.loads((REPO / "schema" / "runbook.schema.json").read_text())

@@ -7,8 +7,8 @@ import json
 import re
 from pathlib import Path
 
-from specpair.build import load_pairs
-from specpair.site import PAGES, render
+from specpair.commands.build import load_pairs
+from specpair.generate.site import PAGES, render
 from tests.conftest import REPO
 
 

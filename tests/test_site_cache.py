@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from specpair import site
-from specpair.build import load_pairs
-from specpair.errors import SpecpairError
+from specpair.commands.build import load_pairs
+from specpair.generate import site
+from specpair.model.errors import SpecpairError
 from tests.conftest import REPO
 from tests.test_launch import with_runbook
 

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from specpair import charts
-from specpair.analysis import Analysis
-from specpair.budget import compute
-from specpair.build import load_pairs
-from specpair.generators import dashboard_files, monitoring_files
-from specpair.latency import model
+from specpair.analyse.analysis import Analysis
+from specpair.analyse.budget import compute
+from specpair.analyse.latency import model
+from specpair.commands.build import load_pairs
+from specpair.generate import charts, dashboard_files, monitoring_files
 from tests.conftest import REPO
 from tests.promtool import run_unit_tests
 from tests.test_monitoring import PAIR_LABEL, engine_counters, for_engine, gauges

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from specpair.staging_log import parse
+from specpair.load.staging_log import parse
 from tests.hubserver import HubServer
 from tests.test_staging_log import FAKE_ENGINE, free_port, publish, run
 
@@ -179,7 +179,7 @@ def test_ingest_takes_the_build_lock(repo: Path, hub: HubServer) -> None:
     # ingest wrote the new one (stale bytes in 5 of 12 trials); ingest now waits for it
     import time
 
-    from specpair.build import exclusive
+    from specpair.commands.build import exclusive
 
     code, log = start(repo, hub)
     assert code is None, log.read_text()

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from specpair.analysis import Analysis
-from specpair.generators import launch_files, plan_files
-from specpair.resolve import ResolvedPair
-from specpair.staging_log import EXIT_STATUS, parse
+from specpair.analyse.analysis import Analysis
+from specpair.generate import launch_files, plan_files
+from specpair.load.staging_log import EXIT_STATUS, parse
+from specpair.resolve.pair import ResolvedPair
 from tests.checkpoints import llama_config
 from tests.hubserver import HubServer, Repo
 from tests.k8s_expansion import expand_all

@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from specpair.analysis import Analysis
-from specpair.generators import launch_files
-from specpair.staging import HF_DOWNLOAD_WORKERS, plan
+from specpair.analyse.analysis import Analysis
+from specpair.analyse.staging import HF_DOWNLOAD_WORKERS, plan
+from specpair.generate import launch_files
 from tests.hubserver import HubServer, Repo
 from tests.k8s_expansion import expand_all
 from tests.kubernetes import workload

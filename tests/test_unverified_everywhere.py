@@ -9,12 +9,11 @@ from functools import cache
 
 import pytest
 
-from specpair import plan_report, site
-from specpair.analysis import Analysis
-from specpair.generators import PAIR_GENERATORS
-from specpair.plan import Options, plan
-from specpair.registry import UNVERIFIED_MARK
-from specpair.resolve import ResolvedPair
+from specpair.analyse.analysis import Analysis
+from specpair.analyse.plan import Options, plan
+from specpair.facts.verified_layouts import UNVERIFIED_MARK
+from specpair.generate import PAIR_GENERATORS, plan_report, site
+from specpair.resolve.pair import ResolvedPair
 from tests.pairs import make_pair
 from tests.test_budget_properties import dense
 

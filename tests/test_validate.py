@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from specpair.errors import SpecpairError
-from specpair.runbooks import load_runbook
+from specpair.load.runbooks import load_runbook
+from specpair.model.errors import SpecpairError
 from tests.conftest import REPO, write
 
 MINIMAL = """\

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from specpair.errors import SpecpairError
-from specpair.vocab import intersect, load_tokenizer, normalize
+from specpair.lock.vocab import intersect, load_tokenizer, normalize
+from specpair.model.errors import SpecpairError
 from tests.checkpoints import llama_config, write_checkpoint
 from tests.conftest import write
 from tests.tokenizers_pair import (

@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from specpair.geometry import Geometry, LinearAttention, MixtureOfExperts, from_hf_config
-from specpair.schema.lock import (
+from specpair.model.geometry import Geometry, LinearAttention, MixtureOfExperts, from_hf_config
+from specpair.model.lock import (
     ArtifactLock,
     Fallback,
     Lock,
@@ -26,7 +26,7 @@ from specpair.schema.lock import (
     VocabMapping,
     Weights,
 )
-from specpair.writer import atomic_write, dump_json
+from specpair.write.writer import atomic_write, dump_json
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "tests" / "fixtures" / "configs"

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from specpair import __version__
-from specpair.errors import Location, Problem, SpecpairError
+from specpair.model.errors import Location, Problem, SpecpairError
 
 if TYPE_CHECKING:
-    from specpair.resolve import ResolvedPair
+    from specpair.resolve.pair import ResolvedPair
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_STALE = 0, 1, 3
 
@@ -34,7 +34,7 @@ def find_root(start: Path | None = None) -> Path:
 
 
 def _root(args: argparse.Namespace) -> Path:
-    from specpair.project import load_config
+    from specpair.load.project import load_config
 
     root = Path(args.root) if getattr(args, "root", None) else find_root()
     load_config(root)  # a pinned release other than this one is refused, by name
@@ -71,7 +71,7 @@ def _levels(text: str) -> list[int]:
 
 def _gpu(text: str) -> str:
     """--gpu: a key of the GPU catalog; a typo is a usage error."""
-    from specpair import hardware
+    from specpair.facts import hardware
 
     if hardware.lookup(text) is None:
         raise argparse.ArgumentTypeError(f"unknown GPU {text!r}; {hardware.unknown_hint(text)}")
@@ -136,7 +136,7 @@ class _PipeGuard:
 def _one_pair(root: Path, runbook: str) -> ResolvedPair:
     """The one pair a command about one runbook (budget, plan, bench, …) works on: a
     folder holding several runbooks is a usage error, not an unpacking traceback."""
-    from specpair.build import load_pairs
+    from specpair.commands.build import load_pairs
 
     pairs = load_pairs(root, [Path(runbook)])
     if len(pairs) != 1:
@@ -147,8 +147,8 @@ def _one_pair(root: Path, runbook: str) -> ResolvedPair:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from specpair.gate import engine_refusals
-    from specpair.runbooks import discover, load_runbook
+    from specpair.commands.check import engine_refusals
+    from specpair.load.runbooks import discover, load_runbook
 
     paths = discover(_paths(args))
     if not paths:
@@ -169,14 +169,14 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from specpair.build import build
+    from specpair.commands.build import build
 
     root = _root(args)
     result = build(root, check_only=args.check)
     stale = result.drift.stale
     if args.check:
         if stale:
-            from specpair.project import commands
+            from specpair.load.project import commands
 
             print(f"generated files are stale; run `{commands(root).build}` and commit the "
                   "result:", file=sys.stderr)
@@ -198,10 +198,10 @@ def _budget(args: argparse.Namespace) -> int:
 
     from pydantic import ValidationError
 
-    from specpair import rules
-    from specpair.budget import compute
-    from specpair.generators.budget_files import markdown
-    from specpair.schema.common import KVDtype
+    from specpair.analyse.budget import compute
+    from specpair.generate.budget_files import markdown
+    from specpair.load import rules
+    from specpair.model.common import KVDtype
 
     pair = _one_pair(_root(args), args.runbook)
     rb = pair.runbook
@@ -243,9 +243,9 @@ def _budget(args: argparse.Namespace) -> int:
 
 
 def _declare(args: argparse.Namespace) -> int:
-    from specpair.declare import declare
-    from specpair.runbooks import LOCK_NAME, discover, load_runbook
-    from specpair.writer import atomic_write, dump_json
+    from specpair.load.runbooks import LOCK_NAME, discover, load_runbook
+    from specpair.lock.declare import declare
+    from specpair.write.writer import atomic_write, dump_json
 
     paths = discover(_paths(args))
     if len(paths) != 1 or args.target_config is None or args.target_bytes is None:
@@ -268,7 +268,7 @@ def _declare(args: argparse.Namespace) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from specpair.init import init
+    from specpair.commands.init import init
 
     root = Path(args.dir)
     result = init(root, force=args.force)
@@ -297,8 +297,8 @@ def _bytes(text: str) -> int:
 
 
 def _lock(args: argparse.Namespace) -> int:
-    from specpair.locking import lock_all
-    from specpair.runbooks import discover, load_runbook
+    from specpair.load.runbooks import discover, load_runbook
+    from specpair.lock.locking import lock_all
 
     if args.declare:
         return _declare(args)
@@ -325,15 +325,15 @@ def _lock(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from specpair import gate
-    from specpair.checks import failing
+    from specpair.analyse.checks import failing
+    from specpair.commands import check
 
-    reports = gate.check(_root(args), _paths(args), hub=args.hub)
-    rendered = {"text": lambda: gate.text(reports, args.strict), "json": lambda: gate.as_json(
-        reports), "sarif": lambda: gate.sarif(reports)}[args.format]()
+    reports = check.check(_root(args), _paths(args), hub=args.hub)
+    rendered = {"text": lambda: check.text(reports, args.strict), "json": lambda: check.as_json(
+        reports), "sarif": lambda: check.sarif(reports)}[args.format]()
     if args.output:
         Path(args.output).write_text(rendered, encoding="utf-8")
-        print(gate.text(reports, args.strict).splitlines()[-1])
+        print(check.text(reports, args.strict).splitlines()[-1])
     else:
         sys.stdout.write(rendered)
     failed = sum(len(failing(r.findings, args.strict)) for r in reports)
@@ -341,7 +341,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _impact(args: argparse.Namespace) -> int:
-    from specpair import impact
+    from specpair.commands import impact
 
     impacts, problems = impact.impact(_root(args), args.base, args.head)
     rendered = impact.as_json(impacts, problems) if args.format == "json" else \
@@ -361,9 +361,9 @@ def _bench(args: argparse.Namespace) -> int:
     import datetime as dt
 
     from specpair.bench.runner import run
-    from specpair.build import _display, exclusive
-    from specpair.runbooks import GENERATED_DIR, MEASUREMENTS_DIR
-    from specpair.writer import atomic_write, dump_json
+    from specpair.commands.build import _display, exclusive
+    from specpair.load.runbooks import GENERATED_DIR, MEASUREMENTS_DIR
+    from specpair.write.writer import atomic_write, dump_json
 
     root = _root(args)
     pair = _one_pair(root, args.runbook)
@@ -398,8 +398,8 @@ def _bench_levels(pair: ResolvedPair) -> list[int]:
     """Without --concurrency: 1, 4, 16; under a speculation schedule the concurrencies it
     switches at (every range's ends, up to what the deployment holds), so the record shows
     each K where the schedule hands over."""
-    from specpair.budget import compute
-    from specpair.schedule import attach, bench_levels, max_batch
+    from specpair.analyse.budget import compute
+    from specpair.analyse.schedule import attach, bench_levels, max_batch
 
     scheduled = attach(pair)
     if scheduled.schedule is None:
@@ -409,9 +409,9 @@ def _bench_levels(pair: ResolvedPair) -> list[int]:
 
 def _regenerate(root: Path, runbook: str) -> None:
     """Rewrite the generated outputs of one pair (caller holds the build lock)."""
-    from specpair.build import _display, render
-    from specpair.runbooks import GENERATED_DIR
-    from specpair.writer import atomic_write
+    from specpair.commands.build import _display, render
+    from specpair.load.runbooks import GENERATED_DIR
+    from specpair.write.writer import atomic_write
 
     pair = _one_pair(root, runbook)
     generated = Path(_display(root, Path(os.path.abspath(runbook)).parent)) / GENERATED_DIR
@@ -428,7 +428,7 @@ def _regenerate(root: Path, runbook: str) -> None:
 
 
 def _slo(args: argparse.Namespace) -> int:
-    from specpair import slo
+    from specpair.analyse import slo
 
     root = _root(args)
     pair = _one_pair(root, args.runbook)
@@ -442,7 +442,7 @@ def _slo(args: argparse.Namespace) -> int:
     print(slo.report(proposal), end="")
     if not args.write:
         return EXIT_OK
-    from specpair.build import exclusive
+    from specpair.commands.build import exclusive
 
     with exclusive(root):  # the SLO reaches alert rules, dashboards, card: regenerate
         status = slo.write(proposal, Path(args.runbook), args.runbook)
@@ -452,8 +452,8 @@ def _slo(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from specpair.budget import compute
-    from specpair.calibrate import fit_pair, markdown
+    from specpair.analyse.budget import compute
+    from specpair.analyse.calibrate import fit_pair, markdown
 
     pair = _one_pair(_root(args), args.runbook)
     if pair.measurement is None:
@@ -471,10 +471,10 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _staging(args: argparse.Namespace) -> int:
-    from specpair.staging_ingest import calibrate_text, ingest
+    from specpair.commands.staging_ingest import calibrate_text, ingest
 
     if args.action == "ingest":
-        from specpair.build import exclusive
+        from specpair.commands.build import exclusive
 
         with exclusive(_root(args)):  # it writes generated files, like a build
             text = ingest(_one_pair(_root(args), args.runbook), Path(args.runbook),
@@ -486,8 +486,9 @@ def _staging(args: argparse.Namespace) -> int:
 
 
 def _site(args: argparse.Namespace) -> int:
-    from specpair import site, writer
-    from specpair.build import exclusive, load_pairs
+    from specpair.commands.build import exclusive, load_pairs
+    from specpair.generate import site
+    from specpair.write import writer
 
     root = _root(args)
     changes = {}
@@ -504,7 +505,7 @@ def _site(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    from specpair.generators import schema_files
+    from specpair.generate import schema_files
 
     files = schema_files.generate([])
     sys.stdout.write(files[Path(f"schema/{args.which}.schema.json")].decode())
@@ -513,7 +514,7 @@ def _schema(args: argparse.Namespace) -> int:
 
 def _gpu_list(text: str) -> tuple[str, ...]:
     """--gpus: catalog keys and `common`, comma-separated; a typo is a usage error."""
-    from specpair.plan import PlanError, expand_gpus
+    from specpair.analyse.plan import PlanError, expand_gpus
 
     try:
         found = expand_gpus([g for g in text.split(",") if g.strip()])
@@ -535,8 +536,8 @@ def _positive_float(text: str) -> float:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from specpair import plan_report
-    from specpair.plan import Options, PlanError, Targets, plan
+    from specpair.analyse.plan import Options, PlanError, Targets, plan
+    from specpair.generate import plan_report
 
     root = _root(args)
     pair = _one_pair(root, args.runbook)
@@ -559,11 +560,11 @@ def _plan(args: argparse.Namespace) -> int:
         if args.write:
             print("\n--write: nothing to write (see the recommendation above)", file=sys.stderr)
         return EXIT_OK
-    from specpair.runbook_edit import Change, plan_edit, write_edit
+    from specpair.write.runbook_edit import Change, plan_edit, write_edit
 
     path = Path(args.runbook)
     if path.is_dir():
-        from specpair.runbooks import discover
+        from specpair.load.runbooks import discover
 
         (path,) = discover([path])
     edit = plan_edit(path, pair.source_file, [
@@ -769,7 +770,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(exc.render(), file=sys.stderr)
         status = EXIT_PROBLEMS
     except OSError as exc:  # an I/O failure the library did not locate (--output, …)
-        from specpair.file_policy import io_error
+        from specpair.load.file_policy import io_error
 
         print(io_error(exc.filename or "specpair", exc, "complete the command").render(),
               file=sys.stderr)

@@ -24,10 +24,10 @@ import pytest
 from selenium import webdriver
 from selenium.webdriver.support.ui import WebDriverWait
 
-from specpair.errors import SpecpairError
-from specpair.load import load_document
-from specpair.resolve import resolve
-from specpair.runbooks import load_lock, load_runbook
+from specpair.load.document import load_document
+from specpair.load.runbooks import load_lock, load_runbook
+from specpair.model.errors import SpecpairError
+from specpair.resolve.pair import resolve
 from tests.browser.conftest import chromium, serve
 from tests.conftest import REPO
 from tests.planted_records import free_text_fields, plant, set_at, string_leaves

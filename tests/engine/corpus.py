@@ -14,12 +14,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from specpair.budget.common import check_tensor_parallel
+from specpair.engines.kv_arithmetic import check_tensor_parallel
 from specpair.engines.registry import get_release
-from specpair.errors import SpecpairError
-from specpair.geometry import Geometry, from_hf_config
-from specpair.resolve import ResolvedPair
-from specpair.schema.runbook import Runbook
+from specpair.model.errors import SpecpairError
+from specpair.model.geometry import Geometry, from_hf_config
+from specpair.model.runbook import Runbook
+from specpair.resolve.pair import ResolvedPair
 from tests.pairs import SHA, artifact
 
 CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "configs"

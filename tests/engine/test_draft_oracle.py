@@ -12,11 +12,11 @@ import os
 import re
 from typing import Any
 
-from specpair import method_support, registry
-from specpair.budget import check_layouts
-from specpair.errors import SpecpairError
-from specpair.geometry import NotModelled
-from specpair.launch import build_for
+from specpair.analyse.budget import check_layouts
+from specpair.analyse.launch import build_for
+from specpair.facts import method_support, verified_layouts
+from specpair.model.errors import SpecpairError
+from specpair.model.geometry import NotModelled
 from tests.engine.corpus import (
     CONFIGS,
     CORPUS,
@@ -49,8 +49,8 @@ def stand_in(draft: str, targets: list[str]) -> str | None:
             t = geometry(folder, CORPUS)
         except (NotModelled, ValueError, KeyError):
             continue
-        verified = all(registry.layout_architecture(t) in entries
-                       for entries in registry.verified().values())
+        verified = all(verified_layouts.layout_architecture(t) in entries
+                       for entries in verified_layouts.verified().values())
         if verified and (t.hidden_size, t.vocab_size) == (g.hidden_size, g.vocab_size):
             return folder
     return None
@@ -175,7 +175,7 @@ def test_corpus_drafts_are_exact_or_refused_by_name() -> None:
     folder_of = {c.name: c.draft for c in runnable}
     for engine, found in report.items():
         exact = {folder_of[name] for name in found["exact pairs"]}
-        for architecture, folders in registry.verified()[engine].items():
+        for architecture, folders in verified_layouts.verified()[engine].items():
             for folder in folders:
                 # (configs of tests/fixtures/configs: the pairs of test_kv_oracle.py)
                 if folder in DRAFT_FOLDERS and not (CONFIGS / folder).is_dir() \

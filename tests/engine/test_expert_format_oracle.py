@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from specpair.geometry import EXPERT_FORMAT_BYTES, NotModelled, from_hf_config
+from specpair.model.geometry import EXPERT_FORMAT_BYTES, NotModelled, from_hf_config
 from tests.engine import releases, workers
 
 REPO = Path(__file__).resolve().parents[2]

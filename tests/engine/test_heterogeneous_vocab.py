@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from specpair.build import load_pairs
-from specpair.launch import build_for
+from specpair.analyse.launch import build_for
+from specpair.commands.build import load_pairs
 from tests.engine.conftest import Server, free_port, parse, start, stop, wait_healthy
 from tests.engine.test_vllm_cpu import counter
 from tests.test_heterogeneous_vocab import PASSING, RESTRICTIONS

@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from specpair import registry
+from specpair.analyse.launch import EnvRef
 from specpair.engines import registry as releases_registry
 from specpair.engines.sglang_0_5_23 import args as sglang_args
 from specpair.engines.sglang_0_5_23 import budget as sglang_budget
 from specpair.engines.sglang_0_5_23 import launch as sglang_launch
-from specpair.errors import SpecpairError
-from specpair.geometry import NotModelled
-from specpair.launch import EnvRef
+from specpair.facts import verified_layouts
+from specpair.model.errors import SpecpairError
+from specpair.model.geometry import NotModelled
 from tests.engine import releases, workers
 from tests.engine.conftest import HERE
 from tests.engine.corpus import (
@@ -43,7 +43,7 @@ from tests.engine.corpus import (
 # comes out even by accident (SGLang holds it as GiB, `rest`, before the state pool)
 # the corpus is large; a smaller one would mean configs went missing
 MIN_CASES = 100
-# case name → the layout architectures it checks (registry.layout_architecture)
+# case name → the layout architectures it checks (verified_layouts.layout_architecture)
 ARCHITECTURES: dict[str, set[str]] = {}
 
 
@@ -51,7 +51,7 @@ def _record(name: str, pair: Any) -> None:
     models = [pair.target.geometry]
     if pair.draft is not None and pair.runbook.speculation.method.value != "NGRAM":
         models.append(pair.draft.geometry)
-    ARCHITECTURES[name] = {registry.layout_architecture(g) for g in models}
+    ARCHITECTURES[name] = {verified_layouts.layout_architecture(g) for g in models}
 
 
 def assert_registry_verified(engine: str, exact: list[str]) -> None:
@@ -59,7 +59,7 @@ def assert_registry_verified(engine: str, exact: list[str]) -> None:
     (tests/fixtures/configs) has exact oracle cases; the outside corpus's entries are
     checked by test_the_whole_corpus_is_exact_or_refused_by_name."""
     covered = set().union(*(ARCHITECTURES[name] for name in exact))
-    from_pairs = {arch for arch, folders in registry.verified()[engine].items()
+    from_pairs = {arch for arch, folders in verified_layouts.verified()[engine].items()
                   if any((CONFIGS / folder).is_dir() for folder in folders)}
     missing = sorted(from_pairs - covered)
     assert not missing, f"{engine}: allowlisted without an exact oracle case: {missing}"
@@ -318,18 +318,18 @@ def test_the_whole_corpus_is_exact_or_refused_by_name() -> None:
             except SpecpairError as refusal:  # a calculator's "not modelled"
                 by_calculator[corpus.target] = str(refusal).splitlines()[0][:160]
         verdicts = _exact(script, cases, env)
-        allowed = registry.verified()[engine]
+        allowed = verified_layouts.verified()[engine]
         per_config: dict[str, list[str | None]] = {}
         folder_of = {c.name: c.target for c in runnable}
         for name, verdict in verdicts.items():
             per_config.setdefault(folder_of[name.split()[0]], []).append(verdict)
         exact = {c for c, vs in per_config.items() if all(v is None for v in vs)}
         for folder, vs in per_config.items():
-            arch = registry.layout_architecture(geometry(folder, CORPUS))
+            arch = verified_layouts.layout_architecture(geometry(folder, CORPUS))
             if arch in allowed and folder not in exact:
                 failures.append((engine, folder, arch, next(v for v in vs if v)))
         by_arch = {c for c in per_config
-                   if registry.layout_architecture(geometry(c, CORPUS)) not in allowed}
+                   if verified_layouts.layout_architecture(geometry(c, CORPUS)) not in allowed}
         for arch, folders in allowed.items():
             for folder in folders:
                 # drafts' entries: tests/engine/test_draft_oracle.py
@@ -341,7 +341,8 @@ def test_the_whole_corpus_is_exact_or_refused_by_name() -> None:
             "configs budgeted (verified, exact)": len(set(per_config) - by_arch),
             "refused by architecture": len(by_arch | set(by_calculator)),
             "unverified but exact (allowlist candidates)": sorted(
-                {registry.layout_architecture(geometry(c, CORPUS)) for c in by_arch & exact}),
+                {verified_layouts.layout_architecture(geometry(c, CORPUS))
+                 for c in by_arch & exact}),
         }
     print(f"corpus: {len(targets)} target configs; refused by layout key at lock: "
           f"{len(by_key)} {sorted(set(by_key.values()))}")
@@ -355,7 +356,7 @@ def test_gemma3_published_config_budgets_exactly_in_both_engines() -> None:
     equals both engines' own pool code, and none is refused."""
     gemma3 = CorpusPair("gemma3-27b-published", "sgl-project__ome-testdata-gemma3", None,
                         {"method": "NGRAM", "num_speculative_tokens": 3}, root=CORPUS)
-    assert registry.layout_architecture(geometry(gemma3.target, CORPUS)) == \
+    assert verified_layouts.layout_architecture(geometry(gemma3.target, CORPUS)) == \
         "Gemma3ForConditionalGeneration"
     sglang = _exact("sglang_pools.py", sglang_cases([gemma3]))
     cases, refused = vllm_cases([gemma3])

@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from specpair import method_support
-from specpair.checks import Context, run
+from specpair.analyse.checks import Context, run
+from specpair.facts import method_support
 from tests.engine import releases
 from tests.engine.conftest import HERE
 from tests.pairs import make_pair

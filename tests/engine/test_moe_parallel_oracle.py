@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from specpair.budget import compute
-from specpair.errors import SpecpairError
-from specpair.launch import build_for
-from specpair.resolve import ResolvedPair
-from specpair.rules import check_runbook
+from specpair.analyse.budget import compute
+from specpair.analyse.launch import build_for
+from specpair.load.rules import check_runbook
+from specpair.model.errors import SpecpairError
+from specpair.resolve.pair import ResolvedPair
 from tests.engine import releases, workers
 from tests.engine.corpus import PAIRS, TENSOR_PARALLEL, geometry, make_pair
 

@@ -24,17 +24,17 @@ from typing import Any
 
 import pytest
 
-from specpair.checks import failing
+from specpair.analyse.checks import failing
+from specpair.analyse.launch import EnvRef, build_for
+from specpair.commands.check import check
 from specpair.engines.schedule_model import ResolvedSchedule, ScheduledRange
-from specpair.errors import SpecpairError
-from specpair.gate import check
-from specpair.hub import LocalCheckpoint, resolve_checkpoint
-from specpair.launch import EnvRef, build_for
-from specpair.load import load_document
-from specpair.resolve import resolve
-from specpair.runbooks import LoadedRunbook, load_lock
-from specpair.schema.lock import Lock
-from specpair.schema.runbook import Runbook
+from specpair.load.document import load_document
+from specpair.load.runbooks import LoadedRunbook, load_lock
+from specpair.lock.hub import LocalCheckpoint, resolve_checkpoint
+from specpair.model.errors import SpecpairError
+from specpair.model.lock import Lock
+from specpair.model.runbook import Runbook
+from specpair.resolve.pair import resolve
 from tests.engine import releases, workers
 from tests.engine.conftest import REPO
 

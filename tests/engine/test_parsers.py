@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from specpair.analysis import Analysis
+from specpair.analyse.analysis import Analysis
 from tests.engine import releases
 from tests.engine.conftest import REPO, parse
 
@@ -92,7 +92,7 @@ def test_engine_rejects_what_preflight_rejects() -> None:
 
 
 def test_heterogeneous_vocab_config_passes_the_real_parser_and_field_types() -> None:
-    from specpair.launch import build_for
+    from specpair.analyse.launch import build_for
     from tests.test_heterogeneous_vocab import hetero
 
     argv = [a if isinstance(a, str) else "0" for a in build_for(hetero()).argv]
@@ -108,7 +108,7 @@ def test_heterogeneous_vocab_config_passes_the_real_parser_and_field_types() -> 
 def test_multi_node_groups_parse_and_vllm_workers_run_headless() -> None:
     """The LeaderWorkerSet's leader and worker commands, with the indices LWS fills in:
     both parse, and vLLM's parser starts the workers (rank > 0) headless."""
-    from specpair.generators import launch_files
+    from specpair.generate import launch_files
     from tests.kubernetes import workload
     from tests.test_manifests import sglang_two_nodes, vllm_two_nodes
 

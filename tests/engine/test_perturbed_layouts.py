@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from specpair import registry
-from specpair.errors import SpecpairError
-from specpair.geometry import NotModelled
+from specpair.facts import verified_layouts
+from specpair.model.errors import SpecpairError
+from specpair.model.geometry import NotModelled
 from tests.engine.corpus import CORPUS, NGRAM, CorpusPair, corpus_targets, geometry
 from tests.engine.test_kv_oracle import _exact, sglang_cases, vllm_cases
 
@@ -62,9 +62,10 @@ def test_one_key_off_is_exact_or_refused(tmp_path: Path) -> None:
     pairs: list[CorpusPair] = []
     refused = 0
     for corpus in corpus_targets():
-        arch = registry.layout_architecture(geometry(corpus.target, CORPUS)) \
+        arch = verified_layouts.layout_architecture(geometry(corpus.target, CORPUS)) \
             if _parses(corpus) else None
-        if arch is None or not any(arch in entries for entries in registry.verified().values()):
+        if arch is None or not any(arch in entries
+                                   for entries in verified_layouts.verified().values()):
             continue
         config = json.loads((CORPUS / corpus.target / "config.json").read_text())
         for label, changed in variants(config):

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from specpair.build import load_pairs
-from specpair.launch import EnvRef, build_for
-from specpair.plan import Options, Row, expand_gpus, plan, variant
-from specpair.resolve import ResolvedPair
+from specpair.analyse.launch import EnvRef, build_for
+from specpair.analyse.plan import Options, Row, expand_gpus, plan, variant
+from specpair.commands.build import load_pairs
+from specpair.resolve.pair import ResolvedPair
 from tests.engine.conftest import REPO, parse
 from tests.engine.test_mutation_oracle import BASES, Variant, evaluate, startup
 

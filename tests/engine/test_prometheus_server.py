@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from specpair.monitoring import for_engine
+from specpair.analyse.monitoring import for_engine
 from tests.engine.conftest import Server
 from tests.engine.test_metrics_rules import PAIR, complete
 from tests.promtool import rule_groups

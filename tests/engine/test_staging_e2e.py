@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from specpair.staging_log import EXIT_STATUS
+from specpair.load.staging_log import EXIT_STATUS
 from tests.engine.conftest import assert_engine_lane, free_port, stop
 from tests.hubserver import HubServer, files_of
 from tests.hubserver import Repo as HubRepo

@@ -21,7 +21,7 @@ import math
 
 import pytest
 
-from specpair import calibration
+from specpair.analyse import calibration
 from tests.engine import releases, workers
 
 RELEASE = "sglang 0.5.23"

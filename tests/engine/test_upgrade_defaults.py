@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from specpair.budget import compute
-from specpair.upgrade import upgrade_items
+from specpair.analyse.budget import compute
+from specpair.analyse.upgrade import upgrade_items
 from tests.engine import releases
 from tests.engine.corpus import PAIRS, make_pair
 from tests.engine.test_kv_oracle import (

@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specpair.bench.record import Measurement
-from specpair.errors import SpecpairError
+from specpair.model.errors import SpecpairError
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,9 @@ from pathlib import Path
 from specpair import __version__
 from specpair.bench.record import Cell, Measurement
 from specpair.bench.traffic import ClassStats, ReplayCell
-from specpair.errors import SpecpairError
-from specpair.resolve import ResolvedPair
-from specpair.schema.runbook import Regression
+from specpair.model.errors import SpecpairError
+from specpair.model.runbook import Regression
+from specpair.resolve.pair import ResolvedPair
 
 RULES = {
     "SPB01": ("acceptance-per-depth", "τ per class and draft depth holds"),
@@ -176,9 +176,9 @@ def gate(pair: ResolvedPair, folder: Path, record_path: Path, baseline: str, spe
     import datetime as dt
 
     from specpair.bench.runner import run
-    from specpair.load import load_document
-    from specpair.runbooks import MEASUREMENTS_DIR
-    from specpair.writer import atomic_write, dump_json
+    from specpair.load.document import load_document
+    from specpair.load.runbooks import MEASUREMENTS_DIR
+    from specpair.write.writer import atomic_write, dump_json
 
     document = load_document(record_path)
     try:

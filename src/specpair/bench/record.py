@@ -7,7 +7,7 @@ from pydantic import Field
 
 from specpair.bench.stats import Stats, percentile
 from specpair.bench.traffic import ReplayCell
-from specpair.schema.common import Strict
+from specpair.model.common import Strict
 
 __all__ = ["Cell", "Measurement", "Protocol", "RunResult", "Stats", "percentile"]
 

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 
 from specpair.bench import metrics
-from specpair.errors import SpecpairError
+from specpair.model.errors import SpecpairError
 
 UNLABELLED = "unlabelled"
 SAMPLING_KEYS = ("temperature", "top_p", "top_k", "seed", "stop", "presence_penalty",

@@ -21,8 +21,8 @@ from specpair.bench.traffic import (
     run_stats,
 )
 from specpair.engines.metrics_model import EngineMetrics
-from specpair.errors import SpecpairError
-from specpair.schema.runbook import Workload
+from specpair.model.errors import SpecpairError
+from specpair.model.runbook import Workload
 
 Scrape = Callable[[str], dict[str, dict[str, float]]]
 

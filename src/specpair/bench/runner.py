@@ -15,8 +15,8 @@ from specpair.bench import metrics
 from specpair.bench.client import request_body, run_load, summarize
 from specpair.bench.record import Cell, Measurement, Protocol
 from specpair.bench.workloads import fingerprint, generate
-from specpair.errors import SpecpairError
-from specpair.resolve import ResolvedPair
+from specpair.model.errors import SpecpairError
+from specpair.resolve.pair import ResolvedPair
 
 
 def _get(url: str, path: str) -> httpx.Response:
@@ -93,7 +93,7 @@ def run(pair: ResolvedPair, baseline: str, spec: str, concurrency: list[int],
     to run (default all); `static`: the URL of the pair at its schedule's largest K
     without the schedule (`launch-<engine>-static.sh`), measured beside the two others
     on generated workloads."""
-    from specpair.schedule import attach, static_variant
+    from specpair.analyse.schedule import attach, static_variant
 
     say = say or (lambda text: print(text, file=sys.stderr, flush=True))
     pair = attach(pair)

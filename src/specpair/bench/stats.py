@@ -7,7 +7,7 @@ import math
 
 from pydantic import Field
 
-from specpair.schema.common import Strict
+from specpair.model.common import Strict
 
 
 def percentile(values: list[float], p: float) -> float | None:

@@ -24,7 +24,7 @@ from pydantic import Field
 
 from specpair.bench.replay import ReplayRequest, ReplaySample, digest, schema_valid
 from specpair.bench.stats import Stats, percentile
-from specpair.schema.common import Strict
+from specpair.model.common import Strict
 
 BOOTSTRAP_RESAMPLES = 1000
 CONFIDENCE = 0.95

@@ -15,7 +15,7 @@ import json
 import random
 from dataclasses import dataclass
 
-from specpair.schema.runbook import Workload
+from specpair.model.runbook import Workload
 
 SUBJECTS = ("rivers", "prime numbers", "medieval trade", "compilers", "bread baking",
             "volcanoes", "jazz harmony", "sorting algorithms", "tidal energy", "bees",

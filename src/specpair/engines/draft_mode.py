@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from specpair.geometry import Geometry
+from specpair.model.geometry import Geometry
 
 
 def built_in_layers(layers_by_architecture: Mapping[str, int]

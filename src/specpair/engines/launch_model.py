@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from specpair.catalogue import Severity
-from specpair.findings import Finding
+from specpair.model.catalogue import Severity
+from specpair.model.findings import Finding
 
 Preflight = Finding
 """A launch's pre-flight finding is the one finding type."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from specpair.schema.common import Method
+from specpair.model.common import Method
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING
 from specpair.engines.profile import EngineProfile
 
 if TYPE_CHECKING:  # annotations only: the release packages import these, not the interface
-    from specpair.budget.model import Budget
     from specpair.engines.args_model import ResolvedArgs
     from specpair.engines.bench_model import BenchProbe
     from specpair.engines.launch_model import Launch
     from specpair.engines.logs_model import Timing
     from specpair.engines.metrics_model import EngineMetrics
-    from specpair.geometry import Geometry
-    from specpair.hardware import GPU
-    from specpair.resolve import ResolvedPair
+    from specpair.facts.hardware import GPU
+    from specpair.model.budget import Budget
+    from specpair.model.geometry import Geometry
+    from specpair.resolve.pair import ResolvedPair
 
 __all__ = ["EngineProfile", "EngineRelease", "as_configured"]
 
@@ -56,7 +56,7 @@ class EngineRelease:
     """The target's geometry as the release reads the target's config for a draft that
     lives in the target checkpoint (built-in MTP layers): the overrides the release's own
     draft-mode config code applies, e.g. a layer count the config leaves out. `specpair
-    lock` builds the bundled draft from it; `specpair.geometry` reads configs as written."""
+    lock` builds the bundled draft from it; `specpair.model.geometry` reads configs as written."""
     recap: Callable[[Budget, ResolvedPair, GPU], Budget | None] | None = None
     """`budget(pair, gpu)` from the budget of a pair that differs from `pair` in
     deployment.max_running_requests (and deployment.concurrency) alone, computing again

@@ -1,6 +1,6 @@
 """A speculation schedule as the engines render it: K per batch-size range, resolved.
 
-`specpair.schedule` makes one from the runbook (`speculation.schedule`: derived from the
+`specpair.analyse.schedule` makes one from the runbook (`speculation.schedule`: derived from the
 step model, or pinned by hand); a release's launch renders it in its own form (vLLM's
 `num_speculative_tokens_per_batch_size`, SGLang's adaptive tiers) or says, citing its
 code, why it cannot run one.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from specpair.schema.common import NonNegativeInt, PositiveInt, Strict
+from specpair.model.common import NonNegativeInt, PositiveInt, Strict
 
 
 class ScheduledRange(Strict):

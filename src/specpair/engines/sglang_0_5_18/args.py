@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 from specpair.engines.sglang_0_5_18.facts import PROFILE
 from specpair.engines.sglang_0_5_23 import args as base
 from specpair.engines.sglang_0_5_23.args import Defaults, ParserDefault, ServerArgs
-from specpair.hardware import GPU
+from specpair.facts.hardware import GPU
 
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve import ResolvedPair
+    from specpair.resolve.pair import ResolvedPair
 
 # paths in the sglang-0.5.18 wheel, under sglang/srt/
 DEFAULTS = Defaults(

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from specpair.budget.model import Budget
 from specpair.engines.sglang_0_5_18.args import DEFAULTS
 from specpair.engines.sglang_0_5_23 import budget as base
-from specpair.hardware import GPU
+from specpair.facts.hardware import GPU
+from specpair.model.budget import Budget
 
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve import ResolvedPair
+    from specpair.resolve.pair import ResolvedPair
 
 
 def budget(pair: ResolvedPair, gpu: GPU) -> Budget:

@@ -9,10 +9,10 @@ from specpair.engines.launch_model import Launch, Preflights
 from specpair.engines.sglang_0_5_18.args import DEFAULTS
 from specpair.engines.sglang_0_5_18.facts import DSPARK_NESTED_CONFIG
 from specpair.engines.sglang_0_5_23 import launch as base
-from specpair.schema.common import Method
+from specpair.model.common import Method
 
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve import ResolvedPair
+    from specpair.resolve.pair import ResolvedPair
 
 
 # server_args.py:143 QUANTIZATION_CHOICES: 0.5.23's and `marlin`

@@ -9,15 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from specpair.budget.model import Line, MiB, line
 from specpair.engines.args_model import ServerArg
 from specpair.engines.sglang_0_5_23.facts import PROFILE
-from specpair.hardware import GPU
-from specpair.schema.common import Method
-from specpair.schema.runbook import Speculation
+from specpair.facts.hardware import GPU
+from specpair.model.budget import Line, MiB, line
+from specpair.model.common import Method
+from specpair.model.runbook import Speculation
 
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve import ResolvedPair
+    from specpair.resolve.pair import ResolvedPair
 
 ENGINE = PROFILE.label
 SPEC_DEFAULT_MAX_RUNNING_REQUESTS = 48  # server_args.py: under speculation, when unset

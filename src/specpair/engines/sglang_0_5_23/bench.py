@@ -11,7 +11,7 @@ from specpair.engines.sglang_0_5_23.args import verify_width
 from specpair.engines.sglang_0_5_23.facts import PROFILE
 
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve import ResolvedPair
+    from specpair.resolve.pair import ResolvedPair
 
 
 def draft_positions(pair: ResolvedPair) -> int | None:

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from specpair.budget.common import (
+from specpair.engines.kv_arithmetic import (
     kv_bytes,
     kv_heads_per_rank,
     kv_layers,
@@ -32,7 +32,6 @@ from specpair.budget.common import (
     storage,
     weights_per_rank,
 )
-from specpair.budget.model import Assumption, Budget, GiB, Line, Scenario, assumption, line
 from specpair.engines.sglang_0_5_23 import schedule
 from specpair.engines.sglang_0_5_23.args import (
     DEFAULTS,
@@ -41,14 +40,15 @@ from specpair.engines.sglang_0_5_23.args import (
     server_args,
     verify_width,
 )
-from specpair.errors import SpecpairError
-from specpair.geometry import Geometry, LinearAttention
-from specpair.hardware import GPU
-from specpair.schema.common import KVDtype, Method
-from specpair.schema.runbook import Runbook
+from specpair.facts.hardware import GPU
+from specpair.model.budget import Assumption, Budget, GiB, Line, Scenario, assumption, line
+from specpair.model.common import KVDtype, Method
+from specpair.model.errors import SpecpairError
+from specpair.model.geometry import Geometry, LinearAttention
+from specpair.model.runbook import Runbook
 
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve import ResolvedPair
+    from specpair.resolve.pair import ResolvedPair
 
 DEFAULT_OTHER_ALLOCATIONS = int(0.6 * GiB)
 # BailingMoeV3 is in both _MAMBA_RADIX_CACHE_ARCHS and _MAMBA_EXTRA_BUFFER_ARCHS

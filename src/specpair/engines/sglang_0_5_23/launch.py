@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from specpair.budget.common import kv_layers
+from specpair.engines.kv_arithmetic import kv_layers
 from specpair.engines.launch_model import EnvRef, Launch, Preflights
 from specpair.engines.sglang_0_5_23 import schedule
 from specpair.engines.sglang_0_5_23.args import (
@@ -22,11 +22,11 @@ from specpair.engines.sglang_0_5_23.args import (
 )
 from specpair.engines.sglang_0_5_23.budget import EXTRA_BUFFER_ARCHS
 from specpair.engines.sglang_0_5_23.facts import PROFILE
-from specpair.schema.common import KVDtype, Method
-from specpair.schema.runbook import Artifact
+from specpair.model.common import KVDtype, Method
+from specpair.model.runbook import Artifact
 
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve import ResolvedPair
+    from specpair.resolve.pair import ResolvedPair
 
 LONGER_CONTEXT_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 

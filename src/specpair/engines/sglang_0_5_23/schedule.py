@@ -37,7 +37,7 @@ from specpair.engines.launch_model import Preflights
 from specpair.engines.sglang_0_5_23.facts import PROFILE
 
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve import ResolvedPair
+    from specpair.resolve.pair import ResolvedPair
 
 ADAPTIVE_ALGORITHMS = ("EAGLE", "EAGLE3")
 ALIASES = {"NEXTN": "EAGLE"}  # _resolve_speculative_algorithm_alias

@@ -13,7 +13,7 @@ from specpair.engines.vllm_0_32_0.facts import PROFILE
 from specpair.engines.vllm_0_33_0 import launch as v0_33_0
 
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve import ResolvedPair
+    from specpair.resolve.pair import ResolvedPair
 
 __all__ = ["ENGINE", "LAUNCHER", "Launcher", "build", "heterogeneous_vocab_preflight",
            "speculative_config"]

@@ -12,7 +12,7 @@ from specpair.engines.vllm_0_33_0.schedule import CONFIG_KEY, entries, graph_not
 from specpair.engines.vllm_0_33_0.schedule import refusal as _refusal
 
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve import ResolvedPair
+    from specpair.resolve.pair import ResolvedPair
 
 __all__ = ["CONFIG_KEY", "entries", "graph_note", "refusal", "render"]
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from specpair.budget.model import GiB
 from specpair.engines.args_model import ServerArg
 from specpair.engines.vllm_0_33_0.facts import PROFILE
-from specpair.hardware import GPU
-from specpair.schema.common import Method
+from specpair.facts.hardware import GPU
+from specpair.model.budget import GiB
+from specpair.model.common import Method
 
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve import ResolvedPair
+    from specpair.resolve.pair import ResolvedPair
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92  # CacheConfig.gpu_memory_utilization
 DEFAULT_BLOCK_SIZE = PROFILE.default_page_size  # CacheConfig.block_size on CUDA

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 
 from specpair.engines.bench_model import BenchProbe, GetJson
 from specpair.engines.vllm_0_33_0.args import server_args
-from specpair.schema.common import Method
+from specpair.model.common import Method
 
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve import ResolvedPair
+    from specpair.resolve.pair import ResolvedPair
 
 
 def draft_positions(pair: ResolvedPair) -> int | None:

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from specpair.budget.common import (
+from specpair.engines.kv_arithmetic import (
     kv_bytes,
     kv_heads_per_rank,
     kv_layers,
@@ -28,18 +28,18 @@ from specpair.budget.common import (
     storage,
     weights_per_rank,
 )
-from specpair.budget.model import Budget, GiB, Line, Scenario, assumption, line
 from specpair.engines.vllm_0_33_0 import schedule
 from specpair.engines.vllm_0_33_0.args import server_args
 from specpair.engines.vllm_0_33_0.facts import PROFILE
-from specpair.errors import SpecpairError
-from specpair.geometry import Geometry
-from specpair.hardware import GPU
-from specpair.memo import value_memo
-from specpair.schema.common import KVDtype, Method
+from specpair.facts.hardware import GPU
+from specpair.model.budget import Budget, GiB, Line, Scenario, assumption, line
+from specpair.model.common import KVDtype, Method
+from specpair.model.errors import SpecpairError
+from specpair.model.geometry import Geometry
+from specpair.model.memo import value_memo
 
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve import ResolvedPair
+    from specpair.resolve.pair import ResolvedPair
 
 ENGINE = PROFILE.label
 DEFAULT_NON_TORCH = int(0.6 * GiB)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from specpair.engines.profile import EngineProfile
-from specpair.schema.common import Method
+from specpair.model.common import Method
 
 PROFILE = EngineProfile(
     name="vllm",

@@ -16,10 +16,10 @@ from specpair.engines.profile import EngineProfile
 from specpair.engines.vllm_0_33_0 import schedule
 from specpair.engines.vllm_0_33_0.args import ServerArgs, server_args
 from specpair.engines.vllm_0_33_0.facts import PROFILE
-from specpair.schema.common import KVDtype, Method
+from specpair.model.common import KVDtype, Method
 
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve import ResolvedPair
+    from specpair.resolve.pair import ResolvedPair
 
 ENGINE = PROFILE.label
 DEFAULT_DRAFT_SAMPLE_METHOD = "greedy"  # SpeculativeConfig.draft_sample_method

@@ -28,7 +28,7 @@ from specpair.engines.launch_model import Preflights
 from specpair.engines.vllm_0_33_0.facts import PROFILE
 
 if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve import ResolvedPair
+    from specpair.resolve.pair import ResolvedPair
 
 CONFIG_KEY = "num_speculative_tokens_per_batch_size"
 V1_SCHEDULE_METHODS = ("ngram", "eagle", "eagle3", "mtp", "draft_model", "dflash")

@@ -1,0 +1,52 @@
+"""The two-model memory budget, computed through the engine release's own rules.
+
+One calculator per (engine, version), in that release's package
+(`specpair.engines.<release>.budget`); each follows the release's start-up order and
+formulas and names them in every line it produces.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from specpair.engines.kv_arithmetic import check_tensor_parallel, refuse_moe_over_data_parallel
+from specpair.facts import verified_layouts
+from specpair.model.budget import Budget
+from specpair.model.errors import Problem, SpecpairError
+
+if TYPE_CHECKING:  # annotations only: resolve imports the engine releases, which import this
+    from specpair.resolve.pair import ResolvedPair
+
+
+def check_layouts(pair: ResolvedPair) -> list[str]:
+    """The allowlist: refuses layouts the oracle has not verified for this engine release,
+    unless the runbook declares them; returns the declared ones' notes."""
+    refused, notes = verified_layouts.check(pair.engine, verified_layouts.pair_models(pair),
+                                    pair.runbook.deployment.assumptions.unverified_layouts)
+    if refused:
+        where = pair.location("deployment.assumptions.unverified_layouts")
+        raise SpecpairError([Problem(where, u.message, u.hint) for u in refused])
+    return notes
+
+
+def compute(pair: ResolvedPair) -> Budget:
+    """The pair's budget. Not memoised: a build computes it once per pair
+    (`analysis.Analysis.budget`), the gate and the planner reuse the one they are handed."""
+    draft_tp = pair.runbook.deployment.parallel.draft_tensor
+    check_tensor_parallel(pair, draft_tp)
+    refuse_moe_over_data_parallel(pair)
+    notes = check_layouts(pair)
+    budget = pair.release.budget(pair, pair.gpu_spec)
+    if notes:
+        budget = budget.model_copy(update={"unverified": notes})
+    return budget
+
+
+def recompute(computed: Budget, pair: ResolvedPair) -> Budget:
+    """`compute(pair)`, given `computed`, `compute`'s budget of a pair that differs from
+    `pair` in deployment.max_running_requests (and deployment.concurrency) alone: the
+    release's `recap` where it derives it, which computes again only what those decide
+    (the checks above read neither, and `computed` passed them), else `compute`."""
+    recap = pair.release.recap
+    found = recap(computed, pair, pair.gpu_spec) if recap is not None else None
+    return found if found is not None else compute(pair)

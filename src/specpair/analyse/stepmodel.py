@@ -1,0 +1,774 @@
+"""The calibrated step-time model: what one decode step costs, with and without a draft.
+
+Every forward costs a fixed part and a roofline part:
+
+    T_forward = fixed + layers · layer_s + allreduces · allreduce_s
+                + (T_mem³ + T_flops³)^(1/3),  T_mem = bytes / (η_bw · bandwidth),
+                                              T_flops = FLOPs / (η_f · peak)
+
+- the roofline part blends the two roofs (their 3-norm, `blend`) instead of taking the
+  larger: a kernel near its ridge reaches neither roof, because a tile's loads and its
+  MMAs overlap imperfectly, so at the ridge it takes 2^(1/3) ≈ 1.26 × either roof; far
+  from it the larger roof is the time, as with max. The exponent is measured, not fitted
+  to the calibration points: decode-shaped cuBLAS BF16 GEMMs on one H200
+  (`benchmarks/device/roofline_h200.py`, kept in tests/fixtures/measured/; four serving
+  shapes, M = 1-4096 rows, the roofs taken from each shape's M = 1 bandwidth and best
+  FLOP rate) run up to 1.16-1.30 × the larger roof between M = 160 and 320, their ridge,
+  and the p-norm fits all 80 times best at p = 3-3.5 (rms log error 4.2%; the 2-norm 8.4%,
+  max 7.9%); vLLM PR #18778's B200 BF16 table agrees (1.23 × the larger roof at its
+  ridge). Before the measurement the 2-norm was used, the one form tried on leave-one-
+  source-out then (2026-12-03): sweeps in their published direction 29 → 31 of 32, τ band
+  116 → 117 of 125, distinct baseline median 14.5% → 14.6% against max. A roofline per
+  kernel class instead (the GEMMs' and the attention's each their own max) left all three
+  figures as they were;
+
+- bytes: the weights the step reads (dense part always; of the routed experts the share
+  the step's tokens touch, see `Forward.routed_coverage`, counted at 1 / moe_bw: grouped-
+  GEMM expert reads reach only that share of a dense GEMV's bandwidth) plus the KV it
+  reads, batch × context × bytes per token, at the *expected* context (prompt plus half
+  the output);
+- layers · layer_s: each decoder layer's kernel boundaries (launch gaps and tail drain,
+  present even in a CUDA graph), which a per-forward constant cannot carry for models of
+  different depths;
+- FLOPs: 2 × active parameters per token, plus attention, per token 2 · heads ·
+  (head_dim + v_head_dim) per layer and per token of context;
+- peak: dense FP4 tensor FLOP/s when the weights are NVFP4 (W4A4: activations quantized
+  too) and the GPU has FP4 tensor cores (Blackwell), else dense FP8 when the weights are FP8
+  or another low-precision format and the GPU has FP8 tensor cores, else dense BF16;
+- fixed: the engine's per-forward cost (scheduler, sampling, kernel launches), plus a
+  per-speculative-step cost (rejection sampling, tree/mask bookkeeping, draft extend) on
+  the verify, and a separate per-draft-forward cost *per drafter family*;
+- allreduces: two per layer under tensor parallelism, each `allreduce_s` (its latency)
+  plus its message over the GPUs' link: a ring all-reduce sends 2(n−1)/n of the
+  activations (hidden × 2 bytes per token of the forward) from every rank, at the link's
+  per-direction bandwidth (`LINKS`; PCIe without peer-to-peer stages through host memory).
+  This is what makes a wide verify at high concurrency expensive on PCIe cards.
+
+Then T_decode = forward(1 token per sequence), T_verify = forward(verify width) +
+speculative_s, T_draft = passes × draft forward, and S(τ) = τ · T_decode / (T_draft +
+T_verify).
+
+A measured benchmark also prefills: in a closed loop every finished request is replaced
+and its prompt rides along with the next decode steps (`Prefill`: per token a sequence
+yields, prompt / output tokens of prompt, at prefill's own GEMM efficiency `eta_prefill`,
+with its all-reduced activations and, for a MoE, the experts its tokens touch). A
+speculative run finishes requests τ times as fast per step, so its steps carry τ times the
+prompts: at high concurrency and short outputs this is a large part of the step. The
+calibration points apply it where they publish their prompt and output lengths; a runbook's
+step times are decode steps alone.
+
+Every parameter is physical and bounded (`BOUNDS`, each with its reason); the fit
+(`fit_bounded`, scipy's bounded trust-region least squares) stays inside them and says
+which parameters ended on a bound.
+
+One model-description path: a runbook's resolved geometry and a calibration point's
+model entry both become an `Architecture`, and `Architecture.forward(tp, ep)` is the only
+place bytes, FLOPs and all-reduces per rank are derived.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+
+from pydantic import Field
+
+from specpair.model.common import Strict
+from specpair.model.memo import value_memo
+
+TP_ALLREDUCES_PER_LAYER = 2  # attention output and MLP output, under tensor parallelism
+
+
+class UnknownMethod(ValueError):
+    """A speculative method the step model has no shape or drafter family for."""
+
+
+# ------------------------------------------------------------------ what is not modelled
+
+
+class NotModelled(ValueError):
+    """A deployment the step model does not represent: refused by name, never predicted."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"{name}: {reason}")
+        self.name = name
+        self.reason = reason
+
+
+CROSS_NODE_MODEL_PARALLEL = "cross-node model parallelism"
+CROSS_NODE_EXPERT_PARALLEL = "cross-node expert parallelism"
+
+
+def deployment_refusal(tp: int, pp: int, ep: int, gpus_per_node: int,
+                       dp_attention: bool = False) -> NotModelled | None:
+    """Why the step model refuses a deployment, or None where it represents it.
+
+    Its links (`LINKS`) are those between the GPUs of one node (NVLink, xGMI, PCIe). A
+    tensor-parallel group wider than a node all-reduces over the inter-node network
+    (InfiniBand/RoCE, or a rack-scale NVLink switch), and pipeline stages on different
+    nodes pass their activations over it: the model has no bandwidth or latency figure
+    for that network. Expert parallelism wider than a node, or the MoE layers of SGLang's
+    DP attention (whose ranks each hold a whole attention and share the experts) spread
+    over more than a node, dispatch tokens to experts all-to-all across nodes (DeepEP), a
+    cost the model has no term for at all (it times all-reduces only). Each is refused by
+    name, on the same path for a calibration point and a runbook."""
+    moe_ranks = max(ep, tp) if dp_attention else ep
+    if dp_attention and moe_ranks > gpus_per_node:  # its attention is not tensor-parallel
+        return _cross_node_experts(moe_ranks, gpus_per_node)
+    if tp > gpus_per_node:
+        return NotModelled(CROSS_NODE_MODEL_PARALLEL, (
+            f"tensor parallelism {tp} spans more than one node's {gpus_per_node} GPUs: its "
+            "all-reduces cross the inter-node network, for which the step model has no "
+            "link figure"))
+    if tp * pp > gpus_per_node:
+        return NotModelled(CROSS_NODE_MODEL_PARALLEL, (
+            f"tensor × pipeline parallelism {tp} × {pp} spans more than one node's "
+            f"{gpus_per_node} GPUs: pipeline stages on different nodes pass their "
+            "activations over the inter-node network, for which the step model has no "
+            "link figure"))
+    if moe_ranks > gpus_per_node:
+        return _cross_node_experts(moe_ranks, gpus_per_node)
+    return None
+
+
+def _cross_node_experts(ranks: int, gpus_per_node: int) -> NotModelled:
+    return NotModelled(CROSS_NODE_EXPERT_PARALLEL, (
+        f"expert parallelism over {ranks} GPUs spans more than one node's "
+        f"{gpus_per_node}: the all-to-all dispatch of tokens to experts across nodes "
+        "is not in the step model"))
+
+
+# ------------------------------------------------------------------ drafter families
+
+DRAFTER_FAMILIES = ("eagle", "eagle3", "mtp", "block", "draft-model", "ngram")
+"""Per-draft-forward costs are kept per family: EAGLE-1/2 (one decoder layer on the
+target's last hidden state), EAGLE-3 (fused three-layer features, its own small vocab),
+MTP/NextN (the target's own prediction layer), block drafters DFlash/DSpark (one forward
+over the whole block), a separate draft model, and n-gram lookup (CPU, no GPU forward)."""
+
+_METHOD_FAMILY = {"EAGLE": "eagle", "EAGLE3": "eagle3", "MTP": "mtp", "NEXTN": "mtp",
+                  "DFLASH": "block", "DSPARK": "block", "STANDALONE": "draft-model",
+                  "DRAFT_MODEL": "draft-model", "NGRAM": "ngram"}
+
+
+def drafter_family(method: str) -> str:
+    """The drafter family of a method name (runbook or calibration spelling)."""
+    family = _METHOD_FAMILY.get(method.upper())
+    if family is None:
+        raise UnknownMethod(
+            f"unknown speculative method {method!r}: the step model has no draft shape or "
+            f"per-draft-forward cost for it; use one of {', '.join(sorted(_METHOD_FAMILY))} "
+            "(or null for a baseline-only point)")
+    return family
+
+
+# ------------------------------------------------------------------ model description
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """What the step model needs to know of one model, whatever described it."""
+
+    params: float                 # all parameters
+    bytes_per_param: float        # weight bytes / parameters, as stored
+    layers: int
+    attention_layers: int         # layers that read per-token KV of the whole context
+    heads: int
+    kv_heads: int
+    head_dim: int
+    v_head_dim: int
+    kv_bytes_per_token: float     # all layers, all ranks (the budget's cell, or derived)
+    active_params: float | None = None
+    experts: int = 0              # routed experts per MoE layer (0: dense)
+    top_k: int = 0
+    routed_params: float = 0.0    # all routed experts of all MoE layers
+    attention_per_head: int | None = None   # MLA absorbed: 2·kv_lora_rank + rope dim
+    prefill_per_head: int | None = None     # MLA prefill, not absorbed: qk (nope + rope)
+    #                                         + v head dims; default as `attention_per_head`
+    fp8: bool = False
+    fp4: bool = False             # NVFP4 (W4A4) weights: the FP4 tensor peak where there is one
+    window_layers: int = 0        # sliding-window layers: KV read up to `window` tokens
+    window: int = 0
+    hidden: int = 0               # residual width (the all-reduced activations); 0: heads ×
+    #                               head_dim, which equals it for the families served here
+    routed_bytes_per_param: float = 0.0  # the routed experts' own format (MXFP4 experts
+    #                               beside BF16 attention); 0: `bytes_per_param`, as the rest
+
+    @value_memo  # a frozen architecture and numbers: every candidate of a plan asks
+    def forward(self, tp: int = 1, ep: int = 1, pp: int = 1,
+                kv_per_rank: float | None = None, dp_attention: bool = False) -> Forward:
+        """The forward on one rank under tensor parallelism `tp`, pipeline `pp` and expert
+        parallelism `ep` (EP shards whole experts over `ep` ranks; without it each expert is
+        sliced over the TP ranks, so either divides the routed bytes by its degree).
+        `kv_per_rank`: the budget's KV bytes per token per rank where one exists, else
+        derived from the heads (KV heads replicate beyond TP = KV heads).
+        `dp_attention` (SGLang --enable-dp-attention): every rank holds the whole attention
+        and dense part and its own sequences' KV; the routed experts are sharded over the
+        ranks and see the tokens of all of them."""
+        if dp_attention:
+            f = self.forward(1, 1, pp, kv_per_rank)
+            ranks = max(ep, tp)
+            return replace(f, routed_bytes=f.routed_bytes / ranks, routed_batch_scale=ranks,
+                           allreduces=TP_ALLREDUCES_PER_LAYER * self.layers if ranks > 1
+                           else 0, allreduce_bytes_per_token=self.allreduce_bytes_per_token(
+                               ranks))
+        shards = tp * pp
+        per_head = self.attention_per_head or (self.head_dim + self.v_head_dim)
+        attention = 2 * self.heads * per_head * self.attention_layers / shards
+        active = self.active_params or self.params
+        allreduces = TP_ALLREDUCES_PER_LAYER * self.layers if tp > 1 else 0
+        ar_bytes = self.allreduce_bytes_per_token(tp)
+        kv = kv_per_rank if kv_per_rank is not None else \
+            self.kv_bytes_per_token / min(tp, max(self.kv_heads, 1)) / pp
+        per_layer = self.kv_bytes_per_token / max(self.attention_layers, 1)
+        window_kv = 0.0 if kv_per_rank is not None or not self.window else \
+            per_layer * self.window_layers / min(tp, max(self.kv_heads, 1)) / pp
+        window_flops = 2 * self.heads * per_head * self.window_layers / shards
+        prefill_attention = 2 * self.heads * (self.prefill_per_head or per_head) \
+            * self.attention_layers / shards
+        all_bytes = self.params * self.bytes_per_param
+        routed_bytes = self.routed_params * (self.routed_bytes_per_param
+                                             or self.bytes_per_param)
+        share = self.top_k / self.experts if self.experts and self.routed_params else 0.0
+        window = {"window": self.window, "window_kv_bytes_per_token": window_kv,
+                  "window_attention_flops": window_flops,
+                  "allreduce_bytes_per_token": ar_bytes, "layers": math.ceil(self.layers / pp),
+                  "fp4": self.fp4,
+                  "prefill_attention_flops_per_context_token": prefill_attention}
+        if share:
+            routed_ranks = max(ep, tp) * pp
+            return Forward((all_bytes - routed_bytes) / shards, 2 * active / shards, kv,
+                           routed_bytes / routed_ranks, share, attention, allreduces, self.fp8,
+                           **window)  # type: ignore[arg-type]
+        if self.active_params and self.active_params < self.params:
+            # a MoE without its expert layout: its active fraction of all the weights
+            return Forward(0.0, 2 * active / shards, kv, all_bytes / shards,
+                           self.active_params / self.params, attention, allreduces, self.fp8,
+                           **window)  # type: ignore[arg-type]
+        return Forward(all_bytes / shards, 2 * active / shards, kv,
+                       attention_flops_per_context_token=attention, allreduces=allreduces,
+                       fp8=self.fp8, **window)  # type: ignore[arg-type]
+
+
+    def allreduce_bytes_per_token(self, ranks: int) -> float:
+        """Bytes one rank sends per token of a forward in one ring all-reduce of the
+        BF16 activations over `ranks` ranks: 2(n−1)/n × hidden × 2."""
+        if ranks <= 1:
+            return 0.0
+        width = self.hidden or self.heads * self.head_dim
+        return 2 * (ranks - 1) / ranks * width * ACTIVATION_BYTES
+
+
+ACTIVATION_BYTES = 2  # BF16 activations are what the TP all-reduces carry
+
+
+@dataclass(frozen=True)
+class Forward:
+    """One model's forward on one rank, as bytes and FLOPs per token."""
+
+    weight_bytes: float   # weights every token reads, on this rank (dense part of a MoE)
+    flops_per_token: float
+    kv_bytes_per_token: float
+    routed_bytes: float = 0.0   # all routed experts on this rank
+    routed_share: float = 0.0   # top-k / experts: what one token reads of them
+    attention_flops_per_context_token: float = 0.0
+    allreduces: int = 0         # per forward; 0 without tensor parallelism
+    fp8: bool = False           # FP8 weights: FP8 tensor-core FLOPs where the GPU has them
+    routed_batch_scale: int = 1  # data-parallel attention: ranks whose tokens meet here
+    window: int = 0             # sliding-window layers read at most this many tokens of KV
+    window_kv_bytes_per_token: float = 0.0
+    window_attention_flops: float = 0.0
+    allreduce_bytes_per_token: float = 0.0  # one all-reduce's bytes per rank and token
+    layers: int = 0             # decoder layers on this rank: each pays `layer_s`
+    prefill_attention_flops_per_context_token: float | None = None  # prompt tokens' (MLA
+    #                             prefill attends without the absorption); None: as decode
+    fp4: bool = False           # NVFP4 (W4A4) weights: FP4 tensor-core FLOPs where the GPU
+    #                             has them (`Hardware.fp4_flops`), else as `fp8`
+
+    def __hash__(self) -> int:
+        """By value, as `==` compares, computed once: the memos (`specpair.model.memo`) hash the
+        forwards of a setup on every call. Every field is a number, whose hash is the same
+        in every process, so a copied (pickled) forward carries a valid one."""
+        known = self.__dict__.get("_hash")
+        if known is None:
+            known = hash(tuple(map(self.__dict__.__getitem__, _FORWARD_FIELDS)))
+            object.__setattr__(self, "_hash", known)
+        return known
+
+    def routed_coverage(self, batch: int, tokens_per_seq: int, locality: float,
+                        chain: int | None = None, extra: float = 0.0) -> float:
+        """Share of the routed experts a forward reads.
+
+        Sequences route independently: N independent tokens touch 1 − (1 − k/E)^N of the
+        experts. The tokens *one* sequence verifies in a step are consecutive positions of
+        one text, and consecutive tokens pick largely the same experts (expert-reuse in
+        MoE routing traces); they count as w^ρ independent tokens, ρ = `locality` (1:
+        uniform routing, the upper bound). ρ is fitted under bounds, so a published
+        small-batch MoE sweep decides how much a wide verify costs.
+
+        A tree verify (`chain` = its depth, the most tokens a step yields, below its width)
+        holds `tokens_per_seq / chain` branches: siblings are different tokens at one
+        position, so each branch routes on its own and only along a branch does the
+        locality hold: (w / chain) · chain^ρ independent tokens."""
+        if not self.routed_bytes:
+            return 0.0
+        depth = min(chain or tokens_per_seq, tokens_per_seq)
+        n = batch * self.routed_batch_scale * tokens_per_seq / depth * depth ** locality
+        n += extra * self.routed_batch_scale  # prompt tokens route independently
+        return float(1 - (1 - self.routed_share) ** n)
+
+    def memory(self, batch: int, tokens_per_seq: int, context: int,
+               locality: float = 1.0, chain: int | None = None,
+               moe_bw: float = 1.0, extra: float = 0.0) -> float:
+        """Bytes the forward reads, the routed experts' counted at 1 / `moe_bw` (their
+        grouped-GEMM reads reach that share of the dense kernels' bandwidth)."""
+        routed = self.routed_bytes * self.routed_coverage(batch, tokens_per_seq, locality,
+                                                          chain, extra) / moe_bw
+        windowed = min(context, self.window) * self.window_kv_bytes_per_token
+        return self.weight_bytes + routed + batch * (context * self.kv_bytes_per_token
+                                                     + windowed)
+
+    def flops(self, batch: int, tokens_per_seq: int, context: int, extra: float = 0.0,
+              extra_context: int = 0) -> float:
+        """FLOPs of the forward; `extra` prompt tokens (mean context `extra_context`) ride
+        along in the same forward (chunked prefill of the requests that replace finished
+        ones)."""
+        def per_token(ctx: int, attention: float) -> float:
+            return self.flops_per_token + ctx * attention \
+                + min(ctx, self.window) * self.window_attention_flops
+        prefill = self.prefill_attention_flops_per_context_token
+        return per_token(context, self.attention_flops_per_context_token) * batch \
+            * tokens_per_seq + per_token(extra_context, self.attention_flops_per_context_token
+                                         if prefill is None else prefill) * extra
+
+    def time(self, batch: int, tokens_per_seq: int, context: int, bandwidth: float,
+             flops: float, locality: float = 1.0, chain: int | None = None,
+             moe_bw: float = 1.0, extra: float = 0.0, extra_context: int = 0,
+             prefill_flops: float | None = None) -> float:
+        """The roofline part alone, at the bandwidth and FLOP/s given (`prefill_flops`:
+        the FLOP/s the `extra` prompt tokens' large GEMMs reach, default `flops`): the
+        memory and compute times blended (`blend`)."""
+        compute = self.flops(batch, tokens_per_seq, context) / flops
+        if extra:
+            compute += (self.flops(0, 0, 0, extra, extra_context)
+                        / (prefill_flops or flops))
+        return blend(self.memory(batch, tokens_per_seq, context, locality, chain, moe_bw,
+                                 extra) / bandwidth, compute)
+
+
+ROOFLINE_NORM = 3
+"""The exponent of the roofs' blend, measured on an H200's decode-shaped BF16 GEMMs (the
+module docstring; tests/test_roofline_measured.py holds it to that measurement)."""
+
+
+def blend(memory_s: float, compute_s: float, norm: float = ROOFLINE_NORM) -> float:
+    """A kernel's time from its two roofs: their `norm`-norm, the larger roof far from
+    the ridge, 2^(1/norm) × either at it."""
+    return float((memory_s ** norm + compute_s ** norm) ** (1 / norm))
+
+
+_FORWARD_FIELDS = tuple(f.name for f in fields(Forward))
+
+# ------------------------------------------------------------------ parameters and bounds
+
+
+@dataclass(frozen=True)
+class Bound:
+    lo: float
+    hi: float
+    why: str
+
+
+SAMPLER_TOKEN_S = 41.6e-6
+"""A sampler's measured cost per token at batch 1: vLLM's sampler benchmark (PR #23997,
+benchmark_sampler_core.py) reports ~24K tokens/s greedy at batch 1 and ~96K at batch 4,
+i.e. ≤ 41.6 µs per token per sequence, falling with the batch. A per-output-token cost per
+sequence above that would be more than sampling plus its launch costs; the engines
+detokenise and stream off the GPU's critical path."""
+
+GEMV_BANDWIDTH_SHARE = 0.952
+"""The decode GEMV's marginal bandwidth (seconds per extra byte, 8-256 experts' bytes of
+DeepSeek-V3's TP-8 slice as one dense BF16 GEMV, tests/fixtures/measured/
+h200_grouped_experts.json): 4.265 TB/s on an H200, 0.952 of the 4.48 TB/s BabelStream's fastest
+kernel reaches there (data/gpus.yaml). A decode step's weight reads go no faster than the
+best dense GEMV's, so this is `eta_bw`'s upper bound."""
+
+BOUNDS: dict[str, Bound] = {
+    "eta_bw": Bound(0.30, GEMV_BANDWIDTH_SHARE, "share of the GPU's achievable bandwidth "
+                    "(what the fastest reading kernel of a published bandwidth test reaches "
+                    "on it, data/gpus.yaml) that decode GEMV / grouped-GEMM kernels reach: at "
+                    "most what cuBLAS's decode GEMV reaches of it, measured on an H200 "
+                    "(GEMV_BANDWIDTH_SHARE); below 0.3 no tuned serving kernel runs"),
+    "eta_flops": Bound(0.20, 0.85, "achieved share of dense tensor peak for serving GEMMs: "
+                       "cuBLAS/CUTLASS large GEMMs reach 0.7-0.8; skinny verify GEMMs less"),
+    "forward_s": Bound(1e-4, 8e-3, "per-forward fixed cost of a Python serving engine with "
+                       "CUDA graphs (scheduler iteration, input prep, graph replay, sampler "
+                       "launch): ≥ 0.1 ms, and a step of several ms at batch 1 is a bug"),
+    "speculative_s": Bound(2e-5, 6e-3, "per-speculative-step extra (rejection sampling, "
+                           "tree mask, draft extend, KV bookkeeping of accepted tokens)"),
+    "allreduce_s": Bound(2e-6, 6e-5, "one small-message all-reduce over NVLink/xGMI: custom "
+                         "all-reduce kernels take a few µs, NCCL ring ≲ 50 µs"),
+    "token_s": Bound(1e-7, SAMPLER_TOKEN_S, "per output token per sequence, at most a "
+                     "sampler's measured cost (vLLM PR #23997: ~24K tokens/s at batch 1, "
+                     "≤ 41.6 µs)"),
+    "layer_s": Bound(1e-6, 1e-4, "per decoder layer and forward: the kernel boundaries of "
+                     "one layer each drain the GPU and wait on the next launch even inside a "
+                     "CUDA graph, a few µs each; a dense layer runs ~8-12 kernels (norms, "
+                     "QKV, RoPE/KV write, attention, output, MLP), a MoE layer with MLA "
+                     "20-30 (router, top-k, permute, two grouped GEMMs, shared expert, "
+                     "unpermute, absorbed projections): at most ~100 µs"),
+    "moe_bw": Bound(0.25, 1.0, "share of the dense kernels' achieved bandwidth that the "
+                    "routed experts' grouped-GEMM reads reach: a decode step gives each "
+                    "expert a few tokens, so fused-MoE kernels read many small weight tiles "
+                    "with routing gathers in between; 1 is as fast as a dense GEMV, below a "
+                    "quarter no tuned MoE kernel runs"),
+    "moe_locality": Bound(0.2, 1.0, "ρ: the w verify tokens of one sequence count as w^ρ "
+                          "independent tokens for expert coverage; 1 is uniform routing"),
+    "eta_prefill": Bound(0.3, 0.85, "achieved share of dense tensor peak for prefill "
+                         "GEMMs (thousands of tokens per GEMM, the large-GEMM case): cuBLAS/"
+                         "CUTLASS large GEMMs reach 0.7-0.8; prefill attention and chunk "
+                         "boundaries cost some of it"),
+    "host_link": Bound(0.2, 1.0, "share of the measured host-staged all-reduce bandwidth "
+                       "(`LINKS` *-host, a bare-metal measurement) that a deployment reaches: "
+                       "1 on bare metal with the GPUs and the staging memory on one socket; "
+                       "less where staging crosses sockets or an IOMMU/hypervisor (cloud VMs, "
+                       "whose disabled P2P is often why they stage at all); below a fifth a "
+                       "PCIe 5 host path would be slower than PCIe 3"),
+}
+DRAFT_BOUNDS: dict[str, Bound] = {
+    "eagle": Bound(2e-5, 1.5e-3, "one decoder layer forward plus its launch/prep per drafted "
+                   "position"),
+    "eagle3": Bound(2e-5, 1.5e-3, "one decoder layer over fused features plus its launch/"
+                    "prep per drafted position"),
+    "mtp": Bound(2e-5, 2e-3, "the target's NextN layer per drafted position"),
+    "block": Bound(2e-5, 3e-3, "one block-drafter forward (DFlash/DSpark) per step"),
+    "draft-model": Bound(5e-5, 4e-3, "a separate model's forward (its own graph) per "
+                         "drafted position"),
+    "ngram": Bound(1e-6, 2e-3, "CPU n-gram lookup per step (no GPU forward)"),
+}
+
+
+RECORD_BOUNDS: dict[str, Bound] = {
+    name: Bound(lo, hi, "a pair's own bench records may come from any machine (a CPU test "
+                "host too): only what a positive, finite cost allows")
+    for name, (lo, hi) in {"eta_bw": (0.01, 1.0), "eta_flops": (0.01, 1.0),
+                           "forward_s": (1e-5, 1.0), "speculative_s": (1e-6, 1.0),
+                           "draft_s": (1e-6, 1.0), "allreduce_s": (1e-6, 1e-3),
+                           "token_s": (1e-7, 0.1), "moe_locality": (0.2, 1.0),
+                           "layer_s": (1e-7, 1e-2), "moe_bw": (0.01, 1.0),
+                           "host_link": (0.01, 1.0), "eta_prefill": (0.01, 1.0)}.items()}
+"""Bounds for `specpair calibrate` on a pair's own records (not the published fits)."""
+
+
+def bound_of(name: str, table: Mapping[str, Bound] | None = None) -> Bound:
+    if table is not None:
+        return table[name]
+    if name.startswith("draft_s."):
+        return DRAFT_BOUNDS[name.split(".", 1)[1]]
+    return BOUNDS[name]
+
+
+class StepParams(Strict):
+    eta_bw: float = Field(gt=0, le=1, description="achieved share of the GPU's achievable "
+                          "(bandwidth-test) bandwidth")
+    eta_flops: float = Field(gt=0, le=1, description="achieved share of peak dense FLOP/s")
+    forward_s: float = Field(ge=0, description="fixed cost of one target forward")
+    speculative_s: float = Field(ge=0, description="fixed extra cost of a speculative step")
+    draft_s: float = Field(ge=0, description="fixed cost of one draft forward (of the "
+                                             "drafter family in use)")
+    allreduce_s: float = Field(ge=0, description="one tensor-parallel all-reduce")
+    token_s: float = Field(default=0.0, ge=0, description="per output token and sequence "
+                           "(sampling, per-request bookkeeping), serial")
+    moe_locality: float = Field(default=1.0, gt=0, le=1, description="ρ: one sequence's w "
+                                "verify tokens touch experts like w^ρ independent tokens")
+    layer_s: float = Field(default=0.0, ge=0, description="fixed cost per decoder layer "
+                           "and forward (kernel boundaries), serial")
+    moe_bw: float = Field(default=1.0, gt=0, le=1, description="share of the dense "
+                          "kernels' bandwidth the routed experts' reads reach")
+    eta_prefill: float = Field(default=0.7, gt=0, le=1, description="achieved share of "
+                               "peak dense FLOP/s of prefill's large GEMMs")
+    host_link: float = Field(default=1.0, gt=0, le=1, description="share of the measured "
+                             "host-staged link figure (`LINKS` *-host) a deployment's "
+                             "all-reduces through host memory reach")
+
+    def describe(self) -> str:
+        return (f"η_bw {self.eta_bw:.2f}, η_f {self.eta_flops:.2f}, per forward "
+                f"{self.forward_s * 1e3:.2f} ms, per speculative step "
+                f"{self.speculative_s * 1e3:.2f} ms, per draft forward "
+                f"{self.draft_s * 1e3:.2f} ms, per all-reduce {self.allreduce_s * 1e6:.0f} µs, "
+                f"per output token {self.token_s * 1e6:.1f} µs, per layer "
+                f"{self.layer_s * 1e6:.1f} µs, expert-routing locality ρ "
+                f"{self.moe_locality:.2f}, routed-expert bandwidth share {self.moe_bw:.2f}"
+                + (f", host-staged link at {self.host_link:.2f} of its measured figure"
+                   if self.host_link != 1.0 else ""))
+
+
+@dataclass(frozen=True)
+class Link:
+    bandwidth: float  # bytes/s per direction between two ranks, as an all-reduce sees it
+    why: str
+
+
+LINKS: dict[str, Link] = {
+    "nvlink3": Link(300e9, "A100 NVLink 3: 600 GB/s bidirectional per GPU (NVIDIA A100 "
+                    "datasheet), 300 GB/s each way"),
+    "nvlink4": Link(450e9, "H100/H200 SXM NVLink 4: 900 GB/s bidirectional per GPU (NVIDIA "
+                    "H100 datasheet), 450 GB/s each way"),
+    "nvlink5": Link(900e9, "B200/B300/GB200 NVLink 5: 1.8 TB/s bidirectional per GPU "
+                    "(NVIDIA Blackwell datasheet), 900 GB/s each way"),
+    "xgmi": Link(448e9, "MI300X/MI325X/MI355X Infinity Fabric: 7 links × 64 GB/s to the "
+                 "other GPUs of the platform (AMD MI300X datasheet)"),
+    "pcie4": Link(32e9, "PCIe 4.0 x16 with peer-to-peer: 32 GB/s each way"),
+    "pcie5": Link(64e9, "PCIe 5.0 x16 with peer-to-peer: 64 GB/s each way"),
+    "pcie4-host": Link(10e9, "PCIe 4.0 without GPU peer-to-peer, staged through host memory "
+                       "(NCCL's SHM transport): ~19-21 GB/s bidirectional measured by CUDA's "
+                       "p2pBandwidthLatencyTest with P2P disabled on A40s (NVIDIA/nccl-tests "
+                       "issue #74), ~10 GB/s each way"),
+    "pcie5-host": Link(27e9, "PCIe 5.0 without GPU peer-to-peer, staged through host memory "
+                       "(NCCL's SHM transport): NCCL all_reduce_perf on 4x GeForce RTX 5090 "
+                       "(PCIe 5.0, no P2P: 'via SHM/direct/direct'), NCCL 2.26.2 on an AMD "
+                       "Genoa host, bus bandwidth 24.1 GB/s at 4 MB, 25.7 at 8 MB, 27.3 at "
+                       "128 MB (NVIDIA/nccl-tests issue #287, comment of 2025-03-14); its "
+                       "8-byte all-reduce takes 15.5 µs, the latency `allreduce_s` carries. "
+                       "A measurement of another machine, independent of every calibration "
+                       "point; what a given deployment's host staging reaches of it is "
+                       "`host_link` (fitted where points with such a link exist)"),
+}
+_NVLINK_OF = {"ampere": "nvlink3", "hopper": "nvlink4", "blackwell": "nvlink5",
+              "cdna3": "xgmi", "cdna4": "xgmi"}
+_PCIE_OF = {"ampere": "pcie4", "ada": "pcie4", "hopper": "pcie5", "blackwell-rtx": "pcie5"}
+
+
+def link_for(gpu_key: str, family: str | None, p2p: bool | None = None) -> str:
+    """The link between a GPU's tensor-parallel ranks: NVLink/xGMI on SXM/OAM boards,
+    PCIe on PCIe cards and workstation GPUs (GeForce cards have no peer-to-peer: `p2p`
+    None means "as the card ships"). A family without a link figure gets PCIe 4.0."""
+    pcie = "pcie" in gpu_key.lower() or family not in _NVLINK_OF \
+        or gpu_key.upper().startswith(("RTX", "A10", "L4"))
+    if not pcie and family is not None:
+        return _NVLINK_OF[family]
+    base = _PCIE_OF.get(family or "", "pcie4")
+    consumer = gpu_key.upper().startswith("RTX-") and "PRO" not in gpu_key.upper()
+    if p2p is False or (p2p is None and consumer):
+        return f"{base}-host"
+    return base
+
+
+@dataclass(frozen=True)
+class Hardware:
+    bandwidth: float
+    bf16_flops: float
+    fp8_flops: float | None = None
+    link: str = "nvlink4"  # `LINKS` key: what the TP all-reduces cross
+    fp4_flops: float | None = None  # dense FP4 tensor peak (Blackwell), None without one
+
+    @property
+    def link_bandwidth(self) -> float:
+        return LINKS[self.link].bandwidth
+
+    @property
+    def host_staged(self) -> bool:
+        """All-reduces staged through host memory (PCIe without peer-to-peer)."""
+        return self.link.endswith("-host")
+
+    def peak(self, forward: Forward) -> float:
+        if forward.fp4 and self.fp4_flops:
+            return self.fp4_flops
+        return self.fp8_flops if forward.fp8 and self.fp8_flops else self.bf16_flops
+
+
+@dataclass(frozen=True)
+class Shape:
+    passes: int          # draft forwards per step
+    tokens_per_pass: int  # tokens per sequence in one draft forward
+    verify: int          # tokens per sequence the target verifies
+    max_tokens: int      # most tokens one step can yield
+
+
+def shape_for(method: str, gamma: int | None, block: int | None, steps: int | None,
+              topk: int, draft_tokens: int | None) -> Shape:
+    """Draft forwards and verify width of one speculative step, per method ("NONE": no
+    draft). An unknown method is an `UnknownMethod` error, never a default shape."""
+    if method == "NONE":
+        return Shape(0, 0, 1, 1)
+    family = drafter_family(method)
+    if family == "ngram":
+        g = gamma or 1
+        return Shape(0, 0, g + 1, g + 1)
+    if family == "block":
+        b = block or 1
+        if method.upper() == "DSPARK":
+            return Shape(1, b, b + 1, b + 1)
+        return Shape(1, b, b, b)
+    if topk > 1 or (steps is not None and draft_tokens is not None):
+        s = steps or 1
+        return Shape(s, topk, draft_tokens or s + 1, s + 1)
+    g = gamma or steps or 1
+    return Shape(g, 1, g + 1, g + 1)
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    decode: float   # one plain decode step, its one token per sequence included
+    draft: float
+    verify: float   # without the per-token part, which depends on τ
+    per_token: float  # batch × token_s: what each token per sequence a step yields adds
+    prefill_per_token: float = 0.0  # the prompts that replace finished requests, per
+    #                                 token per sequence a speculative step yields
+
+    def speculative(self, tau: float) -> float:
+        return self.draft + self.verify + tau * (self.per_token + self.prefill_per_token)
+
+    def speedup(self, tau: float) -> float:
+        return tau * self.decode / self.speculative(tau)
+
+    def break_even(self) -> float:
+        """τ* where S = 1: τ·T_dec = T_draft + T_verify + τ·B·(token_s + prefill)."""
+        room = self.decode - self.per_token - self.prefill_per_token
+        return (self.draft + self.verify) / room if room > 0 else math.inf
+
+
+PREFILL_CHUNK_TOKENS = 8192
+"""Prompt tokens one prefill forward takes at most: SGLang's default --chunked-prefill-size
+on 80-160 GB GPUs and vLLM's default max_num_batched_tokens for its API server on GPUs
+with at least 70 GB (both engines' server defaults; larger GPUs get up to 16384 in SGLang,
+taken at 8192 here, the larger chunk's cost per token being smaller still). A prompt up to
+this length is prefilled as one chunk."""
+
+
+@dataclass(frozen=True)
+class Prefill:
+    """Prompt tokens that ride along with decode steps in a closed-loop benchmark: every
+    finished request is replaced by a new one whose prompt is prefilled in the following
+    steps. Per token a sequence yields, `ratio` = prompt / output tokens of prompt ride
+    along, times `share` (1 for a throughput over wall time; (B − 1)/B for a TPOT, which
+    excludes the request's own prefill). Each prompt is prefilled in chunks of up to
+    `PREFILL_CHUNK_TOKENS` (whether mixed into a decode batch, vLLM's chunked prefill, or
+    as a batch of its own, SGLang's default, the chunk's tokens arrive together): a
+    chunk's cost is the marginal cost of those tokens in one forward, shared by them, so
+    a MoE's experts are read once per chunk, not once per few prompt tokens. Where the
+    chunk runs as a batch of its own (SGLang's default) it also re-reads the dense weights
+    once, which the marginal cost leaves out: there the prefill cost is a lower bound."""
+
+    ratio: float
+    share: float
+    prompt: int     # tokens of one prompt (its mean context while prefilled: half)
+
+
+def forward_time(fwd: Forward, batch: int, tokens: int, context: int, hw: Hardware,
+                 p: StepParams, fixed: float, chain: int | None = None,
+                 extra: float = 0.0, extra_context: int = 0) -> float:
+    link = hw.link_bandwidth * (p.host_link if hw.host_staged else 1.0)
+    message = (batch * fwd.routed_batch_scale * tokens + extra * fwd.routed_batch_scale) \
+        * fwd.allreduce_bytes_per_token / link
+    return fixed + fwd.layers * p.layer_s + fwd.allreduces * (p.allreduce_s + message) + fwd.time(
+        batch, tokens, context, p.eta_bw * hw.bandwidth, p.eta_flops * hw.peak(fwd),
+        p.moe_locality, chain, p.moe_bw, extra, extra_context,
+        p.eta_prefill * hw.peak(fwd))
+
+
+def step_times(target: Forward, draft: Forward | None, shape: Shape, batch: int,
+               context: int, hw: Hardware, p: StepParams,
+               prefill: Prefill | None = None) -> StepTimes:
+    per_token = batch * p.token_s
+    t_dec = forward_time(target, batch, 1, context, hw, p, p.forward_s) + per_token
+    t_ver = forward_time(target, batch, shape.verify, context, hw, p,
+                         p.forward_s + p.speculative_s, chain=shape.max_tokens)
+    t_draft = 0.0
+    if shape.passes and draft is not None:
+        t_draft = shape.passes * forward_time(draft, batch, shape.tokens_per_pass, context,
+                                              hw, p, p.draft_s)
+    elif shape.verify > 1 and not shape.passes:
+        t_draft = p.draft_s  # n-gram: the proposer's CPU lookup, no GPU forward
+    prefill_per_token = 0.0
+    if prefill is not None and prefill.ratio > 0 and prefill.share > 0:
+        rate = batch * prefill.ratio * prefill.share   # prompt tokens per yielded token
+        half = prefill.prompt // 2
+        # a prompt is prefilled in chunks of up to the engine's token budget, not a few
+        # tokens per decode step: each chunk's cost (its FLOPs at eta_prefill, the experts
+        # its many tokens touch, read once for the whole chunk) is shared by its tokens
+        chunk = max(1, min(prefill.prompt, PREFILL_CHUNK_TOKENS))
+
+        def per_prompt_token(fwd: Forward, tokens: int, chain: int | None) -> float:
+            return (forward_time(fwd, batch, tokens, context, hw, p, 0.0, chain, chunk, half)
+                    - forward_time(fwd, batch, tokens, context, hw, p, 0.0, chain)) / chunk
+
+        t_dec += rate * per_prompt_token(target, 1, None)  # the decode step yields 1/seq
+        if shape.verify > 1:
+            # a drafter that keeps its own KV (EAGLE, MTP, a draft model, a block drafter)
+            # prefills too
+            cost = per_prompt_token(target, shape.verify, shape.max_tokens)
+            if draft is not None:
+                cost += per_prompt_token(draft, shape.tokens_per_pass or 1, None)
+            prefill_per_token = rate * cost
+    return StepTimes(t_dec, t_draft, t_ver, per_token, prefill_per_token)
+
+
+memo_step_times = value_memo(step_times)
+"""`step_times` memoised on its arguments, all frozen values (`specpair.model.memo`): the
+serving paths (the planner, the latency model, the schedule) ask for the step times of one
+setup at one batch many times. A calibration fit varies the parameters on every call and
+calls `step_times` itself."""
+
+
+# ------------------------------------------------------------------ fitting
+
+
+@dataclass(frozen=True)
+class FitResult:
+    values: dict[str, float]
+    at_bound: dict[str, str]   # parameter → "lower" / "upper"
+    cost: float
+
+
+PRIOR_WEIGHT = 0.1
+"""Each free parameter also pays (0.1 · ln(value / prior))²: a weak pull to the prior that
+keeps a parameter the points barely see at its prior and breaks ties between parameters
+the points trade against each other (it matches one point's ln 2 residual only ×1000 off
+the prior, so it never outvotes the data)."""
+
+
+def fit_bounded(residuals: Callable[[Mapping[str, float]], Sequence[float]],
+                start: Mapping[str, float], free: Sequence[str],
+                prior_weight: float = PRIOR_WEIGHT,
+                bounds: Mapping[str, Bound] | None = None) -> FitResult:
+    """Least squares in log space within each parameter's physical `Bound`.
+
+    scipy's trust-region-reflective solver keeps every iterate inside the box and is
+    deterministic; a value within 0.5% (in log) of a bound is reported as on it."""
+    import numpy as np
+    from scipy.optimize import least_squares  # type: ignore[import-untyped]
+
+    names = list(free)
+    lo = np.array([math.log(bound_of(n, bounds).lo) for n in names])
+    hi = np.array([math.log(bound_of(n, bounds).hi) for n in names])
+    prior = np.array([min(max(math.log(start[n]), lo[i]), hi[i])
+                      for i, n in enumerate(names)])
+
+    def values(x: Iterable[float]) -> dict[str, float]:
+        out = dict(start)
+        out.update({n: math.exp(float(v)) for n, v in zip(names, x, strict=True)})
+        return out
+
+    def f(x: np.ndarray) -> np.ndarray:
+        r = list(residuals(values(x)))
+        return np.array(r + list(prior_weight * (x - prior)), dtype=float)
+
+    x0 = np.clip(prior, lo + 1e-9, hi - 1e-9)
+    if not names:
+        return FitResult(dict(start), {}, float(np.sum(f(x0) ** 2)))
+    res = least_squares(f, x0, bounds=(lo, hi), method="trf", x_scale=1.0,
+                        diff_step=1e-4, xtol=1e-10, ftol=1e-10, max_nfev=400)
+    at: dict[str, str] = {}
+    for i, n in enumerate(names):
+        span = 0.005 * max(hi[i] - lo[i], 1e-9)
+        if res.x[i] <= lo[i] + span:
+            at[n] = "lower"
+        elif res.x[i] >= hi[i] - span:
+            at[n] = "upper"
+    fitted = {k: float(f"{v:.4g}") for k, v in values(res.x).items()}
+    for n in names:  # rounding must not step outside the bound
+        b = bound_of(n, bounds)
+        fitted[n] = min(b.hi, max(b.lo, fitted[n]))
+    return FitResult(fitted, at, float(res.cost))

@@ -1,0 +1,152 @@
+"""An engine upgrade as a reviewed change: what moving a pair from one supported release to
+another changes, read from the two releases' own packages.
+
+Nothing here knows a release: it compares what each release resolves for the pair (its
+server arguments keyed by meaning, so a renamed flag is one argument spelled two ways),
+its method spellings, the gate rules that apply to it (catalogue `requires` against the
+release's capabilities), and the budget each computes. A release the runbook pins but
+specpair does not support never gets here: the loader refuses it, naming the supported
+ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specpair.analyse.budget import compute
+from specpair.engines.args_model import ServerArg
+from specpair.model.catalogue import CATALOGUE
+from specpair.model.errors import SpecpairError
+from specpair.resolve.pair import ResolvedPair
+
+REMEASURE = ("Re-measure acceptance with the measurement protocol (`specpair bench`): a new "
+             "release can change τ (drafting, verification and sampling code change between "
+             "releases), so the recorded τ and the SLO's break-even no longer carry over")
+
+
+@dataclass(frozen=True)
+class ArgChange:
+    key: str
+    label: str
+    kind: str  # renamed | removed | added | default | value
+    before: ServerArg | None
+    after: ServerArg | None
+
+    def describe(self, base: str, head: str) -> str:
+        b, a = self.before, self.after
+        if self.kind == "removed":
+            assert b is not None
+            return f"{b.flag} ({self.label}) is gone in {head}: it was {b.value}"
+        if self.kind == "added":
+            assert a is not None
+            return f"{a.flag} ({self.label}) is new in {head}: {a.value}" + \
+                (" (the release's default)" if a.default else "")
+        assert b is not None and a is not None
+        parts = []
+        if self.kind == "renamed" or b.flag != a.flag:
+            parts.append(f"flag renamed {b.flag} → {a.flag}")
+        if b.value != a.value:
+            which = "default" if b.default and a.default else "value"
+            parts.append(f"{which} {b.value} → {a.value}")
+        if self.kind == "default":
+            if b.value == a.value:
+                parts.append(f"default {b.value} in both")
+            if b.how != a.how:
+                parts.append(f"{base}: {b.how or 'its default'}; {head}: "
+                             f"{a.how or 'its default'}")
+        return f"{b.flag} ({self.label}): " + ", ".join(parts) if self.kind == "default" \
+            else f"{self.label}: " + ", ".join(parts)
+
+
+def _rows(pair: ResolvedPair) -> dict[str, ServerArg]:
+    return {row.key: row for row in pair.release.server_args(pair, pair.gpu_spec).rows()}
+
+
+def arg_changes(base: ResolvedPair, head: ResolvedPair) -> list[ArgChange]:
+    """The server arguments that differ between the two pairs' releases, by meaning."""
+    before, after = _rows(base), _rows(head)
+    changes = []
+    for key in [*before, *(k for k in after if k not in before)]:
+        b, a = before.get(key), after.get(key)
+        label = (b or a).label if (b or a) else key  # type: ignore[union-attr]
+        if a is None:
+            changes.append(ArgChange(key, label, "removed", b, None))
+        elif b is None:
+            changes.append(ArgChange(key, label, "added", None, a))
+        elif b.flag != a.flag:
+            changes.append(ArgChange(key, label, "renamed", b, a))
+        elif b.value != a.value:
+            changes.append(ArgChange(key, label, "default" if b.default and a.default
+                                     else "value", b, a))
+        elif b.default and a.default and b.how != a.how:
+            # the same value reached another way (a parser default against a value resolved
+            # later): a later change of either release's resolution moves one of them
+            changes.append(ArgChange(key, label, "default", b, a))
+    return changes
+
+
+def rule_changes(base: ResolvedPair, head: ResolvedPair) -> tuple[list[str], list[str]]:
+    """(rules that now apply, rules that no longer apply) to the pair."""
+    was, now = base.release.profile.capabilities, head.release.profile.capabilities
+    gained = [f"{r.id} {r.title}" for r in CATALOGUE if r.applies_to(now)
+              and not r.applies_to(was)]
+    lost = [f"{r.id} {r.title}" for r in CATALOGUE if r.applies_to(was)
+            and not r.applies_to(now)]
+    return gained, lost
+
+
+def _numbers(pair: ResolvedPair) -> tuple[int, int, bool] | str:
+    try:
+        budget = compute(pair)
+    except SpecpairError as exc:
+        return exc.problems[0].message
+    s = budget.speculative or budget.baseline
+    return s.max_total_tokens, s.max_running_requests, s.fits
+
+
+def _default_effect(change: ArgChange, base: ResolvedPair, head: ResolvedPair) -> str:
+    """What a changed default does to the budget: each release's budget reads its own
+    resolved value, so equal values leave the budget to the other changes."""
+    b, h = _numbers(base), _numbers(head)
+    if isinstance(b, str) or isinstance(h, str):
+        return f"budget before: {b}; after: {h}"
+    capacity = f"KV token capacity {b[0]:,} → {h[0]:,}"
+    assert change.before is not None and change.after is not None
+    if change.before.value == change.after.value:
+        return (f"effect on the budget: none, both budgets run with {change.after.value} "
+                f"({capacity})")
+    return f"effect on the budget, with this upgrade's other changes: {capacity}"
+
+
+def _budget_line(base: ResolvedPair, head: ResolvedPair) -> str:
+    b, h = _numbers(base), _numbers(head)
+    if isinstance(b, str) or isinstance(h, str):
+        return f"budget before: {b}; after: {h}"
+    return (f"budget: KV token capacity {b[0]:,} → {h[0]:,}, max running requests "
+            f"{b[1]:,} → {h[1]:,}, fits {b[2]} → {h[2]}")
+
+
+def upgrade_items(base: ResolvedPair, head: ResolvedPair) -> list[str]:
+    """The checklist of a pair whose engine release changed (empty when it did not)."""
+    if base.engine == head.engine:
+        return []
+    was, now = base.release.profile.title, head.release.profile.title
+    items = [f"Engine release {was} → {now}: {c.describe(was, now)}"
+             + (f"; {_default_effect(c, base, head)}" if c.kind == "default" else "")
+             for c in arg_changes(base, head)]
+    method = head.runbook.speculation.method
+    spelled = (base.release.profile.method_names.get(method),
+               head.release.profile.method_names.get(method))
+    if spelled[0] != spelled[1]:
+        items.append(f"Engine release {was} → {now}: method {method.value} is spelled "
+                     f"{spelled[0]} → {spelled[1]}")
+    gained, lost = rule_changes(base, head)
+    if gained:
+        items.append(f"Engine release {was} → {now}: gate rules that now apply: "
+                     + "; ".join(gained))
+    if lost:
+        items.append(f"Engine release {was} → {now}: gate rules that no longer apply: "
+                     + "; ".join(lost))
+    items.append(f"Engine release {was} → {now}: {_budget_line(base, head)}")
+    items.append(REMEASURE)
+    return items

@@ -1,0 +1,418 @@
+"""`specpair impact`: what a change obliges the team to re-check, pair by pair.
+
+Both revisions' runbooks and locks are loaded and resolved (Jsonnet evaluated, so a change
+in a shared library reaches every runbook that imports it), then compared as data: a
+change of whitespace or comments is no change at all. Each difference falls into a class,
+and each class carries the obligation the co-design hook implies:
+
+- target artifact or revision → re-check acceptance and re-run the measurement protocol;
+- draft artifact, revision, method or block size → re-measure acceptance, re-stage,
+  re-budget KV, re-check co-design;
+- both → the whole two-model plan;
+- deployment → re-budget memory; engine release → re-validate flags and defaults, and
+  list what the new release changes (specpair.analyse.upgrade);
+- SLO → update the SLO dashboard; staging → re-estimate cold start.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from io import BytesIO
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from specpair.analyse.analysis import Analysis
+from specpair.analyse.upgrade import upgrade_items
+from specpair.load import file_policy
+from specpair.load.project import ADOPTED, Commands
+from specpair.load.project import commands as repo_commands
+from specpair.model.errors import SpecpairError
+from specpair.model.runbook import Runbook
+from specpair.resolve.pair import ResolvedPair
+
+
+@dataclass
+class PairImpact:
+    name: str
+    classes: list[str]
+    changes: list[str] = field(default_factory=list)
+    checklist: list[str] = field(default_factory=list)
+    renamed_from: str | None = None
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def git(root: Path, *args: str) -> bytes:
+    try:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, check=True).stdout
+    except subprocess.CalledProcessError as exc:
+        raise SpecpairError.single(root, f"git {' '.join(args)} failed: "
+                                   f"{exc.stderr.decode(errors='replace').strip()}",
+                                   "check the revision names") from None
+
+
+def snapshot(root: Path, revision: str, into: Path) -> tuple[Path, list[str]]:
+    """The runbooks/ tree of `revision`, extracted into `into` (an empty tree if absent)
+    under the file policy, with what was left out: a committed link (which could point
+    anywhere once extracted) or any entry that is not a plain file or folder is not
+    extracted, and is named instead. tarfile's own `filter=` would do part of this, but
+    it exists only from Python 3.11.4 (Debian 12 ships 3.11.2)."""
+    git(root, "rev-parse", "--verify", f"{revision}^{{commit}}")
+    listing = git(root, "ls-tree", "-d", "--name-only", revision, "runbooks").strip()
+    target = into / revision.replace("/", "_")
+    (target / "runbooks").mkdir(parents=True, exist_ok=True)
+    skipped: list[str] = []
+    if not listing:
+        return target, skipped
+    data = git(root, "archive", "--format=tar", revision, "runbooks")
+    with tarfile.open(fileobj=BytesIO(data)) as archive:
+        for member in archive:
+            name = PurePosixPath(member.name)
+            if name.is_absolute() or ".." in name.parts or name.parts[:1] != ("runbooks",):
+                skipped.append(f"{member.name} at {revision}: a path outside runbooks/")
+            elif member.isdir():
+                (target / name).mkdir(parents=True, exist_ok=True)
+            elif member.isfile():
+                handle = archive.extractfile(member)
+                if handle is not None:
+                    file_policy.atomic_write(target / name, handle.read())
+            elif member.issym() or member.islnk():
+                skipped.append(f"{member.name} at {revision}: a symbolic link (to "
+                               f"{member.linkname}); {file_policy.LINK_HINT}")
+            else:
+                skipped.append(f"{member.name} at {revision}: not a file or folder")
+    return target, skipped
+
+
+
+@dataclass
+class Unresolved:
+    """A pair whose runbook loads but does not resolve against its lock (a stale or broken
+    lock): its authored spec still says what the change is."""
+
+    runbook: Runbook
+    folder: str
+    messages: list[str]
+
+    @property
+    def stale_lock(self) -> bool:
+        return any(STALE_LOCK_MARK in m for m in self.messages)
+
+
+# resolve() words every runbook/lock disagreement this way
+STALE_LOCK_MARK = "the lock is stale"
+
+
+@dataclass
+class Side:
+    pairs: dict[str, ResolvedPair] = field(default_factory=dict)
+    unresolved: dict[str, Unresolved] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def load_side(root: Path) -> Side:
+    from specpair.commands.build import _display
+    from specpair.load.runbooks import LOCK_NAME, discover, load_lock, load_runbook
+    from specpair.resolve.pair import resolve
+
+    side = Side()
+    for path in discover([root / "runbooks"]):
+        display = _display(root, path)
+        try:
+            loaded = load_runbook(path, display)
+        except SpecpairError as exc:
+            side.problems.append(f"{display}: {exc.problems[0].message}")
+            continue
+        try:
+            lock, _ = load_lock(loaded.folder)
+            side.pairs[loaded.name] = resolve(loaded, lock, str(loaded.folder / LOCK_NAME),
+                                              display)
+        except SpecpairError as exc:
+            messages = [problem.message for problem in exc.problems]
+            side.unresolved[loaded.name] = Unresolved(
+                loaded.runbook, _display(root, loaded.folder), messages)
+            side.problems.append(f"{display}: {messages[0]}")
+    return side
+
+
+# --------------------------------------------------------------------------- comparing
+
+
+def _flat(prefix: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out |= _flat(f"{prefix}.{key}" if prefix else key, item)
+        return out
+    return {prefix: value}
+
+
+def authored_facts(runbook: Runbook) -> dict[str, Any]:
+    """What the runbook itself says, flattened to dotted keys."""
+    return _flat("", runbook.model_dump(mode="json"))
+
+
+def facts(pair: ResolvedPair) -> dict[str, Any]:
+    """Everything that matters about a pair, flattened to dotted keys."""
+    data = pair.runbook.model_dump(mode="json")
+    for role in ("target", "draft"):
+        art = getattr(pair, role)
+        if art is not None:
+            resolved = art.model_dump(mode="json", include={"source", "geometry", "weights",
+                                                            "tokenizer", "download_bytes"})
+            data[f"resolved_{role}"] = resolved
+    return _flat("", data)
+
+
+def classify(key: str) -> str:
+    head = key.split(".")[0]
+    if head in ("target", "resolved_target"):
+        return "target"
+    if head in ("draft", "resolved_draft") or key in ("speculation.method",
+                                                      "speculation.block_size"):
+        return "draft"
+    return {"speculation": "speculation", "deployment": "deployment", "geometry": "deployment",
+            "engine": "engine", "acceptance": "slo", "staging": "staging",
+            "codesign": "codesign", "workloads": "workloads", "pair": "metadata",
+            "waivers": "waivers"}.get(head, "metadata")
+
+
+def _numbers(pair: ResolvedPair) -> dict[str, Any]:
+    try:
+        a = Analysis(pair)
+        budget = a.budget
+        scenario = budget.speculative or budget.baseline
+        latency = a.modelled  # a deployment the latency model refuses still has a budget
+        tau = a.not_modelled if latency is None else latency.at_concurrency.break_even
+        return {"cell_draft": scenario.cell_draft, "tokens": scenario.max_total_tokens,
+                "lost": budget.capacity_lost_pct, "fits": scenario.fits,
+                "tau": tau, "cold": a.staging.cold_start_s,
+                # the alert rules' other thresholds (specpair.analyse.alerts)
+                "slo": pair.runbook.acceptance.slo.min_length,
+                "cold_budget": pair.runbook.staging.cold_start_budget_s}
+    except SpecpairError as exc:
+        return {"error": exc.problems[0].message}
+
+
+def _arrow(before: Any, after: Any, unit: str = "") -> str:
+    def show(value: Any) -> str:
+        return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else \
+            str(value)
+    if before == after:
+        return f"{show(after)}{unit} (unchanged)"
+    return f"{show(before)}{unit} → {show(after)}{unit}"
+
+
+def checklist(classes: set[str], base: ResolvedPair, head: ResolvedPair,
+              commands: Commands = ADOPTED) -> list[str]:
+    b, h = _numbers(base), _numbers(head)
+    items: list[str] = []
+    if "error" in h:
+        items.append(f"Fix the pair: {h['error']}")
+        return items
+    budget = (f"draft cell {_arrow(b.get('cell_draft'), h['cell_draft'], ' B/token')}, token "
+              f"capacity {_arrow(b.get('tokens'), h['tokens'])}, capacity lost to the draft "
+              f"{_arrow(b.get('lost'), h['lost'], '%')}, fits: {h['fits']}")
+    if {"target", "draft"} <= classes:
+        items.append("Both models changed: redo the whole two-model plan (budget, co-design, "
+                     f"acceptance, staging, measurement). {budget}")
+    else:
+        if "target" in classes:
+            items.append("Target changed: re-check acceptance against the SLO (break-even τ* "
+                         f"{_arrow(b.get('tau'), h['tau'])}) and re-run the measurement "
+                         "protocol (`specpair bench`)")
+        if "draft" in classes:
+            # a new draft changes τ first of all, and its weights must be staged again
+            items.append("Draft changed: re-measure acceptance against the SLO (break-even "
+                         f"τ* {_arrow(b.get('tau'), h['tau'])}) with the measurement "
+                         "protocol (`specpair bench`), re-stage the new draft (cold start "
+                         f"{_arrow(b.get('cold'), h['cold'], ' s')}), re-budget KV ({budget}) "
+                         "and re-check co-design (`specpair check`)")
+    if classes & {"target", "draft", "engine"} and (gate := _replay_gate(head)):
+        items.append(gate)
+    if "deployment" in classes:
+        items.append(f"Deployment changed: re-budget memory ({budget})")
+    if "engine" in classes:
+        items.append(f"Engine changed ({base.engine} → {head.engine}): re-validate flags and "
+                     f"defaults ({_code(commands.engines)})")
+        items += upgrade_items(base, head)
+    if "slo" in classes:
+        slo_b, slo_h = base.runbook.acceptance.slo, head.runbook.acceptance.slo
+        items.append(f"SLO changed: update the SLO dashboard (min τ "
+                     f"{_arrow(slo_b.min_length, slo_h.min_length)}, {slo_h.scope}, "
+                     f"p{slo_h.percentile}; break-even τ* {h['tau']})")
+    if "speculation" in classes:
+        items.append(f"Speculation parameters changed: re-check break-even (τ* "
+                     f"{_arrow(b.get('tau'), h['tau'])})")
+    if "staging" in classes:
+        items.append(f"Staging changed: re-estimate cold start "
+                     f"({_arrow(b.get('cold'), h['cold'], ' s')}, budget "
+                     f"{head.runbook.staging.cold_start_budget_s:g} s)")
+    if "codesign" in classes and "draft" not in classes:
+        items.append("Co-design hooks changed: re-check co-design (`specpair check`)")
+    if "workloads" in classes:
+        items.append("Workloads changed: re-run the measurement protocol")
+    if any(b.get(key) != h[key] for key in ("slo", "tau", "cold_budget")):
+        items.append("Alert thresholds changed: apply the regenerated prometheus-rules.yaml "
+                     "and monitoring.k8s.yaml, re-import dashboard.grafana.json (SLO min τ "
+                     f"{_arrow(b.get('slo'), h['slo'])}, break-even τ* "
+                     f"{_arrow(b.get('tau'), h['tau'])}, cold-start budget "
+                     f"{_arrow(b.get('cold_budget'), h['cold_budget'], ' s')})")
+    return items
+
+
+def _replay_gate(pair: ResolvedPair) -> str | None:
+    """The regression gate of a candidate target, draft or engine: replay the pair's
+    recorded traffic (`specpair.bench.against`) against the latest record."""
+    record = pair.measurement
+    if record is None or not any(c.replay is not None for c in record.cells):
+        return None
+    folder = Path(pair.source_file).parent
+    name = next((p.name for p in sorted((folder / "measurements").glob("*.json"),
+                                        reverse=True)), None) if folder.is_dir() else None
+    recorded = f"{folder}/measurements/{name or '<latest record>.json'}"
+    return ("Gate the candidate on the recorded traffic before rollout: `specpair bench "
+            f"{pair.source_file} --against {recorded} --baseline URL --spec URL` (τ per "
+            "class and depth, fallback share, throughput, greedy answers token for token, "
+            "JSON-schema validity)")
+
+
+def _same_artifacts(a: ResolvedPair, b: ResolvedPair) -> bool:
+    def key(p: ResolvedPair) -> tuple[Any, ...]:
+        return (p.target.source.model_dump_json(),
+                p.draft.source.model_dump_json() if p.draft else None)
+    return key(a) == key(b)
+
+
+def _changes(before: dict[str, Any], after: dict[str, Any]) -> tuple[set[str], list[str]]:
+    keys = sorted(k for k in set(before) | set(after)
+                  if before.get(k) != after.get(k) and k != "pair.name")
+    classes = {classify(k) for k in keys}
+    if {"target", "draft"} <= classes:
+        classes.add("both")
+    return classes, [f"{k}: {json.dumps(before.get(k))} → {json.dumps(after.get(k))}"
+                     for k in keys]
+
+
+def _stale_fact(message: str) -> str:
+    """"the lock is stale (draft): revision: runbook 'x', lock 'y'" → "draft revision:
+    runbook 'x', lock 'y'" (resolve() leaves the role out for the target)."""
+    rest = message.split(STALE_LOCK_MARK, 1)[1]
+    role = "draft" if rest.startswith(" (draft)") else "target"
+    return f"{role} {rest.removeprefix(' (draft)').lstrip(' :')}"
+
+
+def _code(command: str) -> str:
+    """A command in Markdown code, unless the text already marks its commands."""
+    return command if "`" in command else f"`{command}`"
+
+
+def _unresolved_impact(name: str, base: ResolvedPair | None, head: Unresolved,
+                       commands: Commands = ADOPTED) -> PairImpact:
+    """A pair that no longer resolves is not a removed pair: say why it does not resolve,
+    how to fix it, and what its runbook changes all the same."""
+    before = authored_facts(base.runbook) if base is not None else {}
+    classes, changes = _changes(before, authored_facts(head.runbook))
+    if base is None:
+        classes.add("added")
+    classes.add("invalid")
+    if head.stale_lock:
+        classes.add("stale-lock")
+        stale = "; ".join(_stale_fact(m) for m in head.messages if STALE_LOCK_MARK in m)
+        first = (f"Lock is stale ({stale}): run `specpair lock --refresh {head.folder}` "
+                 "where the hub is reachable, or re-declare it offline (`specpair lock "
+                 f"--declare {head.folder} --target-config PATH/config.json --target-bytes N "
+                 "[--draft-config PATH/config.json --draft-bytes N]`); commit the new "
+                 f"lock.json and rebuild ({_code(commands.build)}); until then this checklist "
+                 "covers the runbook only, not budgets or artifacts")
+    else:
+        first = (f"Pair does not resolve: {head.messages[0]}; fix it before merging "
+                 "(`specpair validate` shows every problem)")
+    return PairImpact(name, sorted(classes), changes, [first])
+
+
+def compare(base: dict[str, ResolvedPair], head: dict[str, ResolvedPair],
+            unresolved: dict[str, Unresolved] | None = None,
+            commands: Commands = ADOPTED) -> list[PairImpact]:
+    impacts: list[PairImpact] = []
+    unresolved = unresolved or {}
+    for name, broken in sorted(unresolved.items()):
+        impacts.append(_unresolved_impact(name, base.get(name), broken, commands))
+    base = {name: pair for name, pair in base.items() if name not in unresolved}
+    removed = sorted(set(base) - set(head))
+    added = sorted(set(head) - set(base))
+    for new in list(added):
+        old = next((o for o in removed if _same_artifacts(base[o], head[new])), None)
+        if old is not None:
+            removed.remove(old)
+            added.remove(new)
+            inner = compare({new: base[old]}, {new: head[new]}, commands=commands)
+            impact = inner[0] if inner else PairImpact(new, [])
+            impact.classes = sorted({"renamed", *impact.classes})
+            impact.renamed_from = old
+            impact.checklist.insert(0, f"Pair renamed {old} → {new}: update links, dashboards "
+                                       "and deployment names")
+            impacts.append(impact)
+    for name in added:
+        impacts.append(PairImpact(name, ["added"], [], [
+            "New pair: review the whole two-model plan (budget, co-design, acceptance, "
+            "staging) and run the measurement protocol before traffic"]))
+    for name in removed:
+        impacts.append(PairImpact(name, ["removed"], [], [
+            "Pair removed: retire its deployment, dashboards and alerts"]))
+    for name in sorted(set(base) & set(head)):
+        classes, changes = _changes(facts(base[name]), facts(head[name]))
+        if not changes:
+            continue
+        impacts.append(PairImpact(name, sorted(classes), changes,
+                                  checklist(classes, base[name], head[name], commands)))
+    return sorted(impacts, key=lambda i: i.name)
+
+
+def impact(root: Path, base: str, head: str | None) -> tuple[list[PairImpact], list[str]]:
+    with tempfile.TemporaryDirectory(prefix="specpair-impact-") as tmp:
+        base_root, _ = snapshot(root, base, Path(tmp))
+        # a link in the base is left out (its pair reads as far as it can): refusing it
+        # would fail every pull request after it, the one that removes the link included;
+        # a link at head is the pull request's own problem
+        head_root, links = snapshot(root, head, Path(tmp) / "head") if head else (root, [])
+        base_side = load_side(base_root)
+        head_side = load_side(head_root)
+    return (compare(base_side.pairs, head_side.pairs, head_side.unresolved,
+                    repo_commands(root)), links + head_side.problems)
+
+
+# --------------------------------------------------------------------------- output
+
+
+def markdown(impacts: list[PairImpact], problems: list[str], base: str, head: str | None) -> str:
+    out = [f"## specpair impact: {base} → {head or 'working tree'}\n\n"]
+    if problems:
+        out.append("**Invalid runbooks at head** (fix before merging):\n\n")
+        out += [f"- {p}\n" for p in problems]
+        out.append("\n")
+    if not impacts:
+        out.append("No impact: no runbook or lock changed in a way that affects a pair.\n")
+        return "".join(out)
+    for item in impacts:
+        label = ", ".join(item.classes)
+        out.append(f"### `{item.name}` ({label})\n\n")
+        out += [f"- [ ] {line}\n" for line in item.checklist]
+        if item.changes:
+            out.append("\n<details><summary>What changed</summary>\n\n")
+            out += [f"- `{c}`\n" for c in item.changes[:50]]
+            if len(item.changes) > 50:
+                out.append(f"- … {len(item.changes) - 50} more\n")
+            out.append("\n</details>\n")
+        out.append("\n")
+    return "".join(out)
+
+
+def as_json(impacts: list[PairImpact], problems: list[str]) -> str:
+    return json.dumps({"pairs": [i.__dict__ for i in impacts], "invalid": problems},
+                      indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,2 @@
+"""Stage 1, facts: the reviewed catalogue data (GPUs, verified layouts, method support)
+and their typed loaders."""

@@ -1,0 +1,232 @@
+"""The GPU catalog: memory, bandwidth and dense BF16/FP8 FLOP/s per GPU, with sources.
+
+The figures live in `data/gpus.yaml` (reviewed data, one source per entry); this module
+loads them, looks keys up case-insensitively (with a "did you mean" for near misses) and
+turns a GPU declared inline in a runbook into the same shape. Values are per GPU and
+dense (without 2:4 sparsity). `memory_bytes` is what the driver reports as total memory
+(nvidia-smi `memory.total`), because both engines size from that number.
+"""
+
+from __future__ import annotations
+
+import difflib
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Literal
+
+import yaml
+
+from specpair.model.memo import value_memo
+from specpair.model.runbook import InlineGPU
+
+MiB = 1 << 20
+GiB = 1 << 30
+INLINE_FREE_MARGIN_GIB = 2.0
+"""P for an inline GPU without free_before_load_gib: total memory less what CUDA/NCCL
+initialisation takes on the catalog's GPUs (1-4 GiB; 2 GiB is the middle)."""
+
+
+@dataclass(frozen=True)
+class GPU:
+    key: str
+    name: str
+    memory_bytes: int
+    """Total device memory as the driver reports it."""
+    bandwidth_bytes_per_s: float
+    bf16_dense_flops: float
+    source: str
+    free_before_load_bytes: int
+    """Default assumption for P, the free memory a rank sees after CUDA/NCCL init and
+    before weights load (SGLang measures it; we cannot). Override per runbook."""
+    note: str = ""
+    family: str | None = None
+    """Architecture family (hopper, ampere, ...): calibration is kept per family. None for
+    a GPU declared inline."""
+    fp8_dense_flops: float | None = None
+    fp4_dense_flops: float | None = None
+    """Dense FP4 tensor peak where the GPU has FP4 tensor cores (Blackwell): what NVFP4
+    (W4A4) GEMMs run at."""
+    aliases: tuple[str, ...] = ()
+    common: bool = False
+    """One of the data-center GPUs `specpair plan --gpus common` searches."""
+    measured_bandwidth_bytes_per_s: float | None = None
+    """What a bandwidth test's fastest reading kernel (STREAM-class, large arrays) reaches
+    on this GPU, from a published measurement (`bandwidth_measurement`); None where none
+    was found."""
+    bandwidth_measurement: str = ""
+    memory_kind: Literal["hbm", "gddr"] | None = None
+    """The GPU's DRAM kind; None for a GPU declared inline (not asked)."""
+
+    @property
+    def memory_system(self) -> tuple[str, str] | None:
+        """(vendor, memory kind): what sets the share of its peak bandwidth a GPU reaches;
+        None where the catalog does not know it (an inline GPU)."""
+        if self.family is None or self.memory_kind is None:
+            return None
+        return ("amd" if self.family.startswith("cdna") else "nvidia"), self.memory_kind
+
+    @property
+    def achievable_bandwidth_bytes_per_s(self) -> float:
+        """The memory roof the step model's decode reads run against: the measured figure,
+        else the peak times an assumed share (`assumed_bandwidth_share`). Datasheet peaks
+        are not equally reachable: HBM on one vendor's GPUs reaches a larger share of its
+        peak than on another's (BabelStream's fastest kernel: 0.93-0.95 on H100/H200, 0.80
+        on MI300X), GDDR more than HBM, so a share of the peak fitted on one family would
+        not carry to the next."""
+        if self.measured_bandwidth_bytes_per_s is not None:
+            return self.measured_bandwidth_bytes_per_s
+        return self.bandwidth_bytes_per_s * assumed_bandwidth_share(self)[0]
+
+    def _basis(self) -> str:
+        """The peak and whether (and how) the roof below it was measured or assumed."""
+        peak = f"{self.bandwidth_bytes_per_s / 1e12:g} TB/s peak"
+        if self.measured_bandwidth_bytes_per_s is not None:
+            return f"{peak}, {self.measured_bandwidth_bytes_per_s / 1e12:g} TB/s measured"
+        share, basis = assumed_bandwidth_share(self)
+        return f"{peak}, not measured: {share:.2f} of it assumed reachable ({basis})"
+
+    @property
+    def bandwidth_basis(self) -> str:
+        """The memory roof and where it comes from, the measurement quoted."""
+        if self.measured_bandwidth_bytes_per_s is None:
+            return self._basis()
+        return f"{self._basis()} ({self.bandwidth_measurement})"
+
+    @property
+    def bandwidth_summary(self) -> str:
+        """`bandwidth_basis` without the measurement's quote: one line per GPU in a plan."""
+        return f"{self.key}: {self._basis()}"
+
+
+def _entry(raw: dict[str, Any]) -> GPU:
+    fp8 = raw.get("fp8_dense_tflops")
+    fp4 = raw.get("fp4_dense_tflops")
+    note = "" if raw.get("memory_status") == "reported" else (
+        f"memory.total assumed {raw['memory_mib']:,} MiB (not seen reported)")
+    measured = raw.get("measured_bandwidth_tb_s")
+    if measured is not None and not (0 < float(measured) <= float(raw["bandwidth_tb_s"])):
+        raise ValueError(f"data/gpus.yaml {raw['key']}: measured_bandwidth_tb_s {measured} "
+                         f"must lie in (0, the {raw['bandwidth_tb_s']} TB/s peak]")
+    if measured is not None and not str(raw.get("bandwidth_measurement", "")).strip():
+        raise ValueError(f"data/gpus.yaml {raw['key']}: measured_bandwidth_tb_s needs its "
+                         "bandwidth_measurement (source, method, quote)")
+    kind = raw.get("memory_kind")
+    if kind not in ("hbm", "gddr"):
+        raise ValueError(f"data/gpus.yaml {raw['key']}: memory_kind {kind!r} must be hbm or "
+                         "gddr (the DRAM kind sets the share of its peak a GPU reaches)")
+    if raw.get("status") == "datasheet":
+        note = "; ".join(x for x in (note, "figures from the datasheet, not re-retrieved") if x)
+    return GPU(key=raw["key"], name=raw["name"], memory_bytes=int(raw["memory_mib"]) * MiB,
+               bandwidth_bytes_per_s=float(raw["bandwidth_tb_s"]) * 1e12,
+               bf16_dense_flops=float(raw["bf16_dense_tflops"]) * 1e12,
+               source=" ".join(str(raw["source"]).split()),
+               free_before_load_bytes=int(float(raw["free_before_load_gib"]) * GiB),
+               note=note, family=raw["family"],
+               fp8_dense_flops=float(fp8) * 1e12 if fp8 is not None else None,
+               fp4_dense_flops=float(fp4) * 1e12 if fp4 is not None else None,
+               aliases=tuple(raw.get("aliases") or ()), common=bool(raw.get("common")),
+               measured_bandwidth_bytes_per_s=float(measured) * 1e12
+               if measured is not None else None,
+               bandwidth_measurement=" ".join(str(raw.get("bandwidth_measurement", "")).split()),
+               memory_kind=kind)
+
+
+def _load() -> dict[str, GPU]:
+    text = resources.files("specpair").joinpath("data/gpus.yaml").read_text(encoding="utf-8")
+    return {g.key: g for g in (_entry(raw) for raw in yaml.safe_load(text)["gpus"])}
+
+
+CATALOG: dict[str, GPU] = _load()
+
+
+def _measured_by_system(gpus: Iterable[GPU]) -> dict[tuple[str, str] | None,
+                                                   list[tuple[str, float]]]:
+    """(key, measured / peak bandwidth) of the measured GPUs per (vendor, memory kind), and
+    of all of them (None)."""
+    out: dict[tuple[str, str] | None, list[tuple[str, float]]] = {None: []}
+    for g in gpus:
+        if g.measured_bandwidth_bytes_per_s is not None:
+            share = (g.key, g.measured_bandwidth_bytes_per_s / g.bandwidth_bytes_per_s)
+            out.setdefault(g.memory_system, []).append(share)
+            out[None].append(share)
+    if not out[None]:
+        raise ValueError("data/gpus.yaml: no GPU has a measured_bandwidth_tb_s")
+    return out
+
+
+_MEASURED = _measured_by_system(CATALOG.values())
+_BY_NAME: dict[str, GPU] = {name.casefold(): g for g in CATALOG.values()
+                            for name in (g.key, *g.aliases)}
+
+
+def assumed_bandwidth_share(gpu: GPU) -> tuple[float, str]:
+    """The share of its peak bandwidth a GPU without a published measurement is taken to
+    reach, and why: the median over the measured GPUs of its vendor and memory kind (one
+    memory-controller design, one kind of DRAM), else over every measured GPU."""
+    system = gpu.memory_system if gpu.memory_system in _MEASURED else None
+    measured = _MEASURED[system]
+    share = statistics.median(s for _, s in measured)
+    if system is None:
+        return share, "the median measured share of the catalog's GPUs"
+    vendor, kind = system
+    return share, (f"the median measured share of the catalog's {vendor.upper()} "
+                   f"{kind.upper()} GPUs: {', '.join(k for k, _ in measured)}")
+
+
+def lookup(key: str) -> GPU | None:
+    """The catalog entry for a key or alias, any case; None when there is none."""
+    return _BY_NAME.get(key.strip().casefold())
+
+
+def suggestions(key: str) -> list[str]:
+    """Catalog keys close to a misspelled one, best first."""
+    names = {n: g.key for n, g in _BY_NAME.items()}
+    close = difflib.get_close_matches(key.strip().casefold(), list(names), n=6, cutoff=0.5)
+    return list(dict.fromkeys(names[c] for c in close))[:3]
+
+
+def unknown_hint(key: str) -> str:
+    near = suggestions(key)
+    mean = f"did you mean {' or '.join(near)}? " if near else ""
+    return (f"{mean}use a catalog key ({', '.join(sorted(CATALOG))}) or declare the GPU "
+            "inline: gpu: {name: ..., memory_mib: ..., bandwidth_tb_s: ..., "
+            "bf16_dense_tflops: ..., fp8_dense_tflops: ...}")
+
+
+def inline(spec: InlineGPU) -> GPU:
+    memory = spec.memory_mib * MiB
+    free = (int(spec.free_before_load_gib * GiB) if spec.free_before_load_gib is not None
+            else memory - int(INLINE_FREE_MARGIN_GIB * GiB))
+    return GPU(key=spec.name, name=spec.name, memory_bytes=memory,
+               bandwidth_bytes_per_s=spec.bandwidth_tb_s * 1e12,
+               bf16_dense_flops=spec.bf16_dense_tflops * 1e12,
+               source="declared inline in the runbook", free_before_load_bytes=free,
+               note="" if spec.free_before_load_gib is not None else
+               f"free before load assumed total − {INLINE_FREE_MARGIN_GIB:g} GiB",
+               fp8_dense_flops=spec.fp8_dense_tflops * 1e12
+               if spec.fp8_dense_tflops is not None else None,
+               measured_bandwidth_bytes_per_s=spec.measured_bandwidth_tb_s * 1e12
+               if spec.measured_bandwidth_tb_s is not None else None,
+               bandwidth_measurement="declared inline in the runbook"
+               if spec.measured_bandwidth_tb_s is not None else "")
+
+
+@value_memo  # the catalog is a constant, an inline GPU a frozen value; read per candidate
+def resolve(gpu: str | InlineGPU) -> GPU:
+    """The GPU a deployment runs on; KeyError (with a hint) for an unknown key."""
+    if isinstance(gpu, InlineGPU):
+        return inline(gpu)
+    found = lookup(gpu)
+    if found is None:
+        raise KeyError(f"unknown GPU {gpu!r}: {unknown_hint(gpu)}")
+    return found
+
+
+def display_key(gpu: str | InlineGPU) -> str:
+    """The catalog key as the catalog spells it (an inline GPU: its name)."""
+    if isinstance(gpu, InlineGPU):
+        return gpu.name
+    found = lookup(gpu)
+    return found.key if found is not None else gpu

@@ -1,0 +1,167 @@
+"""The allowlist of verified KV layouts, per engine release (data/verified_layouts.yaml).
+
+A budget is computed only for architectures whose layer-layout mapping the KV oracle has
+checked against that engine release's own pool-sizing code. Any other architecture is
+refused by name, with what would make it supported; a runbook may still budget it by
+declaring it in `deployment.assumptions.unverified_layouts`, and then the budget carries
+the declaration (`Budget.unverified`) so that every output says so and the gate fails
+unless the finding is waived. Never a silent number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import TYPE_CHECKING
+
+import yaml
+
+from specpair.model.common import Method
+from specpair.model.geometry import Geometry
+from specpair.model.memo import value_memo
+
+if TYPE_CHECKING:
+    from specpair.resolve.pair import ResolvedPair
+
+
+@cache
+def verified() -> dict[str, dict[str, tuple[str, ...]]]:
+    """engine label → architecture → the corpus configs that verify it."""
+    text = resources.files("specpair").joinpath("data/verified_layouts.yaml").read_text(
+        encoding="utf-8")
+    data = yaml.safe_load(text)
+    return {engine: {arch: tuple(configs) for arch, configs in entries.items()}
+            for engine, entries in data.items()}
+
+
+def layout_architecture(g: Geometry) -> str:
+    """The architecture whose layout decides the cache. A bundled draft (its lock names
+    it "<target architecture> (built-in MTP layers)" or "(MTP layer)") is the target's
+    own MTP/NEXTN layers: "<target architecture> MTP layers"."""
+    return _layout(g.architecture)
+
+
+@value_memo  # of the architecture's name alone; every budget of a plan checks its models
+def _layout(architecture: str) -> str:
+    head, _, tail = architecture.partition(" (")
+    return f"{head} MTP layers" if tail.startswith(("built-in MTP", "MTP layer")) else head
+
+
+@dataclass(frozen=True)
+class Unverified:
+    role: str
+    architecture: str
+    engine: str
+
+    @property
+    def message(self) -> str:
+        return (f"the {self.role}'s KV layout ({self.architecture}) is not verified for "
+                f"{self.engine}: no corpus config of it is checked against the engine's own "
+                "pool-sizing code")
+
+    @property
+    def hint(self) -> str:
+        return ("add a real config.json of this architecture to the KV oracle corpus and "
+                "to data/verified_layouts.yaml once every case is exact, or declare it in "
+                f"deployment.assumptions.unverified_layouts: [{self.architecture}] to "
+                "budget it unverified (the gate's SP603 then fails unless waived)")
+
+
+def unverified(engine: str, models: list[tuple[str, Geometry]]) -> list[Unverified]:
+    """The models (role, geometry) whose layout `engine` has no verified entry for."""
+    entries = verified().get(engine, {})
+    return [Unverified(role, layout_architecture(g), engine) for role, g in models
+            if layout_architecture(g) not in entries]
+
+
+def check(engine: str, models: list[tuple[str, Geometry]], declared: list[str]
+          ) -> tuple[list[Unverified], list[str]]:
+    """(unverified layouts the runbook does not declare: refused; the declared ones' notes,
+    with which every output marks the budget unverified)."""
+    refused, notes = _check(engine, tuple(models), tuple(declared))
+    return list(refused), list(notes)
+
+
+@value_memo  # of the engine, the models (role, geometry) and the declared layouts: every
+# budget of a plan checks the same ones
+def _check(engine: str, models: tuple[tuple[str, Geometry], ...], declared: tuple[str, ...]
+           ) -> tuple[tuple[Unverified, ...], tuple[str, ...]]:
+    missing = unverified(engine, list(models))
+    return (tuple(u for u in missing if u.architecture not in declared),
+            tuple(f"{u.message}; declared in deployment.assumptions."
+                  "unverified_layouts" for u in missing if u.architecture in declared))
+
+
+def pair_models(pair: ResolvedPair) -> list[tuple[str, Geometry]]:
+    """The models whose KV the pair's budget holds: the target, and the draft unless the
+    method keeps no draft pool (NGRAM)."""
+    models = [("target", pair.target.geometry)]
+    if pair.draft is not None and pair.runbook.speculation.method is not Method.NGRAM:
+        models.append(("draft", pair.draft.geometry))
+    return models
+
+
+UNVERIFIED_MARK = "Unverified budget"
+"""The words every output that carries a budget-derived number starts its note with."""
+
+
+def declared_notes(pair: ResolvedPair) -> list[str]:
+    """The pair's declared unverified layouts, as the notes every output shows; refusals
+    of undeclared ones are the budget's (specpair.analyse.budget.check_layouts)."""
+    return check(pair.engine, pair_models(pair),
+                 pair.runbook.deployment.assumptions.unverified_layouts)[1]
+
+
+def marks(pair: ResolvedPair) -> list[str]:
+    """One line per declared unverified layout, for a comment or a page: the mark, the
+    note, and what it means for the numbers."""
+    return [mark(note) for note in declared_notes(pair)]
+
+
+UNVERIFIED_MEANING = ("The numbers follow the engine's rules but no KV oracle checked this "
+                      "layout; the gate's SP603 fails unless waived.")
+
+
+def mark(note: str) -> str:
+    """A declared layout's note as text outputs show it (JSON outputs carry the bare notes
+    under `unverified`)."""
+    return f"{UNVERIFIED_MARK}: {note}. {UNVERIFIED_MEANING}"
+
+
+README_BEGIN = "<!-- architectures: generated from data/verified_layouts.yaml -->"
+README_END = "<!-- /architectures -->"
+
+
+def architectures_markdown() -> str:
+    """The README's table: per architecture, whether each engine release budgets it
+    (verified by the KV oracle) and runs EAGLE-3 on it; then the layout keys refused by
+    name. Generated from the registries, so it cannot drift from what specpair does."""
+    from specpair.facts.method_support import support
+    from specpair.model.geometry import UNMODELLED_LAYOUT_KEYS
+
+    engines = sorted(verified())
+    archs = sorted({a for e in engines for a in verified()[e]})
+    head = ["Architecture", *[f"{e}: budget" for e in engines],
+            *[f"{e}: EAGLE-3 target" for e in engines]]
+    rows = []
+    for arch in archs:
+        cells = ["verified" if arch in verified()[e] else "refused (not verified)"
+                 for e in engines]
+        for e in engines:
+            entry = support().get(e, {}).get("EAGLE3")
+            cells.append("—" if entry is None or arch.endswith(" MTP layers")
+                         or arch not in entry.supported | entry.unsupported
+                         else "yes" if arch in entry.supported else "no (engine refuses)")
+        rows.append([f"`{arch}`", *cells])
+    lines = [README_BEGIN, "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head),
+             *("| " + " | ".join(r) + " |" for r in rows), "",
+             "Any other architecture is refused by name (declare it in "
+             "`deployment.assumptions.unverified_layouts` to budget it unverified; SP603 "
+             "fails until waived). Config keys that change the layout and that the mapping "
+             "does not read are refused at lock, by key:", "",
+             "| Key | Why |", "|---|---|",
+             *(f"| `{k}` | {why} |" for k, why in UNMODELLED_LAYOUT_KEYS.items()),
+             "", README_END]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,41 @@
+"""Formatting shared by the Markdown generators: units, numbers, escaped table cells."""
+
+from __future__ import annotations
+
+import html
+
+from specpair.model.common import inert
+
+GIB = 1 << 30
+
+
+def gib(n: int | float) -> str:
+    """Bytes as GiB with the exact byte count, e.g. `11.76 GiB (12,630,... B)`."""
+    return f"{n / GIB:,.2f} GiB"
+
+
+def num(n: int | float) -> str:
+    if isinstance(n, float) and not n.is_integer():
+        return f"{n:,.3f}".rstrip("0").rstrip(".")
+    return f"{int(n):,}"
+
+
+def cell(text: object) -> str:
+    """Text safe inside a Markdown table cell (and in the HTML it becomes)."""
+    return inert(html.escape(str(text), quote=False).replace("|", "\\|").replace("\n", " "))
+
+
+def value(v: int | float | str, unit: str) -> str:
+    if isinstance(v, str):
+        return cell(v)
+    if unit == "B":
+        return f"{num(v)} B ({gib(v)})" if abs(v) >= 1 << 20 else f"{num(v)} B"
+    if unit == "fraction":
+        return f"{v:g}"
+    return f"{num(v)} {unit}".strip()
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"

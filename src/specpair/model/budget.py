@@ -1,0 +1,98 @@
+"""The shape of a two-model memory budget, shared by every engine's calculator.
+
+Every number is per GPU rank and in bytes (ints); renderers convert to GiB and say so.
+Each `Line` names the rule it follows and the engine release, so a reviewer can trace
+any figure back to the engine's code (ENGINE_NOTES_*.md).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from specpair.model.common import Strict
+from specpair.model.memo import value_memo
+
+GiB = 1 << 30
+MiB = 1 << 20
+
+
+class Line(Strict):
+    key: str
+    label: str
+    value: float | int | str
+    unit: str = Field(description="B, tokens, requests, slots, fraction or empty")
+    rule: str = Field(description="the formula, and where the engine applies it")
+
+
+line = value_memo(Line)
+"""`Line(...)` memoised (`specpair.model.memo`): a plan budgets hundreds of variants per pair and
+most of their lines (weights, bytes per block, cells) repeat, equal to the letter; a line
+is frozen, so equal ones can be one object."""
+
+
+class Assumption(Strict):
+    key: str
+    label: str
+    value: float | int
+    unit: str
+    source: str = Field(description="default per GPU model, or declared in the runbook")
+
+
+assumption = value_memo(Assumption)
+"""`Assumption(...)` memoised, as `line` is: every budget of a plan states the same few."""
+
+
+class Scenario(Strict):
+    name: str
+    cell_target: int = Field(description="target KV bytes per token per rank")
+    cell_draft: int = Field(description="draft KV bytes per token per rank, as budgeted")
+    kv_budget_bytes: int = Field(description="bytes the token pools are sized from")
+    state_pool_bytes: int = 0
+    state_slots: int | None = None
+    max_total_tokens: int
+    cell_swa: int = Field(default=0, description="sliding-layer KV bytes per SWA-pool token "
+                                                 "(hybrid-SWA pools only)")
+    swa_tokens: int | None = Field(default=None, description="tokens of the SWA pool, when "
+                                                             "the engine splits one off")
+    max_running_requests: int
+    sequences_at_context: int = Field(description="full-context sequences the pool holds")
+    target_kv_bytes: int
+    draft_kv_bytes: int
+    full_context_headroom_bytes: int = Field(
+        description="KV bytes left when max_running_requests sequences all reach the "
+                    "context length (negative: they cannot all do so at once)")
+    fits: bool
+    verdict: str
+    lines: list[Line]
+
+    @property
+    def cell_total(self) -> int:
+        return self.cell_target + self.cell_draft
+
+
+class Storage(Strict):
+    target_download_bytes: int
+    draft_download_bytes: int
+    total_download_bytes: int
+    disk_needed_bytes: int = Field(description="both downloads plus 10% for the hub cache's "
+                                               "temporary files during download")
+    rule: str
+
+
+class Budget(Strict):
+    engine: str
+    gpu: str
+    per: str = "GPU rank"
+    assumptions: list[Assumption]
+    weights: list[Line]
+    baseline: Scenario
+    speculative: Scenario | None
+    fallback: Scenario | None = Field(
+        default=None, description="what the engine budgets if it cannot resolve the draft")
+    draft_pool_note: str | None = None
+    capacity_lost_pct: float | None = None
+    draft_share_of_kv_pct: float | None = None
+    storage: Storage
+    unverified: list[str] = Field(
+        default_factory=list, description="declared unverified layouts: the numbers follow "
+                                          "the engine's rules but no oracle checked them")

@@ -1,0 +1,1 @@
+"""Stage 4, resolve: runbook + lock → a fully resolved pair."""

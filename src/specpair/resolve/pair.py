@@ -1,0 +1,187 @@
+"""Runbook + lock → a fully resolved pair: both geometries, bytes, engine, GPU.
+
+This is the one place where the author's intent meets the resolved facts. A lock that no
+longer matches its runbook (another repo, path or revision) stops here: every number
+downstream would otherwise describe a different checkpoint.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, PrivateAttr, ValidationError
+
+from specpair.bench.record import Measurement
+from specpair.engines import registry
+from specpair.engines.release import EngineRelease
+from specpair.engines.schedule_model import ResolvedSchedule
+from specpair.facts import hardware
+from specpair.load.document import Document
+from specpair.load.runbooks import LoadedRunbook
+from specpair.load.staging_log import StagingRecord
+from specpair.model.common import Strict
+from specpair.model.errors import Location, Problem, SpecpairError
+from specpair.model.findings import path_key
+from specpair.model.geometry import Geometry, GeometryOverride
+from specpair.model.lock import ArtifactLock, Lock, Source, Tokenizer, VocabMapping, Weights
+from specpair.model.runbook import Artifact, Runbook
+
+
+class ResolvedArtifact(Strict):
+    role: str
+    source: Source
+    bundled: bool = False
+    provenance: str
+    geometry: Geometry
+    weights: Weights
+    download_bytes: int
+    tokenizer: Tokenizer
+    unconfirmed: list[str]
+    overridden: list[str] = Field(description="geometry fields declared in the runbook")
+    sources: dict[str, str]
+
+
+class ResolvedPair(Strict):
+    name: str
+    source_file: str = Field(description="the runbook, relative to the repository root")
+    runbook: Runbook
+    engine: str
+    gpu: str
+    target: ResolvedArtifact
+    draft: ResolvedArtifact | None
+    measurement: Measurement | None = Field(
+        default=None, description="the latest record of the measurement protocol")
+    staging_records: list[StagingRecord] = Field(
+        default_factory=list, description="recorded cold starts, oldest first")
+    vocab_mapping: VocabMapping | None = Field(
+        default=None, description="the lock's vocabulary intersection (heterogeneous mode)")
+    schedule: ResolvedSchedule | None = Field(
+        default=None, description="the speculation schedule the launch renders "
+                                  "(`specpair.analyse.schedule.attach`); None: static K")
+
+    _document: Document | None = PrivateAttr(default=None)
+    """The runbook as the loader parsed it: positions for findings made after loading."""
+
+    @property
+    def release(self) -> EngineRelease:
+        """The engine release the runbook pins (the loader refused any other)."""
+        return registry.by_label(self.engine)
+
+    def location(self, field: str) -> Location:
+        """Where a dotted field path sits in the runbook, from the document the loader
+        read (a pair built in memory has none: the file alone)."""
+        if self._document is None:
+            return Location(self.source_file, 0, 0, field)
+        line, column = self._document.locate(path_key(field))
+        return Location(self.source_file, line, column, field)
+
+    @property
+    def bundled_draft(self) -> ResolvedArtifact | None:
+        return self.draft if self.draft is not None and self.draft.bundled else None
+
+    @property
+    def target_own_weight_bytes(self) -> int:
+        """Weights the target runner loads: a bundled draft's tensors sit in the same
+        checkpoint but are loaded (and counted) by the draft runner."""
+        bundled = self.bundled_draft
+        return self.target.weights.weight_bytes - (bundled.weights.weight_bytes
+                                                   if bundled else 0)
+
+    @property
+    def target_own_active_params(self) -> int:
+        def active(art: ResolvedArtifact) -> int:
+            return art.weights.active_params or art.weights.total_params
+        bundled = self.bundled_draft
+        return active(self.target) - (active(bundled) if bundled else 0)
+
+    @property
+    def gpu_spec(self) -> hardware.GPU:
+        return hardware.resolve(self.runbook.deployment.gpu)
+
+
+_GEOMETRIES: dict[Geometry, Geometry] = {}
+"""One object per distinct geometry value in this process (a few: one per model and
+override). Pairs that serve one model (a catalogue's deployments of it) load their own
+equal geometries; the value memos (`specpair.model.memo`) key on them, and a key holding an
+equal but different object is compared field by field (pydantic's `==`), which was 4% of
+a site build, where the same object compares by identity first. Geometries are frozen, so
+an equal one stands for another wherever it is read."""
+
+
+def _interned(geometry: Geometry) -> Geometry:
+    return _GEOMETRIES.setdefault(geometry, geometry)
+
+
+def _artifact(role: str, locked: ArtifactLock, override: GeometryOverride,
+              bundled: bool = False, served_dtype: str = "auto") -> ResolvedArtifact:
+    if served_dtype != "auto" and override.dtype is None:
+        # the engine serves (and sizes `auto` KV) in the dtype the runbook asks for
+        override = override.model_copy(update={"dtype": served_dtype})
+    overridden = sorted(override.model_dump(exclude_none=True))
+    return ResolvedArtifact(
+        role=role, source=locked.source, bundled=bundled, provenance=locked.provenance,
+        geometry=_interned(override.apply(locked.geometry)), weights=locked.weights,
+        download_bytes=0 if bundled else locked.download_bytes, tokenizer=locked.tokenizer,
+        unconfirmed=locked.unconfirmed, overridden=overridden, sources=locked.sources)
+
+
+def _reason(exc: ValueError) -> str:
+    if isinstance(exc, ValidationError):
+        return "impossible geometry: " + "; ".join(
+            str(e["msg"]).removeprefix("Value error, ") for e in exc.errors(include_url=False))
+    return str(exc)
+
+
+def _mismatch(spec: Artifact, source: Source) -> list[str]:
+    wrong = []
+    for key in ("repo", "path", "revision"):
+        if getattr(spec, key) != getattr(source, key):
+            wrong.append(f"{key}: runbook {getattr(spec, key)!r}, lock {getattr(source, key)!r}")
+    return wrong
+
+
+def resolve(loaded: LoadedRunbook, lock: Lock, lock_display: str,
+            runbook_display: str | None = None,
+            measurement: Measurement | None = None,
+            staging_records: list[StagingRecord] | None = None) -> ResolvedPair:
+    rb = loaded.runbook
+    doc = loaded.document
+    display = runbook_display or str(doc.path)
+    problems: list[Problem] = []
+    hint = "run `specpair lock --refresh` to resolve the lock again"
+    for key, spec in (("target", rb.target),):
+        for wrong in _mismatch(spec, lock.target.source):
+            problems.append(Problem(doc.location((key,), display),
+                                    f"the lock is stale: {wrong}", hint))
+    draft: ResolvedArtifact | None = None
+    if rb.draft is not None:
+        if lock.draft is None:
+            problems.append(Problem(doc.location(("draft",), display),
+                                    f"{lock_display} has no draft section", hint))
+        else:
+            expected = rb.target if rb.draft.bundled else rb.draft
+            for wrong in _mismatch(expected, lock.draft.source):
+                problems.append(Problem(doc.location(("draft",), display),
+                                        f"the lock is stale (draft): {wrong}", hint))
+            try:
+                draft = _artifact("draft", lock.draft, rb.geometry.draft, rb.draft.bundled,
+                                  rb.draft.dtype.value)
+            except ValueError as exc:  # an override that makes the geometry impossible
+                problems.append(Problem(doc.location(("geometry", "draft"), display),
+                                        _reason(exc), "fix the override"))
+    if lock.pair != rb.pair.name:
+        problems.append(Problem(doc.location(("pair", "name"), display),
+                                f"{lock_display} belongs to pair {lock.pair!r}", hint))
+    try:
+        target = _artifact("target", lock.target, rb.geometry.target,
+                           served_dtype=rb.target.dtype.value)
+    except ValueError as exc:  # an override that makes the geometry impossible
+        raise SpecpairError([Problem(doc.location(("geometry", "target"), display),
+                                     _reason(exc), "fix the override")]) from None
+    if problems:
+        raise SpecpairError(problems)
+    pair = ResolvedPair(name=rb.pair.name, source_file=display, runbook=rb,
+                        engine=f"{rb.engine.name.value} {rb.engine.version}",
+                        gpu=hardware.display_key(rb.deployment.gpu), target=target, draft=draft,
+                        measurement=measurement, staging_records=staging_records or [],
+                        vocab_mapping=lock.vocab_mapping)
+    pair._document = doc
+    return pair

@@ -1,1 +1,0 @@
-"""Pydantic models: the authored runbook (`runbook`) and the resolved lock (`lock`)."""

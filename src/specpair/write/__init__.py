@@ -1,0 +1,1 @@
+"""Stage 7, write: the only writers of the repository, through the file policy."""
