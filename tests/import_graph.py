@@ -45,12 +45,14 @@ def _type_checking_only(tree: ast.AST) -> set[int]:
     return skipped
 
 
-def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """The specpair modules that running `name` imports (parents included)."""
+def imports(name: str, path: Path, known: dict[str, Path],
+            annotations: bool = False) -> set[str]:
+    """The specpair modules that running `name` imports (parents included); with
+    `annotations`, those under `if TYPE_CHECKING:` too (the layer contract counts them)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     is_package = path.name == "__init__.py"
     here = name.split(".") if is_package else name.split(".")[:-1]
-    skipped = _type_checking_only(tree)
+    skipped = set() if annotations else _type_checking_only(tree)
     explicit: set[str] = set()  # the modules an import statement names
     for node in ast.walk(tree):
         if id(node) in skipped:
@@ -75,9 +77,9 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     return found
 
 
-def graph(src: Path = SRC) -> dict[str, set[str]]:
+def graph(src: Path = SRC, annotations: bool = False) -> dict[str, set[str]]:
     known = modules(src)
-    return {name: imports(name, path, known) for name, path in known.items()}
+    return {name: imports(name, path, known, annotations) for name, path in known.items()}
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:

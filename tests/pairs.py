@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from specpair.engines.pair_input import ResolvedArtifact
 from specpair.facts import hardware
 from specpair.model.geometry import Geometry
 from specpair.model.lock import Source, Tokenizer, Weights
 from specpair.model.runbook import Runbook
-from specpair.resolve.pair import ResolvedArtifact, ResolvedPair
+from specpair.resolve.pair import ResolvedPair
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 HUB = f"hub@{SHA}"  # as `specpair lock` writes a resolved artifact (consistent for SP105)

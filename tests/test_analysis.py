@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from specpair.analyse import budget, latency, launch, staging
+from specpair.commands import site
 from specpair.commands.build import load_pairs, render
 from specpair.engines import registry as engines
-from specpair.generate import site
 from tests.conftest import REPO
 
 PAIRS = load_pairs(REPO)

@@ -15,7 +15,9 @@ from specpair.bench import metrics
 from specpair.bench.client import stream_one
 from specpair.bench.record import RunResult, percentile
 from specpair.bench.workloads import fingerprint, generate
+from specpair.engines.bench_model import FallbackError
 from specpair.engines.registry import by_label
+from specpair.engines.sglang_0_5_23 import bench as sglang_bench
 from specpair.model.runbook import Workload
 from tests.conftest import REPO
 from tests.fake_engine import FIXTURES, FakeEngine
@@ -65,21 +67,22 @@ def test_sglang_counters_give_generated_over_verify() -> None:
 
 def test_fallback_detector() -> None:
     no_spec = metrics.parse((FIXTURES / "vllm-0.32.0-cpu-no-spec-metrics.txt").read_text())
-    with pytest.raises(metrics.FallbackError, match="no speculative-decoding metrics"):
+    with pytest.raises(FallbackError, match="no speculative-decoding metrics"):
         metrics.check_speculative_server(no_spec, VLLM, expected_k=3)
     metrics.check_speculative_server(RECORDED, VLLM, expected_k=3)
-    with pytest.raises(metrics.FallbackError, match="drafts 3 tokens per step, the runbook 5"):
+    with pytest.raises(FallbackError, match="drafts 3 tokens per step, the runbook 5"):
         metrics.check_speculative_server(RECORDED, VLLM, expected_k=5)
-    with pytest.raises(metrics.FallbackError, match="not a baseline"):
+    with pytest.raises(FallbackError, match="not a baseline"):
         metrics.check_baseline_server(RECORDED, VLLM)
     metrics.check_baseline_server(no_spec, VLLM)
-    metrics.check_sglang_server_info({"speculative_algorithm": "EAGLE",
+    sglang_bench.check_sglang_server_info({"speculative_algorithm": "EAGLE",
                                       "speculative_num_draft_tokens": 4},
                                      algorithm="NEXTN", draft_tokens=4, draft_path=None)
-    with pytest.raises(metrics.FallbackError, match="speculative_algorithm=None"):
-        metrics.check_sglang_server_info({}, algorithm="DSPARK", draft_tokens=9, draft_path=None)
-    with pytest.raises(metrics.FallbackError, match="verifies 8 tokens, runbook 9"):
-        metrics.check_sglang_server_info({"speculative_algorithm": "DSPARK",
+    with pytest.raises(FallbackError, match="speculative_algorithm=None"):
+        sglang_bench.check_sglang_server_info({}, algorithm="DSPARK", draft_tokens=9,
+                                              draft_path=None)
+    with pytest.raises(FallbackError, match="verifies 8 tokens, runbook 9"):
+        sglang_bench.check_sglang_server_info({"speculative_algorithm": "DSPARK",
                                           "speculative_num_draft_tokens": 8},
                                          algorithm="DSPARK", draft_tokens=9, draft_path=None)
 

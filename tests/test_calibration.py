@@ -30,6 +30,7 @@ from specpair.analyse.stepmodel import (
     step_times,
 )
 from specpair.facts import hardware
+from specpair.model import step_refusals
 from tests.conftest import REPO
 
 SCRIPT = REPO / "benchmarks" / "latency_validation.py"
@@ -115,7 +116,7 @@ def test_the_stored_cross_validation_is_what_the_points_give() -> None:
         "--write\n" + "\n".join(wrong[:20])
     # the stored file is the evaluation as written (not edited by hand)
     assert calibration.cross_validation_json(stored).encode() == (
-        Path(calibration.__file__).parent / calibration.CROSS_VALIDATION_FILE).read_bytes()
+        Path(calibration.__file__).parents[1] / calibration.CROSS_VALIDATION_FILE).read_bytes()
 
 
 def test_the_stored_error_bands_are_the_cross_validated_ones() -> None:
@@ -619,25 +620,25 @@ def test_a_deployment_wider_than_a_node_is_refused_by_name_never_predicted() -> 
     from tests.pairs import make_pair
     from tests.test_budget_properties import dense
 
-    refused = stepmodel.deployment_refusal(16, 1, 1, 8)
-    assert refused is not None and refused.name == stepmodel.CROSS_NODE_MODEL_PARALLEL
-    ep = stepmodel.deployment_refusal(1, 1, 72, 8, dp_attention=True)
-    assert ep is not None and ep.name == stepmodel.CROSS_NODE_EXPERT_PARALLEL
+    refused = step_refusals.deployment_refusal(16, 1, 1, 8)
+    assert refused is not None and refused.name == step_refusals.CROSS_NODE_MODEL_PARALLEL
+    ep = step_refusals.deployment_refusal(1, 1, 72, 8, dp_attention=True)
+    assert ep is not None and ep.name == step_refusals.CROSS_NODE_EXPERT_PARALLEL
     # DP attention over 16 ranks: the attention is per rank, the MoE layers cross nodes
-    dpa = stepmodel.deployment_refusal(16, 1, 16, 8, dp_attention=True)
-    assert dpa is not None and dpa.name == stepmodel.CROSS_NODE_EXPERT_PARALLEL
-    tp16 = stepmodel.deployment_refusal(16, 1, 16, 8)
-    assert tp16 is not None and tp16.name == stepmodel.CROSS_NODE_MODEL_PARALLEL
+    dpa = step_refusals.deployment_refusal(16, 1, 16, 8, dp_attention=True)
+    assert dpa is not None and dpa.name == step_refusals.CROSS_NODE_EXPERT_PARALLEL
+    tp16 = step_refusals.deployment_refusal(16, 1, 16, 8)
+    assert tp16 is not None and tp16.name == step_refusals.CROSS_NODE_MODEL_PARALLEL
     # the TP group fits a node, the pipeline stages do not: named for the stages
-    stages = stepmodel.deployment_refusal(8, 2, 1, 8)
-    assert stages is not None and stages.name == stepmodel.CROSS_NODE_MODEL_PARALLEL
+    stages = step_refusals.deployment_refusal(8, 2, 1, 8)
+    assert stages is not None and stages.name == step_refusals.CROSS_NODE_MODEL_PARALLEL
     assert "pipeline stages" in stages.reason and "all-reduces" not in stages.reason
-    assert stepmodel.deployment_refusal(8, 1, 8, 8) is None
-    assert stepmodel.deployment_refusal(4, 2, 1, 8) is None
+    assert step_refusals.deployment_refusal(8, 1, 8, 8) is None
+    assert step_refusals.deployment_refusal(4, 2, 1, 8) is None
     cv = calibration.stored_cross_validation()
     by_id = {r.id: r for r in cv.refused}
-    assert by_id["tt356-dsr1-h100x16-isl128-osl128"].name == stepmodel.CROSS_NODE_MODEL_PARALLEL
-    assert by_id["lmsys-largeep-decode-256"].name == stepmodel.CROSS_NODE_EXPERT_PARALLEL
+    assert by_id["tt356-dsr1-h100x16-isl128-osl128"].name == step_refusals.CROSS_NODE_MODEL_PARALLEL
+    assert by_id["lmsys-largeep-decode-256"].name == step_refusals.CROSS_NODE_EXPERT_PARALLEL
     assert not {r.id for r in cv.rows} & set(by_id)
     assert not any(set(f.fitted_on) & set(by_id) for f in calibration.load().fitted)
     # a runbook's latency path gets the same refusal, located at its parallel sizes

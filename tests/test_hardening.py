@@ -174,8 +174,8 @@ def test_control_and_bidi_characters_are_refused_in_runbook_text(
 
 
 def test_text_reaching_a_terminal_or_a_page_is_inert(tmp_path: Path) -> None:
+    from specpair.commands.site import text
     from specpair.generate.render import cell
-    from specpair.generate.site import text
     from specpair.model.errors import SpecpairError
 
     rendered = SpecpairError.single(tmp_path / "a\x1b[2Jb", ANSI, BIDI).render()

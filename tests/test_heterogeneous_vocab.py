@@ -233,7 +233,7 @@ def test_the_note_states_the_engines_log_line() -> None:
 
 
 def test_the_site_page_shows_the_intersection() -> None:
-    from specpair.generate.site import vocabulary_section
+    from specpair.commands.site import vocabulary_section
 
     page = vocabulary_section(mapping(intersection_max=24010))
     assert "| intersection | 24,000-24,010 tokens: 75.0% of the draft's, 15.8% of the " \

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from specpair.analyse.budget import compute
-from specpair.generate.site import text as site_text
+from specpair.commands.site import text as site_text
 from specpair.load.runbooks import load_runbook
 from specpair.model.errors import SpecpairError
 from tests.conftest import REPO, write

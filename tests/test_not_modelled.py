@@ -106,7 +106,7 @@ def test_promtool_accepts_the_rules_without_break_even(make: Any, tmp_path: Path
 
 @pytest.mark.parametrize("make", TWO_NODES)
 def test_the_site_page_states_the_refusal_instead_of_numbers(make: Any) -> None:
-    from specpair.generate.site import index_page, pair_page, text
+    from specpair.commands.site import index_page, pair_page, text
 
     a = Analysis(make())
     assert a.not_modelled is not None
@@ -227,8 +227,8 @@ def test_vllm_data_parallelism_of_an_moe_is_refused_by_the_budget() -> None:
 def test_a_pinned_schedule_of_a_refused_deployment_is_still_shown() -> None:
     """The launch runs a pinned schedule whatever the step model says: breakeven.md, its
     JSON and the site page list its ranges, with no speedup."""
+    from specpair.commands.site import pair_page
     from specpair.generate.launch_files import generate as launch_files
-    from specpair.generate.site import pair_page
 
     ranges = [{"start": 1, "end": 8, "k": 3}, {"start": 9, "end": 64, "k": 1}]
     a = Analysis(make_pair(dense(36), dense(1), engine="vllm", version="0.33.0",

@@ -9,8 +9,8 @@ import re
 import shutil
 from pathlib import Path
 
+from specpair.commands import site
 from specpair.commands.build import load_pairs, render
-from specpair.generate import site
 from tests.planted_records import FIXTURE, free_text_fields, plant
 
 PAYLOAD = ('<script>window.__pwned=1</script> <img src=x onerror="window.__pwned=2"> '

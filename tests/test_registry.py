@@ -9,7 +9,7 @@ import pytest
 
 from specpair.analyse.budget import compute
 from specpair.engines import registry as engines
-from specpair.facts import verified_layouts
+from specpair.engines import verified_layouts
 from specpair.generate.budget_files import markdown
 from specpair.model.errors import SpecpairError
 from specpair.model.geometry import from_hf_config
@@ -78,7 +78,7 @@ def test_the_readme_table_is_the_registrys() -> None:
     indent = readme[readme.rindex("\n", 0, begin) + 1:begin]
     block = "\n".join(line.removeprefix(indent) for line in readme[begin:end].split("\n"))
     assert block + "\n" == verified_layouts.architectures_markdown(), (
-        "README's architecture table is stale: paste specpair.facts.verified_layouts."
+        "README's architecture table is stale: paste specpair.engines.verified_layouts."
         "architectures_markdown() between its markers")
     # what the table says comes from the data, not from text written by hand
     assert "| `Llama4ForConditionalGeneration` | verified | verified |" in block

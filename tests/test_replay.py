@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from specpair.bench.against import compare
 from specpair.bench.record import Cell, Measurement, Protocol, RunResult, Stats
 from specpair.bench.replay import load, request_body
 from specpair.bench.traffic import (
@@ -22,6 +21,7 @@ from specpair.bench.traffic import (
     run_stats,
     tau_by_depth,
 )
+from specpair.commands.bench_against import compare
 from specpair.engines.registry import by_label
 from specpair.model.errors import SpecpairError
 from specpair.model.runbook import Regression
@@ -204,7 +204,7 @@ def test_gate_sarif_validates_against_the_sarif_2_1_0_schema() -> None:
 
     import jsonschema
 
-    from specpair.bench.against import sarif
+    from specpair.commands.bench_against import sarif
 
     schema_path = os.environ.get("SPECPAIR_SARIF_SCHEMA")
     assert schema_path, ("the tests session provides the SARIF 2.1.0 schema "

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from specpair.commands.build import load_pairs
-from specpair.generate.site import PAGES, render
+from specpair.commands.site import PAGES, render
 from tests.conftest import REPO
 
 

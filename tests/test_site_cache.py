@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from specpair.commands import site
 from specpair.commands.build import load_pairs
-from specpair.generate import site
 from specpair.model.errors import SpecpairError
 from tests.conftest import REPO
 from tests.test_launch import with_runbook

@@ -11,8 +11,9 @@ import pytest
 
 from specpair.analyse.analysis import Analysis
 from specpair.analyse.plan import Options, plan
-from specpair.facts.verified_layouts import UNVERIFIED_MARK
-from specpair.generate import PAIR_GENERATORS, plan_report, site
+from specpair.commands import site
+from specpair.engines.verified_layouts import UNVERIFIED_MARK
+from specpair.generate import PAIR_GENERATORS, plan_report
 from specpair.resolve.pair import ResolvedPair
 from tests.pairs import make_pair
 from tests.test_budget_properties import dense

@@ -243,9 +243,10 @@ def _budget(args: argparse.Namespace) -> int:
 
 
 def _declare(args: argparse.Namespace) -> int:
+    from specpair.generate.render import dump_json
     from specpair.load.runbooks import LOCK_NAME, discover, load_runbook
     from specpair.lock.declare import declare
-    from specpair.write.writer import atomic_write, dump_json
+    from specpair.write.writer import atomic_write
 
     paths = discover(_paths(args))
     if len(paths) != 1 or args.target_config is None or args.target_bytes is None:
@@ -297,8 +298,8 @@ def _bytes(text: str) -> int:
 
 
 def _lock(args: argparse.Namespace) -> int:
+    from specpair.commands.lock import lock_all
     from specpair.load.runbooks import discover, load_runbook
-    from specpair.lock.locking import lock_all
 
     if args.declare:
         return _declare(args)
@@ -360,16 +361,17 @@ def _impact(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     import datetime as dt
 
-    from specpair.bench.runner import run
+    from specpair.commands.bench import run
     from specpair.commands.build import _display, exclusive
+    from specpair.generate.render import dump_json
     from specpair.load.runbooks import GENERATED_DIR, MEASUREMENTS_DIR
-    from specpair.write.writer import atomic_write, dump_json
+    from specpair.write.writer import atomic_write
 
     root = _root(args)
     pair = _one_pair(root, args.runbook)
     folder = Path(os.path.abspath(args.runbook)).parent
     if args.against:
-        from specpair.bench.against import gate
+        from specpair.commands.bench_against import gate
 
         return gate(pair, folder, Path(args.against), args.baseline.rstrip("/"),
                     args.spec.rstrip("/"), args.concurrency, args.time_limit, args.workloads,
@@ -428,7 +430,7 @@ def _regenerate(root: Path, runbook: str) -> None:
 
 
 def _slo(args: argparse.Namespace) -> int:
-    from specpair.analyse import slo
+    from specpair.commands import slo
 
     root = _root(args)
     pair = _one_pair(root, args.runbook)
@@ -486,8 +488,8 @@ def _staging(args: argparse.Namespace) -> int:
 
 
 def _site(args: argparse.Namespace) -> int:
+    from specpair.commands import site
     from specpair.commands.build import exclusive, load_pairs
-    from specpair.generate import site
     from specpair.write import writer
 
     root = _root(args)

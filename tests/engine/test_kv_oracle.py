@@ -16,10 +16,10 @@ import pytest
 
 from specpair.analyse.launch import EnvRef
 from specpair.engines import registry as releases_registry
+from specpair.engines import verified_layouts
 from specpair.engines.sglang_0_5_23 import args as sglang_args
 from specpair.engines.sglang_0_5_23 import budget as sglang_budget
 from specpair.engines.sglang_0_5_23 import launch as sglang_launch
-from specpair.facts import verified_layouts
 from specpair.model.errors import SpecpairError
 from specpair.model.geometry import NotModelled
 from tests.engine import releases, workers

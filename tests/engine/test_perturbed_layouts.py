@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from specpair.facts import verified_layouts
+from specpair.engines import verified_layouts
 from specpair.model.errors import SpecpairError
 from specpair.model.geometry import NotModelled
 from tests.engine.corpus import CORPUS, NGRAM, CorpusPair, corpus_targets, geometry

@@ -25,11 +25,11 @@ from specpair.analyse.launch import Launch, build_for
 from specpair.analyse.schedule import ScheduleReport, attach, report, static_variant
 from specpair.analyse.staging import StagingPlan, plan
 from specpair.analyse.step_inputs import not_modelled_text, unmodelled
-from specpair.analyse.stepmodel import NotModelled
 from specpair.engines import registry as engines
 from specpair.model.budget import Budget
 from specpair.model.errors import Problem, SpecpairError
 from specpair.model.findings import Finding
+from specpair.model.step_refusals import NotModelled
 from specpair.resolve.pair import ResolvedPair
 
 if TYPE_CHECKING:  # the planner is imported when the site first asks for a plan

@@ -7,15 +7,11 @@ formulas and names them in every line it produces.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from specpair.engines.kv_arithmetic import check_tensor_parallel, refuse_moe_over_data_parallel
-from specpair.facts import verified_layouts
+from specpair.engines import verified_layouts
+from specpair.engines.kv_arithmetic import check_tensor_parallel
 from specpair.model.budget import Budget
 from specpair.model.errors import Problem, SpecpairError
-
-if TYPE_CHECKING:  # annotations only: resolve imports the engine releases, which import this
-    from specpair.resolve.pair import ResolvedPair
+from specpair.resolve.pair import ResolvedPair
 
 
 def check_layouts(pair: ResolvedPair) -> list[str]:
@@ -50,3 +46,25 @@ def recompute(computed: Budget, pair: ResolvedPair) -> Budget:
     recap = pair.release.recap
     found = recap(computed, pair, pair.gpu_spec) if recap is not None else None
     return found if found is not None else compute(pair)
+
+
+def refuse_moe_over_data_parallel(pair: ResolvedPair) -> None:
+    """Where the release puts the MoE layers of its data-parallel ranks in one group of
+    tensor × data ranks (vLLM: `FusedMoEParallelConfig.make` flattens TP across DP, and
+    expert parallelism spans the same ranks), a rank holds 1/(tp·dp) of the experts and
+    runs the experts for every replica's tokens. specpair budgets and times each
+    data-parallel rank as a replica of its own, so it refuses that deployment by name."""
+    par = pair.runbook.deployment.parallel
+    if par.data == 1 or "moe_over_data_parallel" not in pair.release.profile.capabilities:
+        return
+    moe = [role for role, model in (("target", pair.target), ("draft", pair.draft))
+           if model is not None and model.geometry.moe is not None]
+    if moe:
+        raise SpecpairError([Problem(
+            pair.location("deployment.parallel.data"),
+            f"not modelled: data parallelism of an MoE {moe[0]} on "
+            f"{pair.engine}: its MoE layers are one group over tensor × data = "
+            f"{par.tensor} × {par.data} ranks (FusedMoEParallelConfig.make), while specpair "
+            "budgets and times each data-parallel rank as a replica of its own",
+            "set data: 1 and run one deployment per replica, or fold the replicas into "
+            f"tensor: {par.tensor * par.data}")])

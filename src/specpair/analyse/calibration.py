@@ -36,20 +36,18 @@ from specpair.analyse.stepmodel import (
     StepParams,
     StepTimes,
     UnknownMethod,
-    deployment_refusal,
     drafter_family,
     fit_bounded,
     link_for,
     shape_for,
     step_times,
 )
-from specpair.analyse.stepmodel import (
-    NotModelled as NotModelledDeployment,
-)
 from specpair.facts import hardware, yaml_data
 from specpair.model.common import Strict
 from specpair.model.geometry import EXPERT_FORMAT_BYTES
 from specpair.model.memo import value_memo
+from specpair.model.step_refusals import NotModelled as NotModelledDeployment
+from specpair.model.step_refusals import deployment_refusal
 
 __all__ = ["TP_ALLREDUCES_PER_LAYER", "shape_for"]
 

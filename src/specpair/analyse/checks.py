@@ -19,8 +19,10 @@ from specpair.analyse.schedule import at_depth, attach
 from specpair.analyse.staging import StagingPlan, plan
 from specpair.analyse.staging_calibration import measured_cold_start
 from specpair.analyse.step_inputs import NOT_MODELLED_HINT, not_modelled_text, unmodelled
+from specpair.engines import verified_layouts
 from specpair.engines.launch_model import Preflight
-from specpair.facts import method_support, verified_layouts
+from specpair.engines.pair_input import ResolvedArtifact
+from specpair.facts import method_support
 from specpair.model.budget import Budget
 from specpair.model.catalogue import BY_ID, CATALOGUE, RuleSpec, unwaivable
 from specpair.model.common import Method
@@ -28,7 +30,7 @@ from specpair.model.errors import SpecpairError
 from specpair.model.findings import Finding
 from specpair.model.lock import RESOLUTION_MAY_LEAVE_UNREAD
 from specpair.model.memo import value_memo
-from specpair.resolve.pair import ResolvedArtifact, ResolvedPair
+from specpair.resolve.pair import ResolvedPair
 
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
 

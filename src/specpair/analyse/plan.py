@@ -62,8 +62,9 @@ from specpair.analyse.stepmodel import (
     shape_for,
 )
 from specpair.bench.workloads import generate
+from specpair.engines import verified_layouts
 from specpair.engines.schedule_model import ResolvedSchedule
-from specpair.facts import hardware, verified_layouts
+from specpair.facts import hardware
 from specpair.model.budget import Budget, Scenario
 from specpair.model.catalogue import unwaivable
 from specpair.model.common import KVDtype, Method, Strict

@@ -18,21 +18,21 @@ from specpair.analyse.stepmodel import (
     Architecture,
     Forward,
     Hardware,
-    NotModelled,
     Shape,
     StepParams,
-    deployment_refusal,
     drafter_family,
     shape_for,
 )
 from specpair.bench.workloads import generate
+from specpair.engines.pair_input import ResolvedArtifact
 from specpair.model.budget import Budget
 from specpair.model.common import Method, Strict
 from specpair.model.errors import SpecpairError
 from specpair.model.geometry import Geometry
 from specpair.model.memo import value_memo
 from specpair.model.runbook import Workload
-from specpair.resolve.pair import ResolvedArtifact, ResolvedPair
+from specpair.model.step_refusals import NotModelled, deployment_refusal
+from specpair.resolve.pair import ResolvedPair
 
 CHARS_PER_TOKEN = 4
 """Prompt tokens of the synthetic workloads, estimated from their characters (no

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from specpair.engines.bench_model import FallbackError
 from specpair.engines.metrics_model import EngineMetrics
 
 _LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
@@ -125,10 +126,6 @@ def response_acceptance(body: dict[str, Any]) -> float | None:
     return None
 
 
-class FallbackError(Exception):
-    """The server does not speculate the way the runbook says (or at all)."""
-
-
 def check_speculative_server(series: dict[str, dict[str, float]], engine: EngineMetrics, *,
                              expected_k: int | None) -> None:
     """`expected_k`: the draft tokens per step the release labels per position (vLLM's
@@ -149,18 +146,3 @@ def check_speculative_server(series: dict[str, dict[str, float]], engine: Engine
 def check_baseline_server(series: dict[str, dict[str, float]], engine: EngineMetrics) -> None:
     if speculative_metric_names(series, engine):
         raise FallbackError("the baseline server speculates: it is not a baseline")
-
-
-def check_sglang_server_info(info: dict[str, Any], *, algorithm: str, draft_tokens: int,
-                             draft_path: str | None) -> None:
-    """Compare SGLang's resolved args (/server_info) with what the runbook launches."""
-    got = str(info.get("speculative_algorithm") or "")
-    want = "EAGLE" if algorithm == "NEXTN" else algorithm
-    if got.upper() != want:
-        raise FallbackError(f"server runs speculative_algorithm={got or None}, runbook {want}")
-    if int(info.get("speculative_num_draft_tokens") or 0) != draft_tokens:
-        raise FallbackError(f"server verifies {info.get('speculative_num_draft_tokens')} tokens, "
-                            f"runbook {draft_tokens}")
-    if draft_path and info.get("speculative_draft_model_path") not in (draft_path, None):
-        raise FallbackError(f"server drafts with {info.get('speculative_draft_model_path')}, "
-                            f"runbook {draft_path}")

@@ -268,7 +268,7 @@ def checklist(classes: set[str], base: ResolvedPair, head: ResolvedPair,
 
 def _replay_gate(pair: ResolvedPair) -> str | None:
     """The regression gate of a candidate target, draft or engine: replay the pair's
-    recorded traffic (`specpair.bench.against`) against the latest record."""
+    recorded traffic (`specpair.commands.bench_against`) against the latest record."""
     record = pair.measurement
     if record is None or not any(c.replay is not None for c in record.cells):
         return None

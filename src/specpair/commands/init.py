@@ -21,8 +21,9 @@ from importlib import resources
 from pathlib import Path
 
 from specpair import __version__
+from specpair.generate.render import dump_json
 from specpair.load.project import CONFIG
-from specpair.write.writer import atomic_write, dump_json
+from specpair.write.writer import atomic_write
 
 EXAMPLE = "deepseek-v3-mtp"
 # DeepSeek-V3's README: 685B parameters in the FP8 release, 14B of them the MTP module

@@ -11,6 +11,7 @@ from pathlib import Path
 from specpair.analyse.analysis import Analysis
 from specpair.analyse.staging_calibration import calibrate
 from specpair.generate import card_files, plan_files
+from specpair.generate.render import dump_json
 from specpair.load.runbooks import GENERATED_DIR
 from specpair.load.staging_log import (
     STAGING_DIR,
@@ -22,7 +23,7 @@ from specpair.load.staging_log import (
 )
 from specpair.model.errors import SpecpairError
 from specpair.resolve.pair import ResolvedPair
-from specpair.write.writer import atomic_write, dump_json
+from specpair.write.writer import atomic_write
 
 MAX_LOG_BYTES = 256 << 20
 """A log with the engine's output mixed in can be long; anything past this is not a log."""

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve.pair import ResolvedPair
+from specpair.engines.pair_input import EngineInput
+
+
+class FallbackError(Exception):
+    """The server does not speculate the way the runbook says (or at all)."""
+
 
 GetJson = Callable[[str], dict[str, Any]]
 """GET a path of the speculative server, its JSON body."""
@@ -22,9 +26,9 @@ class BenchProbe:
     """Fields added to every replayed request (`kind: replay`): the answer's token ids
     where the release can return them (token-for-token comparison) and its per-request
     acceptance."""
-    draft_positions: Callable[[ResolvedPair], int | None]
+    draft_positions: Callable[[EngineInput], int | None]
     """The draft tokens per step the server's per-position counter must show (None where
     the release exports no such counter)."""
-    check_server: Callable[[ResolvedPair, GetJson], None]
-    """Raises bench.metrics.FallbackError when the server's own report of its resolved
+    check_server: Callable[[EngineInput, GetJson], None]
+    """Raises FallbackError when the server's own report of its resolved
     arguments disagrees with the runbook (a no-op where the release has no such report)."""

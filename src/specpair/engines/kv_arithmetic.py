@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from specpair.engines.pair_input import EngineInput
 from specpair.model.budget import Storage
 from specpair.model.common import DTYPE_BYTES, KVDtype
 from specpair.model.errors import Problem, SpecpairError
 from specpair.model.geometry import Geometry
 from specpair.model.memo import value_memo
-
-if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve.pair import ResolvedPair
 
 
 def model_dtype_bytes(geometry: Geometry) -> int:
@@ -51,7 +47,7 @@ def pct(part: float, whole: float) -> float:
     return round(100.0 * part / whole, 2) if whole else 0.0
 
 
-def storage(pair: ResolvedPair) -> Storage:
+def storage(pair: EngineInput) -> Storage:
     return _storage(pair.target.download_bytes,
                     pair.draft.download_bytes if pair.draft else 0)
 
@@ -83,7 +79,7 @@ def valid_tp_sizes(geometries: list[Geometry], limit: int = 64) -> list[int]:
             if not any(_tp_problems("", g, t) for g in geometries)]
 
 
-def check_tensor_parallel(pair: ResolvedPair, draft_tp: int | None = None, *,
+def check_tensor_parallel(pair: EngineInput, draft_tp: int | None = None, *,
                           with_draft: bool = True) -> None:
     """Head counts must split over the TP ranks (the engines assert it at start-up);
     `with_draft=False` judges the target alone (the server without its draft)."""
@@ -103,25 +99,3 @@ def check_tensor_parallel(pair: ResolvedPair, draft_tp: int | None = None, *,
             problems.append(Problem(pair.location(field), message, hint))
     if problems:
         raise SpecpairError(problems)
-
-
-def refuse_moe_over_data_parallel(pair: ResolvedPair) -> None:
-    """Where the release puts the MoE layers of its data-parallel ranks in one group of
-    tensor × data ranks (vLLM: `FusedMoEParallelConfig.make` flattens TP across DP, and
-    expert parallelism spans the same ranks), a rank holds 1/(tp·dp) of the experts and
-    runs the experts for every replica's tokens. specpair budgets and times each
-    data-parallel rank as a replica of its own, so it refuses that deployment by name."""
-    par = pair.runbook.deployment.parallel
-    if par.data == 1 or "moe_over_data_parallel" not in pair.release.profile.capabilities:
-        return
-    moe = [role for role, model in (("target", pair.target), ("draft", pair.draft))
-           if model is not None and model.geometry.moe is not None]
-    if moe:
-        raise SpecpairError([Problem(
-            pair.location("deployment.parallel.data"),
-            f"not modelled: data parallelism of an MoE {moe[0]} on "
-            f"{pair.engine}: its MoE layers are one group over tensor × data = "
-            f"{par.tensor} × {par.data} ranks (FusedMoEParallelConfig.make), while specpair "
-            "budgets and times each data-parallel rank as a replica of its own",
-            "set data: 1 and run one deployment per replica, or fold the replicas into "
-            f"tensor: {par.tensor * par.data}")])

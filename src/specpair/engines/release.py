@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from specpair.engines.pair_input import EngineInput
 from specpair.engines.profile import EngineProfile
 
 if TYPE_CHECKING:  # annotations only: the release packages import these, not the interface
@@ -22,7 +23,6 @@ if TYPE_CHECKING:  # annotations only: the release packages import these, not th
     from specpair.facts.hardware import GPU
     from specpair.model.budget import Budget
     from specpair.model.geometry import Geometry
-    from specpair.resolve.pair import ResolvedPair
 
 __all__ = ["EngineProfile", "EngineRelease", "as_configured"]
 
@@ -37,12 +37,12 @@ class EngineRelease:
     """One supported release; registered once in `specpair.engines.registry.RELEASES`."""
 
     profile: EngineProfile
-    server_args: Callable[[ResolvedPair, GPU], ResolvedArgs]
+    server_args: Callable[[EngineInput, GPU], ResolvedArgs]
     """The server arguments of a pair, resolved once with the release's defaults: what
     the launch renders and the budget reads."""
-    launch: Callable[[ResolvedPair, bool], Launch]
+    launch: Callable[[EngineInput, bool], Launch]
     """The server command of a pair (`speculate=False`: the same server without a draft)."""
-    budget: Callable[[ResolvedPair, GPU], Budget]
+    budget: Callable[[EngineInput, GPU], Budget]
     """The two-model memory budget, through this release's start-up order and formulas."""
     metrics: EngineMetrics
     """What the release exports on /metrics; the rules and dashboards use nothing else."""
@@ -57,13 +57,13 @@ class EngineRelease:
     lives in the target checkpoint (built-in MTP layers): the overrides the release's own
     draft-mode config code applies, e.g. a layer count the config leaves out. `specpair
     lock` builds the bundled draft from it; `specpair.model.geometry` reads configs as written."""
-    recap: Callable[[Budget, ResolvedPair, GPU], Budget | None] | None = None
+    recap: Callable[[Budget, EngineInput, GPU], Budget | None] | None = None
     """`budget(pair, gpu)` from the budget of a pair that differs from `pair` in
     deployment.max_running_requests (and deployment.concurrency) alone, computing again
     only what those decide (the planner budgets each candidate without and then with the
     concurrency it chose); None from the callable, or unset: not derivable that way,
     `budget` computes it whole."""
-    schedule_refusal: Callable[[ResolvedPair], str | None] | None = None
+    schedule_refusal: Callable[[EngineInput], str | None] | None = None
     """Why the release cannot run a speculation schedule for a pair, citing its code
     (None from the callable: it can); unset: the release's schedule support is unreviewed."""
 
@@ -79,7 +79,7 @@ class EngineRelease:
     def label(self) -> str:
         return self.profile.label
 
-    def schedule_refusal_for(self, pair: ResolvedPair) -> str | None:
+    def schedule_refusal_for(self, pair: EngineInput) -> str | None:
         """Why this release will not run a schedule for the pair (None: it will): the
         release's own reviewed reason, or, where its schedule support is unreviewed, that.
         The one answer the launch, the break-even page and the planner all use."""

@@ -8,11 +8,10 @@ import io
 from specpair.analyse.analysis import Analysis
 from specpair.analyse.latency import LatencyModel
 from specpair.analyse.step_inputs import NOT_MODELLED_HINT
-from specpair.facts.verified_layouts import UNVERIFIED_MARK, UNVERIFIED_MEANING
-from specpair.generate.render import cell, gib, num, table, value
+from specpair.engines.verified_layouts import UNVERIFIED_MARK, UNVERIFIED_MEANING
+from specpair.generate.render import cell, dump_json, gib, num, table, value
 from specpair.model.budget import Budget, Scenario
 from specpair.resolve.pair import ResolvedPair
-from specpair.write.writer import dump_json
 
 
 def generate(a: Analysis) -> dict[str, bytes]:

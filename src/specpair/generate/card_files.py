@@ -10,12 +10,11 @@ from typing import Any
 from specpair.analyse.analysis import Analysis
 from specpair.analyse.staging import StagingPlan
 from specpair.bench.record import Cell, Measurement, percentile
-from specpair.facts.verified_layouts import declared_notes
+from specpair.engines.verified_layouts import declared_notes
 from specpair.generate.plan_files import measured_markdown, measured_of, unverified_lines
 from specpair.generate.render import cell as esc
-from specpair.generate.render import table
+from specpair.generate.render import dump_json, table
 from specpair.resolve.pair import ResolvedPair
-from specpair.write.writer import dump_json
 
 CAVEAT = ("Measured on the workloads named here only. Acceptance, and so speedup, depends "
           "on the traffic: conclusions do not carry over to other workloads, prompt "

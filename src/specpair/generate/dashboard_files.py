@@ -25,7 +25,7 @@ from grafana_foundation_sdk.models.text import TextMode
 from specpair.analyse.alerts import Thresholds, selector, watches_first_request
 from specpair.analyse.analysis import Analysis
 from specpair.analyse.monitoring import EngineMetrics, for_engine
-from specpair.facts.verified_layouts import marks
+from specpair.engines.verified_layouts import marks
 
 DASHBOARD = "dashboard.grafana.json"
 PanelBuilder = cogbuilder.Builder[model.Panel]

@@ -23,12 +23,12 @@ import yaml
 from specpair.analyse.analysis import Analysis
 from specpair.analyse.launch import EnvRef, Launch
 from specpair.engines import registry as engines
-from specpair.facts.verified_layouts import declared_notes, marks
+from specpair.engines.verified_layouts import declared_notes, marks
 from specpair.generate import stage_script
 from specpair.generate.pod_resources import pod_resources, ranks_per_pod
+from specpair.generate.render import dump_json
 from specpair.generate.shell_text import cell_text, slug
 from specpair.resolve.pair import ResolvedPair
-from specpair.write.writer import dump_json
 
 LWS_ENV = {"NODE_RANK": "$(LWS_WORKER_INDEX)", "DIST_INIT_ADDR": "$(LWS_LEADER_ADDRESS):20000",
            "MASTER_ADDR": "$(LWS_LEADER_ADDRESS)"}

@@ -17,7 +17,7 @@ from specpair.analyse.alerts import (
 )
 from specpair.analyse.analysis import Analysis
 from specpair.analyse.monitoring import for_engine
-from specpair.facts.verified_layouts import marks
+from specpair.engines.verified_layouts import marks
 from specpair.generate.shell_text import cell_text
 from specpair.resolve.pair import ResolvedPair
 

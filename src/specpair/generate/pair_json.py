@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from specpair.analyse.analysis import Analysis
-from specpair.facts.verified_layouts import declared_notes
-from specpair.write.writer import dump_json
+from specpair.engines.verified_layouts import declared_notes
+from specpair.generate.render import dump_json
 
 
 def generate(a: Analysis) -> dict[str, bytes]:

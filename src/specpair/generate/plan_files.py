@@ -14,12 +14,11 @@ from specpair.analyse.staging import StagingPlan
 from specpair.analyse.staging_calibration import Comparison, StagingCalibration, calibrate, compare
 from specpair.analyse.step_inputs import NOT_MODELLED_HINT
 from specpair.engines.schedule_model import ResolvedSchedule
-from specpair.facts.verified_layouts import UNVERIFIED_MARK, UNVERIFIED_MEANING, declared_notes
-from specpair.generate.render import cell, num, table
+from specpair.engines.verified_layouts import UNVERIFIED_MARK, UNVERIFIED_MEANING, declared_notes
+from specpair.generate.render import cell, dump_json, num, table
 from specpair.generate.stage_script import stage_script
 from specpair.load.staging_log import rate
 from specpair.resolve.pair import ResolvedPair
-from specpair.write.writer import dump_json
 
 
 def generate(a: Analysis) -> dict[str, bytes]:

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 
 from specpair.analyse.plan import Plan, Row
-from specpair.facts.verified_layouts import UNVERIFIED_MARK, UNVERIFIED_MEANING
+from specpair.engines.verified_layouts import UNVERIFIED_MARK, UNVERIFIED_MEANING
 from specpair.generate.render import table
 
 Escape = Callable[[object], str]

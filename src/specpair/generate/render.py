@@ -1,12 +1,20 @@
-"""Formatting shared by the Markdown generators: units, numbers, escaped table cells."""
+"""Formatting shared by the generators: units, numbers, escaped table cells, and the one
+JSON form of generated files."""
 
 from __future__ import annotations
 
 import html
+import json
+from typing import Any
 
 from specpair.model.common import inert
 
 GIB = 1 << 30
+
+
+def dump_json(data: Any) -> bytes:
+    """The one JSON form of generated files: sorted keys, two-space indent, final newline."""
+    return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
 
 def gib(n: int | float) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from specpair.write.writer import dump_json
+from specpair.generate.render import dump_json
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 

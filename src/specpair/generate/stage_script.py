@@ -15,7 +15,7 @@ from __future__ import annotations
 import shlex
 
 from specpair.analyse.staging import HF_DOWNLOAD_WORKERS, StagingPlan
-from specpair.facts.verified_layouts import marks
+from specpair.engines.verified_layouts import marks
 from specpair.generate.shell_text import cell_text, slug
 from specpair.load.staging_log import EXIT_STATUS, LOG_FORMAT
 from specpair.resolve.pair import ResolvedPair

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from specpair.analyse.stepmodel import deployment_refusal
 from specpair.engines import registry
 from specpair.engines.profile import EngineProfile
 from specpair.facts import hardware
@@ -19,6 +18,7 @@ from specpair.model.catalogue import rule_ids, unwaivable
 from specpair.model.common import Method
 from specpair.model.findings import Finding
 from specpair.model.runbook import Artifact, Runbook
+from specpair.model.step_refusals import deployment_refusal
 
 Add = Callable[[PathKey, str, str], None]
 

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from specpair.load import hf_config
+from specpair.model import hf_config
 from specpair.model.errors import SpecpairError
 from specpair.model.geometry import Geometry, NotModelled, from_hf_config
 from specpair.model.lock import (

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from specpair.load import hf_config
+from specpair.model import hf_config
 from specpair.model.common import NonNegativeInt, PositiveInt, Strict
 from specpair.model.memo import value_memo
 

@@ -7,94 +7,34 @@ downstream would otherwise describe a different checkpoint.
 
 from __future__ import annotations
 
-from pydantic import Field, PrivateAttr, ValidationError
+from pydantic import Field, ValidationError
 
 from specpair.bench.record import Measurement
 from specpair.engines import registry
+from specpair.engines.pair_input import EngineInput, ResolvedArtifact
 from specpair.engines.release import EngineRelease
-from specpair.engines.schedule_model import ResolvedSchedule
 from specpair.facts import hardware
-from specpair.load.document import Document
 from specpair.load.runbooks import LoadedRunbook
 from specpair.load.staging_log import StagingRecord
-from specpair.model.common import Strict
-from specpair.model.errors import Location, Problem, SpecpairError
-from specpair.model.findings import path_key
+from specpair.model.errors import Problem, SpecpairError
 from specpair.model.geometry import Geometry, GeometryOverride
-from specpair.model.lock import ArtifactLock, Lock, Source, Tokenizer, VocabMapping, Weights
-from specpair.model.runbook import Artifact, Runbook
+from specpair.model.lock import ArtifactLock, Lock, Source
+from specpair.model.runbook import Artifact
 
 
-class ResolvedArtifact(Strict):
-    role: str
-    source: Source
-    bundled: bool = False
-    provenance: str
-    geometry: Geometry
-    weights: Weights
-    download_bytes: int
-    tokenizer: Tokenizer
-    unconfirmed: list[str]
-    overridden: list[str] = Field(description="geometry fields declared in the runbook")
-    sources: dict[str, str]
+class ResolvedPair(EngineInput):
+    """A pair as every stage above the engines reads it: the engine input, its records,
+    and the engine release it pins."""
 
-
-class ResolvedPair(Strict):
-    name: str
-    source_file: str = Field(description="the runbook, relative to the repository root")
-    runbook: Runbook
-    engine: str
-    gpu: str
-    target: ResolvedArtifact
-    draft: ResolvedArtifact | None
     measurement: Measurement | None = Field(
         default=None, description="the latest record of the measurement protocol")
     staging_records: list[StagingRecord] = Field(
         default_factory=list, description="recorded cold starts, oldest first")
-    vocab_mapping: VocabMapping | None = Field(
-        default=None, description="the lock's vocabulary intersection (heterogeneous mode)")
-    schedule: ResolvedSchedule | None = Field(
-        default=None, description="the speculation schedule the launch renders "
-                                  "(`specpair.analyse.schedule.attach`); None: static K")
-
-    _document: Document | None = PrivateAttr(default=None)
-    """The runbook as the loader parsed it: positions for findings made after loading."""
 
     @property
     def release(self) -> EngineRelease:
         """The engine release the runbook pins (the loader refused any other)."""
         return registry.by_label(self.engine)
-
-    def location(self, field: str) -> Location:
-        """Where a dotted field path sits in the runbook, from the document the loader
-        read (a pair built in memory has none: the file alone)."""
-        if self._document is None:
-            return Location(self.source_file, 0, 0, field)
-        line, column = self._document.locate(path_key(field))
-        return Location(self.source_file, line, column, field)
-
-    @property
-    def bundled_draft(self) -> ResolvedArtifact | None:
-        return self.draft if self.draft is not None and self.draft.bundled else None
-
-    @property
-    def target_own_weight_bytes(self) -> int:
-        """Weights the target runner loads: a bundled draft's tensors sit in the same
-        checkpoint but are loaded (and counted) by the draft runner."""
-        bundled = self.bundled_draft
-        return self.target.weights.weight_bytes - (bundled.weights.weight_bytes
-                                                   if bundled else 0)
-
-    @property
-    def target_own_active_params(self) -> int:
-        def active(art: ResolvedArtifact) -> int:
-            return art.weights.active_params or art.weights.total_params
-        bundled = self.bundled_draft
-        return active(self.target) - (active(bundled) if bundled else 0)
-
-    @property
-    def gpu_spec(self) -> hardware.GPU:
-        return hardware.resolve(self.runbook.deployment.gpu)
 
 
 _GEOMETRIES: dict[Geometry, Geometry] = {}

@@ -30,7 +30,7 @@ LIBRARIES = ("PyYAML", "grafana-foundation-sdk", "pydantic", "jsonnet",
 def code_digest() -> str:
     """specpair's files and its libraries' versions: any change invalidates every page."""
     digest = hashlib.sha256(FORMAT.encode())
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # the whole specpair package
     for path in sorted(package.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:
             digest.update(str(path.relative_to(package)).encode() + b"\0")

@@ -11,19 +11,12 @@ Folders the build owns (`runbooks/<pair>/generated/`) are pruned of files it no 
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from specpair.load import file_policy
-
-
-def dump_json(data: Any) -> bytes:
-    """The one JSON form of generated files: sorted keys, two-space indent, final newline."""
-    return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
 
 @dataclass

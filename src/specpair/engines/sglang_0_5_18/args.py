@@ -3,15 +3,11 @@ size and running-request default, facts.DIFFERENCES) with this release's default
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from specpair.engines.pair_input import EngineInput
 from specpair.engines.sglang_0_5_18.facts import PROFILE
 from specpair.engines.sglang_0_5_23 import args as base
 from specpair.engines.sglang_0_5_23.args import Defaults, ParserDefault, ServerArgs
 from specpair.facts.hardware import GPU
-
-if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve.pair import ResolvedPair
 
 # paths in the sglang-0.5.18 wheel, under sglang/srt/
 DEFAULTS = Defaults(
@@ -21,5 +17,5 @@ DEFAULTS = Defaults(
     mamba_full_memory_ratio=ParserDefault(0.9, 0.9, "server_args.py:2562"))
 
 
-def server_args(pair: ResolvedPair, gpu: GPU) -> ServerArgs:
+def server_args(pair: EngineInput, gpu: GPU) -> ServerArgs:
     return base.server_args(pair, gpu, DEFAULTS)

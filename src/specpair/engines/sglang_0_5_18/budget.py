@@ -4,20 +4,16 @@ with this release's defaults."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from specpair.engines.pair_input import EngineInput
 from specpair.engines.sglang_0_5_18.args import DEFAULTS
 from specpair.engines.sglang_0_5_23 import budget as base
 from specpair.facts.hardware import GPU
 from specpair.model.budget import Budget
 
-if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve.pair import ResolvedPair
 
-
-def budget(pair: ResolvedPair, gpu: GPU) -> Budget:
+def budget(pair: EngineInput, gpu: GPU) -> Budget:
     return base.budget(pair, gpu, DEFAULTS)
 
 
-def recap(computed: Budget, pair: ResolvedPair, gpu: GPU) -> Budget | None:
+def recap(computed: Budget, pair: EngineInput, gpu: GPU) -> Budget | None:
     return base.recap(computed, pair, gpu, DEFAULTS)

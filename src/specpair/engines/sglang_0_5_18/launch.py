@@ -3,24 +3,19 @@ it writes, tests/engine/test_parsers.py), with the start-up refusals only 0.5.18
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from specpair.engines.launch_model import Launch, Preflights
+from specpair.engines.pair_input import EngineInput
 from specpair.engines.sglang_0_5_18.args import DEFAULTS
 from specpair.engines.sglang_0_5_18.facts import DSPARK_NESTED_CONFIG
 from specpair.engines.sglang_0_5_23 import launch as base
 from specpair.model.common import Method
-
-if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve.pair import ResolvedPair
-
 
 # server_args.py:143 QUANTIZATION_CHOICES: 0.5.23's and `marlin`
 QUANTIZATION = tuple(q for name in base.QUANTIZATION
                      for q in ((name, "marlin") if name == "gptq" else (name,)))
 
 
-def build(pair: ResolvedPair, speculate: bool = True) -> Launch:
+def build(pair: EngineInput, speculate: bool = True) -> Launch:
     launch = base.build(pair, speculate, DEFAULTS, QUANTIZATION)
     checks = Preflights(DEFAULTS.engine)
     fact = DSPARK_NESTED_CONFIG

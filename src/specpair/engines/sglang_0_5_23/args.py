@@ -7,17 +7,14 @@ and nowhere else: the launch renders `ServerArgs`, the budget computes from it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from specpair.engines.args_model import ServerArg
+from specpair.engines.pair_input import EngineInput
 from specpair.engines.sglang_0_5_23.facts import PROFILE
 from specpair.facts.hardware import GPU
 from specpair.model.budget import Line, MiB, line
 from specpair.model.common import Method
 from specpair.model.runbook import Speculation
-
-if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve.pair import ResolvedPair
 
 ENGINE = PROFILE.label
 SPEC_DEFAULT_MAX_RUNNING_REQUESTS = 48  # server_args.py: under speculation, when unset
@@ -185,7 +182,7 @@ def _verify_width_or_none(spec: Speculation) -> int | None:
     return None if spec.num_speculative_tokens is None else verify_width(spec)
 
 
-def server_args(pair: ResolvedPair, gpu: GPU, defaults: Defaults = DEFAULTS) -> ServerArgs:
+def server_args(pair: EngineInput, gpu: GPU, defaults: Defaults = DEFAULTS) -> ServerArgs:
     dep = pair.runbook.deployment
     target = pair.target.geometry
     par = dep.parallel

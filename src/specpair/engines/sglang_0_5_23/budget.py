@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from specpair.engines.kv_arithmetic import (
     kv_bytes,
@@ -32,6 +31,7 @@ from specpair.engines.kv_arithmetic import (
     storage,
     weights_per_rank,
 )
+from specpair.engines.pair_input import EngineInput
 from specpair.engines.sglang_0_5_23 import schedule
 from specpair.engines.sglang_0_5_23.args import (
     DEFAULTS,
@@ -46,9 +46,6 @@ from specpair.model.common import KVDtype, Method
 from specpair.model.errors import SpecpairError
 from specpair.model.geometry import Geometry, LinearAttention
 from specpair.model.runbook import Runbook
-
-if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve.pair import ResolvedPair
 
 DEFAULT_OTHER_ALLOCATIONS = int(0.6 * GiB)
 # BailingMoeV3 is in both _MAMBA_RADIX_CACHE_ARCHS and _MAMBA_EXTRA_BUFFER_ARCHS
@@ -293,7 +290,7 @@ class PoolCells:
     note: str | None
 
 
-def pool_cells(pair: ResolvedPair, defaults: Defaults = DEFAULTS) -> PoolCells:
+def pool_cells(pair: EngineInput, defaults: Defaults = DEFAULTS) -> PoolCells:
     """The configurator the engine picks for this pair (DefaultPoolConfigurator or
     HybridSWAPoolConfigurator) and its bytes per token: target, draft, sliding layers."""
     dep = pair.runbook.deployment
@@ -499,7 +496,7 @@ def size_pool(name: str, inputs: Inputs, cell_t: int, cell_d: int, rb: Runbook |
         full_context_headroom_bytes=headroom, fits=fits, verdict=verdict, lines=lines)
 
 
-def recap(computed: Budget, pair: ResolvedPair, gpu: GPU, defaults: Defaults = DEFAULTS
+def recap(computed: Budget, pair: EngineInput, gpu: GPU, defaults: Defaults = DEFAULTS
           ) -> Budget | None:
     """`budget(pair, gpu, defaults)`, from `computed`, the budget of a pair that differs
     from `pair` in deployment.max_running_requests (and deployment.concurrency, which the
@@ -534,7 +531,7 @@ def recap(computed: Budget, pair: ResolvedPair, gpu: GPU, defaults: Defaults = D
         "fallback": None if computed.fallback is None else again(computed.fallback)})
 
 
-def budget(pair: ResolvedPair, gpu: GPU, defaults: Defaults = DEFAULTS) -> Budget:
+def budget(pair: EngineInput, gpu: GPU, defaults: Defaults = DEFAULTS) -> Budget:
     rb = pair.runbook
     dep = rb.deployment
     spec = rb.speculation

@@ -9,10 +9,9 @@ limit (48 under speculation).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from specpair.engines.kv_arithmetic import kv_layers
 from specpair.engines.launch_model import EnvRef, Launch, Preflights
+from specpair.engines.pair_input import EngineInput
 from specpair.engines.sglang_0_5_23 import schedule
 from specpair.engines.sglang_0_5_23.args import (
     DEFAULTS,
@@ -24,9 +23,6 @@ from specpair.engines.sglang_0_5_23.budget import EXTRA_BUFFER_ARCHS
 from specpair.engines.sglang_0_5_23.facts import PROFILE
 from specpair.model.common import KVDtype, Method
 from specpair.model.runbook import Artifact
-
-if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve.pair import ResolvedPair
 
 LONGER_CONTEXT_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 
@@ -51,7 +47,7 @@ def _source(art: Artifact) -> tuple[str, str | None]:
     return art.repo, art.revision
 
 
-def build(pair: ResolvedPair, speculate: bool = True, defaults: Defaults = DEFAULTS,
+def build(pair: EngineInput, speculate: bool = True, defaults: Defaults = DEFAULTS,
           quantization: tuple[str, ...] = QUANTIZATION) -> Launch:
     rb = pair.runbook
     dep = rb.deployment

@@ -31,13 +31,10 @@ PD multiplexing (specpair renders none of the last four).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 from specpair.engines.launch_model import Preflights
+from specpair.engines.pair_input import EngineInput
 from specpair.engines.sglang_0_5_23.facts import PROFILE
-
-if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve.pair import ResolvedPair
 
 ADAPTIVE_ALGORITHMS = ("EAGLE", "EAGLE3")
 ALIASES = {"NEXTN": "EAGLE"}  # _resolve_speculative_algorithm_alias
@@ -47,7 +44,7 @@ SLOT_DEFAULTS = {"ema_alpha": 0.2, "update_interval": 5, "warmup_batches": 10,
 CONFIG_DIR = "/tmp/specpair"
 
 
-def refusal(pair: ResolvedPair) -> str | None:
+def refusal(pair: EngineInput) -> str | None:
     """Why this release cannot run a schedule for the pair (None: it can)."""
     spec = pair.runbook.speculation
     name = PROFILE.method_names.get(spec.method, spec.method.value)
@@ -62,11 +59,11 @@ def refusal(pair: ResolvedPair) -> str | None:
     return None
 
 
-def config_path(pair: ResolvedPair) -> str:
+def config_path(pair: EngineInput) -> str:
     return f"{CONFIG_DIR}/{pair.runbook.pair.name}/sglang-adaptive.json"
 
 
-def adaptive_config(pair: ResolvedPair) -> dict[str, object]:
+def adaptive_config(pair: EngineInput) -> dict[str, object]:
     """The `--speculative-adaptive-config` JSON: one tier per schedule range."""
     assert pair.schedule is not None
     config: dict[str, object] = dict(SLOT_DEFAULTS)
@@ -75,13 +72,13 @@ def adaptive_config(pair: ResolvedPair) -> dict[str, object]:
     return config
 
 
-def steps(pair: ResolvedPair) -> int:
+def steps(pair: EngineInput) -> int:
     """--speculative-num-steps: the largest candidate (what the engine sizes for)."""
     assert pair.schedule is not None
     return pair.schedule.max_k
 
 
-def render(pair: ResolvedPair, checks: Preflights, reason: str | None
+def render(pair: EngineInput, checks: Preflights, reason: str | None
            ) -> tuple[list[str], dict[str, str]]:
     """(the adaptive flags, the files they read), or a refusal by name."""
     if pair.runbook.speculation.schedule is None:

@@ -5,15 +5,11 @@ both wheels) but for the reviewed difference in `facts.py` DIFFERENCES of kind `
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from specpair.engines.launch_model import Preflights
+from specpair.engines.pair_input import EngineInput
 from specpair.engines.vllm_0_32_0 import schedule
 from specpair.engines.vllm_0_32_0.facts import PROFILE
 from specpair.engines.vllm_0_33_0 import launch as v0_33_0
-
-if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve.pair import ResolvedPair
 
 __all__ = ["ENGINE", "LAUNCHER", "Launcher", "build", "heterogeneous_vocab_preflight",
            "speculative_config"]
@@ -22,7 +18,7 @@ ENGINE = PROFILE.label
 
 
 class Launcher(v0_33_0.Launcher):
-    def schedule_refusal(self, pair: ResolvedPair) -> str | None:
+    def schedule_refusal(self, pair: EngineInput) -> str | None:
         """0.32.0 has no `_maybe_disable_dynamic_sd_for_v1` (schedule.py)."""
         return schedule.refusal(pair)
 

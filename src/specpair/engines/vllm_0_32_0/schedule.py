@@ -6,16 +6,12 @@ chain method specpair renders is one 0.33.0 supports on V1 too)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from specpair.engines.pair_input import EngineInput
 from specpair.engines.vllm_0_33_0.schedule import CONFIG_KEY, entries, graph_note, render
 from specpair.engines.vllm_0_33_0.schedule import refusal as _refusal
-
-if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve.pair import ResolvedPair
 
 __all__ = ["CONFIG_KEY", "entries", "graph_note", "refusal", "render"]
 
 
-def refusal(pair: ResolvedPair) -> str | None:
+def refusal(pair: EngineInput) -> str | None:
     return _refusal(pair, v1_guard=False)

@@ -8,16 +8,13 @@ budget is always of the server the command starts.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from specpair.engines.args_model import ServerArg
+from specpair.engines.pair_input import EngineInput
 from specpair.engines.vllm_0_33_0.facts import PROFILE
 from specpair.facts.hardware import GPU
 from specpair.model.budget import GiB
 from specpair.model.common import Method
-
-if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve.pair import ResolvedPair
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92  # CacheConfig.gpu_memory_utilization
 DEFAULT_BLOCK_SIZE = PROFILE.default_page_size  # CacheConfig.block_size on CUDA
@@ -41,7 +38,7 @@ def default_max_num_batched_tokens(gpu: GPU) -> int:
     return 2048
 
 
-def speculative_tokens(pair: ResolvedPair) -> int:
+def speculative_tokens(pair: EngineInput) -> int:
     """K, draft tokens per step, as vLLM counts them."""
     spec = pair.runbook.speculation
     if spec.method is Method.DSPARK:
@@ -90,7 +87,7 @@ class ServerArgs:
         return rows
 
 
-def server_args(pair: ResolvedPair, gpu: GPU) -> ServerArgs:
+def server_args(pair: EngineInput, gpu: GPU) -> ServerArgs:
     dep = pair.runbook.deployment
     spec = pair.runbook.speculation
     defaulted = {name for name, value in (

@@ -4,23 +4,19 @@ per-position acceptance counter shows the draft tokens per step the server runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from specpair.engines.bench_model import BenchProbe, GetJson
+from specpair.engines.pair_input import EngineInput
 from specpair.engines.vllm_0_33_0.args import server_args
 from specpair.model.common import Method
 
-if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve.pair import ResolvedPair
 
-
-def draft_positions(pair: ResolvedPair) -> int | None:
+def draft_positions(pair: EngineInput) -> int | None:
     if pair.runbook.speculation.method is Method.NGRAM:
         return None
     return server_args(pair, pair.gpu_spec).num_speculative_tokens
 
 
-def check_server(pair: ResolvedPair, get: GetJson) -> None:
+def check_server(pair: EngineInput, get: GetJson) -> None:
     """vLLM serves no report of its resolved speculative config (0.32.0 and 0.33.0)."""
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from specpair.engines.kv_arithmetic import (
     kv_bytes,
@@ -28,6 +28,7 @@ from specpair.engines.kv_arithmetic import (
     storage,
     weights_per_rank,
 )
+from specpair.engines.pair_input import EngineInput
 from specpair.engines.vllm_0_33_0 import schedule
 from specpair.engines.vllm_0_33_0.args import server_args
 from specpair.engines.vllm_0_33_0.facts import PROFILE
@@ -37,9 +38,6 @@ from specpair.model.common import KVDtype, Method
 from specpair.model.errors import SpecpairError
 from specpair.model.geometry import Geometry
 from specpair.model.memo import value_memo
-
-if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve.pair import ResolvedPair
 
 ENGINE = PROFILE.label
 DEFAULT_NON_TORCH = int(0.6 * GiB)
@@ -337,7 +335,7 @@ class Rules:
                          f"({widest} layers · {page} B), not the sum", state_blocks)
 
 
-    def hybrid_state(self, pair: ResolvedPair, block: int, speculative: bool
+    def hybrid_state(self, pair: EngineInput, block: int, speculative: bool
                      ) -> StatePlan | None:
         """The GDN state plan of a linear-attention hybrid target, or None for other targets;
         refuses the hybrids and settings it does not model."""
@@ -370,7 +368,7 @@ class Rules:
                           kv_bytes(dep.kv_cache_dtype, target), num_spec)
 
 
-    def kv_plan(self, pair: ResolvedPair, speculative: bool = True
+    def kv_plan(self, pair: EngineInput, speculative: bool = True
                 ) -> tuple[BlockPlan, int, int, int]:
         """(block plan, block size, target bytes per block, draft bytes per block)."""
         dep = pair.runbook.deployment
@@ -425,7 +423,7 @@ class Rules:
         return plan, block, sum(s.page for s in t_specs), sum(s.page for s in d_specs)
 
 
-    def budget(self, pair: ResolvedPair, gpu: GPU) -> Budget:
+    def budget(self, pair: EngineInput, gpu: GPU) -> Budget:
         rb = pair.runbook
         dep = rb.deployment
         spec = rb.speculation
@@ -522,7 +520,7 @@ class Rules:
             draft_share_of_kv_pct=pct(scenario.cell_draft, scenario.cell_total),
             storage=storage(pair))
 
-    def recap(self, computed: Budget, pair: ResolvedPair, gpu: GPU) -> Budget:
+    def recap(self, computed: Budget, pair: EngineInput, gpu: GPU) -> Budget:
         """`budget(pair, gpu)`, from `computed`, the budget of a pair that differs from
         `pair` in deployment.max_running_requests (and deployment.concurrency, which the
         budget does not read) alone: the runbook's max_running_requests is read by

@@ -9,17 +9,15 @@ There is no `draft_revision`: the draft's revision is `revision` inside the JSON
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from specpair.engines.launch_model import EnvRef, Launch, Preflights
+from specpair.engines.pair_input import EngineInput
 from specpair.engines.profile import EngineProfile
 from specpair.engines.vllm_0_33_0 import schedule
 from specpair.engines.vllm_0_33_0.args import ServerArgs, server_args
 from specpair.engines.vllm_0_33_0.facts import PROFILE
 from specpair.model.common import KVDtype, Method
-
-if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve.pair import ResolvedPair
 
 ENGINE = PROFILE.label
 DEFAULT_DRAFT_SAMPLE_METHOD = "greedy"  # SpeculativeConfig.draft_sample_method
@@ -50,7 +48,7 @@ class Launcher:
         self.profile = profile
         self.engine = profile.label
 
-    def schedule_refusal(self, pair: ResolvedPair) -> str | None:
+    def schedule_refusal(self, pair: EngineInput) -> str | None:
         """Why this release would drop the pair's speculation schedule (schedule.py)."""
         return schedule.refusal(pair)
 
@@ -64,7 +62,7 @@ class Launcher:
                     "use kv_cache_dtype: auto (or the model's dtype)")
 
 
-    def speculative_config(self, pair: ResolvedPair, args: ServerArgs | None = None
+    def speculative_config(self, pair: EngineInput, args: ServerArgs | None = None
                            ) -> dict[str, Any]:
         rb = pair.runbook
         spec = rb.speculation
@@ -97,7 +95,7 @@ class Launcher:
         return config
 
 
-    def build(self, pair: ResolvedPair, speculate: bool = True) -> Launch:
+    def build(self, pair: EngineInput, speculate: bool = True) -> Launch:
         rb = pair.runbook
         dep = rb.deployment
         spec = rb.speculation
@@ -187,7 +185,7 @@ class Launcher:
                       env=env, health_path="/health", follower_argv=follower, port=dep.port)
 
 
-    def heterogeneous_vocab_preflight(self, pair: ResolvedPair, checks: Preflights
+    def heterogeneous_vocab_preflight(self, pair: EngineInput, checks: Preflights
                                       ) -> dict[str, str]:
         """The restrictions of `use_heterogeneous_vocab` (Token-Level Intersection);
         returns the environment the mode needs.

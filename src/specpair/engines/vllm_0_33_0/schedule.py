@@ -22,20 +22,18 @@ Where 0.33.0 silently drops the schedule (a warning, then the static K), specpai
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from specpair.engines.launch_model import Preflights
+from specpair.engines.pair_input import EngineInput
 from specpair.engines.vllm_0_33_0.facts import PROFILE
-
-if TYPE_CHECKING:  # annotations only: resolve sits above the engine registry
-    from specpair.resolve.pair import ResolvedPair
 
 CONFIG_KEY = "num_speculative_tokens_per_batch_size"
 V1_SCHEDULE_METHODS = ("ngram", "eagle", "eagle3", "mtp", "draft_model", "dflash")
 """`VllmConfig._maybe_disable_dynamic_sd_for_v1` (vllm/config/vllm.py, 0.33.0)."""
 
 
-def refusal(pair: ResolvedPair, v1_guard: bool = True) -> str | None:
+def refusal(pair: EngineInput, v1_guard: bool = True) -> str | None:
     """Why this release cannot run a schedule for the pair (None: it can)."""
     rb = pair.runbook
     spec = rb.speculation
@@ -55,13 +53,13 @@ def refusal(pair: ResolvedPair, v1_guard: bool = True) -> str | None:
     return None
 
 
-def entries(pair: ResolvedPair) -> list[list[int]]:
+def entries(pair: EngineInput) -> list[list[int]]:
     """The schedule as the config's inclusive [start, end, K] entries."""
     assert pair.schedule is not None
     return [[r.start, r.end, r.k] for r in pair.schedule.ranges]
 
 
-def render(pair: ResolvedPair, config: dict[str, Any], checks: Preflights,
+def render(pair: EngineInput, config: dict[str, Any], checks: Preflights,
            reason: str | None) -> None:
     """Adds the schedule to the speculative-config JSON, or refuses it by name."""
     if pair.runbook.speculation.schedule is None:
@@ -73,7 +71,7 @@ def render(pair: ResolvedPair, config: dict[str, Any], checks: Preflights,
         config[CONFIG_KEY] = entries(pair)
 
 
-def graph_note(pair: ResolvedPair) -> str:
+def graph_note(pair: EngineInput) -> str:
     """What a schedule changes in the CUDA-graph memory this release captures: '' without
     one. The KV lookahead slots and the draft/verify buffers stay sized for
     num_speculative_tokens (`VllmConfig.num_lookahead_tokens`), the schedule's largest K,

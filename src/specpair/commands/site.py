@@ -23,7 +23,7 @@ from specpair.analyse.checks import failing
 from specpair.analyse.latency import LatencyModel
 from specpair.engines import registry
 from specpair.engines.schedule_model import ResolvedSchedule
-from specpair.facts.verified_layouts import UNVERIFIED_MARK, UNVERIFIED_MEANING
+from specpair.engines.verified_layouts import UNVERIFIED_MARK, UNVERIFIED_MEANING
 from specpair.generate import card_files, charts, dashboard_files, launch_files, monitoring_files
 from specpair.generate.render import gib, num
 from specpair.model.common import inert

@@ -15,6 +15,7 @@ from specpair.bench import metrics
 from specpair.bench.client import request_body, run_load, summarize
 from specpair.bench.record import Cell, Measurement, Protocol
 from specpair.bench.workloads import fingerprint, generate
+from specpair.engines.bench_model import FallbackError
 from specpair.model.errors import SpecpairError
 from specpair.resolve.pair import ResolvedPair
 
@@ -58,7 +59,7 @@ def check_servers(pair: ResolvedPair, baseline: str, spec: str,
                 scrape(url), release.metrics,
                 expected_k=release.bench.draft_positions(variant))
             release.bench.check_server(variant, _getter(url))
-    except metrics.FallbackError as exc:
+    except FallbackError as exc:
         raise SpecpairError.single(url, f"unexpected fallback: {exc}",
                                    "start the servers from the generated launch scripts") from None
 

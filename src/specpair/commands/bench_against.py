@@ -175,10 +175,11 @@ def gate(pair: ResolvedPair, folder: Path, record_path: Path, baseline: str, spe
     record and the SARIF log under measurements/against/; 1 on any regression."""
     import datetime as dt
 
-    from specpair.bench.runner import run
+    from specpair.commands.bench import run
+    from specpair.generate.render import dump_json
     from specpair.load.document import load_document
     from specpair.load.runbooks import MEASUREMENTS_DIR
-    from specpair.write.writer import atomic_write, dump_json
+    from specpair.write.writer import atomic_write
 
     document = load_document(record_path)
     try:

@@ -13,16 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING
 
 import yaml
 
+from specpair.engines.pair_input import EngineInput
 from specpair.model.common import Method
 from specpair.model.geometry import Geometry
 from specpair.model.memo import value_memo
-
-if TYPE_CHECKING:
-    from specpair.resolve.pair import ResolvedPair
 
 
 @cache
@@ -93,7 +90,7 @@ def _check(engine: str, models: tuple[tuple[str, Geometry], ...], declared: tupl
                   "unverified_layouts" for u in missing if u.architecture in declared))
 
 
-def pair_models(pair: ResolvedPair) -> list[tuple[str, Geometry]]:
+def pair_models(pair: EngineInput) -> list[tuple[str, Geometry]]:
     """The models whose KV the pair's budget holds: the target, and the draft unless the
     method keeps no draft pool (NGRAM)."""
     models = [("target", pair.target.geometry)]
@@ -106,14 +103,14 @@ UNVERIFIED_MARK = "Unverified budget"
 """The words every output that carries a budget-derived number starts its note with."""
 
 
-def declared_notes(pair: ResolvedPair) -> list[str]:
+def declared_notes(pair: EngineInput) -> list[str]:
     """The pair's declared unverified layouts, as the notes every output shows; refusals
     of undeclared ones are the budget's (specpair.analyse.budget.check_layouts)."""
     return check(pair.engine, pair_models(pair),
                  pair.runbook.deployment.assumptions.unverified_layouts)[1]
 
 
-def marks(pair: ResolvedPair) -> list[str]:
+def marks(pair: EngineInput) -> list[str]:
     """One line per declared unverified layout, for a comment or a page: the mark, the
     note, and what it means for the numbers."""
     return [mark(note) for note in declared_notes(pair)]

@@ -18,6 +18,7 @@ from typing import Any
 
 from specpair.engines import registry
 from specpair.engines.release import EngineRelease
+from specpair.generate.render import dump_json
 from specpair.load.runbooks import LOCK_NAME, LoadedRunbook, load_lock
 from specpair.lock.hub import (
     TOKENIZER_FILES,
@@ -30,7 +31,7 @@ from specpair.lock.vocab import intersect, load_tokenizer, to_lock
 from specpair.model.errors import Problem, SpecpairError
 from specpair.model.lock import ArtifactLock, Lock, VocabMapping
 from specpair.model.runbook import Artifact, Runbook
-from specpair.write.writer import atomic_write, dump_json, holds
+from specpair.write.writer import atomic_write, holds
 
 MAX_PARALLEL = 4
 
