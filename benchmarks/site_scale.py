@@ -125,8 +125,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from build_scale import REPO, make_tree
 
+from specpair.commands import site
 from specpair.commands.build import load_pairs
-from specpair.generate import site
 
 Cost = tuple[float, float]  # wall seconds, CPU seconds
 Costs = tuple[Cost, ...]

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from specpair.generate.render import dump_json
 from specpair.model.geometry import Geometry, LinearAttention, MixtureOfExperts, from_hf_config
 from specpair.model.lock import (
     ArtifactLock,
@@ -26,7 +27,7 @@ from specpair.model.lock import (
     VocabMapping,
     Weights,
 )
-from specpair.write.writer import atomic_write, dump_json
+from specpair.write.writer import atomic_write
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "tests" / "fixtures" / "configs"

@@ -1,4 +1,4 @@
-"""Rewrite README.md's architecture table from the registries (specpair.facts.verified_layouts).
+"""Rewrite README.md's architecture table from the registries (specpair.engines.verified_layouts).
 
     PYTHONPATH=src python tools/readme_architectures.py
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specpair.facts.verified_layouts import README_BEGIN, README_END, architectures_markdown
+from specpair.engines.verified_layouts import README_BEGIN, README_END, architectures_markdown
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
