@@ -32,7 +32,7 @@ QWEN3_32B_LIKE = Geometry(
     full_attention_layers=64, num_attention_heads=64, num_key_value_heads=8, head_dim=128,
     v_head_dim=128)
 # five dense MHA layers: the layout of SpecForge's DSparkDraftModel, which the KV oracle
-# verifies (data/verified_layouts.yaml); the shapes are Ling-3.0-flash-dspark's
+# verifies (the release's verified_layouts.yaml); the shapes are Ling-3.0-flash-dspark's
 DSPARK_5L = Geometry(
     architecture="DSparkDraftModel", dtype="bfloat16", hidden_size=2560, vocab_size=157184,
     max_position_embeddings=262144, num_hidden_layers=5, attention="mha",

@@ -129,7 +129,7 @@ BREAKERS: dict[str, Callable[[], tuple[ResolvedPair, dict[str, Any]]]] = {
     "SP603": lambda: (with_runbook(_unverified_target(), deployment={
         "assumptions": {"unverified_layouts": ["DeciLMForCausalLM"]}}), {}),
     "SP604": lambda: (_unverified_target(), {}),
-    # vLLM's Gemma 3 multimodal class lacks SupportsEagle3 (data/method_support.yaml)
+    # vLLM's Gemma 3 multimodal class lacks SupportsEagle3 (the release's method_support.yaml)
     "SP308": lambda: (_artifact(make_pair(dense(36), dense(1), engine="vllm",
                                           version="0.33.0", speculation={
                                               "method": "EAGLE3", "num_speculative_tokens": 3}),

@@ -154,7 +154,7 @@ def test_it_budgets_at_the_full_context_and_the_gate_raises_nothing_on_it(repo: 
 
 def test_eagle3_on_it_fails_the_gate_only_where_the_engine_cannot_load_it(repo: Path) -> None:
     # vLLM 0.33.0's Gemma3ForConditionalGeneration lacks the SupportsEagle3 interface;
-    # SGLang 0.5.23's class has set_eagle3_layers_to_capture (data/method_support.yaml,
+    # SGLang 0.5.23's class has set_eagle3_layers_to_capture (the release's method_support.yaml,
     # checked against both engines' registries by tests/engine/test_method_support.py)
     found = findings(repo)
     vllm = [f for f in found["gemma3-eagle3-vllm"] if f.startswith("SP308")]

@@ -91,7 +91,7 @@ FILE_TOUCH_ALLOWED: set[str] = {
     "specpair.commands.init:read_text",
     "specpair.commands.init:write_bytes",
     "specpair.commands.staging_ingest:read_text",
-    "specpair.engines.verified_layouts:read_text",  # package data keyed by release label
+    "specpair.engines.registry:read_text",  # a release's own data files (its folder)
 }
 
 MAX_MODULE_LINES = 500

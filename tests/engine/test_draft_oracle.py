@@ -14,8 +14,7 @@ from typing import Any
 
 from specpair.analyse.budget import check_layouts
 from specpair.analyse.launch import build_for
-from specpair.engines import verified_layouts
-from specpair.facts import method_support
+from specpair.engines import method_support, verified_layouts
 from specpair.model.errors import SpecpairError
 from specpair.model.geometry import NotModelled
 from tests.engine.corpus import (

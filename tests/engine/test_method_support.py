@@ -1,5 +1,5 @@
 """EAGLE-3 support per target architecture, asked of the engines' own model registries:
-the reviewed data (data/method_support.yaml) must be what each engine says, and the gate
+the reviewed data (the release's method_support.yaml) must be what each engine says, and the gate
 must refuse exactly the pairs the engine cannot load, with the engine's reason."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from specpair.analyse.checks import Context, run
-from specpair.facts import method_support
+from specpair.engines import method_support
 from tests.engine import releases
 from tests.engine.conftest import HERE
 from tests.pairs import make_pair

@@ -19,10 +19,9 @@ from specpair.analyse.schedule import at_depth, attach
 from specpair.analyse.staging import StagingPlan, plan
 from specpair.analyse.staging_calibration import measured_cold_start
 from specpair.analyse.step_inputs import NOT_MODELLED_HINT, not_modelled_text, unmodelled
-from specpair.engines import verified_layouts
+from specpair.engines import method_support, verified_layouts
 from specpair.engines.launch_model import Preflight
 from specpair.engines.pair_input import ResolvedArtifact
-from specpair.facts import method_support
 from specpair.model.budget import Budget
 from specpair.model.catalogue import BY_ID, CATALOGUE, RuleSpec, unwaivable
 from specpair.model.common import Method
@@ -496,7 +495,8 @@ def _share(ctx: Context) -> Iterator[tuple[str, str, str]]:
 def _verified(ctx: Context) -> Iterator[tuple[str, str, str]]:
     for note in ctx.budget.unverified if ctx.budget else []:
         yield (note, "deployment.assumptions.unverified_layouts",
-               "add the architecture to the KV oracle corpus (data/verified_layouts.yaml), "
+               "add the architecture to the KV oracle corpus (its release's "
+               "verified_layouts.yaml), "
                "or waive SP603 with the reason the budget is trusted")
 
 

@@ -10,11 +10,14 @@ package and one line below.
 
 from __future__ import annotations
 
+from importlib import resources
+
 from specpair.engines import sglang_0_5_18, sglang_0_5_23, vllm_0_32_0, vllm_0_33_0
 from specpair.engines.release import EngineProfile, EngineRelease
 
 __all__ = ["RELEASES", "EngineProfile", "EngineRelease", "by_label", "find_label",
-           "get_profile", "get_release", "labels", "rendered_for", "supported"]
+           "get_profile", "get_release", "labels", "release_file", "rendered_for",
+           "supported"]
 
 RELEASES: dict[tuple[str, str], EngineRelease] = {
     (r.name, r.version): r for r in (
@@ -32,6 +35,15 @@ def labels() -> list[str]:
 
 
 supported = labels
+
+
+def release_file(label: str, name: str) -> str | None:
+    """The text of a data file in a release's own package (`engines/<name>_<version>/`),
+    or None where the release has none: what a release knows lives in its folder."""
+    release = by_label(label)
+    package = f"specpair.engines.{release.name}_{release.version.replace('.', '_')}"
+    path = resources.files(package).joinpath(name)
+    return path.read_text(encoding="utf-8") if path.is_file() else None
 
 
 def _version_key(version: str) -> tuple[int, ...]:

@@ -1,4 +1,5 @@
-"""The allowlist of verified KV layouts, per engine release (data/verified_layouts.yaml).
+"""The allowlist of verified KV layouts, per engine release (each release's own
+`verified_layouts.yaml`).
 
 A budget is computed only for architectures whose layer-layout mapping the KV oracle has
 checked against that engine release's own pool-sizing code. Any other architecture is
@@ -12,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
 import yaml
 
+from specpair.engines import registry
 from specpair.engines.pair_input import EngineInput
 from specpair.model.common import Method
 from specpair.model.geometry import Geometry
@@ -25,11 +26,12 @@ from specpair.model.memo import value_memo
 @cache
 def verified() -> dict[str, dict[str, tuple[str, ...]]]:
     """engine label → architecture → the corpus configs that verify it."""
-    text = resources.files("specpair").joinpath("data/verified_layouts.yaml").read_text(
-        encoding="utf-8")
-    data = yaml.safe_load(text)
-    return {engine: {arch: tuple(configs) for arch, configs in entries.items()}
-            for engine, entries in data.items()}
+    found = {}
+    for label in registry.labels():
+        text = registry.release_file(label, "verified_layouts.yaml")
+        entries = yaml.safe_load(text) if text is not None else {}
+        found[label] = {arch: tuple(configs) for arch, configs in entries.items()}
+    return found
 
 
 def layout_architecture(g: Geometry) -> str:
@@ -60,7 +62,7 @@ class Unverified:
     @property
     def hint(self) -> str:
         return ("add a real config.json of this architecture to the KV oracle corpus and "
-                "to data/verified_layouts.yaml once every case is exact, or declare it in "
+                "to its release's verified_layouts.yaml once every case is exact, or declare it in "
                 f"deployment.assumptions.unverified_layouts: [{self.architecture}] to "
                 "budget it unverified (the gate's SP603 then fails unless waived)")
 
@@ -126,7 +128,7 @@ def mark(note: str) -> str:
     return f"{UNVERIFIED_MARK}: {note}. {UNVERIFIED_MEANING}"
 
 
-README_BEGIN = "<!-- architectures: generated from data/verified_layouts.yaml -->"
+README_BEGIN = "<!-- architectures: generated from the releases' verified_layouts.yaml -->"
 README_END = "<!-- /architectures -->"
 
 
@@ -134,7 +136,7 @@ def architectures_markdown() -> str:
     """The README's table: per architecture, whether each engine release budgets it
     (verified by the KV oracle) and runs EAGLE-3 on it; then the layout keys refused by
     name. Generated from the registries, so it cannot drift from what specpair does."""
-    from specpair.facts.method_support import support
+    from specpair.engines.method_support import support
     from specpair.model.geometry import UNMODELLED_LAYOUT_KEYS
 
     engines = sorted(verified())

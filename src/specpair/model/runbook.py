@@ -165,7 +165,7 @@ class Assumptions(Strict):
     unverified_layouts: list[ArchitectureName] = Field(
         default_factory=list,
         description="architectures to budget although the KV oracle has not verified their "
-                    "layout for this engine release (data/verified_layouts.yaml); every "
+                    "layout for this engine release (its verified_layouts.yaml); every "
                     "output marks the budget unverified and the gate's SP603 fails unless "
                     "waived")
 

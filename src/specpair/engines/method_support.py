@@ -1,4 +1,5 @@
-"""Which target architectures an engine release can run a method on (data/method_support.yaml).
+"""Which target architectures an engine release can run a method on (each release's own
+`method_support.yaml`).
 
 EAGLE-3 drafts read auxiliary hidden states from the target, so the target's model class
 must expose them: vLLM 0.33.0 checks its `SupportsEagle3` interface when the model loads,
@@ -12,9 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
 import yaml
+
+from specpair.engines import registry
 
 
 @dataclass(frozen=True)
@@ -29,13 +31,15 @@ class MethodSupport:
 @cache
 def support() -> dict[str, dict[str, MethodSupport]]:
     """engine label → method → what the engine's registry says."""
-    text = resources.files("specpair").joinpath("data/method_support.yaml").read_text(
-        encoding="utf-8")
-    return {engine: {method: MethodSupport(entry["reason"], entry["where"],
-                                           frozenset(entry["supported"]),
-                                           frozenset(entry["unsupported"]))
-                     for method, entry in methods.items()}
-            for engine, methods in yaml.safe_load(text).items()}
+    found = {}
+    for label in registry.labels():
+        text = registry.release_file(label, "method_support.yaml")
+        methods = yaml.safe_load(text) if text is not None else {}
+        found[label] = {method: MethodSupport(entry["reason"], entry["where"],
+                                              frozenset(entry["supported"]),
+                                              frozenset(entry["unsupported"]))
+                        for method, entry in methods.items()}
+    return found
 
 
 def refusal(engine: str, method: str, architecture: str) -> tuple[str, str] | None:
@@ -49,6 +53,6 @@ def refusal(engine: str, method: str, architecture: str) -> tuple[str, str] | No
                 f"use a method the target's model class supports, or a target whose class "
                 f"{engine.split()[0]} can capture auxiliary hidden states from")
     return (f"{method} support of {architecture} on {engine} is not in specpair's reviewed "
-            "data (data/method_support.yaml)",
+            "data (its release's method_support.yaml)",
             "add the architecture to tests/engine/test_method_support.py's probe and the "
             "data file with the engine's answer")
