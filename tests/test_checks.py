@@ -217,7 +217,7 @@ def test_ling_dspark_draft_on_qwen3_32b_fails_on_hidden_size_and_layers(tmp_path
     write(folder / "runbook.yaml", LING_ON_QWEN % {"sha": SHA})
     ling = json.loads((REPO / "runbooks/ling-3-flash-dspark/lock.json").read_text())["draft"]
     ling["source"] = {"repo": "inclusionAI/Ling-3.0-flash-dspark", "revision": SHA}
-    from specpair.model.geometry import from_hf_config
+    from specpair.model.config_geometry import from_hf_config
     from tests.conftest import FIXTURES
 
     qwen = from_hf_config(json.loads((FIXTURES / "configs/Qwen__Qwen3-32B/config.json")

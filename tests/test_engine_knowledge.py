@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from specpair.engines import registry
-from specpair.model.geometry import from_hf_config
+from specpair.model.config_geometry import from_hf_config
 from tests.conftest import FIXTURES
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "specpair"

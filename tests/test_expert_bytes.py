@@ -15,7 +15,8 @@ import pytest
 
 from specpair.analyse.step_inputs import EXPERT_BYTES, architecture, unmodelled
 from specpair.commands.build import load_pairs
-from specpair.model.geometry import EXPERT_FORMAT_BYTES, from_hf_config
+from specpair.model.config_geometry import from_hf_config
+from specpair.model.geometry import EXPERT_FORMAT_BYTES
 from tests.conftest import REPO
 from tests.pairs import artifact, make_pair
 

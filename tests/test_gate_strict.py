@@ -13,8 +13,9 @@ import pytest
 
 from specpair.analyse.checks import Context, failing, run
 from specpair.load.runbooks import load_runbook
+from specpair.model.config_geometry import from_hf_config
 from specpair.model.errors import SpecpairError
-from specpair.model.geometry import Geometry, from_hf_config
+from specpair.model.geometry import Geometry
 from specpair.resolve.pair import ResolvedPair
 from tests.conftest import FIXTURES, REPO, write
 from tests.pairs import SHA, make_pair

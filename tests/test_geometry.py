@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from specpair.model.geometry import Geometry, GeometryOverride, from_hf_config
+from specpair.model.config_geometry import from_hf_config
+from specpair.model.geometry import Geometry, GeometryOverride
 from tests.conftest import FIXTURES
 
 
@@ -83,7 +84,7 @@ def test_deepseek_v3_experts_explain_its_37b_active_parameters() -> None:
 
 
 def test_unknown_layer_kind_is_refused_by_key() -> None:
-    from specpair.model.geometry import NotModelled
+    from specpair.model.config_geometry import NotModelled
 
     config = json.loads((FIXTURES / "configs" / "Qwen__Qwen3-8B" / "config.json").read_text())
     # LFM2's short-convolution layers are a kind the layout mapping does not know
@@ -111,7 +112,7 @@ def test_unmodelled_key_is_refused_when_locking(tmp_path: Path) -> None:
 ])
 def test_layout_keys_that_are_not_modelled_are_named(change: dict[str, object],
                                                      key: str) -> None:
-    from specpair.model.geometry import NotModelled
+    from specpair.model.config_geometry import NotModelled
 
     config = json.loads((FIXTURES / "configs" / "Qwen__Qwen3-8B" / "config.json").read_text())
     with pytest.raises(NotModelled, match=f"not modelled: {key}"):
@@ -120,7 +121,7 @@ def test_layout_keys_that_are_not_modelled_are_named(change: dict[str, object],
 
 def test_a_window_on_every_layer_is_refused() -> None:
     # Mixtral's config keeps sliding_window null; Mistral-7B-v0.1 shipped 4096 (every layer)
-    from specpair.model.geometry import NotModelled
+    from specpair.model.config_geometry import NotModelled
 
     folder = FIXTURES / "configs" / "mistralai__Mixtral-8x7B-v0.1"
     config = json.loads((folder / "config.json").read_text())
@@ -190,8 +191,8 @@ def test_nemotron_nas_is_refused_at_lock_by_its_block_configs() -> None:
     # block_configs as objects of the checkpoint's own DeciLMConfig, custom code that is
     # not shipped with the corpus), so it is refused, naming the key
     from specpair.lock.hub import geometry_from_config
+    from specpair.model.config_geometry import NotModelled
     from specpair.model.errors import SpecpairError
-    from specpair.model.geometry import NotModelled
 
     text = (FIXTURES / "corpus" / "nvidia__Llama-3_3-Nemotron-Super-49B-v1"
             / "config.json").read_text()

@@ -13,7 +13,7 @@ import pytest
 from specpair.analyse.budget import compute
 from specpair.engines.sglang_0_5_23 import launch as sglang_launch
 from specpair.engines.vllm_0_33_0 import launch as vllm_launch
-from specpair.model.geometry import from_hf_config
+from specpair.model.config_geometry import from_hf_config
 from tests.conftest import FIXTURES
 from tests.pairs import make_pair
 

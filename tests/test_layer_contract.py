@@ -46,7 +46,6 @@ LONG_MODULES: dict[str, int] = {
     "specpair.cli": 790,
     "specpair.engines.sglang_0_5_23.budget": 618,
     "specpair.engines.vllm_0_33_0.budget": 542,
-    "specpair.model.geometry": 584,
     "specpair.write.runbook_edit": 862,
 }
 
@@ -65,8 +64,8 @@ LONG_FUNCTIONS: dict[str, int] = {
     "specpair.generate.latency_page:page": 175,
     "specpair.generate.launch_files:manifest": 89,
     "specpair.generate.stage_script:stage_script": 94,
-    "specpair.model.geometry:_layer_layout": 88,
-    "specpair.model.geometry:from_hf_config": 106,
+    "specpair.model.config_geometry:_layer_layout": 88,
+    "specpair.model.config_geometry:from_hf_config": 106,
 }
 
 # Where files are opened, written, moved or removed: the loading stages (the facts'
@@ -166,7 +165,7 @@ def test_no_module_over_500_lines() -> None:
 def test_no_function_over_80_lines() -> None:
     _ratchet("functions", _sizes()[1], LONG_FUNCTIONS, MAX_FUNCTION_LINES)
     assert len(LONG_FUNCTIONS) <= 15, "the allowlist of long functions may only shrink"
-    assert len(LONG_MODULES) <= 9, "the allowlist of long modules may only shrink"
+    assert len(LONG_MODULES) <= 8, "the allowlist of long modules may only shrink"
 
 
 def file_touches(src: Path = SRC) -> set[str]:

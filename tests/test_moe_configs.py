@@ -13,7 +13,8 @@ import pytest
 
 from specpair.analyse.budget import compute
 from specpair.analyse.latency import model
-from specpair.model.geometry import Geometry, from_hf_config
+from specpair.model.config_geometry import from_hf_config
+from specpair.model.geometry import Geometry
 from tests.conftest import FIXTURES
 from tests.pairs import make_pair
 from tests.test_budget_properties import dense

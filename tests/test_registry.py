@@ -11,8 +11,8 @@ from specpair.analyse.budget import compute
 from specpair.engines import registry as engines
 from specpair.engines import verified_layouts
 from specpair.generate.budget_files import markdown
+from specpair.model.config_geometry import from_hf_config
 from specpair.model.errors import SpecpairError
-from specpair.model.geometry import from_hf_config
 from tests.conftest import FIXTURES
 from tests.pairs import make_pair
 from tests.test_budget_properties import dense

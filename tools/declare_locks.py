@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from specpair.generate.render import dump_json
-from specpair.model.geometry import Geometry, LinearAttention, MixtureOfExperts, from_hf_config
+from specpair.model.config_geometry import from_hf_config
+from specpair.model.geometry import Geometry, LinearAttention, MixtureOfExperts
 from specpair.model.lock import (
     ArtifactLock,
     Fallback,

@@ -16,8 +16,9 @@ from typing import Any
 
 from specpair.engines.kv_arithmetic import check_tensor_parallel
 from specpair.engines.registry import get_release
+from specpair.model.config_geometry import from_hf_config
 from specpair.model.errors import SpecpairError
-from specpair.model.geometry import Geometry, from_hf_config
+from specpair.model.geometry import Geometry
 from specpair.model.runbook import Runbook
 from specpair.resolve.pair import ResolvedPair
 from tests.pairs import SHA, artifact

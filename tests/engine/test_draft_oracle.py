@@ -15,8 +15,8 @@ from typing import Any
 from specpair.analyse.budget import check_layouts
 from specpair.analyse.launch import build_for
 from specpair.engines import method_support, verified_layouts
+from specpair.model.config_geometry import NotModelled
 from specpair.model.errors import SpecpairError
-from specpair.model.geometry import NotModelled
 from tests.engine.corpus import (
     CONFIGS,
     CORPUS,

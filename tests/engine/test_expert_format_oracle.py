@@ -15,7 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from specpair.model.geometry import EXPERT_FORMAT_BYTES, NotModelled, from_hf_config
+from specpair.model.config_geometry import NotModelled, from_hf_config
+from specpair.model.geometry import EXPERT_FORMAT_BYTES
 from tests.engine import releases, workers
 
 REPO = Path(__file__).resolve().parents[2]

@@ -20,8 +20,8 @@ from specpair.engines import verified_layouts
 from specpair.engines.sglang_0_5_23 import args as sglang_args
 from specpair.engines.sglang_0_5_23 import budget as sglang_budget
 from specpair.engines.sglang_0_5_23 import launch as sglang_launch
+from specpair.model.config_geometry import NotModelled
 from specpair.model.errors import SpecpairError
-from specpair.model.geometry import NotModelled
 from tests.engine import releases, workers
 from tests.engine.conftest import HERE
 from tests.engine.corpus import (

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from specpair.engines import verified_layouts
+from specpair.model.config_geometry import NotModelled
 from specpair.model.errors import SpecpairError
-from specpair.model.geometry import NotModelled
 from tests.engine.corpus import CORPUS, NGRAM, CorpusPair, corpus_targets, geometry
 from tests.engine.test_kv_oracle import _exact, sglang_cases, vllm_cases
 

@@ -111,7 +111,7 @@ def _expert_bytes_refusal(g: Geometry, total: int, weight_bytes: int) -> str | N
 
     The step model reads the dense part every step and of the routed experts only the share
     the step's tokens touch, so it must know which bytes are the experts'. With the experts'
-    format read from the config (`geometry.expert_format`) they are routed params × that
+    format read from the config (`config_geometry.expert_format`) they are routed params × that
     format's bytes; without one, the checkpoint's average bytes per parameter, which holds
     only where the lock's parameter count covers the experts. A packed format (MXFP4 in U8,
     INT4 in I32) counts storage elements, not parameters, and a count declared as bytes /

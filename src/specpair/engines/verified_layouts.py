@@ -137,7 +137,7 @@ def architectures_markdown() -> str:
     (verified by the KV oracle) and runs EAGLE-3 on it; then the layout keys refused by
     name. Generated from the registries, so it cannot drift from what specpair does."""
     from specpair.engines.method_support import support
-    from specpair.model.geometry import UNMODELLED_LAYOUT_KEYS
+    from specpair.model.config_geometry import UNMODELLED_LAYOUT_KEYS
 
     engines = sorted(verified())
     archs = sorted({a for e in engines for a in verified()[e]})

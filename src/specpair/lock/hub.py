@@ -18,8 +18,9 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from specpair.model import hf_config
+from specpair.model.config_geometry import NotModelled, from_hf_config
 from specpair.model.errors import SpecpairError
-from specpair.model.geometry import Geometry, NotModelled, from_hf_config
+from specpair.model.geometry import Geometry
 from specpair.model.lock import (
     RESOLUTION_MAY_LEAVE_UNREAD,
     ArtifactLock,
