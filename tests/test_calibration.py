@@ -17,14 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from specpair.analyse import calibration, stepmodel
+from specpair.analyse import calibration, step_links, stepmodel
+from specpair.analyse.step_params import BOUNDS, DRAFT_BOUNDS, StepParams
 from specpair.analyse.stepmodel import (
-    BOUNDS,
-    DRAFT_BOUNDS,
     Forward,
     Hardware,
     Shape,
-    StepParams,
     UnknownMethod,
     shape_for,
     step_times,
@@ -262,7 +260,7 @@ def test_all_reduces_without_peer_to_peer_cost_their_message() -> None:
     platform lacks GPU P2P capability": its points say gpu_p2p false, and held out (no
     point of the source in the fit) the model loses speedup from concurrency 1 to 64 at
     every depth and drafter, as published, because a verify's all-reduced activations
-    cross host memory (`stepmodel.LINKS`)."""
+    cross host memory (`step_links.LINKS`)."""
     data = calibration.load()
     source = "tomasruizt-vllm-draft-model-bench"
     mine = [p for p in data.points if p.source_key == source]
@@ -316,8 +314,8 @@ def test_the_host_staged_link_is_never_tuned_on_the_points_it_scores() -> None:
     deployment's staging reaches of it (`host_link`) is fitted, inside each fold: the
     stored fit moves it on tomasruizt's points (the one source with TP over such a link),
     and the fits that predict those points held out keep it at the measured figure."""
-    assert stepmodel.LINKS["pcie5-host"].bandwidth == 27e9
-    assert "nccl-tests issue #287" in stepmodel.LINKS["pcie5-host"].why
+    assert step_links.LINKS["pcie5-host"].bandwidth == 27e9
+    assert "nccl-tests issue #287" in step_links.LINKS["pcie5-host"].why
     source = "tomasruizt-vllm-draft-model-bench"
     fit = next(f for f in calibration.load().fitted
                if (f.family, f.engine) == ("hopper", "vllm"))

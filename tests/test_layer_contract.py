@@ -42,7 +42,6 @@ LONG_MODULES: dict[str, int] = {
     "specpair.analyse.calibration": 1957,
     "specpair.analyse.checks": 650,
     "specpair.analyse.plan": 1188,
-    "specpair.analyse.stepmodel": 719,
     "specpair.cli": 790,
     "specpair.engines.sglang_0_5_23.budget": 618,
     "specpair.engines.vllm_0_33_0.budget": 542,
@@ -165,7 +164,7 @@ def test_no_module_over_500_lines() -> None:
 def test_no_function_over_80_lines() -> None:
     _ratchet("functions", _sizes()[1], LONG_FUNCTIONS, MAX_FUNCTION_LINES)
     assert len(LONG_FUNCTIONS) <= 15, "the allowlist of long functions may only shrink"
-    assert len(LONG_MODULES) <= 8, "the allowlist of long modules may only shrink"
+    assert len(LONG_MODULES) <= 7, "the allowlist of long modules may only shrink"
 
 
 def file_touches(src: Path = SRC) -> set[str]:

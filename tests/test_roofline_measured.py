@@ -16,7 +16,8 @@ from collections import defaultdict
 import pytest
 
 from specpair.analyse import calibration
-from specpair.analyse.stepmodel import BOUNDS, ROOFLINE_NORM, blend
+from specpair.analyse.step_params import BOUNDS
+from specpair.analyse.stepmodel import ROOFLINE_NORM, blend
 from specpair.facts import hardware
 from tests.conftest import REPO
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from specpair.analyse import calibration, step_inputs
-from specpair.analyse.stepmodel import RECORD_BOUNDS, StepParams, fit_bounded, step_times
+from specpair.analyse.step_params import RECORD_BOUNDS, StepParams, fit_bounded
+from specpair.analyse.stepmodel import step_times
 from specpair.bench.record import Cell, Measurement
 from specpair.model.budget import Budget
 from specpair.model.common import Strict

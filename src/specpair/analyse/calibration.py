@@ -23,22 +23,18 @@ from typing import Literal
 import yaml
 from pydantic import Field, ValidationError
 
+from specpair.analyse.step_links import link_for
+from specpair.analyse.step_params import BOUNDS, DRAFT_BOUNDS, Bound, StepParams, fit_bounded
 from specpair.analyse.stepmodel import (
-    BOUNDS,
-    DRAFT_BOUNDS,
     TP_ALLREDUCES_PER_LAYER,
     Architecture,
-    Bound,
     Forward,
     Hardware,
     Prefill,
     Shape,
-    StepParams,
     StepTimes,
     UnknownMethod,
     drafter_family,
-    fit_bounded,
-    link_for,
     shape_for,
     step_times,
 )

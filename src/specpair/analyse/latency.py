@@ -43,11 +43,8 @@ from specpair.analyse.step_inputs import (
     published_parameters,
     setup_with,
 )
-from specpair.analyse.stepmodel import (
-    StepParams,
-    StepTimes,
-    memo_step_times,
-)
+from specpair.analyse.step_params import StepParams
+from specpair.analyse.stepmodel import StepTimes, memo_step_times
 from specpair.model.budget import Budget, Scenario
 from specpair.model.common import Strict
 from specpair.model.memo import value_memo

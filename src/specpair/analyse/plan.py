@@ -51,10 +51,10 @@ from specpair.analyse.step_inputs import (
     not_modelled_text,
     unmodelled,
 )
+from specpair.analyse.step_params import StepParams
 from specpair.analyse.stepmodel import (
     Forward,
     Hardware,
-    StepParams,
     StepTimes,
     drafter_family,
     forward_time,

@@ -38,7 +38,8 @@ from specpair.analyse.budget import compute
 from specpair.analyse.calibration import Interval
 from specpair.analyse.latency import model, parameters, setup
 from specpair.analyse.step_inputs import _Setup
-from specpair.analyse.stepmodel import StepParams, memo_step_times, shape_for
+from specpair.analyse.step_params import StepParams
+from specpair.analyse.stepmodel import memo_step_times, shape_for
 from specpair.engines.schedule_model import ResolvedSchedule, ScheduledRange
 from specpair.model.budget import Budget
 from specpair.model.common import Strict

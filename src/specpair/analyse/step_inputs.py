@@ -14,12 +14,12 @@ from functools import cache
 from pydantic import Field
 
 from specpair.analyse import calibration
+from specpair.analyse.step_params import StepParams
 from specpair.analyse.stepmodel import (
     Architecture,
     Forward,
     Hardware,
     Shape,
-    StepParams,
     drafter_family,
     shape_for,
 )

@@ -6,7 +6,7 @@ bounds, and a predicted-vs-published chart."""
 from __future__ import annotations
 
 from specpair.analyse import calibration
-from specpair.analyse.stepmodel import BOUNDS, DRAFT_BOUNDS
+from specpair.analyse.step_params import BOUNDS, DRAFT_BOUNDS
 from specpair.generate import charts
 
 
@@ -168,7 +168,7 @@ def page() -> tuple[str, dict[str, bytes]]:
         "(prompt / output tokens of prefill per token a sequence yields, where a point "
         "publishes both lengths; none where prefill runs on other GPUs); a runbook's step "
         "times are decode steps alone. Link figures are datasheet or independently measured "
-        "values (`stepmodel.LINKS`), never tuned on the points scored here.",
+        "values (`step_links.LINKS`), never tuned on the points scored here.",
         "",
         "**The reported accuracy is cross-validated: leave one source out.** Every point "
         "below is predicted with parameters fitted without any point of its source, so a "
