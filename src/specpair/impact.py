@@ -16,7 +16,9 @@ and each class carries the obligation the co-design hook implies:
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import subprocess
 import tarfile
 import tempfile
@@ -31,6 +33,7 @@ from specpair.errors import SpecpairError
 from specpair.project import ADOPTED, Commands
 from specpair.project import commands as repo_commands
 from specpair.resolve import ResolvedPair
+from specpair.schema.common import inert
 from specpair.schema.runbook import Runbook
 from specpair.upgrade import upgrade_items
 
@@ -390,22 +393,67 @@ def impact(root: Path, base: str, head: str | None) -> tuple[list[PairImpact], l
 # --------------------------------------------------------------------------- output
 
 
+# What could make runbook text act in Markdown, backslash-escaped (CommonMark lets any
+# ASCII punctuation be): emphasis, code spans, links and images (`[`), raw HTML and
+# autolinks (`<`, already an entity after html.escape), GFM's strikethrough, and the
+# GFM autolinks `https://…` and `www.…` (their `:` and `.` escaped break the match).
+# Nothing in it starts a line, so list and heading markers need no escape.
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|~]|:(?=//)|(?<=[Ww][Ww][Ww])\.)")
+# GitHub makes @name a mention and #12 a link from the rendered text itself, escaped or
+# not: a zero-width space after the sign keeps the text as it reads, and inert
+_REFERENCE = re.compile(r"([@#])")
+
+
+def inline(value: object) -> str:
+    """Text as inert Markdown on one line: no link, image, mention, HTML or code span can
+    start in it, and no block (a heading, a list) after it."""
+    escaped = html.escape(inert(re.sub(r"\s+", " ", str(value))), quote=False)
+    return _REFERENCE.sub(r"\1&#8203;", _MD_SPECIAL.sub(r"\\\1", escaped))
+
+
+def code_span(value: object) -> str:
+    """Text as one code span that no backtick inside can close: the fence is longer than
+    any run of backticks in it (CommonMark), padded where the text starts or ends with
+    one."""
+    content = inert(" ".join(str(value).split()))
+    if not content:
+        return ""
+    fence = "`" * (max(map(len, re.findall(r"`+", content)), default=0) + 1)
+    pad = " " if content.startswith("`") or content.endswith("`") else ""
+    return f"{fence}{pad}{content}{pad}{fence}"
+
+
+def prose(line: str) -> str:
+    """A checklist line: specpair's words with commands in backticks, and runbook text
+    (paths, messages, names) inside both. Every piece comes out as escaped text or as a
+    code span of its own, so a backtick in runbook text can shift which pieces are code,
+    never open a link or a mention."""
+    parts = line.split("`")
+    # an odd number of backticks, or two code pieces with nothing between (their fences
+    # would run together and pair up differently): runbook text made them, so all is text
+    if len(parts) % 2 == 0 or not all(parts[2:-1:2]):
+        return inline(line)
+    return "".join(code_span(part) if i % 2 else inline(part) for i, part in enumerate(parts))
+
+
 def markdown(impacts: list[PairImpact], problems: list[str], base: str, head: str | None) -> str:
-    out = [f"## specpair impact: {base} → {head or 'working tree'}\n\n"]
+    """The checklist for a pull request comment and the job summary: every text that comes
+    from a runbook, a lock or a revision name is inert (inline, code_span, prose)."""
+    out = [f"## specpair impact: {inline(base)} → {inline(head or 'working tree')}\n\n"]
     if problems:
         out.append("**Invalid runbooks at head** (fix before merging):\n\n")
-        out += [f"- {p}\n" for p in problems]
+        out += [f"- {prose(p)}\n" for p in problems]
         out.append("\n")
     if not impacts:
         out.append("No impact: no runbook or lock changed in a way that affects a pair.\n")
         return "".join(out)
     for item in impacts:
-        label = ", ".join(item.classes)
-        out.append(f"### `{item.name}` ({label})\n\n")
-        out += [f"- [ ] {line}\n" for line in item.checklist]
+        label = ", ".join(inline(c) for c in item.classes)
+        out.append(f"### {code_span(item.name)} ({label})\n\n")
+        out += [f"- [ ] {prose(line)}\n" for line in item.checklist]
         if item.changes:
             out.append("\n<details><summary>What changed</summary>\n\n")
-            out += [f"- `{c}`\n" for c in item.changes[:50]]
+            out += [f"- {code_span(c)}\n" for c in item.changes[:50]]
             if len(item.changes) > 50:
                 out.append(f"- … {len(item.changes) - 50} more\n")
             out.append("\n</details>\n")
