@@ -324,6 +324,14 @@ def _lock(args: argparse.Namespace) -> int:
     return EXIT_PROBLEMS if failed else EXIT_OK
 
 
+def _write_output(name: str, rendered: str) -> None:
+    """`--output`: atomic, and never through a link below the current folder (a checkout,
+    where a pull request can commit `specpair.sarif -> ~/.bashrc`)."""
+    from specpair.file_policy import atomic_write
+
+    atomic_write(Path(name), rendered.encode(), root=Path.cwd())
+
+
 def _check(args: argparse.Namespace) -> int:
     from specpair import gate
     from specpair.checks import failing
@@ -332,7 +340,7 @@ def _check(args: argparse.Namespace) -> int:
     rendered = {"text": lambda: gate.text(reports, args.strict), "json": lambda: gate.as_json(
         reports), "sarif": lambda: gate.sarif(reports)}[args.format]()
     if args.output:
-        Path(args.output).write_text(rendered, encoding="utf-8")
+        _write_output(args.output, rendered)
         print(gate.text(reports, args.strict).splitlines()[-1])
     else:
         sys.stdout.write(rendered)
@@ -347,7 +355,7 @@ def _impact(args: argparse.Namespace) -> int:
     rendered = impact.as_json(impacts, problems) if args.format == "json" else \
         impact.markdown(impacts, problems, args.base, args.head)
     if args.output:
-        Path(args.output).write_text(rendered, encoding="utf-8")
+        _write_output(args.output, rendered)
     else:
         sys.stdout.write(rendered)
     fail_on: set[str] = args.fail_on
