@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import subprocess
-import tarfile
 import tempfile
 from dataclasses import dataclass, field
-from io import BytesIO
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -60,37 +59,65 @@ def git(root: Path, *args: str) -> bytes:
 
 
 def snapshot(root: Path, revision: str, into: Path) -> tuple[Path, list[str]]:
-    """The runbooks/ tree of `revision`, extracted into `into` (an empty tree if absent)
+    """The runbooks/ tree of `revision`, written into `into` (an empty tree if absent)
     under the file policy, with what was left out: a committed link (which could point
-    anywhere once extracted) or any entry that is not a plain file or folder is not
-    extracted, and is named instead. tarfile's own `filter=` would do part of this, but
-    it exists only from Python 3.11.4 (Debian 12 ships 3.11.2)."""
+    anywhere once written) or any entry that is not a plain file is not written, and is
+    named instead.
+
+    Read from the tree object itself (`git ls-tree`, then `git cat-file` for the blobs),
+    never `git archive`: that applies the revision's own .gitattributes, which a pull
+    request writes, so `export-ignore` could hide an added pair or show a changed one
+    as removed, and `export-subst` rewrite a file."""
     git(root, "rev-parse", "--verify", f"{revision}^{{commit}}")
-    listing = git(root, "ls-tree", "-d", "--name-only", revision, "runbooks").strip()
     target = into / revision.replace("/", "_")
     (target / "runbooks").mkdir(parents=True, exist_ok=True)
     skipped: list[str] = []
-    if not listing:
-        return target, skipped
-    data = git(root, "archive", "--format=tar", revision, "runbooks")
-    with tarfile.open(fileobj=BytesIO(data)) as archive:
-        for member in archive:
-            name = PurePosixPath(member.name)
-            if name.is_absolute() or ".." in name.parts or name.parts[:1] != ("runbooks",):
-                skipped.append(f"{member.name} at {revision}: a path outside runbooks/")
-            elif member.isdir():
-                (target / name).mkdir(parents=True, exist_ok=True)
-            elif member.isfile():
-                handle = archive.extractfile(member)
-                if handle is not None:
-                    file_policy.atomic_write(target / name, handle.read())
-            elif member.issym() or member.islnk():
-                skipped.append(f"{member.name} at {revision}: a symbolic link (to "
-                               f"{member.linkname}); {file_policy.LINK_HINT}")
-            else:
-                skipped.append(f"{member.name} at {revision}: not a file or folder")
+    listing = git(root, "ls-tree", "-r", "-z", "--full-tree", f"{revision}^{{tree}}", "--",
+                  "runbooks")
+    blobs: list[tuple[PurePosixPath, str]] = []
+    for entry in filter(None, listing.split(b"\0")):
+        meta, _, raw = entry.partition(b"\t")
+        mode, kind, oid = meta.decode("ascii").split()
+        name = os.fsdecode(raw)
+        path = PurePosixPath(name)
+        if path.is_absolute() or ".." in path.parts or path.parts[:1] != ("runbooks",) \
+                or len(path.parts) < 2:
+            skipped.append(f"{name} at {revision}: a path outside runbooks/")
+        elif kind == "blob" and mode in ("100644", "100755"):
+            blobs.append((path, oid))
+        elif mode == "120000":
+            link = git(root, "cat-file", "blob", oid)[:1024].decode(errors="replace")
+            skipped.append(f"{name} at {revision}: a symbolic link (to {link}); "
+                           f"{file_policy.LINK_HINT}")
+        else:  # a submodule (a commit in the tree)
+            skipped.append(f"{name} at {revision}: not a file or folder")
+    for (path, _), data in zip(blobs, _blobs(root, [oid for _, oid in blobs]), strict=True):
+        file_policy.atomic_write(target / path, data)
     return target, skipped
 
+
+def _blobs(root: Path, oids: list[str]) -> list[bytes]:
+    """The contents of `oids`, in order, from one `git cat-file --batch`."""
+    if not oids:
+        return []
+    out = subprocess.run(["git", "cat-file", "--batch"], cwd=root, check=False,
+                         input="".join(f"{oid}\n" for oid in oids).encode(),
+                         capture_output=True)
+    if out.returncode:
+        raise SpecpairError.single(root, "git cat-file --batch failed: "
+                                   f"{out.stderr.decode(errors='replace').strip()}",
+                                   "check the repository (git fsck)")
+    data, at, contents = out.stdout, 0, []
+    for oid in oids:
+        header_end = data.index(b"\n", at)
+        header = data[at:header_end].split()
+        if len(header) != 3 or header[0].decode() != oid or header[1] != b"blob":
+            raise SpecpairError.single(root, f"git cat-file: no blob {oid}",
+                                       "check the repository (git fsck)")
+        size = int(header[2])
+        contents.append(data[header_end + 1:header_end + 1 + size])
+        at = header_end + 1 + size + 1  # the content, then a newline
+    return contents
 
 
 @dataclass
