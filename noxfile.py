@@ -173,7 +173,8 @@ def install(session: nox.Session) -> None:
     pip and no constraints (its [site] extra too) into a fresh virtual environment; then
     tests/install: the examples' committed outputs are current for that install, and a
     team repository with nothing but what `specpair init` wrote builds, checks, shows its
-    impact, builds its site strictly, and its workflow passes actionlint."""
+    impact, builds its site strictly, and its workflow passes actionlint and, run step by
+    step on a hostile pull request, runs none of that pull request's code."""
     session.install(*CONSTRAINTS, "pytest", "PyYAML")
     _ensure_apt_tool(session, "shellcheck", "shellcheck")
     work = _scratch("specpair-install-")
@@ -186,8 +187,16 @@ def install(session: nox.Session) -> None:
         # no -c constraints.txt: what `pip install specpair` resolves today
         session.run(str(fresh / "bin" / "python"), "-m", "pip", "install", "-q",
                     f"{wheel}[site]", ACTIONLINT, external=True, env={"PIP_CONSTRAINT": ""})
+        # the wheel and its [site] dependencies as files: tests/install/test_workflow.py
+        # runs the generated workflow's own `pip install specpair[site]==…` against them,
+        # since a test reaches no index
+        wheelhouse = work / "wheelhouse"
+        session.run(str(fresh / "bin" / "python"), "-m", "pip", "wheel", "-q", "-w",
+                    str(wheelhouse), f"{wheel}[site]", external=True,
+                    env={"PIP_CONSTRAINT": ""})
         session.run("pytest", "tests/install", *session.posargs,
-                    env={"SPECPAIR_FRESH_VENV": str(fresh)})
+                    env={"SPECPAIR_FRESH_VENV": str(fresh),
+                         "SPECPAIR_WHEELHOUSE": str(wheelhouse)})
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

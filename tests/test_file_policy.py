@@ -191,3 +191,90 @@ def test_pruning_never_descends_a_link(tmp_path: Path) -> None:
     with pytest.raises(SpecpairError, match="symbolic link"):
         file_policy.check_tree(tmp_path)
     assert (victim / "keep").exists()
+
+
+# ------------------------------------------------- writes under the policy (issue 52)
+
+
+@pytest.mark.parametrize("linked", [".github", ".github/workflows", "site"])
+def test_init_refuses_a_linked_folder_and_writes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        linked: str) -> None:
+    repo, outside = tmp_path / "repo", tmp_path / "outside"
+    outside.mkdir()
+    (repo / linked).parent.mkdir(parents=True)
+    (repo / linked).symlink_to(outside)
+    status, output = cli(repo, capsys, monkeypatch, "init")
+    assert status == 1 and f"{linked}: a symbolic link (to {outside})" in output, output
+    assert "never writes through a symbolic link" in output
+    assert list(outside.iterdir()) == [] and not (repo / "specpair.toml").exists()
+
+
+def test_init_force_never_replaces_a_file_outside_the_repository(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, outside = tmp_path / "repo", tmp_path / "outside"
+    (outside / "workflows").mkdir(parents=True)
+    (outside / "workflows" / "specpair.yml").write_text(SECRET)
+    repo.mkdir()
+    (repo / ".github").symlink_to(outside)
+    status, output = cli(repo, capsys, monkeypatch, "init", "--force")
+    assert status == 1 and ".github: a symbolic link" in output, output
+    assert (outside / "workflows" / "specpair.yml").read_text() == SECRET
+
+
+@pytest.mark.parametrize("rel", ["site/mkdocs.yml", ".gitignore", "specpair.toml",
+                                 f"runbooks/{YAML_PAIR}/runbook.yaml"])
+@pytest.mark.parametrize("force", [False, True])
+def test_init_neither_reads_nor_replaces_a_linked_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        rel: str, force: bool) -> None:
+    repo, outside = tmp_path / "repo", tmp_path / "outside.txt"
+    outside.write_text(SECRET)
+    (repo / rel).parent.mkdir(parents=True)
+    (repo / rel).symlink_to(outside)
+    status, output = cli(repo, capsys, monkeypatch, "init", *(["--force"] if force else []))
+    assert status == 1 and f"{Path(rel).name}: a symbolic link (to {outside})" in output, \
+        output
+    assert outside.read_text() == SECRET and SECRET not in output
+    assert (repo / rel).is_symlink() and not (repo / "site/docs/index.md").exists()
+
+
+@pytest.fixture
+def team(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+         monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A repository as `specpair init` scaffolds it, committed."""
+    repo = tmp_path / "team"
+    repo.mkdir()
+    assert cli(repo, capsys, monkeypatch, "init")[0] == 0
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "init")
+    return repo
+
+
+@pytest.mark.parametrize("command", [["check", "--format", "sarif"],
+                                     ["impact", "--base", "HEAD", "--head", "HEAD"]])
+@pytest.mark.parametrize("where", ["linked file", "linked folder"])
+def test_output_never_writes_through_a_committed_link(
+        team: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, command: list[str], where: str) -> None:
+    victim = tmp_path / "victim"
+    if where == "linked file":
+        victim.write_text(SECRET)
+        (team / "report.out").symlink_to(victim)
+        name = "report.out"
+    else:
+        victim.mkdir()
+        (team / "reports").symlink_to(victim)
+        name = "reports/report.out"
+    status, output = cli(team, capsys, monkeypatch, *command, "--output", name)
+    assert status == 1 and "a symbolic link (to" in output, output
+    assert "never writes through a symbolic link" in output
+    if where == "linked file":
+        assert victim.read_text() == SECRET and (team / "report.out").is_symlink()
+    else:
+        assert list(victim.iterdir()) == []
+    # a real path is written as before, atomically
+    status, output = cli(team, capsys, monkeypatch, *command, "--output", "real.out")
+    assert status == 0 and (team / "real.out").stat().st_size > 0, output

@@ -238,9 +238,8 @@ def test_threshold_changes_ask_to_apply_the_regenerated_alerts(repo: Path) -> No
 
 
 def test_a_snapshot_extracts_files_member_by_member(repo: Path, tmp_path: Path) -> None:
-    """`extractall(filter=...)` exists from Python 3.11.4, so the snapshot extracts member
-    by member (`nox -s pythons` runs it on Debian 12's own 3.11.2 through the site's change
-    checklist); every tracked file arrives with its bytes, a symlink does not."""
+    """The snapshot is read from the tree object, entry by entry: every tracked file
+    arrives with its bytes, a symlink does not."""
     (repo / "runbooks" / "outside").symlink_to("/etc")
     commit(repo, lambda root: None)
     snap, left_out = snapshot(repo, "HEAD", tmp_path / "snap")
@@ -254,6 +253,27 @@ def test_a_snapshot_extracts_files_member_by_member(repo: Path, tmp_path: Path) 
     for rel in extracted:
         assert (snap / rel).read_bytes() == (repo / rel).read_bytes()
 
+
+
+def test_the_pull_requests_gitattributes_hide_no_pair(repo: Path) -> None:
+    """`git archive` applied the revision's own .gitattributes: a pull request marking its
+    new pair and a changed pair `export-ignore` got "No impact" and a removed pair."""
+    added = "llama33-70b-eagle3-vllm"
+    commit(repo, lambda root: shutil.rmtree(root / "runbooks" / added))
+
+    def hide(root: Path) -> None:
+        shutil.copytree(REPO / "runbooks" / added, root / "runbooks" / added,
+                        ignore=shutil.ignore_patterns("generated"))
+        _grow_draft(root)
+        (root / ".gitattributes").write_text(f"runbooks/{added}/** export-ignore\n"
+                                             "*.yaml export-subst\n")
+        (root / "runbooks" / "ling-3-flash-dspark" / ".gitattributes").write_text(
+            "* export-ignore\n")
+    commit(repo, hide)
+    impacts, problems = impact(repo, "HEAD~1", "HEAD")
+    classes = {item.name: item.classes for item in impacts}
+    assert classes == {added: ["added"], "ling-3-flash-dspark": ["draft"]}, classes
+    assert problems == []
 
 
 def _argv_value(argv: list[object], flag: str) -> str:

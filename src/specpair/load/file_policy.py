@@ -107,12 +107,40 @@ def check_no_links(path: Path, display: Path | str | None = None) -> None:
             raise link_error(current)
 
 
-def link_error(link: Path) -> SpecpairError:
+WRITE_LINK_HINT = ("specpair never writes through a symbolic link (a committed link could "
+                   "point outside the repository); remove the link, or name a path without one")
+
+
+def link_error(link: Path, hint: str = LINK_HINT) -> SpecpairError:
     try:
         where = os.readlink(link)
     except OSError:
         where = "?"
-    return SpecpairError.single(link, f"a symbolic link (to {where})", LINK_HINT)
+    return SpecpairError.single(link, f"a symbolic link (to {where})", hint)
+
+
+def check_below(root: Path, path: Path) -> None:
+    """Refuse `path` when it, or a folder between `root` and it, is a symbolic link: what
+    lies below `root` (a checkout) is what a pull request commits, `.github -> /elsewhere`
+    or `impact.md -> ~/.bashrc` included. `root` itself and the folders above it are the
+    user's own choice (`/tmp` is a link on some systems), as is a path outside `root`.
+    Components that do not exist yet are fine."""
+    base, full = absolute(root), absolute(path)
+    try:
+        rel = full.relative_to(base)
+    except ValueError:
+        return
+    current = base
+    for part in rel.parts:
+        current = current / part
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise io_error(current, exc, "inspect the path") from None
+        if stat.S_ISLNK(mode):
+            raise link_error(current, WRITE_LINK_HINT)
 
 
 def read_bytes(path: Path, limit: int = MAX_FILE_BYTES, display: Path | str | None = None,
@@ -177,9 +205,13 @@ def _make_dirs(folder: Path) -> None:
                                        "remove or rename the file")
 
 
-def atomic_write(path: Path, content: bytes) -> None:
-    """Replace `path` with `content`: a reader sees the old or the new bytes, never half."""
+def atomic_write(path: Path, content: bytes, root: Path | None = None) -> None:
+    """Replace `path` with `content`: a reader sees the old or the new bytes, never half.
+    With `root` (the repository `init` scaffolds, the folder an `--output` is named in),
+    no link between `root` and `path` is followed either (check_below)."""
     check_no_links(path)
+    if root is not None:
+        check_below(root, path)
     _make_dirs(path.parent)
     try:
         existing = os.lstat(path).st_mode
@@ -189,7 +221,8 @@ def atomic_write(path: Path, content: bytes) -> None:
         raise io_error(path, exc, "write the file") from None
     if existing is not None and not stat.S_ISREG(existing):
         if stat.S_ISLNK(existing):
-            raise link_error(path)
+            raise link_error(path, LINK_HINT if _top(absolute(path)) is not None
+                             else WRITE_LINK_HINT)
         raise SpecpairError.single(path, f"{_kind(existing)} is where this file belongs",
                                    "remove or rename it; the build writes a file here")
     tmp: str | None = None
