@@ -516,7 +516,7 @@ def _schema(args: argparse.Namespace) -> int:
 
 def _gpu_list(text: str) -> tuple[str, ...]:
     """--gpus: catalog keys and `common`, comma-separated; a typo is a usage error."""
-    from specpair.analyse.plan import PlanError, expand_gpus
+    from specpair.analyse.plan.options import PlanError, expand_gpus
 
     try:
         found = expand_gpus([g for g in text.split(",") if g.strip()])
@@ -538,17 +538,17 @@ def _positive_float(text: str) -> float:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from specpair.analyse.plan import Options, PlanError, Targets, plan
+    from specpair.analyse.plan import options, search
     from specpair.generate import plan_report
 
     root = _root(args)
     pair = _one_pair(root, args.runbook)
-    opts = Options(gpus=args.gpus or (), max_gpus=args.max_gpus, top=args.top,
-                   targets=Targets(tpot_ms=args.tpot_ms, ttft_ms=args.ttft_ms,
-                                   concurrency=args.concurrency, rate=args.rate))
+    opts = options.Options(gpus=args.gpus or (), max_gpus=args.max_gpus, top=args.top,
+                           targets=options.Targets(tpot_ms=args.tpot_ms, ttft_ms=args.ttft_ms,
+                                                   concurrency=args.concurrency, rate=args.rate))
     try:
-        result = plan(pair, opts)
-    except PlanError as exc:
+        result = search.plan(pair, opts)
+    except options.PlanError as exc:
         print(f"specpair plan: error: {exc}", file=sys.stderr)
         return 2
     if args.json:
