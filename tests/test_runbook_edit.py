@@ -20,17 +20,13 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from specpair.load.edit_jsonnet import jsonnet_scalar
+from specpair.load.edit_yaml import yaml_scalar
+from specpair.load.runbook_edit import Change, EditResult, plan_edit
 from specpair.load.runbooks import load_runbook
 from specpair.model.common import KVDtype
 from specpair.model.errors import SpecpairError
-from specpair.write.runbook_edit import (
-    Change,
-    EditResult,
-    jsonnet_scalar,
-    plan_edit,
-    write_edit,
-    yaml_scalar,
-)
+from specpair.write.runbook_edit import write_edit
 
 
 def _changed_lines(old: str, new: str) -> tuple[list[str], list[str]]:

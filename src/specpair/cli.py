@@ -562,12 +562,12 @@ def _plan(args: argparse.Namespace) -> int:
         if args.write:
             print("\n--write: nothing to write (see the recommendation above)", file=sys.stderr)
         return EXIT_OK
-    from specpair.write.runbook_edit import Change, plan_edit, write_edit
+    from specpair.load.runbook_edit import Change, plan_edit
+    from specpair.load.runbooks import discover
+    from specpair.write.runbook_edit import write_edit
 
     path = Path(args.runbook)
     if path.is_dir():
-        from specpair.load.runbooks import discover
-
         (path,) = discover([path])
     edit = plan_edit(path, pair.source_file, [
         Change(tuple(k.split(".")), v) for k, v in best.changes.items()])
