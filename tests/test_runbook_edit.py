@@ -371,6 +371,25 @@ def test_write_is_atomic_and_keeps_the_file_mode(repo_copy: Path) -> None:
     assert load_runbook(path).runbook.deployment.port == 30001
 
 
+def test_write_refuses_a_runbook_swapped_for_a_link_after_the_plan(repo_copy: Path,
+                                                                   tmp_path: Path) -> None:
+    """A runbook replaced by a symbolic link between planning and writing (same bytes, so
+    the digest matches) is refused by the file policy, and the file the link points to,
+    outside the repository, is not written through the link."""
+    path = repo_copy / "runbooks/deepseek-v3-mtp/runbook.yaml"
+    result = plan_edit(path, "r.yaml", [Change(("deployment", "port"), 30001)])
+    assert result.applied
+    outside = tmp_path / "outside.yaml"
+    outside.write_bytes(path.read_bytes())
+    before = outside.read_bytes()
+    path.unlink()
+    path.symlink_to(outside)
+    with pytest.raises(SpecpairError, match="symbolic link"):
+        write_edit(result)
+    assert outside.read_bytes() == before
+    assert path.is_symlink()
+
+
 @given(st.one_of(st.text(st.characters(blacklist_categories=("Cs",))), st.booleans(),
                  st.integers(), st.floats(allow_nan=False, allow_infinity=False)))
 @settings(max_examples=300, deadline=None)

@@ -177,8 +177,11 @@ def _make_dirs(folder: Path) -> None:
                                        "remove or rename the file")
 
 
-def atomic_write(path: Path, content: bytes) -> None:
-    """Replace `path` with `content`: a reader sees the old or the new bytes, never half."""
+def atomic_write(path: Path, content: bytes, mode: int = 0o644, durable: bool = False) -> None:
+    """Replace `path` with `content`: a reader sees the old or the new bytes, never half.
+    `mode`: the new file's permission bits; `durable`: fsync the content before the
+    replace (a file a person wrote, such as a runbook edited in place, not a generated
+    one the next build rewrites)."""
     check_no_links(path)
     _make_dirs(path.parent)
     try:
@@ -197,7 +200,10 @@ def atomic_write(path: Path, content: bytes) -> None:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as handle:
             handle.write(content)
-        os.chmod(tmp, 0o644)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
         tmp = None
     except OSError as exc:
