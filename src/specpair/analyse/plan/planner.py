@@ -62,6 +62,8 @@ from specpair.resolve.pair import ResolvedPair
 
 @dataclass
 class Stats:
+    """What the search dropped, by reason (the plan's `Counts`), and the candidates seen."""
+
     refusals: dict[str, int] = field(default_factory=dict)
     over_budget: int = 0
     beyond: int = 0
