@@ -21,7 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from specpair.analyse.plan import Options, expand_gpus, plan
+from specpair.analyse.plan.options import Options, expand_gpus
+from specpair.analyse.plan.search import plan
 from specpair.commands.build import load_pairs
 from specpair.facts import hardware
 

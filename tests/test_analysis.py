@@ -22,7 +22,7 @@ PAIRS = load_pairs(REPO)
 # the fixtures below patch the counted functions in every specpair module loaded when
 # they run; the planner is imported lazily (by the site), so load it now or a test run
 # alone would not see its calls
-importlib.import_module("specpair.analyse.plan")
+importlib.import_module("specpair.analyse.plan.search")
 
 # the functions that compute a pair's numbers, wherever a module imported them by name
 COUNTED: dict[str, Callable[..., Any]] = {

@@ -211,11 +211,13 @@ def test_a_gpu_without_a_measurement_says_its_bandwidth_is_assumed() -> None:
 
 
 def test_a_plan_names_each_searched_gpus_bandwidth_and_whether_it_was_measured() -> None:
-    from specpair.analyse import plan
+    from specpair.analyse.plan import search
+    from specpair.analyse.plan.options import Options
+    from specpair.analyse.plan.planner import Planner
 
     pair = make_pair(dense(32), dense(1), speculation={"method": "EAGLE3",
                                                        "num_speculative_tokens": 3})
-    planner = plan.Planner(pair, plan.Options(gpus=("H100-80GB", "B200-180GB")))
-    (line,) = [a for a in plan._assumptions(planner) if a.startswith("memory bandwidth")]
+    planner = Planner(pair, Options(gpus=("H100-80GB", "B200-180GB")))
+    (line,) = [a for a in search._assumptions(planner) if a.startswith("memory bandwidth")]
     assert "H100-80GB: 3.35 TB/s peak, 3.18 TB/s measured" in line
     assert "B200-180GB" in line and "assumed" in line and "NVIDIA HBM GPUs: H100-80GB" in line

@@ -41,17 +41,14 @@ STAGES: dict[str, int] = {
 LONG_MODULES: dict[str, int] = {
     "specpair.analyse.calibration": 1957,
     "specpair.analyse.checks": 650,
-    "specpair.analyse.plan": 1188,
     "specpair.cli": 798,
     "specpair.engines.sglang_0_5_23.budget": 618,
     "specpair.engines.vllm_0_33_0.budget": 542,
-    "specpair.write.runbook_edit": 862,
 }
 
 # Functions over 80 lines ("module:function"), with the most lines each may have.
 LONG_FUNCTIONS: dict[str, int] = {
     "specpair.analyse.alerts:groups": 118,
-    "specpair.analyse.plan:evaluate": 113,
     "specpair.cli:parser": 167,
     "specpair.commands.bench:run": 90,
     "specpair.commands.site:pair_page": 92,
@@ -160,8 +157,8 @@ def test_no_module_over_500_lines() -> None:
 
 def test_no_function_over_80_lines() -> None:
     _ratchet("functions", _sizes()[1], LONG_FUNCTIONS, MAX_FUNCTION_LINES)
-    assert len(LONG_FUNCTIONS) <= 15, "the allowlist of long functions may only shrink"
-    assert len(LONG_MODULES) <= 7, "the allowlist of long modules may only shrink"
+    assert len(LONG_FUNCTIONS) <= 14, "the allowlist of long functions may only shrink"
+    assert len(LONG_MODULES) <= 5, "the allowlist of long modules may only shrink"
 
 
 def file_touches(src: Path = SRC) -> set[str]:

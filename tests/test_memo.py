@@ -14,7 +14,8 @@ import pytest
 
 from specpair.analyse.budget import compute
 from specpair.analyse.latency import model
-from specpair.analyse.plan import plan, variant
+from specpair.analyse.plan.search import plan
+from specpair.analyse.plan.variants import variant
 from specpair.commands.build import load_pairs
 from specpair.engines.vllm_0_33_0.budget import RULES
 from specpair.model import memo

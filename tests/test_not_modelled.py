@@ -151,7 +151,7 @@ def test_a_derived_schedule_of_a_deployment_the_model_refuses_is_a_runbook_error
 def test_the_planner_ranks_the_deployments_within_a_node(make: Any) -> None:
     """The runbook as written spans two nodes: the plan says so and ranks the
     candidates the latency model represents instead of refusing the whole plan."""
-    from specpair.analyse.plan import plan
+    from specpair.analyse.plan.search import plan
     from specpair.generate.plan_report import markdown
 
     p = plan(make())
@@ -164,7 +164,8 @@ def test_the_planner_ranks_the_deployments_within_a_node(make: Any) -> None:
 def test_planner_candidates_wider_than_a_node_are_counted_not_modelled() -> None:
     """--max-gpus over two nodes with pipeline 2: TP 8 × PP 2 spans both nodes; it is
     counted as not modelled, the other candidates are ranked."""
-    from specpair.analyse.plan import Options, plan
+    from specpair.analyse.plan.options import Options
+    from specpair.analyse.plan.search import plan
     from specpair.generate.plan_report import summary
 
     pair = make_pair(dense(36), dense(5), engine="vllm", version="0.33.0",

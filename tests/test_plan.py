@@ -14,7 +14,10 @@ from typing import Any
 
 import pytest
 
-from specpair.analyse.plan import Options, Targets, plan, shape_depth, variant
+from specpair.analyse.acceptance import shape_depth
+from specpair.analyse.plan.options import Options, Targets
+from specpair.analyse.plan.search import plan
+from specpair.analyse.plan.variants import variant
 from specpair.bench.record import Measurement
 from specpair.cli import main
 from specpair.commands.build import load_pairs
@@ -347,7 +350,7 @@ def test_the_search_budgets_each_distinct_runbook_once(monkeypatch: pytest.Monke
     deployment, where the SLO at the shape's depth is the runbook's own) share one
     variant, so the budget (computed once per pair object) is computed once per runbook
     the search builds. Distinct runbooks are told apart by their full JSON dump."""
-    import specpair.analyse.plan as plan_module
+    import specpair.analyse.plan.planner as plan_module
 
     seen: dict[int, ResolvedPair] = {}
     real = plan_module.compute

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from specpair.analyse import plan as plan_module
 from specpair.analyse.analysis import Analysis
 from specpair.analyse.budget import compute, recompute
-from specpair.analyse.plan import variant
+from specpair.analyse.plan import planner as plan_module
+from specpair.analyse.plan.variants import variant
 from specpair.commands.build import load_pairs
 from specpair.model.budget import Budget
 from specpair.resolve.pair import ResolvedPair

@@ -20,17 +20,13 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from specpair.load.edit_jsonnet import jsonnet_scalar
+from specpair.load.edit_yaml import yaml_scalar
+from specpair.load.runbook_edit import Change, EditResult, plan_edit
 from specpair.load.runbooks import load_runbook
 from specpair.model.common import KVDtype
 from specpair.model.errors import SpecpairError
-from specpair.write.runbook_edit import (
-    Change,
-    EditResult,
-    jsonnet_scalar,
-    plan_edit,
-    write_edit,
-    yaml_scalar,
-)
+from specpair.write.runbook_edit import write_edit
 
 
 def _changed_lines(old: str, new: str) -> tuple[list[str], list[str]]:
@@ -373,6 +369,25 @@ def test_write_is_atomic_and_keeps_the_file_mode(repo_copy: Path) -> None:
     assert path.stat().st_ino != inode_before  # replaced, not rewritten in place
     assert sorted(p.name for p in path.parent.iterdir()) == folder_before
     assert load_runbook(path).runbook.deployment.port == 30001
+
+
+def test_write_refuses_a_runbook_swapped_for_a_link_after_the_plan(repo_copy: Path,
+                                                                   tmp_path: Path) -> None:
+    """A runbook replaced by a symbolic link between planning and writing (same bytes, so
+    the digest matches) is refused by the file policy, and the file the link points to,
+    outside the repository, is not written through the link."""
+    path = repo_copy / "runbooks/deepseek-v3-mtp/runbook.yaml"
+    result = plan_edit(path, "r.yaml", [Change(("deployment", "port"), 30001)])
+    assert result.applied
+    outside = tmp_path / "outside.yaml"
+    outside.write_bytes(path.read_bytes())
+    before = outside.read_bytes()
+    path.unlink()
+    path.symlink_to(outside)
+    with pytest.raises(SpecpairError, match="symbolic link"):
+        write_edit(result)
+    assert outside.read_bytes() == before
+    assert path.is_symlink()
 
 
 @given(st.one_of(st.text(st.characters(blacklist_categories=("Cs",))), st.booleans(),

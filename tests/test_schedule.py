@@ -14,7 +14,10 @@ from specpair.analyse.acceptance import by_depth, from_tau
 from specpair.analyse.budget import compute
 from specpair.analyse.latency import expected_speedup, parameters, setup
 from specpair.analyse.launch import build_for
-from specpair.analyse.plan import BASELINE, MAX_DEPTH, Options, Planner, shapes, variant
+from specpair.analyse.plan.candidates import BASELINE, MAX_DEPTH, shapes
+from specpair.analyse.plan.options import Options
+from specpair.analyse.plan.planner import Planner
+from specpair.analyse.plan.variants import variant
 from specpair.analyse.schedule import MERGE_LOSS
 from specpair.analyse.stepmodel import shape_for, step_times
 from specpair.load.runbooks import load_runbook

@@ -18,7 +18,7 @@ import pytest
 from specpair.analyse.acceptance import solve_alpha
 from specpair.analyse.analysis import Analysis
 from specpair.analyse.monitoring import for_engine
-from specpair.analyse.plan import variant
+from specpair.analyse.plan.variants import variant
 from specpair.generate import monitoring_files
 from specpair.resolve.pair import ResolvedPair
 from tests.promtool import rule_groups, run_unit_tests

@@ -10,7 +10,8 @@ from functools import cache
 import pytest
 
 from specpair.analyse.analysis import Analysis
-from specpair.analyse.plan import Options, plan
+from specpair.analyse.plan.options import Options
+from specpair.analyse.plan.search import plan
 from specpair.commands import site
 from specpair.engines.verified_layouts import UNVERIFIED_MARK
 from specpair.generate import PAIR_GENERATORS, plan_report

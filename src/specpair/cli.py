@@ -524,7 +524,7 @@ def _schema(args: argparse.Namespace) -> int:
 
 def _gpu_list(text: str) -> tuple[str, ...]:
     """--gpus: catalog keys and `common`, comma-separated; a typo is a usage error."""
-    from specpair.analyse.plan import PlanError, expand_gpus
+    from specpair.analyse.plan.options import PlanError, expand_gpus
 
     try:
         found = expand_gpus([g for g in text.split(",") if g.strip()])
@@ -546,17 +546,17 @@ def _positive_float(text: str) -> float:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from specpair.analyse.plan import Options, PlanError, Targets, plan
+    from specpair.analyse.plan import options, search
     from specpair.generate import plan_report
 
     root = _root(args)
     pair = _one_pair(root, args.runbook)
-    opts = Options(gpus=args.gpus or (), max_gpus=args.max_gpus, top=args.top,
-                   targets=Targets(tpot_ms=args.tpot_ms, ttft_ms=args.ttft_ms,
-                                   concurrency=args.concurrency, rate=args.rate))
+    opts = options.Options(gpus=args.gpus or (), max_gpus=args.max_gpus, top=args.top,
+                           targets=options.Targets(tpot_ms=args.tpot_ms, ttft_ms=args.ttft_ms,
+                                                   concurrency=args.concurrency, rate=args.rate))
     try:
-        result = plan(pair, opts)
-    except PlanError as exc:
+        result = search.plan(pair, opts)
+    except options.PlanError as exc:
         print(f"specpair plan: error: {exc}", file=sys.stderr)
         return 2
     if args.json:
@@ -570,12 +570,12 @@ def _plan(args: argparse.Namespace) -> int:
         if args.write:
             print("\n--write: nothing to write (see the recommendation above)", file=sys.stderr)
         return EXIT_OK
-    from specpair.write.runbook_edit import Change, plan_edit, write_edit
+    from specpair.load.runbook_edit import Change, plan_edit
+    from specpair.load.runbooks import discover
+    from specpair.write.runbook_edit import write_edit
 
     path = Path(args.runbook)
     if path.is_dir():
-        from specpair.load.runbooks import discover
-
         (path,) = discover([path])
     edit = plan_edit(path, pair.source_file, [
         Change(tuple(k.split(".")), v) for k, v in best.changes.items()])

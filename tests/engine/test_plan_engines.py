@@ -15,7 +15,10 @@ from typing import Any
 import pytest
 
 from specpair.analyse.launch import EnvRef, build_for
-from specpair.analyse.plan import Options, Row, expand_gpus, plan, variant
+from specpair.analyse.plan.options import Options, expand_gpus
+from specpair.analyse.plan.results import Row
+from specpair.analyse.plan.search import plan
+from specpair.analyse.plan.variants import variant
 from specpair.commands.build import load_pairs
 from specpair.resolve.pair import ResolvedPair
 from tests.engine.conftest import REPO, parse

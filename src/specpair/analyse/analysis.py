@@ -33,7 +33,7 @@ from specpair.model.step_refusals import NotModelled
 from specpair.resolve.pair import ResolvedPair
 
 if TYPE_CHECKING:  # the planner is imported when the site first asks for a plan
-    from specpair.analyse.plan import Plan
+    from specpair.analyse.plan.results import Plan
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ class Analysis:
     @cached_property
     def plan_search(self) -> Plan:
         """`specpair plan` with the runbook's own GPU and concurrency (the site's Plan)."""
-        from specpair.analyse.plan import plan as search
+        from specpair.analyse.plan.search import plan as search
 
         return search(self.pair)
 

@@ -14,7 +14,7 @@ its own uncertainty does not page anyone.
   follow each other, so the interval is that of the sampled evaluations, narrower than
   independent samples would give: a longer `--since` is the remedy, and it is said.
 
-`--write` makes the edit with the planner's runbook editor (`specpair.write.runbook_edit`):
+`--write` makes the edit with the planner's runbook editor (`specpair.load.runbook_edit`):
 min_length, `basis: own_traffic` and the provenance (source, reference, time range,
 samples, value, interval, margin). The gate (SP702) accepts `own_traffic` only with it.
 """
@@ -34,9 +34,9 @@ import httpx
 from specpair.bench.record import Measurement
 from specpair.bench.stats import percentile
 from specpair.bench.traffic import bootstrap
+from specpair.load.runbook_edit import Change
 from specpair.model.errors import SpecpairError
 from specpair.resolve.pair import ResolvedPair
-from specpair.write.runbook_edit import Change
 
 RECORD_RULE = "specpair:acceptance_length:rate5m"
 DEFAULT_MARGIN = 0.05
@@ -234,7 +234,8 @@ def write(p: Proposal, path: Path, display: str) -> int:
     """Edit the runbook in place (the planner's editor: every other byte kept, the result
     verified). An SLO below break-even is written as measured, with a warning: the gate's
     SP701 is where it fails. Returns the exit status."""
-    from specpair.write.runbook_edit import plan_edit, write_edit
+    from specpair.load.runbook_edit import plan_edit
+    from specpair.write.runbook_edit import write_edit
 
     result = plan_edit(path, display, changes(p))
     if not result.applied:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from specpair.analyse.plan import Plan, Row
+from specpair.analyse.plan.results import Plan, Row
 from specpair.engines.verified_layouts import UNVERIFIED_MARK, UNVERIFIED_MEANING
 from specpair.generate.render import table
 

@@ -205,10 +205,14 @@ def _make_dirs(folder: Path) -> None:
                                        "remove or rename the file")
 
 
-def atomic_write(path: Path, content: bytes, root: Path | None = None) -> None:
+def atomic_write(path: Path, content: bytes, root: Path | None = None, mode: int = 0o644,
+                 durable: bool = False) -> None:
     """Replace `path` with `content`: a reader sees the old or the new bytes, never half.
     With `root` (the repository `init` scaffolds, the folder an `--output` is named in),
-    no link between `root` and `path` is followed either (check_below)."""
+    no link between `root` and `path` is followed either (check_below). `mode`: the new
+    file's permission bits; `durable`: fsync the content before the replace (a file a
+    person wrote, such as a runbook edited in place, not a generated one the next build
+    rewrites)."""
     check_no_links(path)
     if root is not None:
         check_below(root, path)
@@ -230,7 +234,10 @@ def atomic_write(path: Path, content: bytes, root: Path | None = None) -> None:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as handle:
             handle.write(content)
-        os.chmod(tmp, 0o644)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
         tmp = None
     except OSError as exc:
