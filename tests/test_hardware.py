@@ -157,18 +157,23 @@ def test_every_measured_bandwidth_is_the_fastest_reading_kernel_its_quote_shows(
 
 def test_a_measured_bandwidth_above_the_peak_is_refused() -> None:
     raw = {"key": "X", "name": "X", "family": "hopper", "memory_mib": 1000,
+           "memory_status": "reported", "status": "checked", "interconnect": "nvlink4",
            "bandwidth_tb_s": 2.0, "bf16_dense_tflops": 100, "free_before_load_gib": 0.5,
            "source": "test", "measured_bandwidth_tb_s": 2.5, "bandwidth_measurement": "q",
            "memory_kind": "hbm"}
+
+    def entry(data: dict[str, object]) -> hardware.GPU:
+        return hardware._entry(hardware.CatalogEntry.model_validate(data))
+
     with pytest.raises(ValueError, match="must lie in"):
-        hardware._entry(raw)
+        entry(raw)
     with pytest.raises(ValueError, match="needs its bandwidth_measurement"):
-        hardware._entry({**raw, "measured_bandwidth_tb_s": 1.5, "bandwidth_measurement": ""})
-    assert hardware._entry({**raw, "measured_bandwidth_tb_s": 1.5}) \
+        entry({**raw, "measured_bandwidth_tb_s": 1.5, "bandwidth_measurement": ""})
+    assert entry({**raw, "measured_bandwidth_tb_s": 1.5}) \
         .achievable_bandwidth_bytes_per_s == 1.5e12
     for kind in (None, "HBM3", "gddr6"):
-        with pytest.raises(ValueError, match="must be hbm or gddr"):
-            hardware._entry({**raw, "measured_bandwidth_tb_s": 1.5, "memory_kind": kind})
+        with pytest.raises(ValueError, match="'hbm' or 'gddr'"):
+            entry({**raw, "measured_bandwidth_tb_s": 1.5, "memory_kind": kind})
 
 
 def test_an_inline_measured_bandwidth_above_its_peak_points_at_the_field(

@@ -652,7 +652,7 @@ def hardware_for(gpu: hardware.GPU, p2p: bool | None = None) -> Hardware:
     memory roof is the GPU's achievable bandwidth (measured, else assumed: `hardware`), of
     which `eta_bw` is the share decode kernels reach."""
     return Hardware(gpu.achievable_bandwidth_bytes_per_s, gpu.bf16_dense_flops,
-                    gpu.fp8_dense_flops, link_for(gpu.key, gpu.family, p2p),
+                    gpu.fp8_dense_flops, link_for(gpu, p2p),
                     gpu.fp4_dense_flops)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from specpair.facts.hardware import GPU
+
 
 @dataclass(frozen=True)
 class Link:
@@ -37,21 +39,15 @@ LINKS: dict[str, Link] = {
                        "point; what a given deployment's host staging reaches of it is "
                        "`host_link` (fitted where points with such a link exist)"),
 }
-_NVLINK_OF = {"ampere": "nvlink3", "hopper": "nvlink4", "blackwell": "nvlink5",
-              "cdna3": "xgmi", "cdna4": "xgmi"}
-_PCIE_OF = {"ampere": "pcie4", "ada": "pcie4", "hopper": "pcie5", "blackwell-rtx": "pcie5"}
-
-
-def link_for(gpu_key: str, family: str | None, p2p: bool | None = None) -> str:
-    """The link between a GPU's tensor-parallel ranks: NVLink/xGMI on SXM/OAM boards,
-    PCIe on PCIe cards and workstation GPUs (GeForce cards have no peer-to-peer: `p2p`
-    None means "as the card ships"). A family without a link figure gets PCIe 4.0."""
-    pcie = "pcie" in gpu_key.lower() or family not in _NVLINK_OF \
-        or gpu_key.upper().startswith(("RTX", "A10", "L4"))
-    if not pcie and family is not None:
-        return _NVLINK_OF[family]
-    base = _PCIE_OF.get(family or "", "pcie4")
-    consumer = gpu_key.upper().startswith("RTX-") and "PRO" not in gpu_key.upper()
-    if p2p is False or (p2p is None and consumer):
+def link_for(gpu: GPU, p2p: bool | None = None) -> str:
+    """The link between a GPU's tensor-parallel ranks: its catalog `interconnect` (NVLink or
+    xGMI on SXM/OAM boards, PCIe on PCIe cards), through host memory where the card has no
+    peer-to-peer (`p2p` None: as the card ships, the catalog's `peer_to_peer`). A GPU
+    declared inline names no interconnect: PCIe 4.0 with peer-to-peer, the slowest link
+    such a deployment is served over."""
+    base = gpu.interconnect or "pcie4"
+    if not base.startswith("pcie"):
+        return base
+    if p2p is False or (p2p is None and not gpu.peer_to_peer):
         return f"{base}-host"
     return base

@@ -14,10 +14,12 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, Literal
+from typing import Literal
 
 import yaml
+from pydantic import Field, ValidationError, model_validator
 
+from specpair.model.common import Strict
 from specpair.model.memo import value_memo
 from specpair.model.runbook import InlineGPU
 
@@ -58,6 +60,11 @@ class GPU:
     bandwidth_measurement: str = ""
     memory_kind: Literal["hbm", "gddr"] | None = None
     """The GPU's DRAM kind; None for a GPU declared inline (not asked)."""
+    interconnect: str | None = None
+    """What its tensor-parallel ranks all-reduce over (a `step_links.LINKS` key); None for
+    a GPU declared inline (not asked)."""
+    peer_to_peer: bool = True
+    """False where the card ships without GPU peer-to-peer (GeForce)."""
 
     @property
     def memory_system(self) -> tuple[str, str] | None:
@@ -100,42 +107,78 @@ class GPU:
         return f"{self.key}: {self._basis()}"
 
 
-def _entry(raw: dict[str, Any]) -> GPU:
-    fp8 = raw.get("fp8_dense_tflops")
-    fp4 = raw.get("fp4_dense_tflops")
-    note = "" if raw.get("memory_status") == "reported" else (
-        f"memory.total assumed {raw['memory_mib']:,} MiB (not seen reported)")
-    measured = raw.get("measured_bandwidth_tb_s")
-    if measured is not None and not (0 < float(measured) <= float(raw["bandwidth_tb_s"])):
-        raise ValueError(f"data/gpus.yaml {raw['key']}: measured_bandwidth_tb_s {measured} "
-                         f"must lie in (0, the {raw['bandwidth_tb_s']} TB/s peak]")
-    if measured is not None and not str(raw.get("bandwidth_measurement", "")).strip():
-        raise ValueError(f"data/gpus.yaml {raw['key']}: measured_bandwidth_tb_s needs its "
-                         "bandwidth_measurement (source, method, quote)")
-    kind = raw.get("memory_kind")
-    if kind not in ("hbm", "gddr"):
-        raise ValueError(f"data/gpus.yaml {raw['key']}: memory_kind {kind!r} must be hbm or "
-                         "gddr (the DRAM kind sets the share of its peak a GPU reaches)")
-    if raw.get("status") == "datasheet":
+Interconnect = Literal["nvlink3", "nvlink4", "nvlink5", "xgmi", "pcie4", "pcie5"]
+
+
+class CatalogEntry(Strict):
+    """One GPU of data/gpus.yaml as written (the file's header documents each field)."""
+
+    key: str
+    aliases: list[str] = Field(default_factory=list)
+    name: str
+    family: str
+    common: bool = False
+    memory_mib: int = Field(gt=0)
+    memory_status: Literal["reported", "assumed"]
+    bandwidth_tb_s: float = Field(gt=0)
+    memory_kind: Literal["hbm", "gddr"] = Field(
+        description="the DRAM kind sets the share of its peak a GPU reaches")
+    interconnect: Interconnect
+    peer_to_peer: bool = True
+    measured_bandwidth_tb_s: float | None = Field(default=None, gt=0)
+    bandwidth_measurement: str = ""
+    bf16_dense_tflops: float = Field(gt=0)
+    fp8_dense_tflops: float | None = Field(default=None, gt=0)
+    fp4_dense_tflops: float | None = Field(default=None, gt=0)
+    free_before_load_gib: float = Field(gt=0)
+    source: str
+    status: Literal["checked", "datasheet"]
+
+    @model_validator(mode="after")
+    def _measured(self) -> CatalogEntry:
+        measured = self.measured_bandwidth_tb_s
+        if measured is not None and measured > self.bandwidth_tb_s:
+            raise ValueError(f"measured_bandwidth_tb_s {measured} must lie in (0, the "
+                             f"{self.bandwidth_tb_s} TB/s peak]")
+        if measured is not None and not self.bandwidth_measurement.strip():
+            raise ValueError("measured_bandwidth_tb_s needs its bandwidth_measurement "
+                             "(source, method, quote)")
+        return self
+
+
+def _entry(raw: CatalogEntry) -> GPU:
+    note = "" if raw.memory_status == "reported" else (
+        f"memory.total assumed {raw.memory_mib:,} MiB (not seen reported)")
+    if raw.status == "datasheet":
         note = "; ".join(x for x in (note, "figures from the datasheet, not re-retrieved") if x)
-    return GPU(key=raw["key"], name=raw["name"], memory_bytes=int(raw["memory_mib"]) * MiB,
-               bandwidth_bytes_per_s=float(raw["bandwidth_tb_s"]) * 1e12,
-               bf16_dense_flops=float(raw["bf16_dense_tflops"]) * 1e12,
-               source=" ".join(str(raw["source"]).split()),
-               free_before_load_bytes=int(float(raw["free_before_load_gib"]) * GiB),
-               note=note, family=raw["family"],
-               fp8_dense_flops=float(fp8) * 1e12 if fp8 is not None else None,
-               fp4_dense_flops=float(fp4) * 1e12 if fp4 is not None else None,
-               aliases=tuple(raw.get("aliases") or ()), common=bool(raw.get("common")),
-               measured_bandwidth_bytes_per_s=float(measured) * 1e12
-               if measured is not None else None,
-               bandwidth_measurement=" ".join(str(raw.get("bandwidth_measurement", "")).split()),
-               memory_kind=kind)
+    measured = raw.measured_bandwidth_tb_s
+    return GPU(key=raw.key, name=raw.name, memory_bytes=raw.memory_mib * MiB,
+               bandwidth_bytes_per_s=raw.bandwidth_tb_s * 1e12,
+               bf16_dense_flops=raw.bf16_dense_tflops * 1e12,
+               source=" ".join(raw.source.split()),
+               free_before_load_bytes=int(raw.free_before_load_gib * GiB),
+               note=note, family=raw.family,
+               fp8_dense_flops=raw.fp8_dense_tflops * 1e12
+               if raw.fp8_dense_tflops is not None else None,
+               fp4_dense_flops=raw.fp4_dense_tflops * 1e12
+               if raw.fp4_dense_tflops is not None else None,
+               aliases=tuple(raw.aliases), common=raw.common,
+               measured_bandwidth_bytes_per_s=measured * 1e12 if measured is not None else None,
+               bandwidth_measurement=" ".join(raw.bandwidth_measurement.split()),
+               memory_kind=raw.memory_kind, interconnect=raw.interconnect,
+               peer_to_peer=raw.peer_to_peer)
 
 
 def _load() -> dict[str, GPU]:
     text = resources.files("specpair").joinpath("data/gpus.yaml").read_text(encoding="utf-8")
-    return {g.key: g for g in (_entry(raw) for raw in yaml.safe_load(text)["gpus"])}
+    entries = []
+    for i, raw in enumerate(yaml.safe_load(text)["gpus"]):
+        try:
+            entries.append(CatalogEntry.model_validate(raw))
+        except ValidationError as exc:
+            where = raw.get("key", f"entry {i}") if isinstance(raw, dict) else f"entry {i}"
+            raise ValueError(f"data/gpus.yaml {where}: {exc}") from None
+    return {g.key: g for g in map(_entry, entries)}
 
 
 CATALOG: dict[str, GPU] = _load()
