@@ -50,3 +50,11 @@ def test_a_malformed_entry_is_refused_by_field(field: str, value: object,
 def test_the_catalog_as_shipped_validates() -> None:
     keys = [hardware.CatalogEntry.model_validate(raw).key for raw in _raw()]
     assert keys == list(hardware.CATALOG)
+
+
+@pytest.mark.parametrize("key", sorted(k for k, g in hardware.CATALOG.items()
+                                       if " SXM" in g.name))
+def test_an_sxm_board_all_reduces_over_nvlink(key: str) -> None:
+    # SXM modules carry NVLink (NVIDIA's A100/H100/H200 datasheets: 600 and 900 GB/s);
+    # the old name rule read "A100" as an "A10" PCIe card and gave it PCIe 4.0
+    assert link_for(hardware.CATALOG[key]).startswith("nvlink"), key
