@@ -187,8 +187,11 @@ def vllm_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = TEN
         for tp in tps:
             for kv in kvs:
                 for hybrid in (True, False):
+                    # the KV bytes pinned, as --kv-cache-memory-bytes passes them (vLLM
+                    # 0.34.0's pinned mode; every release sizes the pool from them alone)
                     pair = make_pair(corpus, "vllm", releases.version(release), tp, kv,
-                                     {"hybrid_kv_pools": hybrid})
+                                     {"hybrid_kv_pools": hybrid,
+                                      "kv_cache_memory_bytes": KV_BUDGET})
                     if pair is None or (not hybrid and not local_layers(pair.target.geometry)):
                         continue  # the switch only matters with sliding or chunked layers
                     name = f"{corpus.name} tp{tp} {kv}" + ("" if hybrid else " no-hybrid")
@@ -210,6 +213,12 @@ def vllm_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = TEN
                             "bytes_per_block": plan.bytes_per_block,
                             "capacity_tokens": int(blocks / per_request * dep.context_length),
                             "max_concurrency": blocks / per_request}
+                    # the release's whole budget of that command says the same: its
+                    # capacity is the engine's by construction, not a separate estimate
+                    budgeted = vllm_budget.budget(pair, pair.gpu_spec)
+                    scenario = budgeted.speculative or budgeted.baseline
+                    assert (scenario.max_total_tokens, scenario.capacity_estimate) == (
+                        ours["capacity_tokens"], None), name
                     draft = corpus.draft if corpus.draft in (None, BUNDLED) \
                         else str(corpus.path(corpus.draft))
                     if corpus.speculation["method"] == "NGRAM":
