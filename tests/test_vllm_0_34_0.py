@@ -180,3 +180,86 @@ def test_pinned_bytes_of_the_launch_equal_the_budgets_closed_form(speculate: boo
                          "assumptions": {"cuda_graph_bytes": 3 << 30}})
     b = p.release.budget(p, p.gpu_spec)
     assert budget_0_34_0.pinned_kv_bytes(p, speculate) == kv_line(b, speculate)
+
+
+def example(name: str) -> ResolvedPair:
+    from pathlib import Path
+
+    from specpair.build import load_pairs
+
+    (found,) = [p for p in load_pairs(Path(__file__).parents[1]) if p.name == name]
+    return found
+
+
+def moved(pair: ResolvedPair, version: str) -> ResolvedPair:
+    from specpair.plan import variant
+
+    return variant(pair, {("engine", "version"): version})
+
+
+def test_upgrade_checklist_of_the_eagle3_example_names_each_change_and_the_budgets() -> None:
+    from specpair.budget import compute
+    from specpair.upgrade import REAPPLY, upgrade_items
+
+    base = example("llama33-70b-eagle3-vllm")
+    head = moved(base, "0.34.0")
+    items = [i.removeprefix("Engine release vLLM 0.33.0 → vLLM 0.34.0: ")
+             for i in upgrade_items(base, head)]
+    pinned = budget_0_34_0.pinned_kv_bytes(head, True)
+    for expected in ("flag --block-size 16 → 64", "flag --gpu-memory-utilization removed",
+                     f"flag --kv-cache-memory-bytes added ({pinned})",
+                     "15 flags and 4 config keys of the pair's command compared, 3 changed"):
+        assert any(i.startswith(expected) for i in items), (expected, items)
+    assert any("(KV cache sizing) is new in vLLM 0.34.0: pinned" in i for i in items)
+    assert any(i.startswith("--block-size (KV block size (tokens)): default 16 → 64")
+               for i in items)
+    before, after = (compute(p).speculative for p in (base, head))
+    assert before is not None and after is not None
+    assert (f"budget: KV token capacity {before.max_total_tokens:,} → "
+            f"{after.max_total_tokens:,}, full-context sequences "
+            f"{before.sequences_at_context:,} → {after.sequences_at_context:,}") in \
+        next(i for i in items if i.startswith("budget: "))
+    assert any(i.startswith("Re-measure acceptance") for i in items) and REAPPLY in items
+    assert any(i.startswith("Re-stage with the new release's image (vllm/vllm-openai:v0.34.0)")
+               for i in items)
+    assert not any("cannot move" in i for i in items)
+    reviewed = [i for i in items if i.startswith("reviewed difference")]
+    assert len(reviewed) == len(head.release.differences)
+    # read the other way, a move back lists the same facts reversed
+    back = upgrade_items(head, base)
+    assert any("block size: 64 → 16" in i for i in back)
+
+
+def test_upgrade_checklist_of_the_measured_mode_prints_an_estimate() -> None:
+    from specpair.upgrade import upgrade_items
+
+    base = example("llama33-70b-eagle3-vllm")
+    head = moved(base, "0.34.0")
+    head = with_runbook(head, deployment={"kv_cache_sizing": "measured",
+                                          "memory_fraction": None})
+    (line,) = [i for i in upgrade_items(base, head) if ": budget: " in i]
+    after = line.split("KV token capacity ")[1].split(", full-context")[0]
+    assert " → ≈ " in after and "(estimate, " in after, line
+
+
+def test_the_tli_example_cannot_move_and_is_told_why_and_where_to_go() -> None:
+    from specpair.upgrade import upgrade_items
+
+    base = example("llama31-8b-qwen25-tli-vllm")
+    items = upgrade_items(base, moved(base, "0.34.0"))
+    assert "this pair cannot move" in items[0] and "no heterogeneous-vocabulary mode" in \
+        items[0] and "vllm 0.33.0 still has it" in items[0], items[0]
+    assert "pin engine.version: 0.33.0" in items[0]
+    assert not any(i.startswith("Re-stage") for i in items)
+
+
+def test_a_move_where_nothing_changes_says_what_was_compared() -> None:
+    from specpair.upgrade import upgrade_items
+
+    base = example("llama33-70b-eagle3-vllm")
+    items = upgrade_items(base, moved(base, "0.32.0"))
+    # "nothing changed" is told apart from "not looked at": what was compared is counted
+    assert any("14 flags and 4 config keys of the pair's command compared, none changed" in i
+               for i in items), items
+    reviewed = [i for i in items if ": reviewed difference " in i]
+    assert len(reviewed) == len(example("llama33-70b-eagle3-vllm-0-32-0").release.differences)

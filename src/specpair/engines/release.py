@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # annotations only: the release packages import these, not th
     from specpair.engines.launch_model import Launch
     from specpair.engines.logs_model import Timing
     from specpair.engines.metrics_model import EngineMetrics
+    from specpair.engines.reviewed import ReleaseFact
     from specpair.geometry import Geometry
     from specpair.hardware import GPU
     from specpair.resolve import ResolvedPair
@@ -66,6 +67,11 @@ class EngineRelease:
     schedule_refusal: Callable[[ResolvedPair], str | None] | None = None
     """Why the release cannot run a speculation schedule for a pair, citing its code
     (None from the callable: it can); unset: the release's schedule support is unreviewed."""
+    differences: tuple[ReleaseFact, ...] = ()
+    """The reviewed facts that separate it from `compared_with` (its `facts.DIFFERENCES`),
+    which the upgrade checklist between the two lists; empty: none recorded."""
+    compared_with: str | None = None
+    """The release label `differences` were read against."""
 
     @property
     def name(self) -> str:

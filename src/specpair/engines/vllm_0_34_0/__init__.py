@@ -24,4 +24,6 @@ RELEASE = EngineRelease(
     schedule_refusal=schedule.refusal,
     image="vllm/vllm-openai:v0.34.0",
     draft_mode=draft_mode.geometry,
+    differences=facts.DIFFERENCES,
+    compared_with=facts.COMPARED_WITH,
 )

@@ -63,7 +63,7 @@ class Launcher(v0_33_0.Launcher):
         token mapping, and VLLM_USE_V2_MODEL_RUNNER=0 fails start-up
         (platforms/interface.py:1481-1491). Refused by name; no environment."""
         checks.need(False, "speculation.heterogeneous_vocab",
-                    f"{self.engine} has no heterogeneous-vocabulary mode: it removed "
+                    "no heterogeneous-vocabulary mode: this release removed "
                     "use_heterogeneous_vocab (Token-Level Intersection) with Model Runner V1 "
                     "(an unknown --speculative-config key, and VLLM_USE_V2_MODEL_RUNNER=0 "
                     f"fails start-up); {STILL_HETEROGENEOUS} still has it",
