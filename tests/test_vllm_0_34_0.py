@@ -263,3 +263,52 @@ def test_a_move_where_nothing_changes_says_what_was_compared() -> None:
                for i in items), items
     reviewed = [i for i in items if ": reviewed difference " in i]
     assert len(reviewed) == len(example("llama33-70b-eagle3-vllm-0-32-0").release.differences)
+
+
+# what vLLM 0.34.0 logs at start-up (v1/core/kv_cache_utils.py:1169, one line per engine
+# core; the worker lines of other ranks carry their rank)
+ENGINE_LOG = """\
+(EngineCore pid=1) INFO [default_loader.py:544] Loading weights took 41.20 seconds
+(Worker_TP1 pid=2) INFO [kv_cache_utils.py:1169] GPU KV cache size: 9,999 tokens
+(EngineCore pid=1) INFO [model_runner.py:1217] Graph capturing finished in 12 secs, took 0.61 GiB
+(EngineCore pid=1) INFO [kv_cache_utils.py:1169] GPU KV cache size: 1,234,567 tokens, \
+Maximum concurrency for 8,192 tokens per request: 150.70x
+"""
+
+
+def started(pair: ResolvedPair, engine_log: str) -> ResolvedPair:
+    """The pair with a recorded start whose engine log was ingested."""
+    from specpair.staging_log import StagingRecord, with_engine_log
+    from tests.planted_records import staging_record
+
+    data = staging_record(pair.name) | {"engine": pair.engine, "status": "ok", "fits": True,
+                                        "failed_phase": None}
+    data["phases"] = [{"phase": "engine_start", "seconds": 90.0, "status": "ok"}]
+    record = with_engine_log(StagingRecord.model_validate(data), engine_log)
+    return pair.model_copy(update={"staging_records": [record]})
+
+
+def test_an_ingested_start_up_log_gives_the_measured_capacity_to_the_budget_and_card() -> None:
+    from specpair.engine_logs import kv_capacity
+    from specpair.generators.plan_files import measured_markdown, measured_of
+    from specpair.staging import plan
+
+    assert kv_capacity("vllm 0.34.0", ENGINE_LOG) == 1_234_567  # rank 0's line
+    assert kv_capacity("vllm 0.33.0", ENGINE_LOG) is None  # its release names no line
+    p = started(pair(deployment={"kv_cache_sizing": "measured"}), ENGINE_LOG)
+    b = p.release.budget(p, p.gpu_spec)
+    assert b.speculative is not None
+    assert b.speculative.max_total_tokens == 1_234_567
+    assert b.speculative.capacity_estimate is None  # measured: printed as the figure it is
+    assert b.speculative.sequences_at_context == 1_234_567 // 8192
+    assert "measured at the start recorded 2026-12-01T00:00:00Z" in b.speculative.verdict
+    row = next(r for r in markdown(p, b).splitlines() if r.startswith("| token capacity"))
+    assert "1,234,567" in row and row.count("estimate") == 1, row  # the baseline's only
+    comparison = measured_of(p, plan(p))
+    assert comparison is not None
+    assert "1,234,567 tokens" in measured_markdown(comparison)  # staging.md and the card
+    # without the log line the budget stays an estimate
+    quiet = started(pair(deployment={"kv_cache_sizing": "measured"}),
+                    ENGINE_LOG.replace("KV cache size", "KV cache"))
+    qb = quiet.release.budget(quiet, quiet.gpu_spec)
+    assert qb.speculative is not None and qb.speculative.capacity_estimate is not None

@@ -7,6 +7,7 @@ outside the engine packages branches on an engine name or version.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -67,6 +68,9 @@ class EngineRelease:
     schedule_refusal: Callable[[ResolvedPair], str | None] | None = None
     """Why the release cannot run a speculation schedule for a pair, citing its code
     (None from the callable: it can); unset: the release's schedule support is unreviewed."""
+    log_kv_capacity: re.Pattern[str] | None = None
+    """The start-up log line in which the release reports its KV capacity in tokens (group
+    1, digits with thousands separators); None: not read from its log."""
     differences: tuple[ReleaseFact, ...] = ()
     """The reviewed facts that separate it from `compared_with` (its `facts.DIFFERENCES`),
     which the upgrade checklist between the two lists; empty: none recorded."""

@@ -20,6 +20,7 @@ RELEASE = EngineRelease(
     recap=budget.recap,
     metrics=metrics.METRICS,
     log_timings=logs.TIMINGS,
+    log_kv_capacity=logs.KV_CAPACITY,
     bench=bench.PROBE,
     schedule_refusal=schedule.refusal,
     image="vllm/vllm-openai:v0.34.0",

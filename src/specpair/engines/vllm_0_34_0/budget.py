@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from specpair.budget.common import weights_per_rank
 from specpair.budget.model import Budget, Line, Scenario, line
+from specpair.engines.logs_model import KV_CAPACITY_KEY
 from specpair.engines.vllm_0_33_0 import budget as v0_33_0
 from specpair.engines.vllm_0_33_0.budget import IN_FLIGHT_BATCHES, _reseated
 from specpair.engines.vllm_0_34_0 import schedule
@@ -202,8 +203,31 @@ class Rules(v0_33_0.Rules):
 
         baseline = measure(computed.baseline, False)
         assert baseline is not None
-        return computed.model_copy(update={
-            "baseline": baseline, "speculative": measure(computed.speculative, True)})
+        speculative = measure(computed.speculative, True)
+        logged = logged_capacity(pair)
+        if logged is not None and speculative is not None:
+            speculative = self._logged(pair, speculative, *logged)
+        return computed.model_copy(update={"baseline": baseline, "speculative": speculative})
+
+    def _logged(self, pair: ResolvedPair, scenario: Scenario, tokens: int, when: str
+                ) -> Scenario:
+        """The capacity the engine reported at a recorded start of this command (the
+        server with the draft, as stage-and-launch.sh starts it) in place of the estimate:
+        the estimate's lines stay, labelled as such."""
+        context = pair.runbook.deployment.context_length
+        args = self.server_args(pair, pair.gpu_spec)
+        sequences = tokens // context
+        measured = line(
+            key="capacity_logged", label="token capacity, MEASURED (the engine's start-up log)",
+            value=tokens, unit="tokens",
+            rule=f"'KV cache size: N tokens' (v1/core/kv_cache_utils.py:1169) in the engine log "
+                 f"of the start recorded {when} (`specpair staging ingest --engine-log`); "
+                 f"full-context sequences ≈ {tokens} // {context}")
+        return _with(scenario, {"capacity_interval": [measured]}, max_total_tokens=tokens,
+                     sequences_at_context=sequences, fits=sequences >= 1,
+                     max_running_requests=min(args.running_requests, tokens),
+                     verdict=f"measured at the start recorded {when}: {tokens:,} tokens, "
+                             f"≈ {sequences} full-context sequences")
 
     def _at(self, pair: ResolvedPair, gpu: GPU, kv: int, draft: bool) -> Scenario:
         """0.33.0's scenario of the pair with `kv` KV bytes (its `--kv-cache-memory-bytes`
@@ -223,6 +247,17 @@ block_plan = RULES.block_plan
 kv_plan = RULES.kv_plan
 budget = RULES.budget
 recap = RULES.recap
+
+
+def logged_capacity(pair: ResolvedPair) -> tuple[int, str] | None:
+    """(tokens, when) of the latest recorded start of this release whose engine log gave
+    its KV capacity (`specpair staging ingest --engine-log`), or None."""
+    for record in reversed(pair.staging_records):
+        phase = record.phase("engine_start")
+        if record.engine == pair.engine and phase is not None \
+                and KV_CAPACITY_KEY in phase.detail:
+            return int(phase.detail[KV_CAPACITY_KEY]), record.started_at
+    return None
 
 
 def pinned_kv_bytes(pair: ResolvedPair, speculate: bool) -> int:

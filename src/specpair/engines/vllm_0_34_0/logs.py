@@ -20,3 +20,9 @@ TIMINGS = (
         r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s"),
         "vllm v1/engine/core.py"),
 )
+
+# v1/core/kv_cache_utils.py:1169: "%s KV cache size: %s tokens, Maximum concurrency for %s
+# tokens per request: %.2fx", the tokens written with thousands separators; with the
+# extensible cache it is logged once the cache is sized from the memory measured after
+# warmup (v1/core/kv_cache_planning.py:1870), so it is the capacity the engine runs with
+KV_CAPACITY = re.compile(r"KV cache size: ([\d,]+) tokens")
