@@ -7,7 +7,7 @@ server arguments. What differs is where the KV bytes come from (facts.DIFFERENCE
 cache sizing"):
 
 - *pinned*: specpair passes `--kv-cache-memory-bytes` with the bytes it budgets, which
-  turns the extensible cache off (config/vllm.py:3201); the engine allocates exactly
+  turns the extensible cache off (config/vllm.py:3203); the engine allocates exactly
   those bytes, so the capacity is the engine's by construction. The bytes are 0.33.0's
   closed form at gpu_memory_utilization 0.92 (the engine's default with the extensible
   cache off, config/cache.py:495-501); the memory that is not KV (weights, activations,
@@ -132,7 +132,7 @@ class Rules(v0_33_0.Rules):
                       "computed by specpair: requested − weights − non-torch − activation "
                       "peak − CUDA graphs")
                 + "; passed as --kv-cache-memory-bytes, which turns the extensible cache "
-                  "off (config/vllm.py:3201): the engine allocates exactly these bytes")
+                  "off (config/vllm.py:3203): the engine allocates exactly these bytes")
             check = line(
                 key="non_kv_check", label="safety check: GPU memory left after the pinned "
                 "KV and the assumed non-KV memory", value=left, unit="B",

@@ -9,7 +9,7 @@ from dataclasses import replace
 from specpair.engines.reviewed import ReleaseFact
 from specpair.engines.vllm_0_33_0 import facts as v0_33_0
 
-# The method spellings are 0.33.0's (SpeculativeMethod, config/speculative.py:97-104, has
+# The method spellings are 0.33.0's (SpeculativeMethod, config/speculative.py:90-97, has
 # eagle, eagle3, mtp, draft_model, dflash, dspark and ngram in both). The heterogeneous-
 # vocabulary mode is gone (DIFFERENCES "use_heterogeneous_vocab"), so is the capability.
 PROFILE = replace(
@@ -149,7 +149,9 @@ DIFFERENCES = (
     ReleaseFact("module", "image and dependencies",
                 "vllm/vllm-openai:v0.34.0; transformers>=5.16.1,<5.23, torch==2.14.0, "
                 "flashinfer-python==0.7.3",
-                "vllm/vllm-openai:v0.33.0",
-                "the image carries them",
+                "vllm/vllm-openai:v0.33.0; transformers>=5.16.1,<5.21, torch==2.14.0, "
+                "flashinfer-python==0.7.2.post1",
+                "the image carries them; the transformers specpair reads configs with "
+                "(5.19.0, pyproject.toml) is within both pins",
                 "vllm-0.34.0.dist-info/METADATA"),
 )

@@ -80,7 +80,7 @@ class Launcher(v0_33_0.Launcher):
         checks.need(dep.kv_cache_sizing == "pinned" or dep.kv_cache_memory_bytes is None,
                     "deployment.kv_cache_memory_bytes",
                     "kv_cache_memory_bytes turns the extensible KV cache off "
-                    "(config/vllm.py:3201), so kv_cache_sizing: measured cannot hold",
+                    "(config/vllm.py:3203), so kv_cache_sizing: measured cannot hold",
                     "set kv_cache_sizing: pinned, or remove kv_cache_memory_bytes")
         args = self.launch_args(pair, speculate)
         if isinstance(args, ServerArgs34) and args.kv_cache_sizing == "pinned" \
