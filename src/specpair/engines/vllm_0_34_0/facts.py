@@ -21,22 +21,23 @@ STILL_HETEROGENEOUS = "vllm 0.33.0"
 """The newest supported release that still has `use_heterogeneous_vocab`."""
 
 # The speculator a draft checkpoint declares (`SpeculativeDraftModel.speculator_config_class`
-# of the model class its architecture names in model_executor/models/registry.py:686-754),
-# as the config class's `base_method`: a configured method other than it is refused
-# (v1/worker/gpu/spec_decode/speculator_config.py:404-427). EAGLE-3 heads and standalone
-# drafts declare none. tests/engine checks this table against 0.34.0's registry.
+# of the model class its architecture names in _SPECULATIVE_DECODING_MODELS,
+# model_executor/models/registry.py:677), as the config class's `base_method`: a configured
+# method other than it is refused (v1/worker/gpu/spec_decode/speculator_config.py:404-427).
+# EAGLE-3 heads and standalone drafts declare none. Keyed by the checkpoint's architecture
+# as written: the rewrites `SpeculativeConfig.hf_config_override` applies first (a Qwen3
+# "DSparkDraftModel" read as Qwen3DSparkModel, config/speculative.py) are not followed.
+# tests/engine/test_method_support.py holds this table equal to 0.34.0's registry.
 DECLARED_SPECULATOR: dict[str, str] = {
-    "DFlashDraftModel": "dflash",                # qwen3_dflash.py:864
-    "LiLiCorrDraftModel": "dflash",              # lilicorr.py:472 (a DFlash config)
-    "DFlash2DraftModel": "dflash",               # qwen3_dflash2.py:546 (a DFlash config)
-    "MuseGlimmerAssistantModel": "dflash",       # qwen3_dflash.py:864
-    "DFlashMuseGlimmerAssistantModel": "dflash",
-    "Qwen3XPressModel": "dflash",                # qwen3_xpress.py (a DFlash config)
-    "DFlashQwen3XPressModel": "dflash",
-    "DFlashLagunaForCausalLM": "dflash",         # laguna_dflash.py:247
-    "Qwen3DSparkModel": "dspark",                # qwen3_dspark.py (DSparkSpeculatorConfig)
-    "Qwen3OmniDSparkModel": "dspark",
-    "Gemma4MTPModel": "mtp",                     # gemma4_mtp.py:452 (an MTP config)
+    **dict.fromkeys((
+        "DFlash2BeamDraftModel", "DFlash2DraftModel", "DFlash2RicursiveDraftModel",
+        "DFlashDraftModel", "DFlashLagunaForCausalLM", "DFlashMuseGlimmerAssistantModel",
+        "DFlashQwen3XPressModel", "LiLiCorrDraftModel", "MuseGlimmerAssistantModel",
+        "Qwen3XPressModel"), "dflash"),
+    **dict.fromkeys((
+        "DSparkMiniMaxDraftModel", "Gemma4DSparkModel", "K3DSparkModel",
+        "MuseSparkDSparkModel", "Qwen3DSparkModel", "Qwen3OmniDSparkModel"), "dspark"),
+    "Gemma4MTPModel": "mtp",
 }
 
 EXTENSIBLE_DEFAULT_MEMORY_UTILIZATION = 1.0
