@@ -312,3 +312,13 @@ def test_an_ingested_start_up_log_gives_the_measured_capacity_to_the_budget_and_
                     ENGINE_LOG.replace("KV cache size", "KV cache"))
     qb = quiet.release.budget(quiet, quiet.gpu_spec)
     assert qb.speculative is not None and qb.speculative.capacity_estimate is not None
+
+
+def test_impact_names_a_measured_capacity_an_estimate() -> None:
+    from specpair.impact import _numbers
+
+    measured = with_runbook(example("llama33-70b-eagle3-vllm-0-34-0"),
+                            deployment={"kv_cache_sizing": "measured", "memory_fraction": None})
+    tokens = _numbers(measured)["tokens"]
+    assert isinstance(tokens, str) and tokens.startswith("≈ ") and "(estimate)" in tokens
+    assert isinstance(_numbers(example("llama33-70b-eagle3-vllm-0-34-0"))["tokens"], int)
