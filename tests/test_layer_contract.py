@@ -43,7 +43,7 @@ LONG_MODULES: dict[str, int] = {
     "specpair.analyse.checks": 650,
     "specpair.cli": 798,
     "specpair.engines.sglang_0_5_23.budget": 618,
-    "specpair.engines.vllm_0_33_0.budget": 542,
+    "specpair.engines.vllm_0_33_0.budget": 545,  # +3: the hooks vllm 0.34.0 overrides
 }
 
 # Functions over 80 lines ("module:function"), with the most lines each may have.
@@ -51,7 +51,7 @@ LONG_FUNCTIONS: dict[str, int] = {
     "specpair.analyse.alerts:groups": 118,
     "specpair.cli:parser": 167,
     "specpair.commands.bench:run": 90,
-    "specpair.commands.site:pair_page": 92,
+    "specpair.commands.site:pair_page": 94,  # +2: the measured-capacity label (0.34.0)
     "specpair.engines.sglang_0_5_23.budget:budget": 85,
     "specpair.engines.sglang_0_5_23.budget:size_pool": 82,
     "specpair.engines.sglang_0_5_23.launch:build": 166,

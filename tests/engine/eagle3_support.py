@@ -40,6 +40,23 @@ def vllm_support(architectures: list[str]) -> dict[str, bool | None]:
     return found
 
 
+def declared_speculators() -> dict[str, str]:
+    """Draft architecture → the method its model class declares
+    (`speculator_config_class.base_method`, vLLM 0.34.0: a configured method other than it
+    is refused, v1/worker/gpu/spec_decode/speculator_config.py:404-427), over the registry's
+    speculative-decoding models; those that declare none are left out."""
+    from vllm.model_executor.models import ModelRegistry, registry
+
+    registry._run_in_subprocess = lambda fn: fn()  # IN_PROCESS_REGISTRY
+    found: dict[str, str] = {}
+    for arch in sorted(registry._SPECULATIVE_DECODING_MODELS):
+        cls = ModelRegistry._try_load_model_cls(arch)
+        declared = getattr(cls, "speculator_config_class", None)
+        if declared is not None and declared.base_method is not None:
+            found[arch] = declared.base_method
+    return found
+
+
 def sglang_support(architectures: list[str]) -> dict[str, bool | None]:
     from sglang.srt.models.registry import ModelRegistry
 
@@ -59,7 +76,8 @@ def main() -> None:
         # after the engine's core is imported, so that only the model files see it
         if importlib.util.find_spec("torchvision") is None:  # NO_TORCHVISION
             sys.meta_path.append(InertModules("torchvision"))
-        print(json.dumps(vllm_support(request["architectures"])))
+        print(json.dumps(declared_speculators() if request.get("declared")
+                         else vllm_support(request["architectures"])))
     else:
         from sglang_pools import _install_torchvision_placeholder
 

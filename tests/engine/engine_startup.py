@@ -32,6 +32,12 @@ Stubs, all for what a CPU-only machine lacks, nothing that decides a verdict:
 - GPU_RUNTIME_STUB: SGLang's `get_device()` answers "cuda" and
   `get_device_memory_capacity()` the runbook GPU's memory (H100 80GB: 81,559 MiB), where
   the real functions raise "No accelerator" on this machine.
+- CPU_TRITON_STUB (vLLM 0.34.0): its CPU platform's `check_and_update_config` refuses an
+  x86 CPU without triton-cpu ("vLLM on x86 CPUs requires Triton", platforms/cpu.py:242),
+  a check of the machine the config is built on, not of the command (specpair's commands
+  are for CUDA); `vllm.triton_utils.HAS_TRITON` answers True there, so the VllmConfig
+  checks after it (the extensible cache, the DFlash/DSpark cap) run. 0.33.0 and 0.32.0
+  have no such check and are left as they are.
 - TORCHVISION_IMPORT_STUB: `sglang.srt.configs` imports multimodal preprocessing
   (torchvision) at import time; the engines session has no torchvision (its CUDA build
   crashes beside the CPU torch), so an import-only stand-in answers those imports. Text
@@ -75,12 +81,24 @@ def _reason(exc: BaseException) -> str:
 # --------------------------------------------------------------------------- vLLM
 
 
+def cpu_triton_stub() -> None:
+    """CPU_TRITON_STUB, only for a release whose CPU platform has the x86 Triton check."""
+    import inspect
+
+    import vllm.triton_utils
+    from vllm.platforms.cpu import CpuPlatform
+
+    if "requires Triton (triton-cpu)" in inspect.getsource(CpuPlatform.check_and_update_config):
+        vllm.triton_utils.HAS_TRITON = True  # type: ignore[attr-defined]
+
+
 def vllm(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from vllm.engine.arg_utils import EngineArgs
     from vllm.entrypoints.cli.serve import make_arg_parser  # what `vllm serve` builds
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = make_arg_parser(FlexibleArgumentParser())
+    cpu_triton_stub()
     results = []
     for case in cases:
         argv = case["argv"]

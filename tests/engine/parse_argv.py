@@ -108,11 +108,13 @@ def vllm_config(argvs: list[list[str]]) -> list[dict[str, Any]]:
     (AsyncEngineArgs.from_cli_args(...).create_engine_config()): every SpeculativeConfig
     and VllmConfig validation runs, no weights load. Checkpoint paths must exist."""
     import vllm
+    from engine_startup import cpu_triton_stub  # this script's folder is on sys.path
     from vllm.engine.arg_utils import AsyncEngineArgs
     from vllm.entrypoints.cli.serve import make_arg_parser  # what `vllm serve` builds
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = make_arg_parser(FlexibleArgumentParser())
+    cpu_triton_stub()  # 0.34.0's CPU platform check of this machine (engine_startup.py)
     results = []
     for argv in argvs:
         ns, error = _parse(parser, ["--model", argv[2], *argv[3:]])

@@ -15,11 +15,12 @@ import os
 FOLDERS: dict[str, str | None] = {
     "sglang 0.5.23": None,
     "sglang 0.5.18": "SPECPAIR_SGLANG_0_5_18_LAYER",
+    "vllm 0.34.0": "SPECPAIR_VLLM_0_34_0_SOURCES",
     "vllm 0.33.0": "SPECPAIR_VLLM_SOURCES",
     "vllm 0.32.0": "SPECPAIR_VLLM_0_32_0_SOURCES",
 }
 SGLANG = ("sglang 0.5.23", "sglang 0.5.18")
-VLLM = ("vllm 0.33.0", "vllm 0.32.0")
+VLLM = ("vllm 0.34.0", "vllm 0.33.0", "vllm 0.32.0")
 
 
 def env(release: str) -> dict[str, str]:

@@ -187,8 +187,11 @@ def vllm_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = TEN
         for tp in tps:
             for kv in kvs:
                 for hybrid in (True, False):
+                    # the KV bytes pinned, as --kv-cache-memory-bytes passes them (vLLM
+                    # 0.34.0's pinned mode; every release sizes the pool from them alone)
                     pair = make_pair(corpus, "vllm", releases.version(release), tp, kv,
-                                     {"hybrid_kv_pools": hybrid})
+                                     {"hybrid_kv_pools": hybrid,
+                                      "kv_cache_memory_bytes": KV_BUDGET})
                     if pair is None or (not hybrid and not local_layers(pair.target.geometry)):
                         continue  # the switch only matters with sliding or chunked layers
                     name = f"{corpus.name} tp{tp} {kv}" + ("" if hybrid else " no-hybrid")
@@ -210,6 +213,12 @@ def vllm_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = TEN
                             "bytes_per_block": plan.bytes_per_block,
                             "capacity_tokens": int(blocks / per_request * dep.context_length),
                             "max_concurrency": blocks / per_request}
+                    # the release's whole budget of that command says the same: its
+                    # capacity is the engine's by construction, not a separate estimate
+                    budgeted = vllm_budget.budget(pair, pair.gpu_spec)
+                    scenario = budgeted.speculative or budgeted.baseline
+                    assert (scenario.max_total_tokens, scenario.capacity_estimate) == (
+                        ours["capacity_tokens"], None), name
                     draft = corpus.draft if corpus.draft in (None, BUNDLED) \
                         else str(corpus.path(corpus.draft))
                     if corpus.speculation["method"] == "NGRAM":
@@ -289,7 +298,18 @@ DRAFT_FOLDERS = {e["folder"] for e in json.loads(
     (CORPUS / "SOURCES.json").read_text(encoding="utf-8")) if e["role"] == "draft"}
 
 
-def test_the_whole_corpus_is_exact_or_refused_by_name() -> None:
+# the releases the outside corpus runs on (CI time): vllm 0.32.0's allowlist holds the
+# pairs' configs alone
+WHOLE_CORPUS = {
+    "sglang 0.5.23": ("sglang_pools.py", sglang_cases, None),
+    "vllm 0.33.0": ("vllm_kv_plan.py", lambda p: vllm_cases(p)[0], "vllm 0.33.0"),
+    "vllm 0.34.0": ("vllm_kv_plan.py", lambda p: vllm_cases(p, release="vllm 0.34.0")[0],
+                    "vllm 0.34.0"),
+}
+
+
+@pytest.mark.parametrize("release", sorted(WHOLE_CORPUS))
+def test_the_whole_corpus_is_exact_or_refused_by_name(release: str) -> None:
     """Every target config of the outside corpus, alone (NGRAM) × TP × KV dtype: where the
     allowlist says an architecture is verified, every case is exact in that engine; every
     other config is refused, by the layout key (at lock) or by its architecture."""
@@ -306,44 +326,41 @@ def test_the_whole_corpus_is_exact_or_refused_by_name() -> None:
         runnable.append(corpus)
     report: dict[str, dict[str, Any]] = {}
     failures = []
-    for engine, script, build, env in (
-            ("sglang 0.5.23", "sglang_pools.py", sglang_cases, None),
-            # 0.33.0 only: vllm 0.32.0's allowlist holds the pairs' configs alone
-            ("vllm 0.33.0", "vllm_kv_plan.py", lambda p: vllm_cases(p)[0],
-             releases.env("vllm 0.33.0"))):
-        cases, by_calculator = [], {}
-        for corpus in runnable:
-            try:
-                cases += build([corpus])
-            except SpecpairError as refusal:  # a calculator's "not modelled"
-                by_calculator[corpus.target] = str(refusal).splitlines()[0][:160]
-        verdicts = _exact(script, cases, env)
-        allowed = verified_layouts.verified()[engine]
-        per_config: dict[str, list[str | None]] = {}
-        folder_of = {c.name: c.target for c in runnable}
-        for name, verdict in verdicts.items():
-            per_config.setdefault(folder_of[name.split()[0]], []).append(verdict)
-        exact = {c for c, vs in per_config.items() if all(v is None for v in vs)}
-        for folder, vs in per_config.items():
-            arch = verified_layouts.layout_architecture(geometry(folder, CORPUS))
-            if arch in allowed and folder not in exact:
-                failures.append((engine, folder, arch, next(v for v in vs if v)))
-        by_arch = {c for c in per_config
-                   if verified_layouts.layout_architecture(geometry(c, CORPUS)) not in allowed}
-        for arch, folders in allowed.items():
-            for folder in folders:
-                # drafts' entries: tests/engine/test_draft_oracle.py
-                if (CORPUS / folder).is_dir() and not (CONFIGS / folder).is_dir() \
-                        and folder not in exact and folder not in DRAFT_FOLDERS:
-                    failures.append((engine, folder, arch, "allowlisted, not exact"))
-        report[engine] = {
-            "cases": len(verdicts), "exact cases": sum(v is None for v in verdicts.values()),
-            "configs budgeted (verified, exact)": len(set(per_config) - by_arch),
-            "refused by architecture": len(by_arch | set(by_calculator)),
-            "unverified but exact (allowlist candidates)": sorted(
-                {verified_layouts.layout_architecture(geometry(c, CORPUS))
-                 for c in by_arch & exact}),
-        }
+    script, build, sources = WHOLE_CORPUS[release]
+    env = releases.env(sources) if sources is not None else None
+    engine = release
+    cases, by_calculator = [], {}
+    for corpus in runnable:
+        try:
+            cases += build([corpus])
+        except SpecpairError as refusal:  # a calculator's "not modelled"
+            by_calculator[corpus.target] = str(refusal).splitlines()[0][:160]
+    verdicts = _exact(script, cases, env)
+    allowed = verified_layouts.verified()[engine]
+    per_config: dict[str, list[str | None]] = {}
+    folder_of = {c.name: c.target for c in runnable}
+    for name, verdict in verdicts.items():
+        per_config.setdefault(folder_of[name.split()[0]], []).append(verdict)
+    exact = {c for c, vs in per_config.items() if all(v is None for v in vs)}
+    for folder, vs in per_config.items():
+        arch = verified_layouts.layout_architecture(geometry(folder, CORPUS))
+        if arch in allowed and folder not in exact:
+            failures.append((engine, folder, arch, next(v for v in vs if v)))
+    by_arch = {c for c in per_config
+               if verified_layouts.layout_architecture(geometry(c, CORPUS)) not in allowed}
+    for arch, folders in allowed.items():
+        for folder in folders:
+            # drafts' entries: tests/engine/test_draft_oracle.py
+            if (CORPUS / folder).is_dir() and not (CONFIGS / folder).is_dir() \
+                    and folder not in exact and folder not in DRAFT_FOLDERS:
+                failures.append((engine, folder, arch, "allowlisted, not exact"))
+    report[engine] = {
+        "cases": len(verdicts), "exact cases": sum(v is None for v in verdicts.values()),
+        "configs budgeted (verified, exact)": len(set(per_config) - by_arch),
+        "refused by architecture": len(by_arch | set(by_calculator)),
+        "unverified but exact (allowlist candidates)": sorted(
+            {verified_layouts.layout_architecture(geometry(c, CORPUS)) for c in by_arch & exact}),
+    }
     print(f"corpus: {len(targets)} target configs; refused by layout key at lock: "
           f"{len(by_key)} {sorted(set(by_key.values()))}")
     print(json.dumps(report, indent=1))

@@ -52,3 +52,17 @@ def test_reviewed_eagle3_support_is_the_engines(engine: str) -> None:
         else:
             assert len(found) == 1 and entry.reason.format(
                 architecture=architecture) in found[0].message, (architecture, found)
+
+
+def test_the_declared_speculators_are_vllm_0_34_0s() -> None:
+    """engines/vllm_0_34_0/facts.py DECLARED_SPECULATOR (the launch's method check) is what
+    0.34.0's registry declares for each draft architecture, every one of them."""
+    from specpair.engines.vllm_0_34_0.facts import DECLARED_SPECULATOR
+
+    result = subprocess.run([sys.executable, str(HERE / "eagle3_support.py")],
+                            input=json.dumps({"engine": "vllm", "declared": True}),
+                            capture_output=True, text=True, check=False, timeout=1200,
+                            env={**os.environ, **releases.env("vllm 0.34.0")})
+    assert result.returncode == 0, result.stderr[-4000:]
+    declared = json.loads(result.stdout.strip().splitlines()[-1])
+    assert declared == DECLARED_SPECULATOR

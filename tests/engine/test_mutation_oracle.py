@@ -68,6 +68,11 @@ BASES = {
                                      "meta-llama__Llama-3.1-8B-Instruct",
                                      "sgl-project__SpecForge-llama3-8B-eagle3",
                                      16_100_000_000, 800_000_000),
+    # the same pair pinned to vllm 0.34.0 (its example, KV bytes pinned), by 0.34.0's code
+    "llama-eagle3-vllm-0.34.0": Base("runbooks/llama33-70b-eagle3-vllm-0-34-0/runbook.yaml",
+                                     "meta-llama__Llama-3.1-8B-Instruct",
+                                     "sgl-project__SpecForge-llama3-8B-eagle3",
+                                     16_100_000_000, 800_000_000),
 }
 
 
@@ -244,6 +249,32 @@ VARIANTS += [Variant(**{**v.__dict__, "name": f"{v.name}@0.32.0",
                         "base": "llama-eagle3-vllm-0.32.0",
                         **VLLM_0_32_0_VERDICTS.get(v.name, {})})
              for v in VARIANTS if v.base == "llama-eagle3-vllm"]
+
+# Where vllm 0.34.0's verdict differs from 0.33.0's (engines/vllm_0_34_0/facts.py
+# DIFFERENCES): none of the vLLM variants is about a difference so far; 0.34.0's own are
+# VLLM_0_34_0_VARIANTS.
+VLLM_0_34_0_VERDICTS: dict[str, dict[str, str]] = {}
+VLLM_0_34_0 = "llama-eagle3-vllm-0.34.0"
+# every vLLM variant again on the 0.34.0 example, through 0.34.0's own config validation
+VARIANTS += [Variant(**{**v.__dict__, "name": f"{v.name}@0.34.0", "base": VLLM_0_34_0,
+                        **VLLM_0_34_0_VERDICTS.get(v.name, {})})
+             for v in VARIANTS if v.base == "llama-eagle3-vllm"]
+DFLASH_DRAFT = {"architectures": ["DFlashDraftModel"], "block_size": 16,
+                "dflash_config": {"mask_token_id": 128002, "target_layer_ids": [1, 9, 17]}}
+VLLM_0_34_0_VARIANTS = [
+    # the configured method against the draft's declared speculator (speculator_config.py
+    # :404-427): an EAGLE-3 run of a DFlash checkpoint is refused by both, in one sentence
+    Variant("method-vs-declared-0.34.0", VLLM_0_34_0, draft_config=DFLASH_DRAFT,
+            gate_says="requested method='eagle3', but the draft model is a 'dflash'",
+            engine_says="requested method='eagle3', but the draft model"),
+    # the engine's default sizing: no --kv-cache-memory-bytes, the extensible cache
+    Variant("kv-measured-0.34.0", VLLM_0_34_0, dep(kv_cache_sizing="measured")),
+    Variant("kv-declared-0.34.0", VLLM_0_34_0, dep(kv_cache_memory_bytes=8 << 30)),
+    Variant("kv-measured-and-declared-0.34.0", VLLM_0_34_0,
+            dep(kv_cache_sizing="measured", kv_cache_memory_bytes=8 << 30),
+            gate_says="kv_cache_memory_bytes turns the extensible KV cache off"),
+]
+VARIANTS += VLLM_0_34_0_VARIANTS
 
 # Where sglang 0.5.18's verdict differs from 0.5.23's (engines/sglang_0_5_18/facts.py
 # DIFFERENCES): none of these variants is about a difference, so none so far.
@@ -458,7 +489,9 @@ def test_the_engines_run_the_generated_schedules(outcomes: list[Outcome]) -> Non
     by_name = {o.variant.name: o for o in outcomes}
     runs = {v.name: r for v, r in SCHEDULE_VARIANTS}
     runs.update({f"{v.name}@0.5.18": r for v, r in SCHEDULE_VARIANTS if v.base in SGLANG_BASES})
-    runs.update({"example:llama-eagle3-vllm": True, "example:llama-eagle3-vllm-0.32.0": True})
+    runs.update({"example:llama-eagle3-vllm": True, "example:llama-eagle3-vllm-0.32.0": True,
+                 f"example:{VLLM_0_34_0}": True, "schedule-pinned-vllm@0.34.0": True,
+                 "schedule-dp2-vllm@0.34.0": False})
     for name, expected in runs.items():
         o = by_name[name]
         if not expected:

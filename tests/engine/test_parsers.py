@@ -42,10 +42,21 @@ PROBES: dict[str, list[tuple[list[str], dict[str, bool]]]] = {"sglang": [
     (["sglang", "serve", "--model-path", "m", "--speculative-use-block-verification"],
      {"sglang 0.5.23": True, "sglang 0.5.18": False}),
 ], "vllm": [
-    (["vllm", "serve", "m", "--monokernel"], {"vllm 0.33.0": True, "vllm 0.32.0": False}),
+    (["vllm", "serve", "m", "--monokernel"],
+     {"vllm 0.34.0": True, "vllm 0.33.0": True, "vllm 0.32.0": False}),
+    # 0.34.0 types `method` as SpeculativeMethod | str (a registered custom method):
+    # its parser takes any name, SpeculativeConfig refuses an unknown one later
     (["vllm", "serve", "m", "--speculative-config",
       json.dumps({"method": "medusa", "model": "d", "num_speculative_tokens": 3})],
-     {"vllm 0.33.0": False, "vllm 0.32.0": True}),
+     {"vllm 0.34.0": True, "vllm 0.33.0": False, "vllm 0.32.0": True}),
+    # engines/vllm_0_34_0/facts.py DIFFERENCES: the heterogeneous mode's key is gone, the
+    # extensible cache's switch is new
+    (["vllm", "serve", "m", "--speculative-config",
+      json.dumps({"method": "draft_model", "model": "d", "num_speculative_tokens": 3,
+                  "use_heterogeneous_vocab": True})],
+     {"vllm 0.34.0": False, "vllm 0.33.0": True, "vllm 0.32.0": True}),
+    (["vllm", "serve", "m", "--no-enable-extensible-kv-cache"],
+     {"vllm 0.34.0": True, "vllm 0.33.0": False, "vllm 0.32.0": False}),
 ]}
 
 

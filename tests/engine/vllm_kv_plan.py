@@ -35,6 +35,9 @@ Stand-ins, because no GPU runs here (each named where it is used):
   allocates CUDA weights); its own `get_kv_cache_spec` then builds the state spec. Its
   prefill checkpoint alignment is the one it takes on Hopper, where the GDN prefill
   backend resolves to FlashInfer (`_resolve_gdn_prefill_backend`, SM90).
+- `REPLAYSSM` (0.34.0): the GDN layers read `VllmConfig.use_flashinfer_replayssm` (their
+  state alignment, model_executor/layers/mamba/mamba_utils.py:31); it is False for every
+  command specpair writes, which never sets use_replayssm (named where it is set).
 - `NO_TORCHVISION`: Qwen3.5's model file imports the Qwen3-VL processors, which import
   torchvision; the engines session uninstalls it (its CUDA build crashes beside the CPU
   torch). Without a torchvision, `InertModules` serves torchvision and its submodules as
@@ -103,7 +106,11 @@ def plan(case: dict[str, Any]) -> dict[str, Any]:
         if speculative_tokens else None,
         num_speculative_tokens=speculative_tokens, additional_config={},
         compilation_config=types.SimpleNamespace(static_forward_context={}),
-        max_in_flight_tokens=case["max_in_flight_tokens"])
+        max_in_flight_tokens=case["max_in_flight_tokens"],
+        # REPLAYSSM (0.34.0): VllmConfig.use_flashinfer_replayssm is use_replayssm and a
+        # FlashInfer mamba backend; no command specpair writes turns replay-SSM on
+        # (CacheConfig.use_replayssm defaults to False), so the GDN state keeps alignment 1
+        use_flashinfer_replayssm=bool(getattr(cache_config, "use_replayssm", False)))
 
     def layer_specs(mc: ModelConfig, tp: int, prefix: str, layers: int,
                     kinds: list[str] | None) -> dict[str, KVCacheSpec]:

@@ -18,6 +18,7 @@ import statistics
 from pydantic import Field
 
 from specpair.analyse.staging import StagingPlan, plan
+from specpair.engines.logs_model import KV_CAPACITY_KEY
 from specpair.load.staging_log import PHASES, STAGING_DIR, StagingRecord, file_name
 from specpair.model.common import Strict
 from specpair.resolve.pair import ResolvedPair
@@ -91,6 +92,12 @@ def compare(pair: ResolvedPair, staging: StagingPlan, record: StagingRecord) -> 
                     rows.append(PhaseRow(phase=f"  {label} (engine log)",
                                          modelled_s=modelled.get(step_name),
                                          measured_s=measured.detail[key], status="ok"))
+            if KV_CAPACITY_KEY in measured.detail:  # a count, not seconds
+                rows.append(PhaseRow(
+                    phase="  KV capacity (engine log)", modelled_s=None, measured_s=None,
+                    status="ok", note=f"{int(measured.detail[KV_CAPACITY_KEY]):,} tokens, "
+                    "as the engine sized its KV cache at this start (budget.md uses it "
+                    "where the engine measures that size)"))
     budget = st.cold_start_budget_s
     return Comparison(
         record=record_path(record), started_at=record.started_at, host=record.host,

@@ -11,6 +11,7 @@ ones.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from specpair.analyse.budget import compute
@@ -95,13 +96,19 @@ def rule_changes(base: ResolvedPair, head: ResolvedPair) -> tuple[list[str], lis
     return gained, lost
 
 
-def _numbers(pair: ResolvedPair) -> tuple[int, int, bool] | str:
+def _numbers(pair: ResolvedPair) -> tuple[str, int, bool, str] | str:
+    """(capacity as printed, running requests, fits, full-context sequences as printed);
+    a capacity the engine measures at start-up is printed as the estimate it is."""
     try:
         budget = compute(pair)
     except SpecpairError as exc:
         return exc.problems[0].message
     s = budget.speculative or budget.baseline
-    return s.max_total_tokens, s.max_running_requests, s.fits
+    if s.capacity_estimate is None:
+        return f"{s.max_total_tokens:,}", s.max_running_requests, s.fits, \
+            f"{s.sequences_at_context:,}"
+    return (f"≈ {s.max_total_tokens:,} (estimate, {s.capacity_estimate})",
+            s.max_running_requests, s.fits, f"≈ {s.sequences_at_context:,} (estimate)")
 
 
 def _default_effect(change: ArgChange, base: ResolvedPair, head: ResolvedPair) -> str:
@@ -110,7 +117,7 @@ def _default_effect(change: ArgChange, base: ResolvedPair, head: ResolvedPair) -
     b, h = _numbers(base), _numbers(head)
     if isinstance(b, str) or isinstance(h, str):
         return f"budget before: {b}; after: {h}"
-    capacity = f"KV token capacity {b[0]:,} → {h[0]:,}"
+    capacity = f"KV token capacity {b[0]} → {h[0]}"
     assert change.before is not None and change.after is not None
     if change.before.value == change.after.value:
         return (f"effect on the budget: none, both budgets run with {change.after.value} "
@@ -122,8 +129,9 @@ def _budget_line(base: ResolvedPair, head: ResolvedPair) -> str:
     b, h = _numbers(base), _numbers(head)
     if isinstance(b, str) or isinstance(h, str):
         return f"budget before: {b}; after: {h}"
-    return (f"budget: KV token capacity {b[0]:,} → {h[0]:,}, max running requests "
-            f"{b[1]:,} → {h[1]:,}, fits {b[2]} → {h[2]}")
+    return (f"budget: KV token capacity {b[0]} → {h[0]}, full-context sequences "
+            f"{b[3]} → {h[3]}, max running requests {b[1]:,} → {h[1]:,}, fits {b[2]} → "
+            f"{h[2]}")
 
 
 def upgrade_items(base: ResolvedPair, head: ResolvedPair) -> list[str]:
@@ -131,7 +139,9 @@ def upgrade_items(base: ResolvedPair, head: ResolvedPair) -> list[str]:
     if base.engine == head.engine:
         return []
     was, now = base.release.profile.title, head.release.profile.title
-    items = [f"Engine release {was} → {now}: {c.describe(was, now)}"
+    refusals = _refusals(head)
+    items = [f"Engine release {was} → {now}: this pair cannot move: {r}" for r in refusals]
+    items += [f"Engine release {was} → {now}: {c.describe(was, now)}"
              + (f"; {_default_effect(c, base, head)}" if c.kind == "default" else "")
              for c in arg_changes(base, head)]
     method = head.runbook.speculation.method
@@ -147,6 +157,89 @@ def upgrade_items(base: ResolvedPair, head: ResolvedPair) -> list[str]:
     if lost:
         items.append(f"Engine release {was} → {now}: gate rules that no longer apply: "
                      + "; ".join(lost))
+    items += _command_changes(base, head, f"Engine release {was} → {now}: ")
+    items += _reviewed(base, head, f"Engine release {was} → {now}: ")
     items.append(f"Engine release {was} → {now}: {_budget_line(base, head)}")
     items.append(REMEASURE)
+    if not refusals:
+        items += [RESTAGE.format(image=head.release.image), REAPPLY]
+    return items
+
+
+RESTAGE = ("Re-stage with the new release's image ({image}): run the generated "
+           "stage-and-launch.sh and record the cold start (`specpair staging ingest`); its "
+           "start-up log also gives the engine's own KV capacity")
+REAPPLY = ("Re-apply the manifest (deployment.k8s.yaml): its image and server command "
+           "change with the release")
+
+
+def _refusals(pair: ResolvedPair) -> list[str]:
+    """The new release's own refusals of the pair's command, with what to do instead."""
+    try:
+        launch = pair.release.launch(pair, True)
+    except SpecpairError as exc:
+        return [p.message for p in exc.problems]
+    return [f"{p.message} ({p.field}; {p.hint})" for p in launch.errors]
+
+
+def _flags(pair: ResolvedPair) -> tuple[dict[str, str], dict[str, object]] | None:
+    """The command's flags (flag → value, '' for a switch) and its JSON config's keys."""
+    try:
+        argv = [str(a) for a in pair.release.launch(pair, True).argv]
+    except SpecpairError:
+        return None
+    flags: dict[str, str] = {}
+    for i, arg in enumerate(argv):
+        if arg.startswith("--"):
+            value = argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].startswith("--") \
+                else ""
+            flags[arg] = value
+    keys: dict[str, object] = {}
+    for flag, value in flags.items():
+        if value.startswith("{"):
+            keys.update({f"{flag} {k}": v for k, v in json.loads(value).items()})
+            flags[flag] = "{…}"
+    return flags, keys
+
+
+def _command_changes(base: ResolvedPair, head: ResolvedPair, prefix: str) -> list[str]:
+    """Each flag and config key of the pair's command that the move removes, adds or
+    changes; where none does, what was compared."""
+    b, h = _flags(base), _flags(head)
+    if b is None or h is None:
+        return []
+    items = []
+    for before, after, what in ((b[0], h[0], "flag"), (b[1], h[1], "key")):
+        for name in sorted(before.keys() | after.keys()):
+            if name not in after:
+                items.append(f"{prefix}{what} {name} removed (was {before[name]!s})")
+            elif name not in before:
+                items.append(f"{prefix}{what} {name} added ({after[name]!s})")
+            elif before[name] != after[name]:
+                items.append(f"{prefix}{what} {name} {before[name]!s} → {after[name]!s}")
+    flags = len(b[0].keys() | h[0].keys())
+    keys = len(b[1].keys() | h[1].keys())
+    items.append(f"{prefix}{flags} flags and {keys} config keys of the pair's command "
+                 f"compared, {len(items) or 'none'} changed")
+    return items
+
+
+def _reviewed(base: ResolvedPair, head: ResolvedPair, prefix: str) -> list[str]:
+    """The reviewed differences between the two releases (a release package's
+    facts.DIFFERENCES, read in both releases' code), each with what it changes."""
+    if head.release.compared_with == base.engine:
+        facts, forward = head.release.differences, True
+    elif base.release.compared_with == head.engine:
+        facts, forward = base.release.differences, False
+    else:
+        return [f"{prefix}no reviewed differences are recorded between these releases: "
+                "read both releases' code before relying on this checklist"]
+    items = []
+    for fact in facts:
+        was, now = (fact.there, fact.here) if forward else (fact.here, fact.there)
+        items.append(f"{prefix}reviewed difference ({fact.kind}) {fact.subject}: {was} → "
+                     f"{now}; for a pair: {fact.effect} ({fact.source})")
+    items.append(f"{prefix}{len(facts)} reviewed differences listed "
+                 f"({sum(f.kind == 'default' for f in facts)} defaults, "
+                 f"{sum(f.kind == 'flag' for f in facts)} flags and keys)")
     return items

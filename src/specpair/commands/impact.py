@@ -219,7 +219,9 @@ def _numbers(pair: ResolvedPair) -> dict[str, Any]:
         scenario = budget.speculative or budget.baseline
         latency = a.modelled  # a deployment the latency model refuses still has a budget
         tau = a.not_modelled if latency is None else latency.at_concurrency.break_even
-        return {"cell_draft": scenario.cell_draft, "tokens": scenario.max_total_tokens,
+        tokens: int | str = scenario.max_total_tokens if scenario.capacity_estimate is None \
+            else f"≈ {scenario.max_total_tokens:,} (estimate)"
+        return {"cell_draft": scenario.cell_draft, "tokens": tokens,
                 "lost": budget.capacity_lost_pct, "fits": scenario.fits,
                 "tau": tau, "cold": a.staging.cold_start_s,
                 # the alert rules' other thresholds (specpair.analyse.alerts)

@@ -151,9 +151,11 @@ def pair_page(a: Analysis, changes: str | None) -> tuple[str, dict[str, bytes], 
     lines.append(_table(["per GPU rank", text(base.name), text(spec.name)], [
         ["bytes per token (target + draft)", f"{num(base.cell_total)} B",
          f"{num(spec.cell_target)} + {num(spec.cell_draft)} = {num(spec.cell_total)} B"],
-        ["token capacity", num(base.max_total_tokens), num(spec.max_total_tokens)],
-        ["full-context sequences", num(base.sequences_at_context),
-         num(spec.sequences_at_context)],
+        ["token capacity", *(num(s.max_total_tokens) if s.capacity_estimate is None else
+                             f"≈ {num(s.max_total_tokens)} (estimate, {s.capacity_estimate})"
+                             for s in (base, spec))],
+        ["full-context sequences", *(num(s.sequences_at_context) + (
+            "" if s.capacity_estimate is None else " (estimate)") for s in (base, spec))],
         ["max running requests", num(base.max_running_requests),
          num(spec.max_running_requests)],
         ["target KV pool", gib(base.target_kv_bytes), gib(spec.target_kv_bytes)],

@@ -1,7 +1,8 @@
 """`specpair staging ingest` and `specpair staging calibrate`: a deployment log becomes a
 record under `runbooks/<pair>/measurements/staging/`, and the records calibrate the
-staging model. The card and staging.{md,json} are rewritten at once (the same bytes a
-build makes), so the measured-vs-modelled table shows without another step."""
+staging model. The pair's generated files are rewritten at once (the same bytes a build
+makes), so the measured-vs-modelled table, and a KV capacity the engine logged, show
+without another step."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from specpair.analyse.analysis import Analysis
 from specpair.analyse.staging_calibration import calibrate
-from specpair.generate import card_files, plan_files
+from specpair.generate import PAIR_GENERATORS, plan_files
 from specpair.generate.render import dump_json
 from specpair.load.runbooks import GENERATED_DIR
 from specpair.load.staging_log import (
@@ -50,9 +51,12 @@ def ingest(pair: ResolvedPair, runbook: Path, log: Path, engine_log: Path | None
     atomic_write(path, dump_json(record.model_dump(mode="json")))
     pair = pair.model_copy(update={"staging_records": load_records(folder)})
     analysis = Analysis(pair)
-    files = card_files.generate(analysis) | plan_files.generate(analysis)
-    for name in ("card.md", "card.json", "staging.md", "staging.json"):
-        atomic_write(folder / GENERATED_DIR / name, files[name])
+    # every file of the pair a build makes from it: the card and staging pages show the
+    # record, and where the engine measures its KV size at start-up the budget (and what
+    # reads its capacity) takes the capacity the engine logged
+    for generate in PAIR_GENERATORS:
+        for name, content in generate(analysis).items():
+            atomic_write(folder / GENERATED_DIR / name, content)
     cold = plan_files.measured_of(pair, analysis.staging)
     assert cold is not None, "the record was just stored"
     return f"staging record written to {path}\n" + plan_files.measured_markdown(cold)

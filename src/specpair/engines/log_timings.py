@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 
 from specpair.engines import registry
-from specpair.engines.logs_model import Timing
+from specpair.engines.logs_model import KV_CAPACITY_KEY, Timing
 
-__all__ = ["Timing", "timings"]
+__all__ = ["KV_CAPACITY_KEY", "Timing", "kv_capacity", "timings"]
 
 
 OTHER_RANK = re.compile(r"TP0*[1-9]")
@@ -32,3 +32,15 @@ def timings(engine: str, text: str) -> dict[str, float]:
         if values:
             found[timing.key] = round(sum(values), 3)
     return found
+
+
+def kv_capacity(engine: str, text: str) -> int | None:
+    """The KV capacity in tokens the engine reported at start-up (its last report on rank
+    0), where its release names the line; None otherwise."""
+    release = registry.find_label(engine)
+    pattern = release.log_kv_capacity if release is not None else None
+    if pattern is None:
+        return None
+    found = [m.group(1) for line in text.splitlines() if not OTHER_RANK.search(line)
+             for m in pattern.finditer(line)]
+    return int(found[-1].replace(",", "")) if found else None

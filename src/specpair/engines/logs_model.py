@@ -12,3 +12,8 @@ class Timing:
     key: str
     pattern: re.Pattern[str]
     source: str
+
+
+KV_CAPACITY_KEY = "kv_capacity_tokens"
+"""Where a staging record keeps the KV capacity the engine logged at start-up (the detail
+of its engine_start phase), for the budget of a release whose KV size is measured there."""

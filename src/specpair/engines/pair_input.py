@@ -65,6 +65,12 @@ class EngineInput(Strict):
         line, column = self._document.locate(path_key(field))
         return Location(self.source_file, line, column, field)
 
+    def logged_kv_capacity(self) -> tuple[int, str] | None:
+        """(tokens, when) of the latest recorded start of this pair's release whose engine
+        log gave its KV capacity (`specpair staging ingest --engine-log`); None where no
+        record is at hand. The resolved pair, which holds the records, answers it."""
+        return None
+
     @property
     def bundled_draft(self) -> ResolvedArtifact | None:
         return self.draft if self.draft is not None and self.draft.bundled else None

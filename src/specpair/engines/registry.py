@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from specpair.engines import sglang_0_5_18, sglang_0_5_23, vllm_0_32_0, vllm_0_33_0
+from specpair.engines import sglang_0_5_18, sglang_0_5_23, vllm_0_32_0, vllm_0_33_0, vllm_0_34_0
 from specpair.engines.release import EngineProfile, EngineRelease
 
 __all__ = ["RELEASES", "EngineProfile", "EngineRelease", "by_label", "find_label",
@@ -23,6 +23,7 @@ RELEASES: dict[tuple[str, str], EngineRelease] = {
     (r.name, r.version): r for r in (
         sglang_0_5_23.RELEASE,
         sglang_0_5_18.RELEASE,
+        vllm_0_34_0.RELEASE,
         vllm_0_33_0.RELEASE,
         vllm_0_32_0.RELEASE,
     )

@@ -7,6 +7,7 @@ outside the engine packages branches on an engine name or version.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -20,6 +21,7 @@ if TYPE_CHECKING:  # annotations only: the release packages import these, not th
     from specpair.engines.launch_model import Launch
     from specpair.engines.logs_model import Timing
     from specpair.engines.metrics_model import EngineMetrics
+    from specpair.engines.reviewed import ReleaseFact
     from specpair.facts.hardware import GPU
     from specpair.model.budget import Budget
     from specpair.model.geometry import Geometry
@@ -66,6 +68,14 @@ class EngineRelease:
     schedule_refusal: Callable[[EngineInput], str | None] | None = None
     """Why the release cannot run a speculation schedule for a pair, citing its code
     (None from the callable: it can); unset: the release's schedule support is unreviewed."""
+    log_kv_capacity: re.Pattern[str] | None = None
+    """The start-up log line in which the release reports its KV capacity in tokens (group
+    1, digits with thousands separators); None: not read from its log."""
+    differences: tuple[ReleaseFact, ...] = ()
+    """The reviewed facts that separate it from `compared_with` (its `facts.DIFFERENCES`),
+    which the upgrade checklist between the two lists; empty: none recorded."""
+    compared_with: str | None = None
+    """The release label `differences` were read against."""
 
     @property
     def name(self) -> str:

@@ -51,6 +51,15 @@ def served(m: LatencyModel) -> str:
             + table(["", "value"], rows))
 
 
+def _estimated(s: Scenario, figure: int, interval: str | None = None) -> str:
+    """A figure of the scenario; where the engine measures its KV size at start-up, marked
+    as an estimate (with the capacity's interval), never printed as exact."""
+    if s.capacity_estimate is None:
+        return num(figure)
+    shown = s.capacity_estimate if interval is None else interval
+    return f"≈ {num(figure)} (estimate" + (f", {shown} tokens" if shown else "") + ")"
+
+
 def _summary_rows(b: Budget) -> list[list[str]]:
     base, spec = b.baseline, b.speculative
     scenarios = [base] + ([spec] if spec else [])
@@ -62,8 +71,8 @@ def _summary_rows(b: Budget) -> list[list[str]]:
         row("target KV bytes per token", lambda s: f"{num(s.cell_target)} B"),
         row("draft KV bytes per token", lambda s: f"{num(s.cell_draft)} B"),
         row("bytes per token, both pools", lambda s: f"{num(s.cell_total)} B"),
-        row("token capacity (max_total_tokens)", lambda s: num(s.max_total_tokens)),
-        row("full-context sequences", lambda s: num(s.sequences_at_context)),
+        row("token capacity (max_total_tokens)", lambda s: _estimated(s, s.max_total_tokens)),
+        row("full-context sequences", lambda s: _estimated(s, s.sequences_at_context, "")),
         row("max running requests", lambda s: num(s.max_running_requests)),
         row("target KV pool", lambda s: gib(s.target_kv_bytes)),
         row("draft KV pool", lambda s: gib(s.draft_kv_bytes)),
@@ -159,6 +168,11 @@ def _trace(s: Scenario) -> str:
                 for line in s.lines]))
 
 
+ESTIMATED = ("max_total_tokens", "sequences_at_context", "target_kv_bytes", "draft_kv_bytes",
+             "full_context_headroom_bytes")
+"""The summary figures that follow from a measured KV size."""
+
+
 def csv_rows(b: Budget) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -175,7 +189,10 @@ def csv_rows(b: Budget) -> str:
                     "max_running_requests", "target_kv_bytes", "draft_kv_bytes",
                     "state_pool_bytes", "full_context_headroom_bytes"):
             unit = "B" if "bytes" in key or key.startswith("cell") else ""
+            estimate = scenario.capacity_estimate
+            rule = "summary" if estimate is None or key not in ESTIMATED else \
+                f"summary; ESTIMATE (the engine measures its KV size at start-up): {estimate}"
             writer.writerow([scenario.name, key, key.replace("_", " "),
-                             getattr(scenario, key), unit, "summary"])
+                             getattr(scenario, key), unit, rule])
         writer.writerow([scenario.name, "fits", "fits", scenario.fits, "", scenario.verdict])
     return buffer.getvalue()

@@ -60,7 +60,8 @@ class PhaseResult(Strict):
     status: Status
     error: str | None = None
     detail: dict[str, float] = Field(
-        default_factory=dict, description="sub-phases read from the engine's own log")
+        default_factory=dict, description="sub-phases read from the engine's own log "
+        "(seconds), and kv_capacity_tokens: the KV capacity the engine reported")
 
 
 class StagingRecord(Strict):
@@ -233,9 +234,12 @@ def check_belongs(record: StagingRecord, runbook: Any, display: str) -> None:
 
 def with_engine_log(record: StagingRecord, engine_text: str) -> StagingRecord:
     """Split engine_start by what the engine logged about its own start."""
-    from specpair.engines.log_timings import timings
+    from specpair.engines.log_timings import KV_CAPACITY_KEY, kv_capacity, timings
 
     found = timings(record.engine, engine_text)
+    capacity = kv_capacity(record.engine, engine_text)
+    if capacity is not None:  # a count, not a sub-phase: read by the budget, by its key
+        found[KV_CAPACITY_KEY] = float(capacity)
     if not found:
         return record
     phases = [p.model_copy(update={"detail": found}) if p.phase == "engine_start" else p

@@ -69,6 +69,14 @@ class Scenario(Strict):
     def cell_total(self) -> int:
         return self.cell_target + self.cell_draft
 
+    @property
+    def capacity_estimate(self) -> str | None:
+        """The interval of a capacity the engine measures at start-up (its line
+        `capacity_interval`), None where the capacity is the engine's by its own rules:
+        a renderer prints such a capacity as an estimate, never as an exact figure."""
+        found = next((x for x in self.lines if x.key == "capacity_interval"), None)
+        return None if found is None else str(found.value)
+
 
 class Storage(Strict):
     target_download_bytes: int

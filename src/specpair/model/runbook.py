@@ -247,6 +247,15 @@ class Deployment(Strict):
                                   "and prefill graph backends disabled)")
     kv_cache_memory_bytes: PositiveInt | None = Field(
         default=None, description="vLLM --kv-cache-memory-bytes: fixed KV budget per rank")
+    kv_cache_sizing: Literal["pinned", "measured"] = Field(
+        default="pinned", description="for engines that size the KV cache from memory "
+        "measured at start-up (vLLM 0.34.0's extensible cache): pinned = specpair passes the "
+        "KV bytes it budgets (--kv-cache-memory-bytes), so the capacity is the budget's; "
+        "measured = the engine sizes it after warmup, the budget is an estimate with an "
+        "interval. Pinned is the default because the capacity the gate and the budget "
+        "review is then the one the engine allocates; a measured cache moves with what "
+        "else holds GPU memory at start-up. Engines that size it from a profile run have "
+        "one mode and ignore this")
     linear_state: LinearState = LinearState()
     hybrid_kv_pools: bool = Field(
         default=True, description="false switches the engine's hybrid KV manager off "

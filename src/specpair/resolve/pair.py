@@ -11,6 +11,7 @@ from pydantic import Field, ValidationError
 
 from specpair.bench.record import Measurement
 from specpair.engines import registry
+from specpair.engines.logs_model import KV_CAPACITY_KEY
 from specpair.engines.pair_input import EngineInput, ResolvedArtifact
 from specpair.engines.release import EngineRelease
 from specpair.facts import hardware
@@ -30,6 +31,14 @@ class ResolvedPair(EngineInput):
         default=None, description="the latest record of the measurement protocol")
     staging_records: list[StagingRecord] = Field(
         default_factory=list, description="recorded cold starts, oldest first")
+
+    def logged_kv_capacity(self) -> tuple[int, str] | None:
+        for record in reversed(self.staging_records):
+            phase = record.phase("engine_start")
+            if record.engine == self.engine and phase is not None \
+                    and KV_CAPACITY_KEY in phase.detail:
+                return int(phase.detail[KV_CAPACITY_KEY]), record.started_at
+        return None
 
     @property
     def release(self) -> EngineRelease:

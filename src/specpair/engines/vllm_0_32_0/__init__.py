@@ -22,4 +22,6 @@ RELEASE = EngineRelease(
     schedule_refusal=schedule.refusal,
     image="vllm/vllm-openai:v0.32.0",
     draft_mode=draft_mode.geometry,
+    differences=facts.DIFFERENCES,
+    compared_with=facts.COMPARED_WITH,
 )

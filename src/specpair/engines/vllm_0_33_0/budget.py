@@ -252,6 +252,9 @@ class Rules:
     (`facts.DIFFERENCES` of its package) differ here subclasses it and overrides the method
     of each difference, nothing else (vllm_0_32_0/budget.py)."""
 
+    server_args = staticmethod(server_args)
+    """The release's resolved server arguments (a later release passes its own defaults)."""
+    graph_note = staticmethod(schedule.graph_note)
     gdn_checkpoint_alignment: int | None = GDN_CHECKPOINT_ALIGNMENT
     """Tokens between the GDN layers' prefill checkpoints, which also cost one state block
     per request; None where the release's GDN layer keeps no checkpoint."""
@@ -362,7 +365,7 @@ class Rules:
                 "are SGLang's; the vLLM command does not carry them)",
                 "remove deployment.linear_state", field_path="deployment.linear_state")
         # the speculative config (n-gram too) widens the conv window and the state blocks
-        num_spec = (server_args(pair, pair.gpu_spec).num_speculative_tokens or 0) \
+        num_spec = (self.server_args(pair, pair.gpu_spec).num_speculative_tokens or 0) \
             if speculative else 0
         return self.state_plan(target, dep.parallel.tensor, block,
                           kv_bytes(dep.kv_cache_dtype, target), num_spec)
@@ -374,7 +377,7 @@ class Rules:
         dep = pair.runbook.deployment
         spec = pair.runbook.speculation
         tp = dep.parallel.tensor
-        block = server_args(pair, pair.gpu_spec).block_size
+        block = self.server_args(pair, pair.gpu_spec).block_size
         state = self.hybrid_state(pair, block, speculative)
         draft = pair.draft.geometry if pair.draft and speculative \
             and spec.method is not Method.NGRAM else None
@@ -431,7 +434,7 @@ class Rules:
         draft = pair.draft.geometry if pair.draft else None
         tp, pp = dep.parallel.tensor, dep.parallel.pipeline
         draft_tp = dep.parallel.draft_tensor or tp
-        args = server_args(pair, gpu)
+        args = self.server_args(pair, gpu)
         util = args.gpu_memory_utilization
         a = dep.assumptions
         non_torch = a.other_allocations_bytes if a.other_allocations_bytes is not None \
@@ -453,7 +456,7 @@ class Rules:
                                      "'Available KV cache memory' log to calibrate")),
             assumption(key="cuda_graphs", label="CUDA-graph memory estimate", value=graphs,
                        unit="B", source=source(a.cuda_graph_bytes, "default 0.5 GiB")
-                       + schedule.graph_note(pair)),
+                       + self.graph_note(pair)),
         ]
         wt = weights_per_rank(pair.target_own_weight_bytes,
                               pair.target.weights.replicated_bytes, tp * pp)
@@ -526,7 +529,7 @@ class Rules:
         budget does not read) alone: the runbook's max_running_requests is read by
         `server_args`'s max_num_seqs only (max_num_batched_tokens is the GPU's default),
         and max_num_seqs by `_seats` only, so that is all that is computed again."""
-        max_seqs = server_args(pair, gpu).max_num_seqs
+        max_seqs = self.server_args(pair, gpu).max_num_seqs
         assert computed.fallback is None  # this release budgets no fallback pool
         speculative = computed.speculative
         return computed.model_copy(update={

@@ -44,9 +44,17 @@ class Launcher:
     (`facts.DIFFERENCES` of its package) differ here subclasses it and overrides the method
     of each difference, nothing else (vllm_0_32_0/launch.py)."""
 
+    server_args = staticmethod(server_args)
+    """The release's resolved server arguments (a later release passes its own defaults)."""
+    quantization: tuple[str, ...] = QUANTIZATION
+
     def __init__(self, profile: EngineProfile) -> None:
         self.profile = profile
         self.engine = profile.label
+
+    def launch_args(self, pair: EngineInput, speculate: bool) -> ServerArgs:
+        """The server arguments the command renders (the same with or without the draft)."""
+        return self.server_args(pair, pair.gpu_spec)
 
     def schedule_refusal(self, pair: EngineInput) -> str | None:
         """Why this release would drop the pair's speculation schedule (schedule.py)."""
@@ -66,7 +74,7 @@ class Launcher:
                            ) -> dict[str, Any]:
         rb = pair.runbook
         spec = rb.speculation
-        k = (args or server_args(pair, pair.gpu_spec)).num_speculative_tokens
+        k = (args or self.server_args(pair, pair.gpu_spec)).num_speculative_tokens
         assert k is not None, "validated by rules.check_runbook"
         config: dict[str, Any] = {"method": self.profile.method_names[spec.method],
                                   "num_speculative_tokens": k}
@@ -102,7 +110,7 @@ class Launcher:
         par = dep.parallel
         checks = Preflights(self.engine)
         need = checks.need
-        args = server_args(pair, pair.gpu_spec)
+        args = self.launch_args(pair, speculate)
 
         target = rb.target
         argv: list[str | EnvRef] = ["vllm", "serve", target.path or target.repo or ""]
@@ -113,9 +121,9 @@ class Launcher:
             argv.append("--trust-remote-code")
         for role, art in (("target", target), ("draft", rb.draft)):
             if art is not None and art.quantization:
-                need(art.quantization in QUANTIZATION, f"{role}.quantization",
+                need(art.quantization in self.quantization, f"{role}.quantization",
                      f"quantization {art.quantization!r} is not one of vLLM's methods "
-                     "(ModelConfig refuses it)", "use one of: " + ", ".join(QUANTIZATION))
+                     "(ModelConfig refuses it)", "use one of: " + ", ".join(self.quantization))
         kv_float = {KVDtype.BF16: "bfloat16", KVDtype.FP16: "float16"}.get(dep.kv_cache_dtype)
         model_dtype = pair.target.geometry.dtype
         if kv_float is not None and kv_float != model_dtype:

@@ -1,0 +1,30 @@
+"""vLLM 0.34.0: vLLM 0.33.0's package (`vllm_0_33_0`) but for the reviewed differences in
+`facts.DIFFERENCES`, each overridden in the module it touches: args (block size 64, the KV
+sizing mode, the DFlash/DSpark running-sequence cap), launch (pinned KV bytes, the
+speculative-config keys, no heterogeneous mode, the declared speculator), budget (the two
+sizing modes), schedule (no V1 guard), logs (the graph-capture line's file). Its bench
+probe and draft-mode MTP layer counts are 0.33.0's: the code they read is the same in both
+wheels (K per method; models/qwen3_next_mtp.py:71, models/qwen3_5_mtp.py:84)."""
+
+from __future__ import annotations
+
+from specpair.engines.release import EngineRelease
+from specpair.engines.vllm_0_33_0 import bench, draft_mode
+from specpair.engines.vllm_0_34_0 import args, budget, facts, launch, logs, metrics, schedule
+
+RELEASE = EngineRelease(
+    profile=facts.PROFILE,
+    server_args=args.server_args,
+    launch=launch.build,
+    budget=budget.budget,
+    recap=budget.recap,
+    metrics=metrics.METRICS,
+    log_timings=logs.TIMINGS,
+    log_kv_capacity=logs.KV_CAPACITY,
+    bench=bench.PROBE,
+    schedule_refusal=schedule.refusal,
+    image="vllm/vllm-openai:v0.34.0",
+    draft_mode=draft_mode.geometry,
+    differences=facts.DIFFERENCES,
+    compared_with=facts.COMPARED_WITH,
+)
