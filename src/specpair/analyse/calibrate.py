@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from specpair.analyse import calibration, step_inputs
+from specpair.analyse import calibrated_params, step_inputs
 from specpair.analyse.stepmodel import RECORD_BOUNDS, StepParams, fit_bounded, step_times
 from specpair.bench.record import Cell, Measurement
 from specpair.model.budget import Budget
@@ -135,7 +135,7 @@ def fit_pair(pair: ResolvedPair, budget: Budget, record: Measurement,
     provenance = (f"fitted on this pair's bench record of {record.started_at} "
                   f"(concurrency {', '.join(map(str, chosen))}, workloads pooled; "
                   f"engine {record.protocol.engine}), starting from: "
-                  + calibration.params_for(pair.gpu_spec.family,
+                  + calibrated_params.params_for(pair.gpu_spec.family,
                                            pair.runbook.engine.name.value).provenance)
     return PairFit(params=params, provenance=provenance, record=record.started_at,
                    concurrencies=chosen, cells=rows)

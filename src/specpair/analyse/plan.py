@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from pydantic import Field, TypeAdapter, ValidationError
 
-from specpair.analyse import calibration
+from specpair.analyse import calibrated_params, calibration_data
 from specpair.analyse.acceptance import AcceptanceCurve, by_depth, shape_depth
 from specpair.analyse.acceptance import record_mismatch as _record_mismatch
 from specpair.analyse.budget import compute, recompute
@@ -377,8 +377,8 @@ class Evaluator:
     context: int
     prompt: int
     tau: float | None
-    speedup_band: calibration.Interval | None = None
-    throughput_band: calibration.Interval | None = None
+    speedup_band: calibrated_params.Interval | None = None
+    throughput_band: calibrated_params.Interval | None = None
     _prefill: float = 0.0
 
     def __post_init__(self) -> None:
@@ -571,8 +571,8 @@ def validation(family: str | None, engine: str, method: str | None
     engine × drafter family, and the sentence saying where it comes from."""
     drafter = drafter_family(method) if method else "none"
     quantity: Literal["speedup", "throughput"] = "speedup" if method else "throughput"
-    band = calibration.interval(family, engine, drafter, quantity)
-    own = next((b for b in calibration.load().cross_validated
+    band = calibrated_params.interval(family, engine, drafter, quantity)
+    own = next((b for b in calibration_data.load().cross_validated
                 if (b.family, b.engine, b.drafter, b.quantity)
                 == (family, engine, "none" if quantity == "throughput" else drafter,
                     quantity)), None)
@@ -663,7 +663,7 @@ class Planner:
         self.curve, self.slo_curve = by_depth(pair)
         self.own_params = self._own_params()
         # GPU key → params_for's answer. Sound: it reads only the key, this planner's pair
-        # (fixed) and the calibration data (`calibration.load` is cached for the process)
+        # (fixed) and the calibration data (`calibration_data.load` is cached for the process)
         self._params: dict[str, tuple[StepParams, str, tuple[float | None, str]]] = {}
         self._staging: list[tuple[tuple[Any, ...], StagingPlan]] = []
         self._dump = rb.model_dump(mode="json")  # the base of every variant (`variant`)
@@ -700,7 +700,7 @@ class Planner:
             return self.own_params[1], self.own_params[2], (None, "fitted on this pair's "
                                                             "own bench records")
         method = self.pair.runbook.speculation.method.value
-        chosen = calibration.params_for(family, engine, method)
+        chosen = calibrated_params.params_for(family, engine, method)
         return chosen.params, chosen.provenance, validation(family, engine, method)
 
     # -- one candidate
