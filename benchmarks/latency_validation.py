@@ -2,6 +2,7 @@
 
     python benchmarks/latency_validation.py                 # leave-one-source-out, then in-sample
     python benchmarks/latency_validation.py --refit --write # refit, store fits and error bands
+                                                            # (tools/refit_calibration.py)
     python benchmarks/latency_validation.py --points FILE [--json]
                                                             # your own points, stored fits
     python benchmarks/latency_validation.py --points src/specpair/data/held_out_points.yaml
@@ -25,11 +26,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/
+
+from tools.refit_calibration import write_fits
 
 from specpair.analyse import (
     acceptance_fits,
     calibration_data,
-    calibration_store,
     cross_validation,
     evaluation,
     published_points,
@@ -121,7 +124,8 @@ def main() -> int:
     parser.add_argument("--refit", action="store_true",
                         help="refit every GPU family × engine on the points marked fit")
     parser.add_argument("--write", action="store_true", help="with --refit: store the fits "
-                        "and cross-validated error bands in src/specpair/data/calibration.yaml")
+                        "and cross-validated error bands in this repository's "
+                        "src/specpair/data (tools/refit_calibration.py)")
     parser.add_argument("--quiet", action="store_true", help="summaries only, no point rows")
     args = parser.parse_args()
     started = time.perf_counter()
@@ -146,7 +150,7 @@ def main() -> int:
     cv = cross_validation.cross_validate(data)
     ins = cross_validation.evaluate(data, mode="in-sample")
     if args.refit and args.write:
-        calibration_store.write_fits(data.fitted, cross_validation.error_bands(cv), cv)
+        write_fits(data.fitted, cross_validation.error_bands(cv), cv)
     if args.json:
         print(json.dumps({"cross_validated": _json(cv), "in_sample": _json(ins)}, indent=1,
                          sort_keys=True))

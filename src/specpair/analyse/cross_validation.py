@@ -68,7 +68,7 @@ def stored_cross_validation() -> Evaluation:
     text = package_text(CROSS_VALIDATION_FILE.removeprefix("data/"))
     if text is None:
         raise CalibrationError(f"{CROSS_VALIDATION_FILE} is missing from the package: run "
-                               "`python benchmarks/latency_validation.py --refit --write`")
+                               "`python tools/refit_calibration.py`")
     return Evaluation.model_validate_json(text)
 
 

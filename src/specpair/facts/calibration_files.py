@@ -3,7 +3,9 @@
 `data/calibration.yaml` (reviewed points, the stored fits and error bands, the reasons
 for a fitted parameter on a bound), `data/published_points.yaml`,
 `data/held_out_points.yaml` and `data/cross_validation.json`. Their schema and their
-checks need the step model, so the typed loading is `specpair.analyse.calibration_data`'s.
+checks need the step model, so the typed loading is `specpair.analyse.calibration_data`'s;
+the package only ever reads them (`tools/refit_calibration.py` writes the repository's
+copies).
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ other source's GPU families and models."""
 
 CROSS_VALIDATION_FILE = "data/cross_validation.json"
 """The stored leave-one-source-out evaluation, written with the fits and bands by
-`latency_validation.py --refit --write`. Recomputing it means refitting once per source
-(about a minute on two cores); every `specpair site` shows it, so it is stored as reviewed
-data like the fits, and tests/test_calibration.py recomputes it and fails if it is stale."""
+`tools/refit_calibration.py`. Recomputing it means refitting once per source (about a
+minute on two cores); every `specpair site` shows it, so it is stored as reviewed data
+like the fits, and tests/test_calibration.py recomputes it and fails if it is stale."""
 
 
 def package_text(name: str) -> str | None:
