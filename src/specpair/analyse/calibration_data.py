@@ -37,12 +37,9 @@ POOLED = "pooled"
 too few points of its own is given. Its efficiencies are shares of each GPU's own bandwidth
 (measured, else assumed and said so) and peaks (data/gpus.yaml), which carry the hardware
 difference, and its fixed costs are the engine's, so it transfers what is common to the
-engine rather than one other GPU's whole fit. Chosen by leave-one-source-out (2026-12-02):
-the pooled fallback took the distinct baseline median |error| 15.0% -> 14.1% with the τ band
-and the sweeps unchanged, where borrowing the engine's fit on the family with the most
-points had cdna3 × vLLM at 34% and cdna4 × vLLM at 125%. Pulling every family's own fit
-towards the pool (partial pooling) reached 12.3% but needed two pull widths chosen on the
-same cross-validation, turned a depth sweep's best depth wrong, and is not used."""
+engine rather than one other GPU's whole fit. Chosen by leave-one-source-out over
+borrowing the fit of the engine's family with the most points, and over pulling every
+family's own fit towards the pool (the scores: site/docs/latency-model-notes.md)."""
 
 
 class Fitted(Strict):

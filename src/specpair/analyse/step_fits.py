@@ -1,7 +1,10 @@
 """The step model's parameters fitted on the published points, per GPU family × engine
 under their physical bounds (per-draft-forward costs per drafter family), with an
 engine's fit pooled across GPU families for a family with too few points, and the check
-that no stored fit sits outside a bound, or on one without a written reason."""
+that no stored fit sits outside a bound, or on one without a written reason.
+
+The alternatives scored by leave-one-source-out and not adopted (other MoE terms, source
+weights, the held-out set fitted in) are in site/docs/latency-model-notes.md."""
 
 from __future__ import annotations
 
@@ -102,70 +105,6 @@ MIN_FIT_POINTS = 3
 engine needs for a fit of its own; with fewer it gets the engine's fit pooled across GPU
 families (`POOLED`), and says so. An engine needs as many for its pooled fit; without one
 a family falls back to the uncalibrated defaults, said so."""
-
-
-# Tried on the MoE baselines and not used (leave-one-source-out, 2026-12-03; the distinct
-# baseline median |error| was 14.1% before each): InferenceX's DeepSeek-R1 sweeps on H200
-# and B300 are predicted 20-30% slow at concurrency 16-64, yet fitted alone (one source)
-# they fit within 7% with uniform routing (a skew fitted at 1.08) and moe_bw 0.86, where
-# the hopper × sglang fit has 0.55, pulled by Qwen3-30B-A3B, gpt-oss-120b and GLM-4.7-Flash:
-# what fails is carrying the routed experts' read rate across MoE models, not the routing.
-# - skewed expert popularity (Gamma-distributed per-token rates, κ = E[p²]/E[p]² in [1, 3]):
-#   the fits ran to κ's upper bound while lowering moe_bw; 15.9%;
-# - MoE layers charged 2× / 3× a dense layer's kernel boundaries (`layer_s`): 15.2% / 15.6%;
-# - separate MoE and dense fits per GPU family × engine: 15.1%, and a depth sweep wrong;
-# - the read share per weight format (the fused-MoE kernel class: BF16, FP8, NVFP4, MXFP4):
-#   17.9%; a format with one source in a group is left to its prior when that source is
-#   held out, and blackwell × sglang's formats ran to their bounds.
-# Tried next (2026-12-03, from 14.5% with the InferenceX #828 and #3363 points):
-# - the read share per target model (a model's expert shape picks its fused-MoE kernel
-#   config), a model unseen in a group at the geometric mean of the group's: 15.9%. Per
-#   model, hopper × sglang puts DeepSeek-V3/R1 at 0.63, not the 0.86 InferenceX #3173 alone
-#   wants: the same model's sources disagree (engine releases, MoE backends), so the spread
-#   is between sources of one model on one GPU family, which no per-model term carries;
-# - the overlap scheduler as a max(per-forward CPU cost, GPU time) step (SGLang's decode
-#   steps overlapped, its EAGLE/MTP steps not, unless a source states otherwise): 14.2% with
-#   the τ band 93.6% but 26 of 32 sweeps in their published direction (the AMD DeepSeek-V3
-#   MTP sweeps and a GLM-4.7-Flash sweep turn); the same with vLLM's steps overlapped too:
-#   15.7%, 25 of 32;
-# - a kernel-boundary cost of its own per MoE layer (`layer_s` stays the dense layer's),
-#   fitted in [0.1, 100] µs: 16.4%, 28 of 32. The DeepSeek-R1 rows want a larger fixed
-#   part and cheaper expert reads at once, but the two InferenceX H200 releases of the same
-#   setup (SGLang v0.5.7, issue 870; v0.5.12, PR 3173) differ by 16-17% at concurrency
-#   32-64 themselves, so holding out either leaves that spread;
-# - a per-layer cost of activation quantization (FP8 W8A8 and NVFP4 W4A4 weights, whose
-#   linears each need a quantize kernel): 14.0%, but pooled × vLLM and blackwell × SGLang
-#   ran it to 50 µs per layer, far above a few quantize launches: a proxy for DeepSeek-R1
-#   (most of those points), not the kernels;
-# - per target model both the read share and the per-layer cost (a model unseen in a group
-#   at the group's geometric mean): 16.4%.
-# More data (2026-12-03, data/held_out_points.yaml, collected by protocol after these
-# fits; its current figures are on the site page). Its first pass (10 modelled rows, 11.0%
-# with the stored fits) fitted in with the package's points took leave-one-source-out
-# 14.5% -> 17.5% (τ band 116 -> 111 of 125, 28 of 32 sweeps); without its one DeepSeek-R1
-# row on vLLM (v0.11.0, H200 TP8, batch 4, TPOT 19.36 ms: twice the model's step) 12.6%
-# with the τ band and sweeps unchanged. One source weighs as much as any other, so a single
-# point of a model × engine no other source measured moves a group's shared costs (hopper ×
-# vLLM's all-reduce latency 15 -> 26 µs) for every model in it; a soft-L1 loss on the log
-# errors (scale ln 1.17, two sources' spread on one setup) left 16.0%. The whole set stays
-# held out, none of it dropped, and is folded in at the next collection round.
-# Random-effects source weights (2026-12-03, after the blended roofline: 14.6%, τ band 117
-# of 125, 31 of 32 sweeps): each fit refitted once with every point weighted
-# 1/√(σ_w² + n·σ_b²) (n: its source's points; σ_w, σ_b: the within- and between-source
-# spread of the first fit's log residuals, DerSimonian-Laird moments; a one-point source
-# keeps weight 1) gave 14.8%, τ band 87 of 125, 24 of 32 sweeps: where a group's
-# between-source spread comes out small, its long sweeps outvote the other sources again.
-# Not used; each source still weighs the same.
-# Tried after the measured moe_bw prior (2026-12-04, from 14.4%; τ band 115 of 125, 31 of
-# 32 sweeps):
-# - vLLM's async scheduling as `forward_s` hidden behind the GPU's step (decode: max(f,
-#   rest); verify: its GPU part alone) where a point states it, else from the release
-#   (assumed default from v0.13 for decode, v0.15 with EAGLE/MTP; 84 points): 14.9%, the
-#   τ band and sweeps unchanged. InferenceX #828's gpt-oss rows (v0.15.1) held out stay
-#   ~15% slow: the hopper × vLLM fit without them has forward_s 1.75 ms and all-reduces of
-#   20 µs, set by older releases' points;
-# - a fixed 15 µs per MoE layer (the measured grouped GEMM's intercept above a dense
-#   GEMV's, two GEMMs a layer) with the measured moe_bw prior: 15.6%, 30 of 32 sweeps.
 
 
 def _informative(points: Iterable[Point]) -> list[Point]:
