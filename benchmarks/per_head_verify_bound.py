@@ -76,7 +76,7 @@ def sweep_bounds() -> list[Bounded]:
         first, last = pts[0], pts[-1]
         assert first.speedup and last.speedup
         params, *_ = evaluation_rows._fit_label(loso[first.source_key],
-                                            calibration_data.family_of(first.gpu), first.engine)
+                                                calibration_data.family_of(first.gpu), first.engine)
         if first.gpu not in L2_BANDWIDTH:  # no guess: the bound needs a measured figure
             raise SystemExit(f"{sweep}: no measured L2 bandwidth for {first.gpu}; add a "
                              "published measurement, with its source, to L2_BANDWIDTH")

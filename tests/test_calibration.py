@@ -217,7 +217,7 @@ def test_expert_and_draft_parallelism_are_expressible_in_points() -> None:
     pt = next(p for p in data.points if p.draft and p.tp > 1)
     own = point_prediction.times_at(pt, step_priors.UNCALIBRATED, data)
     single = point_prediction.times_at(pt.model_copy(update={"draft_tp": 1}),
-                                  step_priors.UNCALIBRATED, data)
+                                       step_priors.UNCALIBRATED, data)
     assert single.draft != own.draft and single.decode == own.decode
 
 
@@ -480,7 +480,7 @@ def test_eagle1_later_positions_are_accepted_less_and_the_held_out_sweep_falls()
     assert "vllm20780-eagle1-depth" in fit.sweeps and fit.at_bound is None
     assert acceptance_fits.DECAY_BOUND.lo < fit.decay < 0.9
     with_decay = acceptance_tree.chain_tau(acceptance_tree.acceptance_rate(k[2], 3, fit.decay), 8,
-                                       fit.decay)
+                                           fit.decay)
     assert abs(with_decay / k[7] - 1) < 0.05  # the published K=7 length, from K=2's
     (s,) = [s for s in cross_validation.stored_cross_validation().sweeps
             if s.sweep == "vllm16937-eagle1-depth"]
@@ -509,12 +509,12 @@ def test_tree_acceptance_held_out_by_source_predicts_published_tree_shapes() -> 
         a = g[0]
         assert a.tau is not None
         alpha = acceptance_tree.tree_acceptance_rate(a.tau, a.shape.max_tokens, 1.0, a.topk,
-                                                 a.num_draft_tokens, fit.sibling)
+                                                     a.num_draft_tokens, fit.sibling)
         chain_alpha = acceptance_tree.acceptance_rate(a.tau, a.shape.max_tokens)
         for p in g[1:]:
             assert p.tau is not None
             tree = acceptance_tree.tree_tau(alpha, p.shape.max_tokens, 1.0, p.topk,
-                                        p.num_draft_tokens, fit.sibling)
+                                            p.num_draft_tokens, fit.sibling)
             assert 0.9 < tree / p.tau < 1.1, (p.id, tree, p.tau)
             chain = acceptance_tree.chain_tau(chain_alpha, p.shape.max_tokens)
             if p.id in ("specforge339-c1-8-8-60", "angelslim163-c1-7-10-64"):
@@ -589,7 +589,7 @@ def test_the_prompts_that_replace_finished_requests_ride_along_with_the_decode_s
     one = next(p for p in data.points if p.id == "tr-l70b-nosd-c1")
     assert point_prediction.times_at(one, params, data, share=-1.0).decode == pytest.approx(
         point_prediction.times_at(one.model_copy(update={"input_len": None}), params,
-                             data).decode)
+                                  data).decode)
     disaggregated = base.model_copy(update={"prefill_disaggregated": True})
     assert point_prediction.times_at(disaggregated, params, data).decode == without
 
@@ -926,7 +926,7 @@ def test_a_family_with_too_few_points_gets_the_engines_pooled_fit_and_says_so() 
     assert pooled.pooled_from == ["ampere", "hopper"]
     assert not any(f.family == "cdna3" for f in fits)
     chosen = calibrated_params._params_for(without.model_copy(update={"fitted": fits}), "cdna3",
-                                     "vllm", None)
+                                           "vllm", None)
     assert chosen.params == pooled.for_drafter("none")
     assert "pooled across GPU families ampere, hopper" in chosen.provenance
     assert "too few published vllm measurements on GPU family cdna3" in chosen.provenance
@@ -937,7 +937,7 @@ def test_a_family_with_too_few_points_gets_the_engines_pooled_fit_and_says_so() 
     fits = step_fits.refit(data)
     assert any(f.family == "cdna3" and f.engine == "vllm" for f in fits)
     chosen = calibrated_params._params_for(data.model_copy(update={"fitted": fits}), "cdna3",
-                                     "vllm", None)
+                                           "vllm", None)
     assert "fitted on published cdna3 × vllm measurements" in chosen.provenance
     # every published baseline predicted, without its source, by a pooled fit (its family
     # × engine has no fit of its own then): the pool misses by less than borrowing the

@@ -136,7 +136,7 @@ def fit_pair(pair: ResolvedPair, budget: Budget, record: Measurement,
                   f"(concurrency {', '.join(map(str, chosen))}, workloads pooled; "
                   f"engine {record.protocol.engine}), starting from: "
                   + calibrated_params.params_for(pair.gpu_spec.family,
-                                           pair.runbook.engine.name.value).provenance)
+                                                 pair.runbook.engine.name.value).provenance)
     return PairFit(params=params, provenance=provenance, record=record.started_at,
                    concurrencies=chosen, cells=rows)
 

@@ -27,7 +27,7 @@ class Chosen:
 
 
 def pick_fit(fits: Sequence[Fitted], family: str | None, engine: str
-          ) -> tuple[Fitted | None, str]:
+             ) -> tuple[Fitted | None, str]:
     for f in fits:
         if f.family == family and f.engine == engine:
             return f, "own"

@@ -25,7 +25,7 @@ def evaluate(data: CalibrationData | None = None, fits: list[Fitted] | None = No
     fits = data.fitted if fits is None else fits
     # with the stored fits, δ too is the package's (a user's file is evaluated, not fitted)
     rows = predict_rows(data.points, data, None, fits,
-                         load().points if mode == "as stored" else data.points)
+                        load().points if mode == "as stored" else data.points)
     return summary(mode, data.points, rows, fits)
 
 

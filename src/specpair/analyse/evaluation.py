@@ -220,7 +220,7 @@ def _groups(rows: Sequence[Row]) -> list[GroupSummary]:
             family=fam, engine=eng, drafter=dr, points=len(mine), known_tau=len(known),
             within_band=sum(1 for r in known if _inside(r)),
             median_abs_error_pct=round(100 * median([abs((r.ratio or 1) - 1)
-                                                      for r in known]), 1) if known else None,
+                                                     for r in known]), 1) if known else None,
             baseline_points=len(base),
             baseline_median_abs_error_pct=round(100 * median(
                 [abs((r.baseline_ratio or 1) - 1) for r in base]), 1) if base else None))
@@ -243,7 +243,7 @@ def _baseline_measurements(rows: Sequence[Row]) -> list[float]:
 
 
 def summary(mode: Mode, points: Sequence[Point], rows: list[Row],
-             fits: list[Fitted]) -> Evaluation:
+            fits: list[Fitted]) -> Evaluation:
     refused = [RefusedPoint(id=p.id, source=p.source_key, name=why.name, reason=why.reason)
                for p in points if (why := p.refusal) is not None]
     points = [p for p in points if p.refusal is None]

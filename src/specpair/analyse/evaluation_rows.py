@@ -63,9 +63,9 @@ def _fit_label(fits: Sequence[Fitted], family: str, engine: str) -> tuple[StepPa
 
 
 def predict_rows(points: Sequence[Point], data: CalibrationData,
-                  fits_for: Mapping[str, Sequence[Fitted]] | None,
-                  default_fits: Sequence[Fitted],
-                  decay_points: Sequence[Point] | None = None) -> list[Row]:
+                 fits_for: Mapping[str, Sequence[Fitted]] | None,
+                 default_fits: Sequence[Fitted],
+                 decay_points: Sequence[Point] | None = None) -> list[Row]:
     """Rows for `points`; each point's fits are `fits_for[its source]` when given (the fits
     made without its source), else `default_fits`. An anchored depth sweep's δ is fitted
     on `decay_points` (default: `data.points`), without the point's source when

@@ -71,7 +71,7 @@ def times_at(point: Point, params: StepParams, data: CalibrationData,
 
 
 def speculative_times(point: Point, params: StepParams, data: CalibrationData,
-                       times: StepTimes) -> StepTimes:
+                      times: StepTimes) -> StepTimes:
     """Step times of the speculative run: at its own batch where its engine capped it."""
     if point.speculative_batch == point.batch:
         return times

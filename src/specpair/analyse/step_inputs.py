@@ -228,7 +228,7 @@ def bands(pair: ResolvedPair) -> tuple[calibrated_params.Interval, calibrated_pa
 def published_parameters(pair: ResolvedPair) -> Parameters:
     """The published fit of the pair's GPU family, engine and method."""
     chosen = calibrated_params.params_for(pair.gpu_spec.family, pair.runbook.engine.name.value,
-                                    pair.runbook.speculation.method.value)
+                                          pair.runbook.speculation.method.value)
     return Parameters(values=chosen.params, source=chosen.provenance)
 
 
