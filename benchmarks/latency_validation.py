@@ -2,6 +2,7 @@
 
     python benchmarks/latency_validation.py                 # leave-one-source-out, then in-sample
     python benchmarks/latency_validation.py --refit --write # refit, store fits and error bands
+                                                            # (tools/refit_calibration.py)
     python benchmarks/latency_validation.py --points FILE [--json]
                                                             # your own points, stored fits
     python benchmarks/latency_validation.py --points src/specpair/data/held_out_points.yaml
@@ -25,8 +26,18 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/
 
-from specpair.analyse import calibration
+from tools.refit_calibration import write_fits
+
+from specpair.analyse import (
+    acceptance_fits,
+    calibration_data,
+    cross_validation,
+    evaluation,
+    published_points,
+    step_fits,
+)
 
 
 def _f(x: float | None, fmt: str = ".2f") -> str:
@@ -37,7 +48,7 @@ def _pct(a: int, b: int) -> str:
     return f"{a}/{b} ({100 * a / b:.0f}%)" if b else "–"
 
 
-def report(ev: calibration.Evaluation, rows: bool = True) -> None:
+def report(ev: evaluation.Evaluation, rows: bool = True) -> None:
     print(f"== {ev.mode}: {ev.points} points from {ev.sources} sources ==")
     print(f"{'GPU family × engine × drafter':36} {'points':>6} {'τ known':>7} "
           f"{'in ×0.8–×1.25':>15} {'median |err| S':>14} {'base pts':>8} {'median |err| base':>17}")
@@ -67,8 +78,8 @@ def report(ev: calibration.Evaluation, rows: bool = True) -> None:
               f"{best} → {'ok' if s.ok else 'WRONG'}"
               + "".join(f"\n    step against the published: {a}" for a in s.against))
     if ev.known_tau:
-        print(f"\npoints with a published τ: {ev.known_tau}; within ×{calibration.BAND[0]}–"
-              f"×{calibration.BAND[1]}: {ev.within_band} ({100 * ev.share_within:.1f}%)")
+        print(f"\npoints with a published τ: {ev.known_tau}; within ×{evaluation.BAND[0]}–"
+              f"×{evaluation.BAND[1]}: {ev.within_band} ({100 * ev.share_within:.1f}%)")
         print(f"  from {ev.tau_sources} sources, {ev.largest_tau_source_points} of them from "
               f"{ev.largest_tau_source or '–'}; each source weighed the same: "
               f"{100 * ev.source_mean_within:.1f}% within")
@@ -98,7 +109,7 @@ def report(ev: calibration.Evaluation, rows: bool = True) -> None:
         for n, srcs in sorted(names.items())))
 
 
-def _json(ev: calibration.Evaluation) -> dict[str, object]:
+def _json(ev: evaluation.Evaluation) -> dict[str, object]:
     out = ev.model_dump(mode="json", exclude={"fits"})
     out["share_within"] = round(ev.share_within, 4)
     out["passes"] = ev.passes
@@ -113,17 +124,18 @@ def main() -> int:
     parser.add_argument("--refit", action="store_true",
                         help="refit every GPU family × engine on the points marked fit")
     parser.add_argument("--write", action="store_true", help="with --refit: store the fits "
-                        "and cross-validated error bands in src/specpair/data/calibration.yaml")
+                        "and cross-validated error bands in this repository's "
+                        "src/specpair/data (tools/refit_calibration.py)")
     parser.add_argument("--quiet", action="store_true", help="summaries only, no point rows")
     args = parser.parse_args()
     started = time.perf_counter()
     if args.points is not None:
         try:
-            data = calibration.load_points(args.points)
-        except (OSError, calibration.CalibrationError) as exc:
+            data = calibration_data.load_points(args.points)
+        except (OSError, published_points.CalibrationError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        ev = calibration.evaluate(data)
+        ev = cross_validation.evaluate(data)
         if args.json:
             print(json.dumps(_json(ev), indent=1, sort_keys=True))
         else:
@@ -131,14 +143,14 @@ def main() -> int:
             print(f"\n({len(data.points)} points evaluated in "
                   f"{time.perf_counter() - started:.2f} s with the stored fits)")
         return 0 if ev.passes else 1
-    data = calibration.load()
+    data = calibration_data.load()
     if args.refit:
-        fits = calibration.refit(data)
+        fits = step_fits.refit(data)
         data = data.model_copy(update={"fitted": fits})
-    cv = calibration.cross_validate(data)
-    ins = calibration.evaluate(data, mode="in-sample")
+    cv = cross_validation.cross_validate(data)
+    ins = cross_validation.evaluate(data, mode="in-sample")
     if args.refit and args.write:
-        calibration.write_fits(data.fitted, calibration.error_bands(cv), cv)
+        write_fits(data.fitted, cross_validation.error_bands(cv), cv)
     if args.json:
         print(json.dumps({"cross_validated": _json(cv), "in_sample": _json(ins)}, indent=1,
                          sort_keys=True))
@@ -149,12 +161,12 @@ def main() -> int:
         drafts = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in sorted(f.draft_s.items()))
         print(f"{f.family} × {f.engine}: {f.params.describe()}; per draft forward by drafter: "
               f"{drafts or '–'} (fitted on {len(f.fitted_on)} points{at})")
-    for drafter in calibration.FEATURE_DRIFT_FAMILIES:
-        d = calibration.fit_position_decay(data.points, drafter)
+    for drafter in acceptance_fits.FEATURE_DRIFT_FAMILIES:
+        d = acceptance_fits.fit_position_decay(data.points, drafter)
         print(f"acceptance × {drafter}: later positions at δ = {d.decay:.3f} × the first's "
               f"(fitted on {len(d.sweeps)} depth sweeps with a published τ"
               f"{', on its ' + d.at_bound + ' bound' if d.at_bound else ''})")
-    t = calibration.fit_sibling_acceptance(data.points)
+    t = acceptance_fits.fit_sibling_acceptance(data.points)
     print(f"acceptance × SGLang trees: a rank-r candidate at ρ = {t.sibling:.3f} × rank r − 1's "
           f"(fitted on {len(t.groups)} groups of tree shapes with a published τ"
           f"{', on its ' + t.at_bound + ' bound' if t.at_bound else ''})")

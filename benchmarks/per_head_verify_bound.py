@@ -1,5 +1,5 @@
 """What a lower bound on the per-query-head verify kernel does to the points refused for it
-(`calibration.PER_HEAD_VERIFY`): whether its certain part alone decides their sweep.
+(`published_points.PER_HEAD_VERIFY`): whether its certain part alone decides their sweep.
 
     python benchmarks/per_head_verify_bound.py
 
@@ -24,7 +24,14 @@ from dataclasses import dataclass, replace
 
 from scipy.optimize import brentq
 
-from specpair.analyse import calibration
+from specpair.analyse import (
+    calibration_data,
+    cross_validation,
+    evaluation_rows,
+    point_prediction,
+    published_points,
+    step_params,
+)
 from specpair.analyse.stepmodel import blend
 
 L2_BANDWIDTH = {"H200-141GB": (9.5e12, 10.5e12)}
@@ -34,10 +41,10 @@ L2_BANDWIDTH = {"H200-141GB": (9.5e12, 10.5e12)}
 BLOCK_M = 32  # SGLang v0.4.4 extend_attention_fwd on sm90 for a 576-wide MLA query
 
 
-def excess(point: calibration.Point, params: calibration.StepParams,
-           data: calibration.CalibrationData, batch: int, l2: float) -> float:
+def excess(point: published_points.Point, params: step_params.StepParams,
+           data: calibration_data.CalibrationData, batch: int, l2: float) -> float:
     target = data.models[point.target]
-    fwd, _, hw = calibration._forwards(point, target, None)
+    fwd, _, hw = point_prediction._forwards(point, target, None)
     heads = target.heads // point.tp
     w = point.shape.verify
     rows = math.ceil(w / BLOCK_M) * BLOCK_M
@@ -59,27 +66,27 @@ class Bounded:
 
 def sweep_bounds() -> list[Bounded]:
     """The refused sweeps, each predicted with the lower bound of its verify kernel."""
-    data = calibration.load()
-    loso = calibration.stored_loso_fits()
+    data = calibration_data.load()
+    loso = cross_validation.stored_loso_fits()
     refused = [p for p in data.points
-               if p.refusal and p.refusal.name == calibration.PER_HEAD_VERIFY and p.sweep]
+               if p.refusal and p.refusal.name == published_points.PER_HEAD_VERIFY and p.sweep]
     out = []
     for sweep in sorted({p.sweep for p in refused if p.sweep}):
         pts = sorted((p for p in refused if p.sweep == sweep), key=lambda p: p.concurrency)
         first, last = pts[0], pts[-1]
         assert first.speedup and last.speedup
-        params, *_ = calibration._fit_label(loso[first.source_key],
-                                            calibration.family_of(first.gpu), first.engine)
+        params, *_ = evaluation_rows._fit_label(loso[first.source_key],
+                                                calibration_data.family_of(first.gpu), first.engine)
         if first.gpu not in L2_BANDWIDTH:  # no guess: the bound needs a measured figure
             raise SystemExit(f"{sweep}: no measured L2 bandwidth for {first.gpu}; add a "
                              "published measurement, with its source, to L2_BANDWIDTH")
         for l2 in L2_BANDWIDTH[first.gpu]:
-            t1 = calibration.times_at(first, params, data)
+            t1 = point_prediction.times_at(first, params, data)
             t1 = replace(t1, verify=t1.verify + excess(first, params, data, first.batch, l2))
             tau = brentq(lambda t, s=t1, goal=first.speedup: s.speedup(t) - goal, 1.0,
                          float(first.shape.max_tokens))
             extra = excess(last, params, data, last.batch, l2)
-            tn = calibration.times_at(last, params, data)
+            tn = point_prediction.times_at(last, params, data)
             tn = replace(tn, verify=tn.verify + extra)
             out.append(Bounded(sweep, l2, (first.speedup, last.speedup),
                                (first.batch, last.batch), extra, tau, tn.speedup(tau)))

@@ -98,7 +98,7 @@ search, the page's own derived schedules 3% and its launch, monitoring and dashb
 
 Measured after the merge with this session's latency-model work (s8-integ, 2026-12-02,
 load average ~0.9-1.0, order branch, main, main, branch): the planner now carries an SGLang
-tree runbook's τ across depths with the tree acceptance model (`calibration.tree_tau`,
+tree runbook's τ across depths with the tree acceptance model (`acceptance_tree.tree_tau`,
 whose ρ is fitted once per process) and uses the pooled fits. Examples catalogue at N=100
 0.117 / 0.116 (main) -> 0.091 / 0.083, at N=10 0.127 / 0.129 -> 0.115 / 0.120; the
 repository's examples 0.129 / 0.127 -> 0.127 / 0.118. So the goal holds by 9-17% at

@@ -17,7 +17,20 @@ from pathlib import Path
 
 import pytest
 
-from specpair.analyse import calibration, step_links, stepmodel
+from specpair.analyse import (
+    acceptance_fits,
+    acceptance_tree,
+    calibrated_params,
+    calibration_data,
+    cross_validation,
+    evaluation,
+    point_prediction,
+    published_points,
+    step_fits,
+    step_links,
+    step_priors,
+    stepmodel,
+)
 from specpair.analyse.step_params import BOUNDS, DRAFT_BOUNDS, StepParams
 from specpair.analyse.stepmodel import (
     Forward,
@@ -27,7 +40,7 @@ from specpair.analyse.stepmodel import (
     shape_for,
     step_times,
 )
-from specpair.facts import hardware
+from specpair.facts import calibration_files, hardware
 from specpair.model import step_refusals
 from tests.conftest import REPO
 
@@ -35,7 +48,7 @@ SCRIPT = REPO / "benchmarks" / "latency_validation.py"
 
 
 def test_every_point_names_its_source_gpu_and_models() -> None:
-    data = calibration.load()
+    data = calibration_data.load()
     assert len(data.points) >= 30
     for pt in data.points:
         assert pt.source and hardware.lookup(pt.gpu) is not None, pt.id
@@ -77,8 +90,8 @@ def _mismatches(fresh: object, stored: object, path: str = "") -> list[str]:
 
 
 def test_the_stored_fits_are_what_the_points_give() -> None:
-    data = calibration.load()
-    wrong = _mismatches([f.model_dump() for f in calibration.refit(data)],
+    data = calibration_data.load()
+    wrong = _mismatches([f.model_dump() for f in step_fits.refit(data)],
                         [f.model_dump() for f in data.fitted])
     assert not wrong, "refit and store: python benchmarks/latency_validation.py --refit " \
         "--write\n" + "\n".join(wrong)
@@ -87,10 +100,10 @@ def test_the_stored_fits_are_what_the_points_give() -> None:
 def test_the_tolerance_tells_a_stale_fit() -> None:
     """One source re-measured 5% faster (gpustack's 15 H100 points, throughput and TPOT)
     moves its group's fit beyond the tolerance."""
-    data = calibration.load()
+    data = calibration_data.load()
     source = "gpustack-qwen3-8b-h100-latency"
 
-    def faster(p: calibration.Point) -> calibration.Point:
+    def faster(p: published_points.Point) -> published_points.Point:
         update: dict[str, float] = {}
         if p.baseline_tok_s:
             update["baseline_tok_s"] = p.baseline_tok_s * 1.05
@@ -101,32 +114,33 @@ def test_the_tolerance_tells_a_stale_fit() -> None:
     edited = data.model_copy(update={"points": [
         faster(p) if p.source_key == source else p for p in data.points]})
     assert sum(p.source_key == source for p in edited.points) == 15
-    assert _mismatches([f.model_dump() for f in calibration.refit(edited)],
+    assert _mismatches([f.model_dump() for f in step_fits.refit(edited)],
                        [f.model_dump() for f in data.fitted])
 
 
 def test_the_stored_cross_validation_is_what_the_points_give() -> None:
     """The site shows the stored evaluation; refitting every source must reproduce it."""
-    fresh = calibration.fresh_cross_validation()
-    stored = calibration.stored_cross_validation()
+    fresh = cross_validation.fresh_cross_validation()
+    stored = cross_validation.stored_cross_validation()
     wrong = _mismatches(fresh.model_dump(), stored.model_dump())
     assert not wrong, "refit and store: python benchmarks/latency_validation.py --refit " \
         "--write\n" + "\n".join(wrong[:20])
     # the stored file is the evaluation as written (not edited by hand)
-    assert calibration.cross_validation_json(stored).encode() == (
-        Path(calibration.__file__).parents[1] / calibration.CROSS_VALIDATION_FILE).read_bytes()
+    assert cross_validation.cross_validation_json(stored).encode() == (
+        Path(calibration_files.__file__).parents[1] / calibration_files.CROSS_VALIDATION_FILE
+    ).read_bytes()
 
 
 def test_the_stored_error_bands_are_the_cross_validated_ones() -> None:
-    data = calibration.load()
-    cv = calibration.stored_cross_validation()
-    assert [b.model_dump() for b in calibration.error_bands(cv)] \
+    data = calibration_data.load()
+    cv = cross_validation.stored_cross_validation()
+    assert [b.model_dump() for b in cross_validation.error_bands(cv)] \
         == [b.model_dump() for b in data.cross_validated]
 
 
 def test_no_stored_parameter_is_outside_its_bound_or_on_one_without_a_reason() -> None:
-    data = calibration.load()
-    assert calibration.bound_problems(data) == []
+    data = calibration_data.load()
+    assert step_fits.bound_problems(data) == []
     # the published ceiling on a per-token cost: vLLM's sampler benchmark (PR #23997)
     # samples ~24K tokens/s greedy at batch 1
     sampler_s = 1 / 24_000
@@ -144,19 +158,19 @@ def test_no_stored_parameter_is_outside_its_bound_or_on_one_without_a_reason() -
 
 
 def test_a_fit_that_lands_on_a_bound_is_reported_and_needs_a_reason() -> None:
-    data = calibration.load()
+    data = calibration_data.load()
     fit = next(f for f in data.fitted
                if f"{f.family} × {f.engine}: eta_bw" not in data.bound_reasons)
     # pretend the fitted η_bw sits on its upper bound
     pinned = fit.model_copy(update={"params": fit.params.model_copy(
         update={"eta_bw": BOUNDS["eta_bw"].hi}), "free": [*fit.free, "eta_bw"]})
-    problems = calibration.bound_problems(data.model_copy(update={"fitted": [pinned]}))
+    problems = step_fits.bound_problems(data.model_copy(update={"fitted": [pinned]}))
     assert any("eta_bw is on its upper bound without a written reason" in p
                for p in problems), problems
     # and a reason left behind for a parameter no longer on its bound is reported too
     stale = data.model_copy(update={"bound_reasons": {
         **data.bound_reasons, f"{fit.family} × {fit.engine}: eta_flops": "an old reason"}})
-    assert calibration.bound_problems(stale) == [
+    assert step_fits.bound_problems(stale) == [
         f"{fit.family} × {fit.engine}: eta_flops: a written reason, but the stored fit is "
         "not on a bound (remove it from data/calibration.yaml bound_reasons)"]
 
@@ -164,24 +178,25 @@ def test_a_fit_that_lands_on_a_bound_is_reported_and_needs_a_reason() -> None:
 def test_an_unknown_method_is_an_error_with_a_hint_never_a_chain() -> None:
     with pytest.raises(UnknownMethod, match=r"unknown speculative method 'MEDUSA'.*EAGLE3"):
         shape_for("MEDUSA", 3, None, None, 1, None)
-    pt = calibration.load().points[0]
+    pt = calibration_data.load().points[0]
     bad = pt.model_copy(update={"method": "MEDUSA"})
-    data = calibration.load().model_copy(update={"points": [bad]})
-    with pytest.raises(calibration.CalibrationError, match=r"point vllm20780-k2.*MEDUSA"):
-        calibration.check(data, "my.yaml")
+    data = calibration_data.load().model_copy(update={"points": [bad]})
+    with pytest.raises(published_points.CalibrationError, match=r"point vllm20780-k2.*MEDUSA"):
+        calibration_data.check(data, "my.yaml")
 
 
 def test_an_unknown_gpu_is_an_error_with_a_hint() -> None:
-    with pytest.raises(calibration.CalibrationError, match=r"unknown GPU 'H100X'.*did you mean"):
-        calibration.family_of("H100X")
-    with pytest.raises(calibration.CalibrationError, match="unknown GPU"):
-        calibration.hardware_of("TPU-v5")
+    with pytest.raises(published_points.CalibrationError,
+                       match=r"unknown GPU 'H100X'.*did you mean"):
+        calibration_data.family_of("H100X")
+    with pytest.raises(published_points.CalibrationError, match="unknown GPU"):
+        point_prediction.hardware_of("TPU-v5")
 
 
 def test_fp8_weights_use_the_fp8_tensor_peak() -> None:
     # NVIDIA H100 SXM datasheet: 989.4 TFLOP/s BF16 dense, 1,978.9 FP8 dense
-    h100 = calibration.hardware_of("H100-80GB")
-    spec = calibration.load().models["qwen3-8b"]
+    h100 = point_prediction.hardware_of("H100-80GB")
+    spec = calibration_data.load().models["qwen3-8b"]
     bf16 = spec.architecture().forward()
     fp8 = spec.served_as("fp8").architecture().forward()
     assert not bf16.fp8 and fp8.fp8
@@ -191,7 +206,7 @@ def test_fp8_weights_use_the_fp8_tensor_peak() -> None:
 
 
 def test_expert_and_draft_parallelism_are_expressible_in_points() -> None:
-    data = calibration.load()
+    data = calibration_data.load()
     moe = data.models["qwen3-30b-a3b"].architecture()
     tp2 = moe.forward(tp=2)
     ep4 = moe.forward(tp=2, ep=4)
@@ -199,17 +214,17 @@ def test_expert_and_draft_parallelism_are_expressible_in_points() -> None:
     assert ep4.routed_bytes == pytest.approx(128 * 4718592 * 48 * 2 / 4)
     assert tp2.routed_bytes == pytest.approx(2 * ep4.routed_bytes)
     pt = next(p for p in data.points if p.draft and p.tp > 1)
-    own = calibration.times_at(pt, calibration.UNCALIBRATED, data)
-    single = calibration.times_at(pt.model_copy(update={"draft_tp": 1}),
-                                  calibration.UNCALIBRATED, data)
+    own = point_prediction.times_at(pt, step_priors.UNCALIBRATED, data)
+    single = point_prediction.times_at(pt.model_copy(update={"draft_tp": 1}),
+                                       step_priors.UNCALIBRATED, data)
     assert single.draft != own.draft and single.decode == own.decode
 
 
 def test_cross_validation_leaves_each_source_out_of_its_own_fit() -> None:
-    data = calibration.load()
-    sources = calibration.sources(data.points)
+    data = calibration_data.load()
+    sources = cross_validation.sources(data.points)
     assert len(sources) >= 10
-    fits_for = calibration.stored_loso_fits()
+    fits_for = cross_validation.stored_loso_fits()
     assert sorted(fits_for) == sources
     for s in sources:
         ids = {p.id for p in data.points if p.source_key == s}
@@ -223,10 +238,10 @@ def test_cross_validation_leaves_each_source_out_of_its_own_fit() -> None:
 
 
 def test_cross_validated_figures_on_every_published_point() -> None:
-    cv = calibration.stored_cross_validation()
-    ins = calibration.evaluate(mode="in-sample")
+    cv = cross_validation.stored_cross_validation()
+    ins = cross_validation.evaluate(mode="in-sample")
     assert cv.mode == "cross-validated"
-    assert cv.points + len(cv.refused) == len(calibration.load().points)
+    assert cv.points + len(cv.refused) == len(calibration_data.load().points)
     # held out, the model is not better than fitted on everything
     assert cv.median_abs_error_pct >= ins.median_abs_error_pct
     # vLLM #20780's EAGLE-3 and EAGLE-1 chains on one H100 (batch 1): held out, the best
@@ -248,10 +263,10 @@ def test_a_step_taken_against_the_published_one_is_listed() -> None:
     """A sweep whose ends agree can still bend the wrong way in between: published
     2.0, 1.9, 1.7, 1.5 (the first step −5%, within run-to-run noise; the second −10.5%),
     predicted 2.0, 1.95, 2.1, 1.6 (the second step rises): only the 2→4 step is against."""
-    got = calibration.steps_against([1, 2, 4, 8], [2.0, 1.9, 1.7, 1.5], [2.0, 1.95, 2.1, 1.6])
+    got = evaluation.steps_against([1, 2, 4, 8], [2.0, 1.9, 1.7, 1.5], [2.0, 1.95, 2.1, 1.6])
     assert got == ["2→4: published 1.900→1.700, predicted 1.950→2.100"]
-    assert calibration.steps_against([1, 2], [2.0, 1.5], [2.0, 1.8]) == []
-    assert calibration.steps_against([1, 2], [2.0, 1.5], [2.0, 2.2]) == [
+    assert evaluation.steps_against([1, 2], [2.0, 1.5], [2.0, 1.8]) == []
+    assert evaluation.steps_against([1, 2], [2.0, 1.5], [2.0, 2.2]) == [
         "1→2: published 2.000→1.500, predicted 2.000→2.200"]
 
 
@@ -261,12 +276,12 @@ def test_all_reduces_without_peer_to_peer_cost_their_message() -> None:
     point of the source in the fit) the model loses speedup from concurrency 1 to 64 at
     every depth and drafter, as published, because a verify's all-reduced activations
     cross host memory (`step_links.LINKS`)."""
-    data = calibration.load()
+    data = calibration_data.load()
     source = "tomasruizt-vllm-draft-model-bench"
     mine = [p for p in data.points if p.source_key == source]
     assert mine and all(p.gpu_p2p is False and "lacks GPU P2P" in p.note for p in mine)
     rows = {(r.drafter, r.depth, r.concurrency): r
-            for r in calibration.stored_cross_validation().rows if r.source == source}
+            for r in cross_validation.stored_cross_validation().rows if r.source == source}
     pairs = [(k, rows[(k[0], k[1], 64)]) for k in rows if k[2] == 1 and k[1] > 0]
     assert len(pairs) == 12
     for (drafter, depth, _), high in pairs:
@@ -290,21 +305,21 @@ def test_a_held_out_dense_baseline_curve_is_read_apart_from_the_experts() -> Non
     layers a fixed cost. With the larger of the two roofs as the roofline part,
     concurrency 32 and 64 came out fast (×1.02 and ×1.07); with the two roofs blended
     (`Forward.time`) they are inside the band too. Since `moe_bw` is taken as measured on
-    Hopper (`calibration.MEASURED`, 2026-12-04), the gpt-oss-120b rows of Hopper × vLLM
+    Hopper (`step_priors.MEASURED`, 2026-12-04), the gpt-oss-120b rows of Hopper × vLLM
     (aimosprite's, at an assumed context) can no longer lower it and lower the held-out
     fit's dense share instead (η_bw 0.80 -> 0.75 of the datasheet peak, before the roof
     became each GPU's measured bandwidth): concurrency 1-4 came out ×0.82-×0.85, 1-4%
     slower than the old ×0.85 edge; the band's lower edge is ×0.8."""
-    rows = [r for r in calibration.stored_cross_validation().rows
+    rows = [r for r in cross_validation.stored_cross_validation().rows
             if r.id.startswith("tr-l70b-nosd-c")]
     assert sorted(r.concurrency for r in rows) == [1, 2, 4, 8, 16, 32, 64]
     for r in rows:
         assert r.baseline_ratio is not None, r
         assert 0.8 <= r.baseline_ratio <= 1.15, r
-    fit = next(f for f in calibration.load().fitted
+    fit = next(f for f in calibration_data.load().fitted
                if (f.family, f.engine) == ("hopper", "vllm"))
     assert "layer_s" in fit.free and "moe_bw" not in fit.free
-    assert fit.params.moe_bw == calibration.MEASURED["moe_bw"].value
+    assert fit.params.moe_bw == step_priors.MEASURED["moe_bw"].value
 
 
 def test_the_host_staged_link_is_never_tuned_on_the_points_it_scores() -> None:
@@ -317,19 +332,19 @@ def test_the_host_staged_link_is_never_tuned_on_the_points_it_scores() -> None:
     assert step_links.LINKS["pcie5-host"].bandwidth == 27e9
     assert "nccl-tests issue #287" in step_links.LINKS["pcie5-host"].why
     source = "tomasruizt-vllm-draft-model-bench"
-    fit = next(f for f in calibration.load().fitted
+    fit = next(f for f in calibration_data.load().fitted
                if (f.family, f.engine) == ("hopper", "vllm"))
     assert "host_link" in fit.free and fit.params.host_link < 1.0
-    held_out = next(f for f in calibration.stored_loso_fits()[source]
+    held_out = next(f for f in cross_validation.stored_loso_fits()[source]
                     if (f.family, f.engine) == ("hopper", "vllm"))
     assert "host_link" not in held_out.free and held_out.params.host_link == 1.0
     # no other source has points over a host-staged link: only the fits holding its
     # points (hopper × vllm and vLLM's fit pooled across families) free it
-    data = calibration.load()
+    data = calibration_data.load()
     ids = {p.id for p in data.points if p.source_key == source}
     assert {(f.family, f.engine) for f in data.fitted if "host_link" in f.free} == {
         (f.family, f.engine) for f in data.fitted if ids & set(f.fitted_on)} == {
-        ("hopper", "vllm"), (calibration.POOLED, "vllm")}
+        ("hopper", "vllm"), (calibration_data.POOLED, "vllm")}
 
 
 def test_a_repeated_baseline_run_counts_once_beside_the_row_count() -> None:
@@ -337,11 +352,11 @@ def test_a_repeated_baseline_run_counts_once_beside_the_row_count() -> None:
     runs (bench-nosd-c1 … c64.log): the baseline figure over rows counts those runs 91
     times; the summary also gives the figure over the distinct published measurements, and
     the τ figure says how many of its points one source holds."""
-    cv = calibration.stored_cross_validation()
+    cv = cross_validation.stored_cross_validation()
     mine = [r for r in cv.rows if r.source == "tomasruizt-vllm-draft-model-bench"]
     assert len([r for r in mine if r.baseline_ratio is not None]) == 91
-    assert len(calibration._baseline_measurements(mine)) == 7
-    assert cv.baseline_measurements == len(calibration._baseline_measurements(cv.rows))
+    assert len(evaluation._baseline_measurements(mine)) == 7
+    assert cv.baseline_measurements == len(evaluation._baseline_measurements(cv.rows))
     assert cv.baseline_measurements < cv.baseline_points
     assert cv.largest_tau_source == "tomasruizt-vllm-draft-model-bench"
     assert cv.largest_tau_source_points == 84
@@ -349,8 +364,8 @@ def test_a_repeated_baseline_run_counts_once_beside_the_row_count() -> None:
 
 
 def test_intervals_come_from_the_cross_validated_error() -> None:
-    band = calibration.interval("hopper", "vllm", "eagle3", "speedup")
-    stored = next(b for b in calibration.load().cross_validated
+    band = calibrated_params.interval("hopper", "vllm", "eagle3", "speedup")
+    stored = next(b for b in calibration_data.load().cross_validated
                   if (b.family, b.engine, b.drafter, b.quantity)
                   == ("hopper", "vllm", "eagle3", "speedup"))
     # the cross-validated quantiles, stretched to bracket 1 where they lie on one side
@@ -360,7 +375,7 @@ def test_intervals_come_from_the_cross_validated_error() -> None:
     assert lo == pytest.approx(2.0 / band.ratio_hi) and hi == pytest.approx(2.0 /
                                                                              band.ratio_lo)
     # a family without published points: borrowed, wider and labelled
-    borrowed = calibration.interval("cdna4", "vllm", "eagle3", "speedup")
+    borrowed = calibrated_params.interval("cdna4", "vllm", "eagle3", "speedup")
     assert borrowed.few and "few points" in borrowed.label
     assert math.log(borrowed.ratio_hi / borrowed.ratio_lo) > \
         math.log(stored.ratio_hi / stored.ratio_lo)
@@ -369,17 +384,17 @@ def test_intervals_come_from_the_cross_validated_error() -> None:
 def test_every_interval_contains_its_point_estimate() -> None:
     """A biased group (all its held-out ratios on one side of 1) once printed e.g. 1.29
     [0.60–1.13]×: the interval must reach the estimate it is printed beside."""
-    bands = calibration.load().cross_validated
+    bands = calibration_data.load().cross_validated
     one_sided = [b for b in bands if b.ratio_lo > 1 or b.ratio_hi < 1]
     assert one_sided, "the stored bands no longer include a biased group to check"
     for b in bands:
-        got = calibration.interval(b.family, b.engine, b.drafter, b.quantity)
+        got = calibrated_params.interval(b.family, b.engine, b.drafter, b.quantity)
         for value in (0.5, 1.29, 40.0):
             lo, hi = got.around(value)
             assert lo <= value <= hi, (b, got)
             lo, hi = got.around_inverse(value)
             assert lo <= value <= hi, (b, got)
-        if b in one_sided and b.n >= calibration.MIN_BAND_POINTS:
+        if b in one_sided and b.n >= calibrated_params.MIN_BAND_POINTS:
             # the far side is the cross-validated quantile, the near side the estimate
             assert (got.ratio_lo, got.ratio_hi) in ((b.ratio_lo, 1.0), (1.0, b.ratio_hi))
 
@@ -455,22 +470,22 @@ def test_eagle1_later_positions_are_accepted_less_and_the_held_out_sweep_falls()
     the EAGLE-1 sweeps of the other sources only, makes vLLM #16937's anchored EAGLE-1
     sweep (1.52x at K=2, 1.49x at K=4, 1.27x at K=7, no τ published) fall, as published,
     where with δ = 1 it rose (+1.2%) and put the best depth at K=4."""
-    data = calibration.load()
+    data = calibration_data.load()
     k = {p.depth: p.tau for p in data.points if p.sweep == "vllm20780-eagle1-depth"}
     assert k[2] == 2.10 and k[7] == 2.47
-    alpha = calibration.acceptance_rate(k[2], 3)  # δ = 1, anchored at K=2
-    assert calibration.chain_tau(alpha, 8) > 1.15 * k[7]
-    fit = calibration.fit_position_decay(data.points, "eagle", exclude_source="vllm-pr-16937")
+    alpha = acceptance_tree.acceptance_rate(k[2], 3)  # δ = 1, anchored at K=2
+    assert acceptance_tree.chain_tau(alpha, 8) > 1.15 * k[7]
+    fit = acceptance_fits.fit_position_decay(data.points, "eagle", exclude_source="vllm-pr-16937")
     assert "vllm20780-eagle1-depth" in fit.sweeps and fit.at_bound is None
-    assert calibration.DECAY_BOUND.lo < fit.decay < 0.9
-    with_decay = calibration.chain_tau(calibration.acceptance_rate(k[2], 3, fit.decay), 8,
-                                       fit.decay)
+    assert acceptance_fits.DECAY_BOUND.lo < fit.decay < 0.9
+    with_decay = acceptance_tree.chain_tau(acceptance_tree.acceptance_rate(k[2], 3, fit.decay), 8,
+                                           fit.decay)
     assert abs(with_decay / k[7] - 1) < 0.05  # the published K=7 length, from K=2's
-    (s,) = [s for s in calibration.stored_cross_validation().sweeps
+    (s,) = [s for s in cross_validation.stored_cross_validation().sweeps
             if s.sweep == "vllm16937-eagle1-depth"]
     assert s.published_direction == s.predicted_direction == "falling" and s.ok, s
     # EAGLE-3 (training-time test) and draft models keep one acceptance rate
-    assert calibration.fit_position_decay(data.points, "eagle3").decay == 1.0
+    assert acceptance_fits.fit_position_decay(data.points, "eagle3").decay == 1.0
 
 
 def test_tree_acceptance_held_out_by_source_predicts_published_tree_shapes() -> None:
@@ -482,25 +497,25 @@ def test_tree_acceptance_held_out_by_source_predicts_published_tree_shapes() -> 
     shape's τ is within ×0.9–×1.1 of its published value (measured 0.94–1.04); the chain
     carry (the tree as the chain of its depth, as before the tree model) misses SpecForge's
     8/8/60 by ×0.62 and AngelSlim's 7/10/64 by ×0.83, and overshoots #4247's 8 steps."""
-    data = calibration.load()
-    groups = calibration._tree_groups(data.points)
+    data = calibration_data.load()
+    groups = acceptance_fits._tree_groups(data.points)
     assert {g[0].source_key for g in groups} == {
         "specforge-issue-339", "github.com/Tencent/AngelSlim/issues/163", "sglang-pr-4247"}
     checked = 0
     for g in groups:
-        fit = calibration.fit_sibling_acceptance(data.points, exclude_source=g[0].source_key)
+        fit = acceptance_fits.fit_sibling_acceptance(data.points, exclude_source=g[0].source_key)
         assert g[0].source_key not in " ".join(fit.groups) and fit.at_bound is None
         a = g[0]
         assert a.tau is not None
-        alpha = calibration.tree_acceptance_rate(a.tau, a.shape.max_tokens, 1.0, a.topk,
-                                                 a.num_draft_tokens, fit.sibling)
-        chain_alpha = calibration.acceptance_rate(a.tau, a.shape.max_tokens)
+        alpha = acceptance_tree.tree_acceptance_rate(a.tau, a.shape.max_tokens, 1.0, a.topk,
+                                                     a.num_draft_tokens, fit.sibling)
+        chain_alpha = acceptance_tree.acceptance_rate(a.tau, a.shape.max_tokens)
         for p in g[1:]:
             assert p.tau is not None
-            tree = calibration.tree_tau(alpha, p.shape.max_tokens, 1.0, p.topk,
-                                        p.num_draft_tokens, fit.sibling)
+            tree = acceptance_tree.tree_tau(alpha, p.shape.max_tokens, 1.0, p.topk,
+                                            p.num_draft_tokens, fit.sibling)
             assert 0.9 < tree / p.tau < 1.1, (p.id, tree, p.tau)
-            chain = calibration.chain_tau(chain_alpha, p.shape.max_tokens)
+            chain = acceptance_tree.chain_tau(chain_alpha, p.shape.max_tokens)
             if p.id in ("specforge339-c1-8-8-60", "angelslim163-c1-7-10-64"):
                 assert chain / p.tau < 0.85, (p.id, chain)
             if p.id == "sglang4247-steps8":
@@ -517,7 +532,7 @@ def test_gpustack_tree_depth_sweep_saturates_under_its_node_budget() -> None:
     the fixed budget while the draft's cost grows; carried as a chain from the 2-step
     anchor (τ 6.7 at 8 steps) the sweep rose to its deepest point. With the tree model and
     ρ held out by source it falls, best depth 4, as published."""
-    (s,) = [s for s in calibration.stored_cross_validation().sweeps
+    (s,) = [s for s in cross_validation.stored_cross_validation().sweeps
             if s.sweep == "gpustack-q8-depth"]
     assert s.published_direction == s.predicted_direction == "falling" and s.ok, s
 
@@ -532,20 +547,20 @@ def test_amd_mtp_sharegpt_sweep_falls_once_the_mtp_run_decodes_48_at_a_time() ->
     replacing prompts' prefill counted (ShareGPT's prompts are as long as its outputs) it
     falls without the cap too, and the cap still lowers the concurrency-64 speedup."""
     published = {4: 1.80, 8: 1.75, 16: 1.58, 32: 1.51, 64: 1.36}
-    data = calibration.load()
+    data = calibration_data.load()
     members = [p for p in data.points if p.sweep == "amd-dsv3-mtp-sharegpt"]
     assert {p.concurrency: round(p.published_speedup or 0, 2) for p in members} == published
     assert {p.speculative_batch for p in members if p.concurrency == 64} == {48}
-    (s,) = [s for s in calibration.stored_cross_validation().sweeps
+    (s,) = [s for s in cross_validation.stored_cross_validation().sweeps
             if s.sweep == "amd-dsv3-mtp-sharegpt"]
     assert s.published_direction == s.predicted_direction == "falling" and s.ok, s
     # the control: the same points without the cap, with the stored fits
     uncapped = data.model_copy(update={"points": [
         p.model_copy(update={"speculative_max_running_requests": None})
         if p.sweep == "amd-dsv3-mtp-sharegpt" else p for p in data.points]})
-    (u,) = [s for s in calibration.evaluate(uncapped).sweeps
+    (u,) = [s for s in cross_validation.evaluate(uncapped).sweeps
             if s.sweep == "amd-dsv3-mtp-sharegpt"]
-    (capped,) = [s for s in calibration.evaluate(data).sweeps
+    (capped,) = [s for s in cross_validation.evaluate(data).sweeps
                  if s.sweep == "amd-dsv3-mtp-sharegpt"]
     assert u.predicted[-1] > capped.predicted[-1], (u, capped)
 
@@ -558,51 +573,51 @@ def test_the_prompts_that_replace_finished_requests_ride_along_with_the_decode_s
     A TPOT leaves out the request's own prefill ((B − 1)/B of the prompts); a point whose
     prompts are prefilled on other GPUs (prefill/decode disaggregation) carries none, and
     without published lengths nothing is added."""
-    data = calibration.load()
-    params = calibration.params_for("hopper", "vllm").params
+    data = calibration_data.load()
+    params = calibrated_params.params_for("hopper", "vllm").params
     base = next(p for p in data.points if p.id == "tr-l70b-nosd-c64")
     spec = next(p for p in data.points if p.id == "tr-l70b-eagle3-k3-c64")
     plain = base.model_copy(update={"input_len": None})
-    with_prompts = calibration.times_at(base, params, data).decode
-    without = calibration.times_at(plain, params, data).decode
-    tpot = calibration.times_at(base, params, data, share=-1.0).decode
+    with_prompts = point_prediction.times_at(base, params, data).decode
+    without = point_prediction.times_at(plain, params, data).decode
+    tpot = point_prediction.times_at(base, params, data, share=-1.0).decode
     assert with_prompts > tpot > without
     # the speculative step carries τ times the prompts of a decode step
-    st = calibration.times_at(spec, params, data)
+    st = point_prediction.times_at(spec, params, data)
     assert st.prefill_per_token > 0
     one = next(p for p in data.points if p.id == "tr-l70b-nosd-c1")
-    assert calibration.times_at(one, params, data, share=-1.0).decode == pytest.approx(
-        calibration.times_at(one.model_copy(update={"input_len": None}), params,
-                             data).decode)
+    assert point_prediction.times_at(one, params, data, share=-1.0).decode == pytest.approx(
+        point_prediction.times_at(one.model_copy(update={"input_len": None}), params,
+                                  data).decode)
     disaggregated = base.model_copy(update={"prefill_disaggregated": True})
-    assert calibration.times_at(disaggregated, params, data).decode == without
+    assert point_prediction.times_at(disaggregated, params, data).decode == without
 
 
 def test_params_and_bands_are_asked_again_of_a_reloaded_calibration(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # params_for and interval keep their answers per stored calibration: another
     # load() (a refit written back, a patched data file) must not get the old ones
-    data = calibration.load()
+    data = calibration_data.load()
     fit = data.fitted[0]
-    band = next(b for b in data.cross_validated if b.n >= calibration.MIN_BAND_POINTS)
+    band = next(b for b in data.cross_validated if b.n >= calibrated_params.MIN_BAND_POINTS)
     ask = (band.family, band.engine, band.drafter, band.quantity)
-    before = calibration.params_for(fit.family, fit.engine, "EAGLE3")
-    assert calibration.params_for(fit.family, fit.engine, "EAGLE3") is before
-    wide = calibration.interval(*ask)
+    before = calibrated_params.params_for(fit.family, fit.engine, "EAGLE3")
+    assert calibrated_params.params_for(fit.family, fit.engine, "EAGLE3") is before
+    wide = calibrated_params.interval(*ask)
     assert (wide.ratio_lo, wide.ratio_hi) == (min(band.ratio_lo, 1), max(band.ratio_hi, 1))
     slower = fit.params.model_copy(update={"forward_s": fit.params.forward_s * 2})
     changed = data.model_copy(update={
         "fitted": [fit.model_copy(update={"params": slower}), *data.fitted[1:]],
         "cross_validated": [b.model_copy(update={"ratio_lo": 0.5, "ratio_hi": 2.0})
                             if b is band else b for b in data.cross_validated]})
-    monkeypatch.setattr(calibration, "load", lambda: changed)
-    after = calibration.params_for(fit.family, fit.engine, "EAGLE3")
+    monkeypatch.setattr(calibrated_params, "load", lambda: changed)
+    after = calibrated_params.params_for(fit.family, fit.engine, "EAGLE3")
     assert after.params.forward_s == 2 * before.params.forward_s
-    narrow = calibration.interval(*ask)
+    narrow = calibrated_params.interval(*ask)
     assert (narrow.ratio_lo, narrow.ratio_hi) == (0.5, 2.0)
     monkeypatch.undo()
-    assert calibration.params_for(fit.family, fit.engine, "EAGLE3") == before
-    assert calibration.interval(*ask) == wide
+    assert calibrated_params.params_for(fit.family, fit.engine, "EAGLE3") == before
+    assert calibrated_params.interval(*ask) == wide
 
 
 def test_a_deployment_wider_than_a_node_is_refused_by_name_never_predicted() -> None:
@@ -633,12 +648,12 @@ def test_a_deployment_wider_than_a_node_is_refused_by_name_never_predicted() -> 
     assert "pipeline stages" in stages.reason and "all-reduces" not in stages.reason
     assert step_refusals.deployment_refusal(8, 1, 8, 8) is None
     assert step_refusals.deployment_refusal(4, 2, 1, 8) is None
-    cv = calibration.stored_cross_validation()
+    cv = cross_validation.stored_cross_validation()
     by_id = {r.id: r for r in cv.refused}
     assert by_id["tt356-dsr1-h100x16-isl128-osl128"].name == step_refusals.CROSS_NODE_MODEL_PARALLEL
     assert by_id["lmsys-largeep-decode-256"].name == step_refusals.CROSS_NODE_EXPERT_PARALLEL
     assert not {r.id for r in cv.rows} & set(by_id)
-    assert not any(set(f.fitted_on) & set(by_id) for f in calibration.load().fitted)
+    assert not any(set(f.fitted_on) & set(by_id) for f in calibration_data.load().fitted)
     # a runbook's latency path gets the same refusal, located at its parallel sizes
     pair = make_pair(dense(36), dense(5), deployment={"gpus_per_node": 4, "nodes": 2,
                                                       "parallel": {"tensor": 8}})
@@ -653,7 +668,7 @@ def test_a_finite_run_of_unpublished_size_is_refused_by_name_above_concurrency_o
     s), the drain of the set's longest requests, which a steady batch cannot time. Those
     rows are refused by name, never fitted or predicted; its batch-1 rows (no drain) and
     SpecForge #339 (its 20 prompts published) are modelled."""
-    data = calibration.load()
+    data = calibration_data.load()
     by_id = {p.id: p for p in data.points}
     rows = [p for p in data.points if p.id.startswith("angelslim163")]
     for p in rows:  # the evidence the condition rests on, as recorded
@@ -661,13 +676,13 @@ def test_a_finite_run_of_unpublished_size_is_refused_by_name_above_concurrency_o
     assert {p.id for p in rows if p.refusal is None} == {
         p.id for p in rows if p.concurrency == 1}
     c64 = by_id["angelslim163-c64"]
-    assert c64.refusal is not None and c64.refusal.name == calibration.FINITE_RUN
+    assert c64.refusal is not None and c64.refusal.name == published_points.FINITE_RUN
     c1 = c64.model_copy(update={"concurrency": 1})
     assert c1.refusal is None
     assert c64.model_copy(update={"prompts": 80}).refusal is None  # size known: modelled
     assert by_id["specforge339-base-curve-c64"].refusal is None
-    cv = calibration.stored_cross_validation()
-    refused = {r.id for r in cv.refused if r.name == calibration.FINITE_RUN}
+    cv = cross_validation.stored_cross_validation()
+    refused = {r.id for r in cv.refused if r.name == published_points.FINITE_RUN}
     assert refused == {p.id for p in rows if p.concurrency > 1}
     assert not {r.id for r in cv.rows} & refused
     assert not any(set(f.fitted_on) & refused for f in data.fitted)
@@ -681,26 +696,26 @@ def test_a_burst_of_every_request_at_once_is_refused_by_name() -> None:
     and the wall time is the prefill wave, the queue and the drain. In the held-out set
     collected from those pages such rows are refused by name, never predicted; the same
     pages' runs capped at --max-concurrency 4 ('Maximum request concurrency: 4') are."""
-    data = calibration.load_held_out()
+    data = calibration_data.load_held_out()
     rows = [p for p in data.points if p.source_key.startswith("gpustack-")]
     bursts = [p for p in rows if p.all_at_once]
     assert bursts and len(bursts) < len(rows)
     for p in bursts:  # the evidence the condition rests on, as recorded
         assert p.concurrency == p.prompts and "no max-concurrency" in p.workload, p.id
-        assert p.refusal is not None and p.refusal.name == calibration.BURST_RUN, p.id
+        assert p.refusal is not None and p.refusal.name == published_points.BURST_RUN, p.id
     capped = [p for p in rows if not p.all_at_once]
     assert {p.concurrency for p in capped} == {4}
     assert all(p.refusal is None for p in capped)
     one = bursts[0].model_copy(update={"concurrency": 1, "prompts": 1})
     assert one.refusal is None  # a lone request is a batch-1 run
-    ev = calibration.evaluate(data)
-    refused = {r.id for r in ev.refused if r.name == calibration.BURST_RUN}
+    ev = cross_validation.evaluate(data)
+    refused = {r.id for r in ev.refused if r.name == published_points.BURST_RUN}
     assert refused == {p.id for p in data.points if p.all_at_once and p.concurrency > 1}
     assert {p.id for p in bursts} <= refused
     assert not {r.id for r in ev.rows} & refused
     assert {r.id for r in ev.rows} == {p.id for p in data.points if p.refusal is None}
     # the package's own points hold no burst: the stored fits never saw one
-    assert not any(p.all_at_once for p in calibration.load().points)
+    assert not any(p.all_at_once for p in calibration_data.load().points)
 
 
 def test_a_verify_attention_run_per_query_head_is_refused_by_name() -> None:
@@ -710,17 +725,17 @@ def test_a_verify_attention_run_per_query_head_is_refused_by_name() -> None:
     the step model's one-pass attention does not cost. Such speculative points are refused
     by name, never fitted or predicted; the same point without that kernel, or as a
     baseline, is modelled."""
-    data = calibration.load()
+    data = calibration_data.load()
     rows = [p for p in data.points if p.verify_attention == "per-query-head"]
     assert {p.source_key for p in rows} == {"sglang-docs-deepseek-v3"}
     for p in rows:  # the evidence the condition rests on, as recorded
         model = data.models[p.target]
         assert p.engine == "sglang" and p.method and model.kv_lora_rank, p.id
-        assert p.refusal is not None and p.refusal.name == calibration.PER_HEAD_VERIFY
+        assert p.refusal is not None and p.refusal.name == published_points.PER_HEAD_VERIFY
         assert p.model_copy(update={"verify_attention": None}).refusal is None
         assert p.model_copy(update={"method": None}).refusal is None
-    cv = calibration.stored_cross_validation()
-    refused = {r.id for r in cv.refused if r.name == calibration.PER_HEAD_VERIFY}
+    cv = cross_validation.stored_cross_validation()
+    refused = {r.id for r in cv.refused if r.name == published_points.PER_HEAD_VERIFY}
     assert refused == {p.id for p in rows}
     assert not {r.id for r in cv.rows} & refused
     assert not {s.sweep for s in cv.sweeps} & {p.sweep for p in rows}
@@ -745,9 +760,9 @@ def test_a_lower_bound_of_the_per_head_verify_cannot_decide_its_sweep() -> None:
     assert {b.sweep for b in bounded} == {"sglang-docs-dsv3-mtp"}
     for b in bounded:
         first, last = b.published
-        assert last < first * (1 - calibration.FLAT)  # published falling
+        assert last < first * (1 - evaluation.FLAT)  # published falling
         assert b.extra_s > 0 and 1.0 < b.tau <= 4.0
-        assert b.predicted_last > first * (1 - calibration.FLAT), b
+        assert b.predicted_last > first * (1 - evaluation.FLAT), b
 
 
 def test_prompts_served_from_a_shared_prefix_cache_are_refused_by_name() -> None:
@@ -755,12 +770,12 @@ def test_prompts_served_from_a_shared_prefix_cache_are_refused_by_name() -> None
     'generated-shared-prefix' runs beside its random ones: their prompts hit the prefix
     cache, so the prefill riding along is an unpublished tail. Refused by name; the same
     source's random runs are scored."""
-    data = calibration.load_held_out()
+    data = calibration_data.load_held_out()
     rows = [p for p in data.points if p.source_key == "dstack-dsr1-h200-mi300x"]
     cached = [p for p in rows if p.prefix_cached]
     assert cached and all("shared-prefix" in p.workload or "shared prefix" in p.workload
                           for p in cached)
-    assert all(p.refusal is not None and p.refusal.name == calibration.PREFIX_CACHED
+    assert all(p.refusal is not None and p.refusal.name == published_points.PREFIX_CACHED
                for p in cached)
     assert all(p.refusal is None for p in rows if not p.prefix_cached)
     assert not cached[0].model_copy(update={"prefix_cached": False}).refusal
@@ -770,8 +785,8 @@ def test_the_held_out_set_is_kept_out_of_the_fits() -> None:
     """The held-out set's sources, and so its points, are in neither the package's points
     nor any stored fit: what the page reports on it is measured on points the fits never
     saw."""
-    package = calibration.load()
-    held = calibration.load_held_out()
+    package = calibration_data.load()
+    held = calibration_data.load_held_out()
     assert held.points
     assert not {p.source_key for p in held.points} & {p.source_key for p in package.points}
     assert not {p.id for p in held.points} & {p.id for p in package.points}
@@ -784,16 +799,16 @@ def test_nvfp4_weights_use_the_fp4_tensor_peak_where_the_gpu_has_one() -> None:
     """NVFP4 checkpoints are W4A4: on Blackwell their GEMMs run at the dense FP4 peak (B200
     9 PFLOP/s, B300 13). MXFP4 (gpt-oss: 8- or 16-bit activations) stays at the FP8 peak,
     and a GPU without FP4 tensor cores times NVFP4 at its FP8 peak."""
-    data = calibration.load()
+    data = calibration_data.load()
     by_id = {p.id: p for p in data.points}
     b300 = hardware.lookup("B300")
     assert b300 is not None and b300.fp4_dense_flops == 13000e12
     p = by_id["ix3183-1k1k-c32-tp4ep4"]
     assert p.target_dtype == "nvfp4"
-    fwd, _, hw = calibration._forwards(p, data.models[p.target], None)
+    fwd, _, hw = point_prediction._forwards(p, data.models[p.target], None)
     assert fwd.fp4 and hw.peak(fwd) == b300.fp4_dense_flops
     mx = by_id["lmsys-gptoss-bs1-b200-mxfp4"]
-    fwd, _, hw = calibration._forwards(mx, data.models[mx.target], None)
+    fwd, _, hw = point_prediction._forwards(mx, data.models[mx.target], None)
     assert not fwd.fp4 and hw.fp4_flops and hw.peak(fwd) == hw.fp8_flops
     hopper = stepmodel.Hardware(4.8e12, 989e12, 1979e12)
     assert hopper.peak(stepmodel.Forward(1.0, 1.0, 0.0, fp8=True, fp4=True)) == 1979e12
@@ -803,14 +818,14 @@ def test_a_run_never_holds_more_requests_than_it_has() -> None:
     """SpecForge issue #339 ran bench_eagle3.py on 'mtbench:20', twenty questions: at batch
     sizes 32 and 64 its base model ran at most 20 at once, and its published throughput is
     flat there (1077.55 and 1073.69 tokens/s, against 1012.96 at 16)."""
-    data = calibration.load()
+    data = calibration_data.load()
     c64 = next(p for p in data.points if p.id == "specforge339-base-curve-c64")
     c16 = next(p for p in data.points if p.id == "specforge339-base-curve-c16")
     assert c64.prompts == 20 and c64.batch == 20 and c16.batch == 16
     # spread over data-parallel replicas (8 GPUs at TP 2: 4 replicas), each holds its share
     spread = c64.model_copy(update={"gpu_count": 8})
     assert spread.replicas == 4 and spread.batch == 5
-    rows = {r.id: r for r in calibration.stored_cross_validation().rows}
+    rows = {r.id: r for r in cross_validation.stored_cross_validation().rows}
     ratios = {c: rows[f"specforge339-base-curve-c{c}"].baseline_ratio for c in (16, 32, 64)}
     # held out, the published plateau is a plateau: 64 predicted as 32 (both 20 running),
     # where batches of 32 and 64 came out ×1.28 and ×2.2 of the published
@@ -831,7 +846,7 @@ def test_a_moe_prefills_its_prompts_in_chunks_not_a_few_tokens_per_decode_step()
     touch ~60% of the experts every step and put the TPOT near 3× the published 43.12
     tokens/s per GPU's. Prefilled in chunks of up to 8,192 tokens, a chunk reads the experts
     once for all its tokens: held out, the prediction is within ×0.67-×1.5."""
-    rows = {r.id: r for r in calibration.stored_cross_validation().rows}
+    rows = {r.id: r for r in cross_validation.stored_cross_validation().rows}
     ratio = rows["ix3173-8k1k-c4-tp8ep1"].baseline_ratio
     assert ratio is not None and 0.67 <= ratio <= 1.5, ratio
 
@@ -852,7 +867,7 @@ def test_a_full_kv_pool_decodes_fewer_requests_than_the_concurrency() -> None:
     and a bound on each point's error instead. Since `moe_bw` is taken as measured on
     Hopper, 2026-12-04, the held-out baseline at 64 is 6% slower and every speedup
     ×1.04-×1.13 of the published, ×1.09-×1.19 uncapped: the bound is ×1.15.)"""
-    data = calibration.load()
+    data = calibration_data.load()
     runs = [p for p in data.points if p.source_id == "tomasruizt-vllm-draft-model-bench"
             and p.concurrency in (32, 64) and p.speculative_tok_s and p.speculative_tpot_ms]
     bound = [p for p in runs if p.speculative_running_requests is not None]
@@ -867,15 +882,16 @@ def test_a_full_kv_pool_decodes_fewer_requests_than_the_concurrency() -> None:
             assert little < 0.8 * p.concurrency, (p.id, little)
             assert abs(p.speculative_running_requests / little - 1) < 0.1, (p.id, little)
             assert p.speculative_batch == round(p.speculative_running_requests) < p.batch
-    held_out = next(f for f in calibration.stored_loso_fits()["tomasruizt-vllm-draft-model-bench"]
-                    if f.family == "hopper" and f.engine == "vllm")
+    held_out = next(
+        f for f in cross_validation.stored_loso_fits()["tomasruizt-vllm-draft-model-bench"]
+        if f.family == "hopper" and f.engine == "vllm")
     with_count, without = [], []
     for p in bound:
         params = held_out.for_drafter(p.drafter)
         published = p.published_speedup or 0.0
-        got = calibration.predict(p, params, data).speedup or 0.0
+        got = point_prediction.predict(p, params, data).speedup or 0.0
         unbound = p.model_copy(update={"speculative_running_requests": None})
-        control = calibration.predict(unbound, params, data).speedup or 0.0
+        control = point_prediction.predict(unbound, params, data).speedup or 0.0
         assert got < control, (p.id, got, control)  # the queued requests yield nothing
         with_count.append(abs(math.log(got / published)))
         without.append(abs(math.log(control / published)))
@@ -884,8 +900,8 @@ def test_a_full_kv_pool_decodes_fewer_requests_than_the_concurrency() -> None:
         (with_count, without)
 
 
-def _only_sources(data: calibration.CalibrationData, sources: set[str]
-                  ) -> calibration.CalibrationData:
+def _only_sources(data: calibration_data.CalibrationData, sources: set[str]
+                  ) -> calibration_data.CalibrationData:
     return data.model_copy(update={"points": [p for p in data.points
                                               if p.source_key in sources]})
 
@@ -897,30 +913,30 @@ def test_a_family_with_too_few_points_gets_the_engines_pooled_fit_and_says_so() 
     off as its own. Cross-validated (the stored evaluation), the baselines a pooled fit
     predicts (every source whose family × engine has no fit without it) are missed by less
     than borrowing the fit of the family with the most points (hopper) would."""
-    full = calibration.load()
+    full = calibration_data.load()
     kept = {"gpustack-qwen3-8b-h100-latency", "vllm-issue-20780",
             "tenstorrent-340-qwen3-gpu-reference", "inferencex-pr-1053-gptoss-mi300x-vllm"}
     data = _only_sources(full, kept)
-    assert {calibration.family_of(p.gpu) for p in data.points} == {"ampere", "cdna3",
+    assert {calibration_data.family_of(p.gpu) for p in data.points} == {"ampere", "cdna3",
                                                                    "hopper"}
     without = _only_sources(full, kept - {"inferencex-pr-1053-gptoss-mi300x-vllm"})
-    fits = calibration.refit(without)
-    pooled = next(f for f in fits if f.family == calibration.POOLED and f.engine == "vllm")
+    fits = step_fits.refit(without)
+    pooled = next(f for f in fits if f.family == calibration_data.POOLED and f.engine == "vllm")
     assert pooled.pooled_from == ["ampere", "hopper"]
     assert not any(f.family == "cdna3" for f in fits)
-    chosen = calibration._params_for(without.model_copy(update={"fitted": fits}), "cdna3",
-                                     "vllm", None)
+    chosen = calibrated_params._params_for(without.model_copy(update={"fitted": fits}), "cdna3",
+                                           "vllm", None)
     assert chosen.params == pooled.for_drafter("none")
     assert "pooled across GPU families ampere, hopper" in chosen.provenance
     assert "too few published vllm measurements on GPU family cdna3" in chosen.provenance
-    for name in calibration.SHARED:
+    for name in step_priors.SHARED:
         b = BOUNDS[name]
         assert b.lo <= getattr(chosen.params, name) <= b.hi, name
     # with its points back, cdna3 has a fit of its own, which its provenance says
-    fits = calibration.refit(data)
+    fits = step_fits.refit(data)
     assert any(f.family == "cdna3" and f.engine == "vllm" for f in fits)
-    chosen = calibration._params_for(data.model_copy(update={"fitted": fits}), "cdna3",
-                                     "vllm", None)
+    chosen = calibrated_params._params_for(data.model_copy(update={"fitted": fits}), "cdna3",
+                                           "vllm", None)
     assert "fitted on published cdna3 × vllm measurements" in chosen.provenance
     # every published baseline predicted, without its source, by a pooled fit (its family
     # × engine has no fit of its own then): the pool misses by less than borrowing the
@@ -930,17 +946,17 @@ def test_a_family_with_too_few_points_gets_the_engines_pooled_fit_and_says_so() 
     # all 19 such baselines (MI300X, MI325X, MI355X, B200 vLLM, A100 and RTX 5090 SGLang)
     # the pool's median miss is 42% against 62%: the pool still transfers better, and
     # both transfer badly, which the families' cross-validated bands carry.
-    cv_rows = {r.id: r for r in calibration.stored_cross_validation().rows}
+    cv_rows = {r.id: r for r in cross_validation.stored_cross_validation().rows}
     pooled_errors, borrowed = [], []
-    for source, fits in calibration.stored_loso_fits().items():
+    for source, fits in cross_validation.stored_loso_fits().items():
         for p in full.points:
             r = cv_rows.get(p.id)
             if p.source_key != source or r is None or r.baseline_ratio is None or any(
-                    f.family == calibration.family_of(p.gpu) and f.engine == p.engine
+                    f.family == calibration_data.family_of(p.gpu) and f.engine == p.engine
                     for f in fits):
                 continue
             hopper = next(f for f in fits if f.family == "hopper" and f.engine == p.engine)
-            ratio = calibration.baseline_ratio(p, calibration.predict(
+            ratio = point_prediction.baseline_ratio(p, point_prediction.predict(
                 p, hopper.for_drafter("none"), full))
             assert ratio is not None
             pooled_errors.append(abs(r.baseline_ratio - 1))

@@ -121,13 +121,13 @@ def test_a_runbook_and_a_calibration_point_see_one_gpu_alike(key: str) -> None:
     """The step model's view of a GPU (bandwidth, the tensor peaks, FP4's on Blackwell
     included, the TP link) is the same whether a runbook or a calibration point names it:
     a runbook's NVFP4 target must meet the FP4 peak the fits were made with."""
-    from specpair.analyse import calibration, latency
+    from specpair.analyse import latency, point_prediction
 
     pair = make_pair(dense(32), dense(1), speculation={"method": "EAGLE3",
                                                        "num_speculative_tokens": 3},
                      deployment={"gpu": key})
     hw = latency.setup(pair, compute(pair)).hw
-    assert hw == calibration.hardware_of(key)
+    assert hw == point_prediction.hardware_of(key)
     assert hw.bandwidth == hardware.CATALOG[key].achievable_bandwidth_bytes_per_s
     assert hw.fp4_flops == hardware.CATALOG[key].fp4_dense_flops
 

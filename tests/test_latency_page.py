@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from specpair.analyse import calibration
+from specpair.analyse import calibration_data, cross_validation
 from specpair.generate import latency_page
 
 
 def test_page_lists_every_point_with_the_summary_numbers() -> None:
-    ev = calibration.evaluate()
+    ev = cross_validation.evaluate()
     text, svgs = latency_page.page()
     assert text.startswith("# How good is the latency model")
     for row in ev.rows:
@@ -16,7 +16,7 @@ def test_page_lists_every_point_with_the_summary_numbers() -> None:
     assert f"**{ev.within_band} ({100 * ev.share_within:.1f}%)**" in text
     assert "aiconfigurator" in text
     # every sweep's steps against the published curve are in its row
-    for s in calibration.stored_cross_validation().sweeps:
+    for s in cross_validation.stored_cross_validation().sweeps:
         (row,) = [line for line in text.splitlines() if line.startswith(f"| {s.sweep} |")]
         assert row.endswith(f"| {'; '.join(s.against) or '–'} |"), row
     chart = svgs["predicted-vs-published.svg"]
@@ -32,7 +32,7 @@ def test_the_held_out_section_scores_every_held_out_point_or_names_its_refusal()
     as the file records it (the source's number), a refused one counted under its
     refusal and source; the section's figures are the held-out set's, not the fitted
     points'."""
-    held = calibration.load_held_out()
+    held = calibration_data.load_held_out()
     text, _ = latency_page.page()
     section = text.split("## Held out (collected after the fits)", 1)[1].split("\n## ", 1)[0]
     modelled = [p for p in held.points if p.refusal is None]

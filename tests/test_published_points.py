@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from specpair.analyse import calibration
+from specpair.analyse import calibration_data, published_points
 from specpair.facts import hardware
 
 DATA = resources.files("specpair").joinpath("data")
@@ -51,8 +51,8 @@ def points(published: dict[str, Any]) -> list[dict[str, Any]]:
     return pts
 
 
-POINT_FIELDS = set(calibration.Point.model_fields)
-MODEL_FIELDS = set(calibration.ModelSpec.model_fields)
+POINT_FIELDS = set(published_points.Point.model_fields)
+MODEL_FIELDS = set(published_points.ModelSpec.model_fields)
 
 
 def test_every_key_is_a_calibration_key_or_documented_in_the_header(
@@ -70,17 +70,17 @@ def test_points_and_models_load_in_the_calibration_schema(
 ) -> None:
     """Dropping the new optional keys, each point and model is a valid calibration one."""
     for name, model in published["models"].items():
-        calibration.ModelSpec.model_validate({k: v for k, v in model.items()
+        published_points.ModelSpec.model_validate({k: v for k, v in model.items()
                                               if k in MODEL_FIELDS})
-        # calibration.load() merges both files; a duplicate is checked against the base one
+        # calibration_data.load() merges both files; a duplicate is checked against the base one
         assert name not in yaml.safe_load(_text("calibration.yaml"))["models"], \
             f"{name} duplicates calibration.yaml"
     for p in points:
-        calibration.Point.model_validate({k: v for k, v in p.items() if k in POINT_FIELDS})
+        published_points.Point.model_validate({k: v for k, v in p.items() if k in POINT_FIELDS})
 
 
 def test_every_reference_resolves(points: list[dict[str, Any]], published: dict[str, Any]) -> None:
-    models = set(calibration.load().models) | set(published["models"])
+    models = set(calibration_data.load().models) | set(published["models"])
     for p in points:
         assert hardware.lookup(p["gpu"]) is not None, (p["id"], p["gpu"])
         assert p["target"] in models, (p["id"], p["target"])

@@ -15,7 +15,7 @@ from collections import defaultdict
 
 import pytest
 
-from specpair.analyse import calibration
+from specpair.analyse import calibration_data, step_fits, step_priors
 from specpair.analyse.step_params import BOUNDS
 from specpair.analyse.stepmodel import ROOFLINE_NORM, blend
 from specpair.facts import hardware
@@ -108,12 +108,12 @@ def test_no_hopper_fit_reads_experts_faster_than_a_measured_grouped_gemm() -> No
     """`moe_bw` is the share of the dense kernels' bandwidth that expert reads reach. The
     grouped GEMM reaches 0.80-0.87 of the dense GEMV from 32 touched experts up (0.66-0.72
     at 8, where its launch dominates). The Hopper fits take the measured ratio
-    (`calibration.MEASURED`); none claims expert reads faster than the measured kernel's
+    (`step_priors.MEASURED`); none claims expert reads faster than the measured kernel's
     best."""
     shares = [r["dense_seconds"] / r["grouped_seconds"] for r in GROUPED["rows"]
               if r["grouped_seconds"]]
     assert len(shares) == 9 and max(shares) < 1.0
-    for fit in calibration.load().fitted:
+    for fit in calibration_data.load().fitted:
         if fit.family == "hopper":
             assert BOUNDS["moe_bw"].lo <= fit.params.moe_bw <= max(shares), fit.engine
 
@@ -137,38 +137,38 @@ def test_moe_bw_prior_is_the_measured_ratio_of_marginal_bandwidths() -> None:
         ratios.append(_slope(sizes, [r["dense_seconds"] for r in rows])
                       / _slope(sizes, [r["grouped_seconds"] for r in rows]))
     assert len(ratios) == 2
-    prior = calibration.UNCALIBRATED.moe_bw
+    prior = step_priors.UNCALIBRATED.moe_bw
     assert min(ratios) - 0.01 <= prior <= max(ratios) + 0.01, (ratios, prior)
-    assert calibration.MEASURED["moe_bw"].value == prior  # one value: prior and measured
+    assert step_priors.MEASURED["moe_bw"].value == prior  # one value: prior and measured
 
 
 def test_hopper_fits_take_the_measured_read_share_and_other_families_fit_theirs() -> None:
     """The measured ratio is taken as given by the fits of the family it was measured on
     (Hopper: H100 and H200), not fitted there; a family it was not measured on fits its
     own wherever its points have a MoE target."""
-    data = calibration.load()
-    measured = calibration.MEASURED["moe_bw"]
+    data = calibration_data.load()
+    measured = step_priors.MEASURED["moe_bw"]
     assert measured.families == ("hopper",)
-    moe_families = {calibration.family_of(p.gpu) for p in data.points
+    moe_families = {calibration_data.family_of(p.gpu) for p in data.points
                     if data.models[p.target].experts and p.refusal is None}
     for fit in data.fitted:
         if fit.family == "hopper":
             assert "moe_bw" not in fit.free and fit.params.moe_bw == measured.value
-        elif fit.family in moe_families or fit.family == calibration.POOLED:
+        elif fit.family in moe_families or fit.family == calibration_data.POOLED:
             assert "moe_bw" in fit.free, (fit.family, fit.engine)
 
 
 def test_a_group_takes_a_measured_parameter_only_where_every_point_is_of_its_family() -> None:
     """`identifiable` drops `moe_bw` for MoE points all on Hopper GPUs (H100 and H200),
     and keeps it free once a point of another family joins them (an engine's pool)."""
-    data = calibration.load()
+    data = calibration_data.load()
     moe = [p for p in data.points if data.models[p.target].experts and p.refusal is None]
-    hopper = [p for p in moe if calibration.family_of(p.gpu) == "hopper"]
-    other = next(p for p in moe if calibration.family_of(p.gpu) == "blackwell")
+    hopper = [p for p in moe if calibration_data.family_of(p.gpu) == "hopper"]
+    other = next(p for p in moe if calibration_data.family_of(p.gpu) == "blackwell")
     assert {p.gpu for p in hopper} >= {"H100-80GB", "H200-141GB"}
-    assert "moe_bw" not in calibration.identifiable(hopper, data)
-    assert "moe_bw" in calibration.identifiable([*hopper, other], data)
-    assert "moe_bw" in calibration.identifiable([other], data)
+    assert "moe_bw" not in step_fits.identifiable(hopper, data)
+    assert "moe_bw" in step_fits.identifiable([*hopper, other], data)
+    assert "moe_bw" in step_fits.identifiable([other], data)
 
 
 def test_the_bandwidth_bound_lies_between_a_gemv_and_a_streaming_read() -> None:

@@ -1,4 +1,4 @@
-"""SGLang 0.5.23's own draft-tree selection as the oracle for `calibration.tree_tau`
+"""SGLang 0.5.23's own draft-tree selection as the oracle for `acceptance_tree.tree_tau`
 (nox -s engines).
 
 `tree_tau` is the expected accept length of the tree SGLang verifies for an EAGLE draft of
@@ -21,7 +21,7 @@ import math
 
 import pytest
 
-from specpair.analyse import calibration
+from specpair.analyse import acceptance_fits, acceptance_tree, calibration_data
 from tests.engine import releases, workers
 
 RELEASE = "sglang 0.5.23"
@@ -51,13 +51,13 @@ def _accept_length(nodes: list[list[int]], ranks: list[list[float]]) -> float:
 
 
 def _published_shapes() -> set[tuple[int, int, int]]:
-    return {(p.topk, p.num_steps, p.num_draft_tokens) for p in calibration.load().points
-            if p.engine == "sglang" and calibration.tree_topk(p) > 1 and p.num_steps
+    return {(p.topk, p.num_steps, p.num_draft_tokens) for p in calibration_data.load().points
+            if p.engine == "sglang" and acceptance_fits.tree_topk(p) > 1 and p.num_steps
             and p.num_draft_tokens}
 
 
 def test_tree_tau_is_the_accept_length_of_the_tree_sglang_selects() -> None:
-    rho = calibration.sibling_acceptance()
+    rho = acceptance_fits.sibling_acceptance()
     published = _published_shapes()
     assert len(published) >= 4, published  # every SGLang tree the points measured
     runs = [(shape, alpha, decay) for shape in sorted(set(GRID) | published)
@@ -73,7 +73,7 @@ def test_tree_tau_is_the_accept_length_of_the_tree_sglang_selects() -> None:
                                                                strict=True):
         assert len(nodes) == ndt - 1, (case, nodes)  # the engine verifies the budget
         expected = _accept_length(nodes, case["ranks"])
-        got = calibration.tree_tau(alpha, steps + 1, decay, topk, ndt, rho)
+        got = acceptance_tree.tree_tau(alpha, steps + 1, decay, topk, ndt, rho)
         assert got == pytest.approx(expected, rel=1e-6), (topk, steps, ndt, alpha, decay)
         # a tree, not a chain: a deeper node below a sibling rank
         branched += any(len(n) > 1 and any(r > 0 for r in n) for n in nodes)

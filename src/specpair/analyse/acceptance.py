@@ -9,13 +9,13 @@ bonus token makes the 1). Two sources give it:
   extrapolated past it;
 - one published or required τ at one depth: the first drafted position accepted at α and
   each later one at δ·α, α solved from τ = 1 + α · Σ_{j<d} (δα)^j, so p_k = α (δα)^{k−1}.
-  δ is the drafter family's fitted per-position decay (`calibration.position_decay`: the
+  δ is the drafter family's fitted per-position decay (`acceptance_fits.position_decay`: the
   same δ the calibration points' anchored sweeps use, so runbooks and validation extrapolate
-  depth with one model); δ = 1 (families outside `calibration.FEATURE_DRIFT_FAMILIES`, or no
+  depth with one model); δ = 1 (families outside `acceptance_fits.FEATURE_DRIFT_FAMILIES`, or no
   method given) is Leviathan et al.'s Eq. 1, (1 − α^{d+1}) / (1 − α). An SGLang tree of
   top-k branches verifying num_draft_tokens − 1 nodes is carried with
-  `calibration.tree_tau`: the same α and δ, its lower-ranked candidates at the fitted
-  sibling ratio ρ (`calibration.sibling_acceptance`), the verified nodes the top-N by score
+  `acceptance_tree.tree_tau`: the same α and δ, its lower-ranked candidates at the fitted
+  sibling ratio ρ (`acceptance_fits.sibling_acceptance`), the verified nodes the top-N by score
   as SGLang's organize_draft_results picks them, so a deeper tree under the same node
   budget saturates as the calibration points' anchored tree sweeps do. A vLLM token tree
   (a fixed topology) is carried as the chain of its depth.
@@ -29,12 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from specpair.analyse.calibration import (
-    position_decay,
-    sibling_acceptance,
-    tree_acceptance_rate,
-    tree_tau,
-)
+from specpair.analyse.acceptance_fits import position_decay, sibling_acceptance
+from specpair.analyse.acceptance_tree import tree_acceptance_rate, tree_tau
 from specpair.analyse.step_inputs import draft_shape
 from specpair.analyse.stepmodel import drafter_family
 from specpair.bench.acceptance import measured_acceptance
@@ -106,7 +102,7 @@ def from_tau(tau: float, depth: int, source: str, method: str | None = None,
 def tree_of(pair: ResolvedPair) -> tuple[int, int | None]:
     """(top-k, verify width) the runbook's τ is carried with: its tree's own where the
     release verifies the score-ranked top of its tree (`score_ranked_tree`), a chain's
-    (1, None) otherwise (as `calibration.tree_topk` does for the calibration points)."""
+    (1, None) otherwise (as `acceptance_fits.tree_topk` does for the calibration points)."""
     spec = pair.runbook.speculation
     if "score_ranked_tree" in pair.release.profile.capabilities and spec.topk > 1:
         return spec.topk, spec.num_draft_tokens

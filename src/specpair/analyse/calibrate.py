@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from specpair.analyse import calibration, step_inputs
+from specpair.analyse import calibrated_params, step_inputs
 from specpair.analyse.step_params import RECORD_BOUNDS, StepParams, fit_bounded
 from specpair.analyse.stepmodel import step_times
 from specpair.bench.record import Cell, Measurement
@@ -136,8 +136,8 @@ def fit_pair(pair: ResolvedPair, budget: Budget, record: Measurement,
     provenance = (f"fitted on this pair's bench record of {record.started_at} "
                   f"(concurrency {', '.join(map(str, chosen))}, workloads pooled; "
                   f"engine {record.protocol.engine}), starting from: "
-                  + calibration.params_for(pair.gpu_spec.family,
-                                           pair.runbook.engine.name.value).provenance)
+                  + calibrated_params.params_for(pair.gpu_spec.family,
+                                                 pair.runbook.engine.name.value).provenance)
     return PairFit(params=params, provenance=provenance, record=record.started_at,
                    concurrencies=chosen, cells=rows)
 

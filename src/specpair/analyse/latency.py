@@ -34,8 +34,8 @@ from typing import Literal
 
 from pydantic import Field
 
+from specpair.analyse.acceptance_tree import chain_tau
 from specpair.analyse.calibrate import fit_pair
-from specpair.analyse.calibration import chain_tau
 from specpair.analyse.step_inputs import (
     Parameters,
     _Setup,
@@ -58,7 +58,7 @@ SLO_MARGIN = 0.10
 def leviathan_expected_tokens(alpha: float, gamma: int, decay: float = 1.0) -> float:
     """Expected tokens per iteration with γ drafts and i.i.d. acceptance α (Eq. 1); with
     `decay` δ < 1, the first drafted position at α and each later one at δ·α (the drafter
-    family's `calibration.position_decay`, as `calibration.chain_tau`)."""
+    family's `acceptance_fits.position_decay`, as `acceptance_tree.chain_tau`)."""
     if decay < 1.0:
         return chain_tau(alpha, gamma + 1, decay)
     if alpha >= 1.0:

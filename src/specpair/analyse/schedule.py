@@ -35,7 +35,7 @@ from pydantic import Field
 
 from specpair.analyse.acceptance import AcceptanceCurve, by_depth, shape_depth
 from specpair.analyse.budget import compute
-from specpair.analyse.calibration import Interval
+from specpair.analyse.calibrated_params import Interval
 from specpair.analyse.latency import model, parameters, setup
 from specpair.analyse.step_inputs import _Setup
 from specpair.analyse.step_params import StepParams

@@ -13,7 +13,7 @@ from functools import cache
 
 from pydantic import Field
 
-from specpair.analyse import calibration
+from specpair.analyse import calibrated_params, point_prediction
 from specpair.analyse.step_params import StepParams
 from specpair.analyse.stepmodel import (
     Architecture,
@@ -200,8 +200,8 @@ class _Setup:
     context: int
     hw: Hardware
     params: StepParams
-    speedup_band: calibration.Interval
-    throughput_band: calibration.Interval
+    speedup_band: calibrated_params.Interval
+    throughput_band: calibrated_params.Interval
 
     def __hash__(self) -> int:
         """By value, computed once: the latency-point memo hashes the setup per point. (A
@@ -215,20 +215,20 @@ class _Setup:
         return known
 
 
-def bands(pair: ResolvedPair) -> tuple[calibration.Interval, calibration.Interval]:
+def bands(pair: ResolvedPair) -> tuple[calibrated_params.Interval, calibrated_params.Interval]:
     """The cross-validated speedup and throughput bands of the pair's GPU family ×
     engine × drafter family."""
     engine = pair.runbook.engine.name.value
     family = pair.gpu_spec.family
     drafter = drafter_family(pair.runbook.speculation.method.value)
-    return (calibration.interval(family, engine, drafter, "speedup"),
-            calibration.interval(family, engine, drafter, "throughput"))
+    return (calibrated_params.interval(family, engine, drafter, "speedup"),
+            calibrated_params.interval(family, engine, drafter, "throughput"))
 
 
 def published_parameters(pair: ResolvedPair) -> Parameters:
     """The published fit of the pair's GPU family, engine and method."""
-    chosen = calibration.params_for(pair.gpu_spec.family, pair.runbook.engine.name.value,
-                                    pair.runbook.speculation.method.value)
+    chosen = calibrated_params.params_for(pair.gpu_spec.family, pair.runbook.engine.name.value,
+                                          pair.runbook.speculation.method.value)
     return Parameters(values=chosen.params, source=chosen.provenance)
 
 
@@ -288,5 +288,5 @@ def setup_with(pair: ResolvedPair, budget: Budget, params: StepParams) -> _Setup
     context, _ = expected_context(pair)
     speedup_band, throughput_band = bands(pair)
     return _Setup(target, draft, draft_shape(pair), context,
-                  calibration.hardware_for(gpu),
+                  point_prediction.hardware_for(gpu),
                   params, speedup_band, throughput_band)

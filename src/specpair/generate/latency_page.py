@@ -5,8 +5,16 @@ bounds, and a predicted-vs-published chart."""
 
 from __future__ import annotations
 
-from specpair.analyse import calibration
+from specpair.analyse import (
+    calibrated_params,
+    calibration_data,
+    cross_validation,
+    evaluation,
+    step_fits,
+    step_priors,
+)
 from specpair.analyse.step_params import BOUNDS, DRAFT_BOUNDS
+from specpair.facts import calibration_files
 from specpair.generate import charts
 
 
@@ -22,7 +30,7 @@ def _pct(a: int, b: int) -> str:
     return f"{a} of {b} ({100 * a / b:.0f}%)" if b else "–"
 
 
-def _groups(ev: calibration.Evaluation) -> list[str]:
+def _groups(ev: evaluation.Evaluation) -> list[str]:
     out = ["| GPU family × engine × drafter | points | with τ | within ×0.8–×1.25 | "
            "median \\|error\\| of the speedup | baseline points | median \\|error\\| of "
            "baseline tok/s |", "|---|---|---|---|---|---|---|"]
@@ -34,8 +42,8 @@ def _groups(ev: calibration.Evaluation) -> list[str]:
     return out
 
 
-def _summary(ev: calibration.Evaluation) -> list[str]:
-    lo, hi = calibration.BAND
+def _summary(ev: evaluation.Evaluation) -> list[str]:
+    lo, hi = evaluation.BAND
     sweeps_ok = sum(s.ok for s in ev.sweeps)
     tau_lines = [
         f"- points with a published τ: **{ev.known_tau}**; predicted speedup within "
@@ -69,7 +77,7 @@ def _summary(ev: calibration.Evaluation) -> list[str]:
     ]
 
 
-def _refused(ev: calibration.Evaluation) -> dict[str, int]:
+def _refused(ev: evaluation.Evaluation) -> dict[str, int]:
     out: dict[str, int] = {}
     for r in ev.refused:
         out[r.name] = out.get(r.name, 0) + 1
@@ -79,10 +87,10 @@ def _refused(ev: calibration.Evaluation) -> dict[str, int]:
 def _held_out() -> list[str]:
     """The held-out set scored with the stored fits: its summary, every modelled row and
     its refusals per source."""
-    held = calibration.load_held_out()
+    held = calibration_data.load_held_out()
     if not held.points:
         return ["No held-out set is stored."]
-    ev = calibration.evaluate(held)
+    ev = cross_validation.evaluate(held)
     refused: dict[tuple[str, str], int] = {}
     for r in ev.refused:
         refused[(r.name, r.source)] = refused.get((r.name, r.source), 0) + 1
@@ -92,7 +100,7 @@ def _held_out() -> list[str]:
             f"{_f(r.published_speedup)} | {_f(r.predicted_speedup)} |" for r in ev.rows]
     return [
         f"Published measurements collected after the stored fits and kept out of them "
-        f"(`src/specpair/data/{calibration.HELD_OUT_FILE}`; its header gives the collection "
+        f"(`src/specpair/data/{calibration_files.HELD_OUT_FILE}`; its header gives the collection "
         "protocol): scored here with the stored fits, they are points the fits have never "
         "seen, from sources none of the fitted points come from. The set is folded into the "
         "fits at the next collection round.",
@@ -110,9 +118,9 @@ def _held_out() -> list[str]:
 
 
 def page() -> tuple[str, dict[str, bytes]]:
-    data = calibration.load()
-    cv = calibration.stored_cross_validation()
-    ins = calibration.evaluate(mode="in-sample")
+    data = calibration_data.load()
+    cv = cross_validation.stored_cross_validation()
+    ins = cross_validation.evaluate(mode="in-sample")
     in_sample = {r.id: r for r in ins.rows}
     rows = []
     for r in cv.rows:
@@ -141,7 +149,7 @@ def page() -> tuple[str, dict[str, bytes]]:
                     f"(fitted on {len(f.fitted_on)} points){at}")
     bounds = [f"| {name} | {b.lo:g} | {b.hi:g} | {b.why} |" for name, b in BOUNDS.items()]
     measured = [f"| {name} | {m.value:g} | {', '.join(m.families)} | {m.why} |"
-                for name, m in calibration.MEASURED.items()]
+                for name, m in step_priors.MEASURED.items()]
     bounds += [f"| draft_s ({name}) | {b.lo:g} | {b.hi:g} | {b.why} |"
                for name, b in DRAFT_BOUNDS.items()]
     bands = [f"| {b.family} × {b.engine} × {b.drafter} | {b.quantity} | {b.n} | "
@@ -200,8 +208,8 @@ def page() -> tuple[str, dict[str, bytes]]:
         "Each predicted speedup, τ*, tokens/s and TPOT carries the interval of its GPU "
         "family × engine × drafter family: the 10th-90th percentile of the cross-validated "
         "predicted / published ratio. With fewer than "
-        f"{calibration.MIN_BAND_POINTS} points the band is borrowed from the wider pool and "
-        f"widened ×{calibration.WIDEN:g}, and the output says so. A verdict whose SLO lies "
+        f"{calibrated_params.MIN_BAND_POINTS} points the band is borrowed from the wider pool and "
+        f"widened ×{calibrated_params.WIDEN:g}, and the output says so. A verdict whose SLO lies "
         "inside τ*'s interval reads \"uncertain: measure\"; the planner treats candidates "
         "whose throughput intervals overlap as tied.",
         "",
@@ -217,7 +225,7 @@ def page() -> tuple[str, dict[str, bytes]]:
         "Parameters a family's points cannot pin down keep their priors (no all-reduce cost "
         "without tensor-parallel points, no per-token cost without several concurrencies, "
         "no routing locality without a MoE verify). A GPU family with fewer than "
-        f"{calibration.MIN_FIT_POINTS} informative points gets the same engine's fit pooled "
+        f"{step_fits.MIN_FIT_POINTS} informative points gets the same engine's fit pooled "
         "across every GPU family (\"pooled\" above: efficiencies are shares of each GPU's "
         "own bandwidth (measured, else assumed and said so) and peaks, which carry the "
         "hardware difference; fixed "

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from specpair.analyse import calibration
+from specpair.analyse import calibrated_params
 from specpair.analyse.acceptance import AcceptanceCurve
 from specpair.analyse.step_params import StepParams
 from specpair.analyse.stepmodel import (
@@ -50,8 +50,8 @@ class Evaluator:
     context: int
     prompt: int
     tau: float | None
-    speedup_band: calibration.Interval | None = None
-    throughput_band: calibration.Interval | None = None
+    speedup_band: calibrated_params.Interval | None = None
+    throughput_band: calibrated_params.Interval | None = None
     _prefill: float = 0.0
 
     def __post_init__(self) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from typing import Literal
 
-from specpair.analyse import calibration
+from specpair.analyse import calibrated_params, calibration_data
 from specpair.analyse.step_inputs import CHARS_PER_TOKEN
 from specpair.analyse.stepmodel import drafter_family
 from specpair.bench.workloads import generate
@@ -21,8 +21,8 @@ def validation(family: str | None, engine: str, method: str | None
     engine × drafter family, and the sentence saying where it comes from."""
     drafter = drafter_family(method) if method else "none"
     quantity: Literal["speedup", "throughput"] = "speedup" if method else "throughput"
-    band = calibration.interval(family, engine, drafter, quantity)
-    own = next((b for b in calibration.load().cross_validated
+    band = calibrated_params.interval(family, engine, drafter, quantity)
+    own = next((b for b in calibration_data.load().cross_validated
                 if (b.family, b.engine, b.drafter, b.quantity)
                 == (family, engine, "none" if quantity == "throughput" else drafter,
                     quantity)), None)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from specpair.analyse import calibration
+from specpair.analyse import calibrated_params
 from specpair.analyse.acceptance import by_depth, shape_depth
 from specpair.analyse.acceptance import record_mismatch as _record_mismatch
 from specpair.analyse.budget import compute, recompute
@@ -131,7 +131,7 @@ class Planner:
         self.curve, self.slo_curve = by_depth(pair)
         self.own_params = self._own_params()
         # GPU key → params_for's answer. Sound: it reads only the key, this planner's pair
-        # (fixed) and the calibration data (`calibration.load` is cached for the process)
+        # (fixed) and the calibration data (`calibration_data.load` is cached for the process)
         self._params: dict[str, tuple[StepParams, str, tuple[float | None, str]]] = {}
         self._staging: list[tuple[tuple[Any, ...], StagingPlan]] = []
         self._dump = rb.model_dump(mode="json")  # the base of every variant (`variant`)
@@ -170,7 +170,7 @@ class Planner:
             return self.own_params[1], self.own_params[2], (None, "fitted on this pair's "
                                                             "own bench records")
         method = self.pair.runbook.speculation.method.value
-        chosen = calibration.params_for(family, engine, method)
+        chosen = calibrated_params.params_for(family, engine, method)
         return chosen.params, chosen.provenance, validation(family, engine, method)
 
     # -- one candidate
