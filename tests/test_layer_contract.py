@@ -40,7 +40,6 @@ STAGES: dict[str, int] = {
 # Modules over 500 lines, with the most lines each may have. May only shrink.
 LONG_MODULES: dict[str, int] = {
     "specpair.analyse.calibration": 1957,
-    "specpair.analyse.checks": 650,
     "specpair.analyse.plan": 1188,
     "specpair.analyse.stepmodel": 719,
     "specpair.cli": 790,

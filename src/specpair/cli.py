@@ -326,7 +326,7 @@ def _lock(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from specpair.analyse.checks import failing
+    from specpair.analyse.checks.gate import failing
     from specpair.commands import check
 
     reports = check.check(_root(args), _paths(args), hub=args.hub)

@@ -39,7 +39,7 @@ from specpair.analyse.acceptance import AcceptanceCurve, by_depth, shape_depth
 from specpair.analyse.acceptance import record_mismatch as _record_mismatch
 from specpair.analyse.budget import compute, recompute
 from specpair.analyse.calibrate import fit_pair
-from specpair.analyse.checks import Context, failing, run
+from specpair.analyse.checks.gate import Context, failing, run
 from specpair.analyse.latency import SLO_MARGIN, capacity, setup, slo_check
 from specpair.analyse.schedule import derive, pinned
 from specpair.analyse.staging import StagingPlan
