@@ -78,10 +78,6 @@ FILE_TOUCH_ALLOWED: set[str] = {
     "specpair.analyse.calibration:read_text",  # the refit writes into the package
     "specpair.analyse.calibration:write_text",
     "specpair.bench.replay:read_bytes",  # replay files, not yet under the file policy
-    "specpair.cli:open",  # --output
-    "specpair.cli:read_text",
-    "specpair.cli:unlink",
-    "specpair.cli:write_text",
     "specpair.commands.build:open",
     "specpair.commands.impact:mkdir",
     "specpair.commands.impact:open",

@@ -7,10 +7,11 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING
 
 from specpair import __version__
 from specpair.model.errors import Location, Problem, SpecpairError
+from specpair.write.streams import PipeGuard
 
 if TYPE_CHECKING:
     from specpair.resolve.pair import ResolvedPair
@@ -96,41 +97,6 @@ def _fraction(text: str) -> float:
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"{value:g} is not between 0 and 1 (exclusive)")
     return value
-
-
-class _PipeGuard:
-    """stdout that survives a reader which stops early (`specpair … | head -1`).
-
-    Once the pipe is closed further output is discarded, but the command runs to its end
-    and its exit status is kept: a failing check piped into `head` must still fail."""
-
-    def __init__(self, inner: TextIO) -> None:
-        self.inner = inner
-        self.closed_pipe = False
-
-    def _discard(self) -> None:
-        self.closed_pipe = True
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, self.inner.fileno())  # buffered bytes now flush into nothing
-        os.close(devnull)
-
-    def write(self, text: str) -> int:
-        if not self.closed_pipe:
-            try:
-                return self.inner.write(text)
-            except BrokenPipeError:
-                self._discard()
-        return len(text)
-
-    def flush(self) -> None:
-        if not self.closed_pipe:
-            try:
-                self.inner.flush()
-            except BrokenPipeError:
-                self._discard()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 def _one_pair(root: Path, runbook: str) -> ResolvedPair:
@@ -328,12 +294,13 @@ def _lock(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from specpair.analyse.checks.gate import failing
     from specpair.commands import check
+    from specpair.write.writer import atomic_write
 
     reports = check.check(_root(args), _paths(args), hub=args.hub)
     rendered = {"text": lambda: check.text(reports, args.strict), "json": lambda: check.as_json(
         reports), "sarif": lambda: check.sarif(reports)}[args.format]()
-    if args.output:
-        Path(args.output).write_text(rendered, encoding="utf-8")
+    if args.output:  # never through a link: it could write over any file of the runner
+        atomic_write(Path(args.output), rendered.encode("utf-8"))
         print(check.text(reports, args.strict).splitlines()[-1])
     else:
         sys.stdout.write(rendered)
@@ -343,12 +310,13 @@ def _check(args: argparse.Namespace) -> int:
 
 def _impact(args: argparse.Namespace) -> int:
     from specpair.commands import impact
+    from specpair.write.writer import atomic_write
 
     impacts, problems = impact.impact(_root(args), args.base, args.head)
     rendered = impact.as_json(impacts, problems) if args.format == "json" else \
         impact.markdown(impacts, problems, args.base, args.head)
-    if args.output:
-        Path(args.output).write_text(rendered, encoding="utf-8")
+    if args.output:  # never through a link, as for `check --output`
+        atomic_write(Path(args.output), rendered.encode("utf-8"))
     else:
         sys.stdout.write(rendered)
     fail_on: set[str] = args.fail_on
@@ -364,7 +332,7 @@ def _bench(args: argparse.Namespace) -> int:
     from specpair.commands.bench import run
     from specpair.commands.build import _display, exclusive
     from specpair.generate.render import dump_json
-    from specpair.load.runbooks import GENERATED_DIR, MEASUREMENTS_DIR
+    from specpair.load.runbooks import MEASUREMENTS_DIR
     from specpair.write.writer import atomic_write
 
     root = _root(args)
@@ -390,9 +358,9 @@ def _bench(args: argparse.Namespace) -> int:
         # the card, break-even (fitted on the latest record) and what follows from it
         # (alert thresholds, dashboards) all change: regenerate every output of this
         # pair, so that `build --check` stays clean after a bench run
-        _regenerate(root, args.runbook)
+        generated = _regenerate(root, args.runbook)
     print(f"measurement written to {record}")
-    print((folder / GENERATED_DIR / "card.md").read_text())
+    print(generated["card.md"].decode("utf-8"))  # as written, not read back through a link
     return EXIT_OK
 
 
@@ -409,24 +377,27 @@ def _bench_levels(pair: ResolvedPair) -> list[int]:
     return bench_levels(scheduled.schedule, max_batch(compute(scheduled)))
 
 
-def _regenerate(root: Path, runbook: str) -> None:
-    """Rewrite the generated outputs of one pair (caller holds the build lock)."""
+def _regenerate(root: Path, runbook: str) -> dict[str, bytes]:
+    """Rewrite the generated outputs of one pair (caller holds the build lock); returns
+    them by file name."""
     from specpair.commands.build import _display, render
+    from specpair.load import file_policy
     from specpair.load.runbooks import GENERATED_DIR
     from specpair.write.writer import atomic_write
 
     pair = _one_pair(root, runbook)
     generated = Path(_display(root, Path(os.path.abspath(runbook)).parent)) / GENERATED_DIR
-    written = set()
+    written: dict[str, bytes] = {}
     for rel, content in render(root, [pair]).files.items():
         if rel.parent == generated:
             atomic_write(root / rel, content)
-            written.add(rel.name)
+            written[rel.name] = content
     # an output the pair no longer has goes, as the build removes it (a schedule that the
     # record turns to K = 0 everywhere has no static-K launch any more)
     for path in sorted((root / generated).iterdir()):
         if path.is_file() and path.name not in written:
-            path.unlink()
+            file_policy.remove(path)
+    return written
 
 
 def _slo(args: argparse.Namespace) -> int:
@@ -764,7 +735,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    out, err = _PipeGuard(sys.stdout), _PipeGuard(sys.stderr)  # also `2>&1 | head`
+    out, err = PipeGuard(sys.stdout), PipeGuard(sys.stderr)  # also `2>&1 | head`
     sys.stdout, sys.stderr = out, err
     try:
         status = int(args.func(args))
