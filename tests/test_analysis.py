@@ -76,7 +76,7 @@ def test_a_site_page_computes_each_pair_once(calls: Counter[tuple[str, str]]) ->
     site.render(pairs, {})
     for pair in pairs:
         got = {what: calls[(what, pair.name)] for what in COUNTED}
-        # the gate's launch rules (SP6xx in checks.py) still build their own launch;
+        # the gate's launch rules (SP6xx in analyse/checks/) still build their own launch;
         # the rule catalogue's context is where that goes next (issue 26 item 2)
         scheduled = pair.runbook.speculation.schedule is not None  # as in the build
         assert {k: v for k, v in got.items() if k != "launch"} == {

@@ -155,6 +155,7 @@ def test_bench_writes_a_record_and_a_card(repo_copy: Path,
     card = (folder / "generated" / "card.md").read_text()
     assert "Tested workloads:** short (short-homogeneous), long (long-diverse)" in card
     assert "do not carry over" in card
+    assert result.stdout.endswith(card + "\n")  # the card as written, printed
     # the build regenerates the same card from the record: outputs stay current
     assert build(repo_copy, check_only=True).drift.stale == []
 

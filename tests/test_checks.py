@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from specpair.analyse.checks import RULES, Context, failing, run
+from specpair.analyse.checks.gate import RULES, Context, failing, run
 from specpair.model.geometry import Geometry
 from specpair.model.lock import VocabMapping
 from specpair.resolve.pair import ResolvedPair

@@ -8,6 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO, write
 from tests.test_validate import MINIMAL
 
@@ -130,3 +132,22 @@ def test_budget_what_if_values_are_checked_by_the_parser() -> None:
         result = run("budget", rb, option, value)
         assert result.returncode == 2, (option, result.stderr)
         assert says in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_plan_refused_after_parsing_is_a_usage_error(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A PlanError (options the parser cannot judge alone) reads as argparse's own errors
+    and exits 2, through the one error formatter."""
+    from specpair.analyse.plan import search
+    from specpair.analyse.plan.options import PlanError
+    from specpair.cli import main
+
+    def refuse(*_: object) -> None:
+        raise PlanError("no TP size fits 1 GPU(s) with pipeline size 2")
+
+    monkeypatch.setattr(search, "plan", refuse)
+    runbook = REPO / "runbooks/llama31-8b-eagle3/runbook.jsonnet"
+    assert main(["plan", str(runbook), "--root", str(REPO)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == ("specpair plan: error: no TP size fits 1 GPU(s) with pipeline "
+                            "size 2\n") and captured.out == ""

@@ -278,3 +278,18 @@ def test_output_never_writes_through_a_committed_link(
     # a real path is written as before, atomically
     status, output = cli(team, capsys, monkeypatch, *command, "--output", "real.out")
     assert status == 0 and (team / "real.out").stat().st_size > 0, output
+
+
+def test_a_linked_report_output_is_refused_and_its_target_untouched(
+        repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`check --output` wrote through a link (Path.write_text follows it): a report named
+    by a workflow could overwrite the checkout's git config with the SARIF log."""
+    report = repo / "report.sarif"
+    report.symlink_to(".git/config")
+    before = digest(repo / ".git")
+    status, output = cli(repo, capsys, monkeypatch, "check", "--format", "sarif", "--output",
+                         "report.sarif")
+    assert status == 1, output
+    assert "report.sarif" in output and "symbolic link (to .git/config)" in output, output
+    assert report.is_symlink() and os.readlink(report) == ".git/config"
+    assert digest(repo / ".git") == before

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from specpair.analyse.checks import Context, failing, run
+from specpair.analyse.checks.gate import Context, failing, run
 from specpair.load.runbooks import load_runbook
 from specpair.model.config_geometry import from_hf_config
 from specpair.model.errors import SpecpairError

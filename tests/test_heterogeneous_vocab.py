@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from specpair.analyse.checks import Context, run
+from specpair.analyse.checks.gate import Context, run
 from specpair.analyse.launch import build_for
 from specpair.model.lock import Fallback, VocabMapping
 from specpair.resolve.pair import ResolvedPair

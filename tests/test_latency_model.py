@@ -184,7 +184,7 @@ def test_the_gates_slo_check_states_what_the_model_does() -> None:
 def test_the_planners_gate_finds_what_the_whole_gate_does(name: str) -> None:
     # Planner._gate_context hands the gate slo_check instead of the latency model: the
     # findings of every speculative candidate equal those of run(Context(final))
-    from specpair.analyse.checks import Context, run
+    from specpair.analyse.checks.gate import Context, run
     from specpair.analyse.plan.options import Options
     from specpair.analyse.plan.planner import Planner
     from specpair.model.errors import SpecpairError

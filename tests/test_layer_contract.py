@@ -39,8 +39,6 @@ STAGES: dict[str, int] = {
 
 # Modules over 500 lines, with the most lines each may have. May only shrink.
 LONG_MODULES: dict[str, int] = {
-    "specpair.analyse.checks": 650,
-    "specpair.cli": 798,
     "specpair.engines.sglang_0_5_23.budget": 618,
     "specpair.engines.vllm_0_33_0.budget": 545,  # +3: the hooks vllm 0.34.0 overrides
 }
@@ -48,7 +46,6 @@ LONG_MODULES: dict[str, int] = {
 # Functions over 80 lines ("module:function"), with the most lines each may have.
 LONG_FUNCTIONS: dict[str, int] = {
     "specpair.analyse.alerts:groups": 118,
-    "specpair.cli:parser": 167,
     "specpair.commands.bench:run": 90,
     "specpair.commands.site:pair_page": 94,  # +2: the measured-capacity label (0.34.0)
     "specpair.engines.sglang_0_5_23.budget:budget": 85,
@@ -71,9 +68,6 @@ FILE_CALLS = {"open", "write_text", "write_bytes", "read_text", "read_bytes", "u
 # Modules outside those stages that still touch files ("module:call"). May only shrink.
 FILE_TOUCH_ALLOWED: set[str] = {
     "specpair.bench.replay:read_bytes",  # replay files, not yet under the file policy
-    "specpair.cli:open",  # stdout onto /dev/null after a closed pipe
-    "specpair.cli:read_text",  # the card after `bench`
-    "specpair.cli:unlink",  # outputs a regeneration no longer makes
     "specpair.commands.build:open",  # the build's flock on runbooks/
     "specpair.commands.impact:mkdir",  # a scratch folder of its own for the base revision
     "specpair.commands.init:mkdir",  # the target folder, and a scratch folder for the lock
@@ -154,8 +148,8 @@ def test_no_module_over_500_lines() -> None:
 
 def test_no_function_over_80_lines() -> None:
     _ratchet("functions", _sizes()[1], LONG_FUNCTIONS, MAX_FUNCTION_LINES)
-    assert len(LONG_FUNCTIONS) <= 14, "the allowlist of long functions may only shrink"
-    assert len(LONG_MODULES) <= 5, "the allowlist of long modules may only shrink"
+    assert len(LONG_FUNCTIONS) <= 13, "the allowlist of long functions may only shrink"
+    assert len(LONG_MODULES) <= 2, "the allowlist of long modules may only shrink"
 
 
 def file_touches(src: Path = SRC) -> set[str]:

@@ -16,7 +16,7 @@ import yaml
 
 import specpair.generate as generators
 from specpair.analyse.analysis import Analysis
-from specpair.analyse.checks import Context, run
+from specpair.analyse.checks.gate import Context, run
 from specpair.analyse.step_inputs import not_modelled_text, unmodelled
 from specpair.generate import budget_files, dashboard_files, monitoring_files, plan_files
 from tests.pairs import make_pair

@@ -268,7 +268,7 @@ def test_the_plan_searches_a_schedule_that_wins_over_every_static_depth() -> Non
 
 
 def test_bench_measures_where_the_schedule_switches() -> None:
-    from specpair.cli import _bench_levels
+    from specpair.commands.cli.bench import _bench_levels
 
     pair = variant(loaded_at_scale(), {("speculation", "schedule"): [
         {"start": 1, "end": 8, "k": 3}, {"start": 9, "end": 64, "k": 1},

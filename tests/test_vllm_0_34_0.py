@@ -130,7 +130,7 @@ def test_heterogeneous_vocabulary_is_refused_by_name_with_the_release_that_has_i
     config = json.loads(flag(argv(p), "--speculative-config") or "{}")
     assert "use_heterogeneous_vocab" not in config
     # the gate's vocabulary rules that need the mode no longer apply: SP201 judges sizes
-    from specpair.analyse.checks import Context, run
+    from specpair.analyse.checks.gate import Context, run
     found = {f.rule for f in run(Context(p))}
     assert "SP201" in found and "SP205" not in found
 

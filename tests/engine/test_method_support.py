@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from specpair.analyse.checks import Context, run
+from specpair.analyse.checks.gate import Context, run
 from specpair.engines import method_support
 from tests.engine import releases
 from tests.engine.conftest import HERE

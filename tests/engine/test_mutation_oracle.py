@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from specpair.analyse.checks import failing
+from specpair.analyse.checks.gate import failing
 from specpair.analyse.launch import EnvRef, build_for
 from specpair.commands.check import check
 from specpair.engines.schedule_model import ResolvedSchedule, ScheduledRange

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from specpair.analyse import alerts
 from specpair.analyse.budget import compute
-from specpair.analyse.checks import Context, run
+from specpair.analyse.checks.gate import Context, run
 from specpair.analyse.latency import LatencyModel, model
 from specpair.analyse.launch import Launch, build_for
 from specpair.analyse.schedule import ScheduleReport, attach, report, static_variant

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from specpair import __version__
-from specpair.analyse.checks import RULES, Context, failing, run
+from specpair.analyse.checks.gate import RULES, Context, failing, run
 from specpair.load.runbooks import (
     LOCK_NAME,
     LoadedRunbook,

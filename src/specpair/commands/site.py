@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from specpair.analyse.analysis import Analysis
-from specpair.analyse.checks import failing
+from specpair.analyse.checks.gate import failing
 from specpair.analyse.latency import LatencyModel
 from specpair.engines import registry
 from specpair.engines.schedule_model import ResolvedSchedule

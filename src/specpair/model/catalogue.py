@@ -1,7 +1,7 @@
 """The rule catalogue of the gate: what each rule is, never how it is checked.
 
 A leaf module (it imports nothing of specpair), so the loader can refuse an unknown or
-unwaivable waiver without pulling in the gate. The checks (checks.py) register one function
+unwaivable waiver without pulling in the gate. The checks (analyse/checks/) register one function
 per id; a rule applies to an engine release when the release has the capability the rule
 `requires` (`EngineProfile.capabilities`), so no rule compares an engine name.
 

@@ -13,7 +13,7 @@ from specpair.analyse.acceptance import by_depth, shape_depth
 from specpair.analyse.acceptance import record_mismatch as _record_mismatch
 from specpair.analyse.budget import compute, recompute
 from specpair.analyse.calibrate import fit_pair
-from specpair.analyse.checks import Context, failing, run
+from specpair.analyse.checks.gate import Context, failing, run
 from specpair.analyse.latency import capacity, setup, slo_check
 from specpair.analyse.plan.candidates import (
     BASELINE,
