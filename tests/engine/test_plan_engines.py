@@ -21,6 +21,7 @@ from specpair.analyse.plan.search import plan
 from specpair.analyse.plan.variants import variant
 from specpair.commands.build import load_pairs
 from specpair.resolve.pair import ResolvedPair
+from tests.engine import releases
 from tests.engine.conftest import REPO, parse
 from tests.engine.test_mutation_oracle import BASES, Variant, evaluate, startup
 
@@ -53,12 +54,12 @@ def recommended() -> list[tuple[str, ResolvedPair, Row]]:
 def test_every_recommendation_and_front_point_passes_the_engine_parser() -> None:
     cases = recommended()
     assert len(cases) >= 12
-    by_engine: dict[str, list[tuple[str, list[str]]]] = {}
+    by_release: dict[str, list[tuple[str, list[str]]]] = {}
     for name, pair, row in cases:
-        by_engine.setdefault(pair.engine.split()[0], []).append((name, _argv(pair, row)))
-    assert set(by_engine) == {"sglang", "vllm"}
-    for engine, items in by_engine.items():
-        verdicts = parse(engine, [argv for _, argv in items])
+        by_release.setdefault(pair.engine, []).append((name, _argv(pair, row)))
+    assert {r.split()[0] for r in by_release} == {"sglang", "vllm"}
+    for release, items in by_release.items():  # each pair's own release's parser
+        verdicts = parse(release.split()[0], [argv for _, argv in items], release)
         failures = [(name, v["error"]) for (name, _), v in zip(items, verdicts, strict=True)
                     if not v["ok"]]
         assert not failures, failures
@@ -92,7 +93,7 @@ def test_recommendations_pass_the_engines_start_up_validation_and_the_gate(
     outcomes = [evaluate(v, tmp_path_factory.mktemp(v.name.replace(":", "-")))
                 for v in variants]
     assert not [o.gate_text for o in outcomes if o.gate_failed]
-    for engine in ("sglang 0.5.23", "vllm 0.33.0"):
+    for engine in releases.FOLDERS:  # each example's own release (0.32.0, 0.34.0 too)
         todo = [o for o in outcomes if engine in o.cases]
         if not todo:
             continue
