@@ -22,7 +22,7 @@ from specpair.bench.record import Cell, Measurement, RunResult
 from specpair.engines.registry import by_label
 from specpair.load.runbooks import load_latest_measurement
 from specpair.model.errors import SpecpairError
-from tests.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 
 ENGINE = FIXTURES / "engine"
 VLLM = by_label("vllm 0.32.0").metrics  # the release that served the scrape

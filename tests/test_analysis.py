@@ -16,7 +16,7 @@ from specpair.analyse import budget, latency, launch, staging
 from specpair.commands import site
 from specpair.commands.build import load_pairs, render
 from specpair.engines import registry as engines
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 PAIRS = load_pairs(REPO)
 # the fixtures below patch the counted functions in every specpair module loaded when

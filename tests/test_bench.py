@@ -19,8 +19,8 @@ from specpair.engines.bench_model import FallbackError
 from specpair.engines.registry import by_label
 from specpair.engines.sglang_0_5_23 import bench as sglang_bench
 from specpair.model.runbook import Workload
-from tests.conftest import REPO
-from tests.fake_engine import FIXTURES, FakeEngine
+from tests.support.fake_engine import FIXTURES, FakeEngine
+from tests.support.paths import REPO
 
 # the releases that served the recorded scrapes (tests/fixtures/engine/README.md)
 VLLM = by_label("vllm 0.32.0").metrics

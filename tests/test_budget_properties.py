@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from specpair.analyse.budget import compute
 from specpair.model.errors import SpecpairError
 from specpair.model.geometry import Geometry
-from tests.pairs import make_pair
+from tests.support.pairs import make_pair
 from tests.test_budget_sglang import DSPARK_5L, QWEN3_32B_LIKE
 
 

@@ -24,7 +24,7 @@ from specpair.engines.sglang_0_5_23.budget import (
 from specpair.load.runbooks import load_runbook
 from specpair.model.budget import GiB
 from specpair.model.geometry import Geometry, LinearAttention
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 QWEN3_32B_LIKE = Geometry(
     architecture="Qwen3ForCausalLM", dtype="bfloat16", hidden_size=5120, vocab_size=151936,

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 
 def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:

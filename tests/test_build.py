@@ -10,7 +10,7 @@ import pytest
 
 from specpair.commands.build import build
 from specpair.model.errors import SpecpairError
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 
 def tree_digest(root: Path) -> dict[str, str]:

@@ -19,7 +19,7 @@ from specpair.analyse.calibrate import fit_pair, operating_points
 from specpair.analyse.latency import setup
 from specpair.analyse.stepmodel import step_times
 from specpair.commands.build import build, load_pairs
-from tests.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 
 RECORD_TIME = "2026-11-30T02:55:15Z"
 

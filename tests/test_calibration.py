@@ -29,7 +29,7 @@ from specpair.analyse.stepmodel import (
 )
 from specpair.facts import hardware
 from specpair.model import step_refusals
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 SCRIPT = REPO / "benchmarks" / "latency_validation.py"
 
@@ -615,7 +615,7 @@ def test_a_deployment_wider_than_a_node_is_refused_by_name_never_predicted() -> 
     from specpair.analyse.budget import compute
     from specpair.analyse.latency import model
     from specpair.model.errors import SpecpairError
-    from tests.pairs import make_pair
+    from tests.support.pairs import make_pair
     from tests.test_budget_properties import dense
 
     refused = step_refusals.deployment_refusal(16, 1, 1, 8)

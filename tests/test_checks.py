@@ -17,8 +17,8 @@ from specpair.analyse.checks import RULES, Context, failing, run
 from specpair.model.geometry import Geometry
 from specpair.model.lock import VocabMapping
 from specpair.resolve.pair import ResolvedPair
-from tests.conftest import REPO, write
-from tests.pairs import SHA, make_pair
+from tests.support.pairs import SHA, make_pair
+from tests.support.paths import REPO, write
 from tests.test_budget_properties import dense
 from tests.test_heterogeneous_vocab import hetero, mapping
 from tests.test_launch import with_runbook
@@ -218,7 +218,7 @@ def test_ling_dspark_draft_on_qwen3_32b_fails_on_hidden_size_and_layers(tmp_path
     ling = json.loads((REPO / "runbooks/ling-3-flash-dspark/lock.json").read_text())["draft"]
     ling["source"] = {"repo": "inclusionAI/Ling-3.0-flash-dspark", "revision": SHA}
     from specpair.model.config_geometry import from_hf_config
-    from tests.conftest import FIXTURES
+    from tests.support.paths import FIXTURES
 
     qwen = from_hf_config(json.loads((FIXTURES / "configs/Qwen__Qwen3-32B/config.json")
                                      .read_text()))

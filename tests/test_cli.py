@@ -8,7 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.conftest import REPO, write
+from tests.support.paths import REPO, write
 from tests.test_validate import MINIMAL
 
 

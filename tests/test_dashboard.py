@@ -17,8 +17,8 @@ import yaml
 from specpair.analyse.analysis import Analysis
 from specpair.commands.build import load_pairs
 from specpair.generate import dashboard_files, monitoring_files
-from tests.conftest import REPO
-from tests.promtool import check_rules, rule_groups
+from tests.support.paths import REPO
+from tests.support.promtool import check_rules, rule_groups
 
 PAIRS = {p.name: p for p in load_pairs(REPO)}
 

@@ -12,7 +12,7 @@ import pytest
 
 from specpair.engines import registry
 from specpair.model.config_geometry import from_hf_config
-from tests.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "specpair"
 ENGINES = SRC / "engines"

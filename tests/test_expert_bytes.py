@@ -17,8 +17,8 @@ from specpair.analyse.step_inputs import EXPERT_BYTES, architecture, unmodelled
 from specpair.commands.build import load_pairs
 from specpair.model.config_geometry import from_hf_config
 from specpair.model.geometry import EXPERT_FORMAT_BYTES
-from tests.conftest import REPO
-from tests.pairs import artifact, make_pair
+from tests.support.pairs import artifact, make_pair
+from tests.support.paths import REPO
 
 CONFIGS = REPO / "tests" / "fixtures" / "configs"
 CORPUS = REPO / "tests" / "fixtures" / "corpus"

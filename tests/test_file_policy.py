@@ -15,7 +15,7 @@ from specpair.cli import main
 from specpair.commands.impact import impact
 from specpair.load import file_policy
 from specpair.model.errors import SpecpairError
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 SECRET = "ghs_t o k e n_0123456789abcdef"  # spaced like a token that defeats log masking
 PAIR = "llama31-8b-eagle3"  # a Jsonnet runbook

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FIXTURES, write
-from tests.hubserver import HubServer, Repo
+from tests.support.hubserver import HubServer, Repo
+from tests.support.paths import FIXTURES, write
 from tests.test_hub import lock
 
 FOLDER = FIXTURES / "corpus" / "sgl-project__ome-testdata-gemma3"

@@ -10,7 +10,7 @@ import pytest
 
 from specpair.model.config_geometry import from_hf_config
 from specpair.model.geometry import Geometry, GeometryOverride
-from tests.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 
 
 def geometry(folder: str) -> Geometry:

@@ -13,8 +13,8 @@ from specpair.facts import hardware
 from specpair.load.runbooks import load_runbook
 from specpair.model.errors import SpecpairError
 from specpair.model.runbook import InlineGPU
-from tests.conftest import REPO, write
-from tests.pairs import make_pair
+from tests.support.pairs import make_pair
+from tests.support.paths import REPO, write
 from tests.test_budget_properties import dense
 from tests.test_validate import MINIMAL
 

@@ -17,7 +17,7 @@ from specpair.analyse.checks import Context, run
 from specpair.analyse.launch import build_for
 from specpair.model.lock import Fallback, VocabMapping
 from specpair.resolve.pair import ResolvedPair
-from tests.pairs import make_pair
+from tests.support.pairs import make_pair
 from tests.test_budget_properties import dense
 from tests.test_launch import with_runbook
 

@@ -22,8 +22,8 @@ from specpair.analyse.budget import compute
 from specpair.commands.site import text as site_text
 from specpair.load.runbooks import load_runbook
 from specpair.model.errors import SpecpairError
-from tests.conftest import REPO, write
-from tests.pairs import make_pair
+from tests.support.pairs import make_pair
+from tests.support.paths import REPO, write
 from tests.test_budget_properties import dense
 
 CORPUS = Path(__file__).resolve().parent / "bad_runbooks"

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from specpair.lock.hub import LocalCheckpoint, resolve_checkpoint
-from tests.checkpoints import llama_config, write_checkpoint
-from tests.conftest import write
-from tests.hubserver import Fault, HubServer, Repo, files_of
+from tests.support.checkpoints import llama_config, write_checkpoint
+from tests.support.hubserver import Fault, HubServer, Repo, files_of
+from tests.support.paths import write
 
 SECRET = "hf_test_secret_token_value_0123456789"
 

@@ -14,8 +14,8 @@ from specpair.analyse.budget import compute
 from specpair.engines.sglang_0_5_23 import launch as sglang_launch
 from specpair.engines.vllm_0_33_0 import launch as vllm_launch
 from specpair.model.config_geometry import from_hf_config
-from tests.conftest import FIXTURES
-from tests.pairs import make_pair
+from tests.support.pairs import make_pair
+from tests.support.paths import FIXTURES
 
 GPT_OSS = from_hf_config(json.loads(
     (FIXTURES / "configs" / "openai__gpt-oss-20b" / "config.json").read_text()))

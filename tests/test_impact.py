@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from specpair.commands.impact import impact, markdown, snapshot
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 
 def sh(root: Path, *args: str) -> None:

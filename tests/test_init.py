@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from specpair import __version__
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 SCAFFOLD = [".github/workflows/specpair.yml", ".gitignore", "runbooks/deepseek-v3-mtp/lock.json",
             "runbooks/deepseek-v3-mtp/runbook.yaml",

@@ -8,8 +8,8 @@ import pytest
 
 from specpair.analyse.budget import compute
 from specpair.analyse.latency import model
-from tests.conftest import REPO
-from tests.pairs import make_pair
+from tests.support.pairs import make_pair
+from tests.support.paths import REPO
 from tests.test_budget_properties import dense
 from tests.test_launch import with_runbook
 

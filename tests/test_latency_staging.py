@@ -20,8 +20,8 @@ from specpair.analyse.latency import (
 from specpair.analyse.staging import download_seconds, plan
 from specpair.analyse.stepmodel import Forward
 from specpair.generate import plan_files
-from tests.conftest import REPO
-from tests.pairs import make_pair
+from tests.support.pairs import make_pair
+from tests.support.paths import REPO
 from tests.test_budget_properties import dense
 from tests.test_launch import with_runbook
 

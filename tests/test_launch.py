@@ -17,9 +17,9 @@ from specpair.commands.build import load_pairs
 from specpair.generate import launch_files
 from specpair.model.errors import SpecpairError
 from specpair.resolve.pair import ResolvedPair
-from tests.conftest import REPO
-from tests.kubernetes import workload
-from tests.pairs import make_pair
+from tests.support.kubernetes import workload
+from tests.support.pairs import make_pair
+from tests.support.paths import REPO
 from tests.test_budget_properties import dense
 from tests.test_budget_sglang import DSPARK_5L, LING, QWEN3_32B_LIKE
 

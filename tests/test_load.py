@@ -10,7 +10,7 @@ import pytest
 
 from specpair.load.document import MAX_FILE_BYTES, load_document
 from specpair.model.errors import SpecpairError
-from tests.conftest import write
+from tests.support.paths import write
 
 
 def test_positions_of_keys_and_values(tmp_path: Path) -> None:

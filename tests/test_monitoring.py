@@ -22,9 +22,9 @@ from specpair.analyse.monitoring import EngineMetrics, for_engine
 from specpair.commands.build import load_pairs
 from specpair.generate import dashboard_files, monitoring_files
 from specpair.resolve.pair import ResolvedPair
-from tests.conftest import REPO
-from tests.kubernetes import workload
-from tests.promtool import check_rules, rule_groups, run_unit_tests
+from tests.support.kubernetes import workload
+from tests.support.paths import REPO
+from tests.support.promtool import check_rules, rule_groups, run_unit_tests
 
 PAIRS = {p.name: p for p in load_pairs(REPO)}
 MINUTES = 120

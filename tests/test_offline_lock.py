@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.checkpoints import TOKENIZER
-from tests.conftest import FIXTURES, write
+from tests.support.checkpoints import TOKENIZER
+from tests.support.paths import FIXTURES, write
 
 QWEN3_8B = FIXTURES / "configs" / "Qwen__Qwen3-8B" / "config.json"
 DFLASH = FIXTURES / "configs" / "sgl-project__SpecForge-qwen3-8b-dflash" / "config.json"

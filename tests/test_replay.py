@@ -25,7 +25,7 @@ from specpair.commands.bench_against import compare
 from specpair.engines.registry import by_label
 from specpair.model.errors import SpecpairError
 from specpair.model.runbook import Regression
-from tests.fake_engine import FIXTURES
+from tests.support.fake_engine import FIXTURES
 
 MARKER = "zq-planted-marker-unit"
 

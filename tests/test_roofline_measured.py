@@ -19,7 +19,7 @@ from specpair.analyse import calibration
 from specpair.analyse.step_params import BOUNDS
 from specpair.analyse.stepmodel import ROOFLINE_NORM, blend
 from specpair.facts import hardware
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 MEASURED = json.loads((REPO / "tests" / "fixtures" / "measured" / "h200_gemm_roofline.json")
                       .read_text())

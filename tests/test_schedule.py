@@ -23,7 +23,7 @@ from specpair.analyse.stepmodel import shape_for, step_times
 from specpair.load.runbooks import load_runbook
 from specpair.model.errors import SpecpairError
 from specpair.resolve.pair import ResolvedPair
-from tests.conftest import write
+from tests.support.paths import write
 from tests.test_plan import example
 
 VLLM_MINIMAL = """\

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from specpair.load.document import load_document
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 SCHEMA = json.loads((REPO / "schema" / "runbook.schema.json").read_text())
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from specpair.commands.build import load_pairs
 from specpair.commands.site import PAGES, render
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 
 def test_pair_pages_show_thresholds_and_link_the_monitoring_files() -> None:

@@ -16,8 +16,8 @@ from specpair.analyse.budget import compute
 from specpair.analyse.latency import model
 from specpair.commands.build import load_pairs
 from specpair.generate import charts, dashboard_files, monitoring_files
-from tests.conftest import REPO
-from tests.promtool import run_unit_tests
+from tests.support.paths import REPO
+from tests.support.promtool import run_unit_tests
 from tests.test_monitoring import PAIR_LABEL, engine_counters, for_engine, gauges
 
 PAIRS = {p.name: p for p in load_pairs(REPO)}

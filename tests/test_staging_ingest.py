@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from specpair.load.staging_log import parse
-from tests.hubserver import HubServer
+from tests.support.hubserver import HubServer
 from tests.test_staging_log import FAKE_ENGINE, free_port, publish, run
 
 RUNBOOK = """\

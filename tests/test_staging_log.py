@@ -25,10 +25,10 @@ from specpair.analyse.analysis import Analysis
 from specpair.generate import launch_files, plan_files
 from specpair.load.staging_log import EXIT_STATUS, parse
 from specpair.resolve.pair import ResolvedPair
-from tests.checkpoints import llama_config
-from tests.hubserver import HubServer, Repo
-from tests.k8s_expansion import expand_all
-from tests.kubernetes import workload
+from tests.support.checkpoints import llama_config
+from tests.support.hubserver import HubServer, Repo
+from tests.support.k8s_expansion import expand_all
+from tests.support.kubernetes import workload
 from tests.test_latency_staging import _eagle
 from tests.test_launch import with_runbook
 

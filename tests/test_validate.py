@@ -11,7 +11,7 @@ import pytest
 
 from specpair.load.runbooks import load_runbook
 from specpair.model.errors import SpecpairError
-from tests.conftest import REPO, write
+from tests.support.paths import REPO, write
 
 MINIMAL = """\
 pair: {name: demo, title: Demo, owner: me}

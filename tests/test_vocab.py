@@ -17,9 +17,9 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 
 from specpair.lock.vocab import intersect, load_tokenizer, normalize
 from specpair.model.errors import SpecpairError
-from tests.checkpoints import llama_config, write_checkpoint
-from tests.conftest import write
-from tests.tokenizers_pair import (
+from tests.support.checkpoints import llama_config, write_checkpoint
+from tests.support.paths import write
+from tests.support.tokenizers_pair import (
     BPE_SPECIAL,
     METASPACE_SPECIAL,
     byte_level_bpe,
@@ -177,7 +177,7 @@ acceptance: {slo: {min_length: 1.5}}
 
 
 def test_lock_from_the_hub_computes_the_same_intersection(tmp_path: Path) -> None:
-    from tests.hubserver import HubServer
+    from tests.support.hubserver import HubServer
     from tests.test_hub import lock, publish
 
     target_files = tokenizer_files(byte_level_bpe(), BPE_SPECIAL)

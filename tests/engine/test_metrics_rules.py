@@ -20,7 +20,7 @@ import yaml
 from specpair.bench.metrics import delta, parse
 from specpair.engines.vllm_0_33_0 import metrics as vllm_0_33_0_metrics
 from tests.engine.conftest import Server
-from tests.promtool import check_rules, rule_groups, run_unit_tests
+from tests.support.promtool import check_rules, rule_groups, run_unit_tests
 
 PAIR = "tiny-vllm"
 _NAME = re.compile(r"\bvllm:[a-z0-9_]+")

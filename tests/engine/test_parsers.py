@@ -109,7 +109,7 @@ def test_multi_node_groups_parse_and_vllm_workers_run_headless() -> None:
     """The LeaderWorkerSet's leader and worker commands, with the indices LWS fills in:
     both parse, and vLLM's parser starts the workers (rank > 0) headless."""
     from specpair.generate import launch_files
-    from tests.kubernetes import workload
+    from tests.support.kubernetes import workload
     from tests.test_manifests import sglang_two_nodes, vllm_two_nodes
 
     for engine, make in (("sglang", sglang_two_nodes), ("vllm", vllm_two_nodes)):

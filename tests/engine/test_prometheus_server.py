@@ -25,7 +25,7 @@ import yaml
 from specpair.analyse.monitoring import for_engine
 from tests.engine.conftest import Server
 from tests.engine.test_metrics_rules import PAIR, complete
-from tests.promtool import rule_groups
+from tests.support.promtool import rule_groups
 
 # records that need what this server cannot show in seconds: none today; a record listed
 # here must say why

@@ -23,8 +23,8 @@ import pytest
 
 from specpair.load.staging_log import EXIT_STATUS
 from tests.engine.conftest import assert_engine_lane, free_port, stop
-from tests.hubserver import HubServer, files_of
-from tests.hubserver import Repo as HubRepo
+from tests.support.hubserver import HubServer, files_of
+from tests.support.hubserver import Repo as HubRepo
 
 RUNBOOK = """\
 # A tiny pair staged from a (local) hub; kv_cache_memory_bytes fixes the KV budget, so the

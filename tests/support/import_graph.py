@@ -15,7 +15,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+from tests.support import paths
+
+SRC = paths.REPO / "src"
 
 
 def modules(src: Path = SRC) -> dict[str, Path]:

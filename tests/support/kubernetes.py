@@ -13,13 +13,14 @@ from __future__ import annotations
 import copy
 import json
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import jsonschema
 import yaml
 
-FIXTURES = Path(__file__).parent / "fixtures" / "kubernetes"
+from tests.support import paths
+
+FIXTURES = paths.FIXTURES / "kubernetes"
 MINORS = ("1.30", "1.31", "1.32", "1.33", "1.34")
 CRDS = {("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"):
         "leaderworkerset.x-k8s.io_leaderworkersets.yaml",

@@ -8,9 +8,10 @@ import json
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "engine"
+from tests.support import paths
+
+FIXTURES = paths.FIXTURES / "engine"
 
 
 class FakeEngine:

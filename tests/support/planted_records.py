@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from specpair.model.errors import SpecpairError
+from tests.support import paths
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "bench" / "tiny-vllm"
+FIXTURE = paths.FIXTURES / "bench" / "tiny-vllm"
 MEASUREMENT = sorted((FIXTURE / "measurements").glob("*.json"))[-1]
 RECORD_NAME = "20261201T000000Z.json"  # newer than the fixture's: it is the latest
 
