@@ -9,16 +9,8 @@ from hypothesis import strategies as st
 from specpair.analyse.budget import compute
 from specpair.model.errors import SpecpairError
 from specpair.model.geometry import Geometry
+from tests.support.geometries import DSPARK_5L, QWEN3_32B_LIKE, dense
 from tests.support.pairs import make_pair
-from tests.test_budget_sglang import DSPARK_5L, QWEN3_32B_LIKE
-
-
-def dense(layers: int, kv_heads: int = 8, head_dim: int = 128, heads: int = 32,
-          hidden: int = 4096) -> Geometry:
-    return Geometry(architecture="Qwen3ForCausalLM", dtype="bfloat16", hidden_size=hidden,
-                    vocab_size=151936, max_position_embeddings=40960, num_hidden_layers=layers,
-                    attention="mha", full_attention_layers=layers, num_attention_heads=heads,
-                    num_key_value_heads=kv_heads, head_dim=head_dim, v_head_dim=head_dim)
 
 
 @settings(max_examples=60, deadline=None)

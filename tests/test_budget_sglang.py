@@ -23,29 +23,8 @@ from specpair.engines.sglang_0_5_23.budget import (
 )
 from specpair.load.runbooks import load_runbook
 from specpair.model.budget import GiB
-from specpair.model.geometry import Geometry, LinearAttention
+from tests.support.geometries import DSPARK_5L, LING, QWEN3_32B_LIKE
 from tests.support.paths import REPO
-
-QWEN3_32B_LIKE = Geometry(
-    architecture="Qwen3ForCausalLM", dtype="bfloat16", hidden_size=5120, vocab_size=151936,
-    max_position_embeddings=40960, num_hidden_layers=64, attention="mha",
-    full_attention_layers=64, num_attention_heads=64, num_key_value_heads=8, head_dim=128,
-    v_head_dim=128)
-# five dense MHA layers: the layout of SpecForge's DSparkDraftModel, which the KV oracle
-# verifies (the release's verified_layouts.yaml); the shapes are Ling-3.0-flash-dspark's
-DSPARK_5L = Geometry(
-    architecture="DSparkDraftModel", dtype="bfloat16", hidden_size=2560, vocab_size=157184,
-    max_position_embeddings=262144, num_hidden_layers=5, attention="mha",
-    full_attention_layers=5, num_attention_heads=32, num_key_value_heads=32, head_dim=80,
-    v_head_dim=80)
-LING = Geometry(
-    architecture="BailingMoeV3ForCausalLM", model_type="bailing_hybrid", dtype="bfloat16",
-    hidden_size=2560, vocab_size=157184, max_position_embeddings=262144, num_hidden_layers=42,
-    attention="mla", full_attention_layers=7,
-    linear_attention=LinearAttention(kind="kda", layers=35, num_heads=32, head_dim=128,
-                                     conv_kernel=4),
-    num_attention_heads=32, num_key_value_heads=32, head_dim=192, v_head_dim=128,
-    kv_lora_rank=512, qk_rope_head_dim=64)
 
 
 def test_qwen3_32b_like_with_dspark_cells_at_tp2() -> None:
@@ -179,7 +158,7 @@ def test_no_scenario_runs_more_requests_than_its_launch_allows(name: str) -> Non
     """With the limit left unset the launch still passes one (to the baseline server too):
     neither scenario of the budget may hold more running requests than that flag."""
     from specpair.analyse.launch import build_for
-    from tests.test_launch import with_runbook
+    from tests.support.pairs import with_runbook
 
     (pair,) = [p for p in load_pairs(REPO) if p.name == name]
     unset = with_runbook(pair, deployment={"max_running_requests": None})

@@ -615,8 +615,8 @@ def test_a_deployment_wider_than_a_node_is_refused_by_name_never_predicted() -> 
     from specpair.analyse.budget import compute
     from specpair.analyse.latency import model
     from specpair.model.errors import SpecpairError
+    from tests.support.geometries import dense
     from tests.support.pairs import make_pair
-    from tests.test_budget_properties import dense
 
     refused = step_refusals.deployment_refusal(16, 1, 1, 8)
     assert refused is not None and refused.name == step_refusals.CROSS_NODE_MODEL_PARALLEL

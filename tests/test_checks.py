@@ -14,27 +14,12 @@ import jsonschema
 import pytest
 
 from specpair.analyse.checks import RULES, Context, failing, run
-from specpair.model.geometry import Geometry
 from specpair.model.lock import VocabMapping
 from specpair.resolve.pair import ResolvedPair
-from tests.support.pairs import SHA, make_pair
+from tests.support.geometries import dense
+from tests.support.pairs import DRAFT, SHA, good, make_pair, with_runbook
 from tests.support.paths import REPO, write
-from tests.test_budget_properties import dense
-from tests.test_heterogeneous_vocab import hetero, mapping
-from tests.test_launch import with_runbook
-
-# a healthy DSPARK pair: draft trained for this 36-layer target, hidden sizes equal
-DRAFT = Geometry(architecture="DSparkDraftModel", dtype="bfloat16", hidden_size=4096,
-                 vocab_size=151936, max_position_embeddings=40960, num_hidden_layers=5,
-                 attention="mha", full_attention_layers=5, num_attention_heads=32,
-                 num_key_value_heads=8, head_dim=128, v_head_dim=128,
-                 target_layer_ids=[1, 9, 17, 25, 33], block_size=7, mask_token_id=151669)
-
-
-def good() -> ResolvedPair:
-    return make_pair(dense(36), DRAFT, speculation={"method": "DSPARK", "block_size": 7},
-                     deployment={"context_length": 8192},
-                     target_bytes=16 << 30, draft_bytes=2 << 30)
+from tests.support.vocab import hetero, mapping
 
 
 def findings(pair: ResolvedPair, **ctx: Any) -> set[str]:
@@ -86,7 +71,7 @@ def _hetero_same_tokenizer() -> ResolvedPair:
 FP = "sha256:" + "a" * 64
 def _two_nodes() -> ResolvedPair:
     """A TP8 replica over two 4-GPU nodes: the step model refuses it by name."""
-    from tests.test_manifests import vllm_two_nodes
+    from tests.support.multinode import vllm_two_nodes
 
     return vllm_two_nodes()
 

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from tests.support.paths import REPO, write
-from tests.test_validate import MINIMAL
+from tests.support.runbooks import MINIMAL
 
 
 def _closed_pipe_run(args: list[str], cwd: Path, stream: str) -> int:

@@ -17,11 +17,10 @@ from specpair.model.config_geometry import from_hf_config
 from specpair.model.errors import SpecpairError
 from specpair.model.geometry import Geometry
 from specpair.resolve.pair import ResolvedPair
-from tests.support.pairs import SHA, make_pair
+from tests.support.geometries import dense
+from tests.support.pairs import SHA, make_pair, with_runbook
 from tests.support.paths import FIXTURES, REPO, write
-from tests.test_budget_properties import dense
-from tests.test_launch import with_runbook
-from tests.test_validate import MINIMAL
+from tests.support.runbooks import MINIMAL
 
 
 def qwen3_32b() -> Geometry:

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
+from tests.support.hub_lock import lock
 from tests.support.hubserver import HubServer, Repo
 from tests.support.paths import FIXTURES, write
-from tests.test_hub import lock
 
 FOLDER = FIXTURES / "corpus" / "sgl-project__ome-testdata-gemma3"
 REPO_ID = "google/gemma-3-27b-it"

@@ -20,13 +20,13 @@ from specpair.commands.build import load_pairs
 from specpair.generate import launch_files
 from specpair.generate.launch_files import LWS_ENV
 from specpair.resolve.pair import ResolvedPair
+from tests.support.geometries import dense
 from tests.support.k8s_expansion import expand, expand_all
 from tests.support.kubernetes import workload
-from tests.support.pairs import make_pair
+from tests.support.launch_script import HOSTILE
+from tests.support.pairs import make_pair, with_runbook
 from tests.support.paths import REPO
 from tests.support.planted_records import FIXTURE
-from tests.test_budget_properties import dense
-from tests.test_launch import HOSTILE, with_runbook
 
 
 def cli(root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,

@@ -13,10 +13,10 @@ from specpair.facts import hardware
 from specpair.load.runbooks import load_runbook
 from specpair.model.errors import SpecpairError
 from specpair.model.runbook import InlineGPU
+from tests.support.geometries import dense
 from tests.support.pairs import make_pair
 from tests.support.paths import REPO, write
-from tests.test_budget_properties import dense
-from tests.test_validate import MINIMAL
+from tests.support.runbooks import MINIMAL
 
 # the GPUs issue 14 asks the catalog to cover, as an operator would spell them
 REQUIRED = ["h100-sxm", "h100-pcie", "H100-NVL", "H200", "H20", "GH200", "B200", "B300",

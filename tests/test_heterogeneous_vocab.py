@@ -15,19 +15,11 @@ import pytest
 
 from specpair.analyse.checks import Context, run
 from specpair.analyse.launch import build_for
-from specpair.model.lock import Fallback, VocabMapping
+from specpair.model.lock import VocabMapping
 from specpair.resolve.pair import ResolvedPair
-from tests.support.pairs import make_pair
-from tests.test_budget_properties import dense
-from tests.test_launch import with_runbook
-
-
-def hetero(speculation: dict[str, Any] | None = None, deployment: dict[str, Any] | None = None,
-           engine: str = "vllm", version: str = "0.33.0") -> ResolvedPair:
-    draft = dense(4).model_copy(update={"vocab_size": 32000})
-    return make_pair(dense(36), draft, engine=engine, version=version, speculation={
-        "method": "STANDALONE", "num_speculative_tokens": 4, "heterogeneous_vocab": True,
-        **(speculation or {})}, deployment=deployment)
+from tests.support.geometries import dense
+from tests.support.pairs import make_pair, with_runbook
+from tests.support.vocab import PASSING, RESTRICTIONS, hetero, mapping
 
 
 def spec_config(pair: ResolvedPair) -> dict[str, Any]:
@@ -58,41 +50,12 @@ def test_a_shared_vocabulary_pair_carries_none_of_the_keys() -> None:
     assert "VLLM_USE_V2_MODEL_RUNNER" not in build_for(pair).env
 
 
-# each restriction: (field it is reported on, the change that breaks it, the engine's words)
-RESTRICTIONS: dict[str, tuple[str, dict[str, dict[str, Any]], str]] = {
-    "method draft_model only": (
-        "speculation.heterogeneous_vocab", {"speculation": {"method": "EAGLE3"}},
-        "only works with method='draft_model'"),
-    "greedy draft sampling only": (
-        "speculation.draft_sample_method",
-        {"speculation": {"draft_sample_method": "probabilistic"}},
-        "only supports greedy draft sampling"),
-    "no local argmax reduction": (
-        "speculation.local_argmax_reduction",
-        {"speculation": {"local_argmax_reduction": True}},
-        "not compatible with use_local_argmax_reduction"),
-    "V1 runner: draft TP equals target TP": (
-        "deployment.parallel.draft_tensor",
-        {"deployment": {"parallel": {"tensor": 2, "draft_tensor": 1}}},
-        "draft TP equal to the target's (2), not 1"),
-}
-
-
 @pytest.mark.parametrize("name", sorted(RESTRICTIONS))
 def test_each_restriction_fails_its_fixture(name: str) -> None:
     field, change, words = RESTRICTIONS[name]
     pair = with_runbook(hetero(), **change)
     found = preflight(pair)
     assert field in found and words in found[field], found
-
-
-PASSING: dict[str, dict[str, dict[str, Any]]] = {
-    "method draft_model only": {"speculation": {"method": "STANDALONE"}},
-    "greedy draft sampling only": {"speculation": {"draft_sample_method": "greedy"}},
-    "no local argmax reduction": {"speculation": {"local_argmax_reduction": False}},
-    "V1 runner: draft TP equals target TP": {
-        "deployment": {"parallel": {"tensor": 2, "draft_tensor": 2}}},
-}
 
 
 @pytest.mark.parametrize("name", sorted(RESTRICTIONS))
@@ -130,15 +93,6 @@ def test_sglang_has_no_such_mode(key: str, value: object) -> None:
 
 
 # --------------------------------------------------------------------------- gate rules
-
-
-def mapping(**update: Any) -> VocabMapping:
-    base = VocabMapping(target_vocab=151936, draft_vocab=32000, intersection=24000,
-                        target_markers=["\u0120"], draft_markers=["\u2581"],
-                        target_fallback=Fallback(kind="eos", token_id=151643),
-                        draft_fallback=Fallback(kind="unk", token_id=0),
-                        special_mapped={"target eos </s>": True}, provenance="declared")
-    return base.model_copy(update=update)
 
 
 def mapped(pair: ResolvedPair, m: VocabMapping | None) -> ResolvedPair:

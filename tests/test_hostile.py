@@ -22,9 +22,9 @@ from specpair.analyse.budget import compute
 from specpair.commands.site import text as site_text
 from specpair.load.runbooks import load_runbook
 from specpair.model.errors import SpecpairError
+from tests.support.geometries import dense
 from tests.support.pairs import make_pair
 from tests.support.paths import REPO, write
-from tests.test_budget_properties import dense
 
 CORPUS = Path(__file__).resolve().parent / "bad_runbooks"
 EXPECTED = {

@@ -15,16 +15,18 @@ import pytest
 
 from specpair.lock.hub import LocalCheckpoint, resolve_checkpoint
 from tests.support.checkpoints import llama_config, write_checkpoint
-from tests.support.hubserver import Fault, HubServer, Repo, files_of
+from tests.support.hub_lock import lock, publish
+from tests.support.hubserver import Fault, HubServer, files_of
 from tests.support.paths import write
-
-SECRET = "hf_test_secret_token_value_0123456789"
 
 
 @pytest.fixture
 def hub() -> Iterator[HubServer]:
     with HubServer() as server:
         yield server
+
+
+SECRET = "hf_test_secret_token_value_0123456789"
 
 
 def runbook(root: Path, name: str, target: str, draft: str | None = None,
@@ -40,21 +42,6 @@ deployment: {{gpu: H100-80GB, context_length: 2048}}
 acceptance: {{slo: {{min_length: 1.5}}}}
 staging: {{order: {"[draft, target]" if draft else "[target]"}}}
 """)
-
-
-def lock(root: Path, hub: HubServer | None, *args: str, **env: str
-         ) -> subprocess.CompletedProcess[str]:
-    full = {**os.environ, "HF_HOME": str(root / ".hf"), "HF_HUB_DISABLE_TELEMETRY": "1",
-            "SPECPAIR_HUB_BACKOFF_S": "0.01", "SPECPAIR_HUB_TIMEOUT_S": "2",
-            "HF_ENDPOINT": hub.url if hub else "http://127.0.0.1:9", **env}
-    full.pop("HF_TOKEN", None) if "HF_TOKEN" not in env else None
-    return subprocess.run([sys.executable, "-m", "specpair", "lock", *args], cwd=root,
-                          env=full, capture_output=True, text=True, check=False, timeout=300)
-
-
-def publish(hub: HubServer, repo: str, folder: Path, **kw: object) -> str:
-    hub.repos[repo] = Repo(**kw)  # type: ignore[arg-type]
-    return hub.repos[repo].commit(files_of(folder))
 
 
 @pytest.fixture

@@ -12,37 +12,13 @@ from pathlib import Path
 import pytest
 
 from specpair.commands.impact import impact, markdown, snapshot
+from tests.support.git_repo import commit, edit, examples_repo
 from tests.support.paths import REPO
-
-
-def sh(root: Path, *args: str) -> None:
-    subprocess.run(args, cwd=root, check=True, capture_output=True)
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    shutil.copytree(REPO / "runbooks", root / "runbooks")
-    for path in root.glob("runbooks/*/generated"):
-        shutil.rmtree(path)
-    sh(root, "git", "init", "-q", "-b", "main")
-    sh(root, "git", "-c", "user.name=t", "-c", "user.email=t@t", "add", "-A")
-    sh(root, "git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
-    return root
-
-
-def commit(root: Path, change: Callable[[Path], None]) -> None:
-    change(root)
-    sh(root, "git", "add", "-A")
-    sh(root, "git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "head")
-
-
-def edit(root: Path, rel: str, old: str, new: str) -> None:
-    path = root / rel
-    text = path.read_text()
-    assert old in text, (rel, old)
-    path.write_text(text.replace(old, new))
+    return examples_repo(tmp_path)
 
 
 def edit_lock(root: Path, pair: str, fn: Callable[[dict[str, object]], None]) -> None:
@@ -252,7 +228,6 @@ def test_a_snapshot_extracts_files_member_by_member(repo: Path, tmp_path: Path) 
     assert not (snap / "runbooks" / "outside").exists()
     for rel in extracted:
         assert (snap / rel).read_bytes() == (repo / rel).read_bytes()
-
 
 
 def test_the_pull_requests_gitattributes_hide_no_pair(repo: Path) -> None:

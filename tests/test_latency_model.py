@@ -8,10 +8,9 @@ import pytest
 
 from specpair.analyse.budget import compute
 from specpair.analyse.latency import model
-from tests.support.pairs import make_pair
+from tests.support.geometries import dense
+from tests.support.pairs import make_pair, with_runbook
 from tests.support.paths import REPO
-from tests.test_budget_properties import dense
-from tests.test_launch import with_runbook
 
 EXAMPLES = sorted(p.parent.parent.name for p in REPO.glob("runbooks/*/generated/breakeven.json"))
 
@@ -188,7 +187,7 @@ def test_the_planners_gate_finds_what_the_whole_gate_does(name: str) -> None:
     from specpair.analyse.plan.options import Options
     from specpair.analyse.plan.planner import Planner
     from specpair.model.errors import SpecpairError
-    from tests.test_plan import example
+    from tests.support.examples import example
 
     pair = example(name)
     planner = Planner(pair, Options())

@@ -20,10 +20,9 @@ from specpair.analyse.latency import (
 from specpair.analyse.staging import download_seconds, plan
 from specpair.analyse.stepmodel import Forward
 from specpair.generate import plan_files
-from tests.support.pairs import make_pair
+from tests.support.geometries import dense
+from tests.support.pairs import _eagle, make_pair, with_runbook
 from tests.support.paths import REPO
-from tests.test_budget_properties import dense
-from tests.test_launch import with_runbook
 
 
 def test_leviathan_closed_forms() -> None:
@@ -48,13 +47,6 @@ def test_the_roofline_model_reduces_to_leviathan(alpha: float, gamma: int, c: fl
     t_draft = gamma * draft.time(1, 1, 0, bw, flops)
     tau = leviathan_expected_tokens(alpha, gamma)
     assert tau * t_dec / (t_draft + t_ver) == pytest.approx(leviathan_speedup(alpha, gamma, c))
-
-
-def _eagle(draft_layers: int = 1, context: int = 512, concurrency: int = 1):  # type: ignore[no-untyped-def]
-    return make_pair(dense(32), dense(draft_layers),
-                     speculation={"method": "EAGLE3", "num_speculative_tokens": 4},
-                     deployment={"context_length": context, "concurrency": concurrency},
-                     target_bytes=16 << 30, draft_bytes=draft_layers * (400 << 20))
 
 
 def test_a_dense_pair_gains_less_as_concurrency_grows() -> None:

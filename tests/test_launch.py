@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import stat
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -17,40 +15,11 @@ from specpair.commands.build import load_pairs
 from specpair.generate import launch_files
 from specpair.model.errors import SpecpairError
 from specpair.resolve.pair import ResolvedPair
+from tests.support.geometries import DSPARK_5L, LING, QWEN3_32B_LIKE, dense
 from tests.support.kubernetes import workload
-from tests.support.pairs import make_pair
+from tests.support.launch_script import HOSTILE, run_script
+from tests.support.pairs import make_pair, with_runbook
 from tests.support.paths import REPO
-from tests.test_budget_properties import dense
-from tests.test_budget_sglang import DSPARK_5L, LING, QWEN3_32B_LIKE
-
-HOSTILE = "/models/it's a \"trap\"; touch PWNED; $(touch PWNED2) `touch PWNED3` \\ ${HOME}"
-
-
-def with_runbook(pair: ResolvedPair, **sections: dict[str, Any]) -> ResolvedPair:
-    data = pair.runbook.model_dump(mode="json")
-    for key, update in sections.items():
-        data[key] = {**(data.get(key) or {}), **update}
-    return pair.model_copy(update={"runbook": pair.runbook.model_validate(data)})
-
-
-def fake_engine(bin_dir: Path, name: str) -> None:
-    """An executable that records its argv as JSON: what the script really passes."""
-    bin_dir.mkdir(exist_ok=True)
-    path = bin_dir / name
-    path.write_text("#!/usr/bin/env python3\nimport json, os, sys\n"
-                    "json.dump(sys.argv[1:], open(os.environ['ARGV_OUT'], 'w'))\n")
-    path.chmod(path.stat().st_mode | stat.S_IEXEC)
-
-
-def run_script(script: str, tmp_path: Path, engine: str,
-               env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    path = tmp_path / "launch.sh"
-    path.write_text(script)
-    fake_engine(tmp_path / "bin", engine)
-    full_env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
-                "ARGV_OUT": str(tmp_path / "argv.json"), **(env or {})}
-    return subprocess.run(["bash", str(path)], cwd=tmp_path, env=full_env, capture_output=True,
-                          text=True, check=False)
 
 
 @pytest.mark.parametrize("script", sorted(REPO.glob("runbooks/*/generated/launch-*.sh")),

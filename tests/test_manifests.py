@@ -13,33 +13,19 @@ import pytest
 import yaml
 
 from specpair.analyse.analysis import Analysis
-from specpair.commands.build import load_pairs
 from specpair.generate import launch_files, monitoring_files
 from specpair.model.errors import SpecpairError
 from specpair.resolve.pair import ResolvedPair
 from tests.support.kubernetes import MINORS, documents, validate, validate_builtin, workload
-from tests.support.pairs import make_pair
+from tests.support.launch_script import run_script
+from tests.support.multinode import PAIRS, sglang_two_nodes, vllm_two_nodes
+from tests.support.pairs import with_runbook
 from tests.support.paths import REPO
-from tests.test_budget_properties import dense
-from tests.test_budget_sglang import DSPARK_5L, QWEN3_32B_LIKE
-from tests.test_launch import run_script, with_runbook
 
-PAIRS = {p.name: p for p in load_pairs(REPO)}
 PLATFORM = {"node_selector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
             "models_volume": {"storage_class": "fast-nvme", "size_gib": 500},
             "monitor_labels": {"release": "kube-prometheus-stack"}, "shm_size": "32Gi",
             "cpu_request": "12", "memory_request": "96Gi", "hf_token_secret": None}
-
-
-def sglang_two_nodes() -> ResolvedPair:
-    return make_pair(QWEN3_32B_LIKE, DSPARK_5L, deployment={
-        "gpus_per_node": 4, "nodes": 2, "parallel": {"tensor": 8}})
-
-
-def vllm_two_nodes() -> ResolvedPair:
-    return make_pair(dense(36), dense(5), engine="vllm", version="0.33.0",
-                     speculation={"method": "DFLASH", "block_size": 16},
-                     deployment={"gpus_per_node": 4, "nodes": 2, "parallel": {"tensor": 8}})
 
 
 VARIANTS = {"sglang-2-nodes": sglang_two_nodes, "vllm-2-nodes": vllm_two_nodes,

@@ -15,9 +15,9 @@ from specpair.analyse.budget import compute
 from specpair.analyse.latency import model
 from specpair.model.config_geometry import from_hf_config
 from specpair.model.geometry import Geometry
+from tests.support.geometries import dense
 from tests.support.pairs import make_pair
 from tests.support.paths import FIXTURES
-from tests.test_budget_properties import dense
 
 
 def moe_config(folder: str) -> Geometry:

@@ -18,68 +18,27 @@ import yaml
 
 from specpair.analyse.alerts import PAIR_LABEL
 from specpair.analyse.analysis import Analysis
-from specpair.analyse.monitoring import EngineMetrics, for_engine
+from specpair.analyse.monitoring import for_engine
 from specpair.commands.build import load_pairs
 from specpair.generate import dashboard_files, monitoring_files
 from specpair.resolve.pair import ResolvedPair
 from tests.support.kubernetes import workload
 from tests.support.paths import REPO
+from tests.support.prometheus_series import (
+    EVAL,
+    alert_rules,
+    engine_counters,
+    expect,
+    gauges,
+    ramp,
+    series,
+    where,
+)
 from tests.support.promtool import check_rules, rule_groups, run_unit_tests
 
 PAIRS = {p.name: p for p in load_pairs(REPO)}
-MINUTES = 120
-EVAL = "100m"
 ALERTS = ("SpecpairAcceptanceBelowSLO", "SpecpairBelowBreakEven", "SpecpairSpeculationStopped",
           "SpecpairSpeculativeSeriesMissing", "SpecpairNotReadyWithinColdStartBudget")
-
-
-def series(name: str, instance: str, values: str, pair: str, **labels: str) -> dict[str, str]:
-    extra = "".join(f',{k}="{v}"' for k, v in sorted(labels.items()))
-    return {"series": f'{name}{{{PAIR_LABEL}="{pair}",instance="{instance}"{extra}}}',
-            "values": values}
-
-
-def ramp(per_minute: float, minutes: int = MINUTES, start: float = 0) -> str:
-    return f"{float(start)!r}+{float(per_minute)!r}x{minutes}"
-
-
-def engine_counters(m: EngineMetrics, pair: str, instance: str, tau: float | None,
-                    tokens_per_minute: float = 600,
-                    minutes: int = MINUTES) -> list[dict[str, str]]:
-    """Counters of a server emitting `tokens_per_minute` at acceptance length `tau`
-    (None: speculating no more, the verify counters stand still)."""
-    out = [series(m.generated_tokens, instance, ramp(tokens_per_minute, minutes), pair)]
-    steps = tokens_per_minute / tau if tau else 0.0
-    start = 0 if tau else 1000
-    out.append(series(m.verify_steps, instance, ramp(steps, minutes, start=start), pair))
-    if m.accepted is not None:
-        # vLLM: τ = 1 + accepted / drafts, so accepted = steps · (τ − 1)
-        out.append(series(m.accepted, instance, ramp(steps * (tau - 1) if tau else 0,
-                                                     minutes, start=start), pair))
-    return out
-
-
-def gauges(m: EngineMetrics, pair: str, instance: str, running: float,
-           minutes: int = MINUTES) -> list[dict[str, str]]:
-    return [series(m.running_requests, instance, f"{running:g}+0x{minutes}", pair),
-            series(m.kv_usage_fraction, instance, f"0.5+0x{minutes}", pair),
-            series("up", instance, f"1+0x{minutes}", pair, job="engine")]
-
-
-def alert_rules(groups: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {r["alert"]: r for g in groups for r in g["rules"] if "alert" in r}
-
-
-def expect(rules: dict[str, dict[str, Any]], alert: str, firing: list[dict[str, str]],
-           at: str = EVAL) -> dict[str, Any]:
-    rule = rules[alert]
-    return {"eval_time": at, "alertname": alert, "exp_alerts": [
-        {"exp_labels": {**labels, **rule["labels"]}, "exp_annotations": rule["annotations"]}
-        for labels in firing]}
-
-
-def where(pair: str, instance: str, **labels: str) -> dict[str, str]:
-    return {PAIR_LABEL: pair, "instance": instance, **labels}
 
 
 @pytest.fixture(scope="module")
@@ -448,7 +407,7 @@ def test_the_stated_detection_delays_hold_in_promtool(name: str, windows: dict[s
     """Two healthy hours, two at τ = 1 (below the SLO and every τ*), two healthy again:
     each alert fires by the delay the rule file states and clears by the one it states."""
     from specpair.analyse.alerts import delays
-    from tests.test_launch import with_runbook
+    from tests.support.pairs import with_runbook
 
     pair = with_runbook(PAIRS[name], alerts=windows) if windows else PAIRS[name]
     files = monitoring_files.generate(Analysis(pair))

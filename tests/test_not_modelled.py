@@ -19,10 +19,10 @@ from specpair.analyse.analysis import Analysis
 from specpair.analyse.checks import Context, run
 from specpair.analyse.step_inputs import not_modelled_text, unmodelled
 from specpair.generate import budget_files, dashboard_files, monitoring_files, plan_files
+from tests.support.geometries import dense
+from tests.support.multinode import PAIRS, sglang_two_nodes, vllm_two_nodes
 from tests.support.pairs import make_pair
 from tests.support.promtool import check_rules, rule_groups
-from tests.test_budget_properties import dense
-from tests.test_manifests import PAIRS, sglang_two_nodes, vllm_two_nodes
 
 TWO_NODES = [vllm_two_nodes, sglang_two_nodes]
 REFUSAL = "not modelled: cross-node model parallelism"

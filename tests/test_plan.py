@@ -20,18 +20,11 @@ from specpair.analyse.plan.search import plan
 from specpair.analyse.plan.variants import variant
 from specpair.bench.record import Measurement
 from specpair.cli import main
-from specpair.commands.build import load_pairs
 from specpair.resolve.pair import ResolvedPair
+from tests.support.examples import example
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 FIXTURE = next((REPO / "tests/fixtures/bench/tiny-vllm/measurements").glob("*.json"))
-
-
-def example(name: str) -> ResolvedPair:
-    folder = REPO / "runbooks" / name
-    (path,) = [p for p in folder.iterdir() if p.name.startswith("runbook.")]
-    (pair,) = load_pairs(REPO, [path])
-    return pair
 
 
 def example_names() -> list[str]:

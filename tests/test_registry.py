@@ -13,9 +13,9 @@ from specpair.engines import verified_layouts
 from specpair.generate.budget_files import markdown
 from specpair.model.config_geometry import from_hf_config
 from specpair.model.errors import SpecpairError
+from tests.support.geometries import dense
 from tests.support.pairs import make_pair
 from tests.support.paths import FIXTURES
-from tests.test_budget_properties import dense
 
 CONFIGS = FIXTURES / "configs"
 

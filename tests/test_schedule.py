@@ -23,8 +23,8 @@ from specpair.analyse.stepmodel import shape_for, step_times
 from specpair.load.runbooks import load_runbook
 from specpair.model.errors import SpecpairError
 from specpair.resolve.pair import ResolvedPair
+from tests.support.examples import example
 from tests.support.paths import write
-from tests.test_plan import example
 
 VLLM_MINIMAL = """\
 pair: {name: demo, title: Demo, owner: me}

@@ -21,9 +21,18 @@ from specpair.analyse.monitoring import for_engine
 from specpair.analyse.plan.variants import variant
 from specpair.generate import monitoring_files
 from specpair.resolve.pair import ResolvedPair
+from tests.support.examples import example
+from tests.support.prometheus_series import (
+    EVAL,
+    MINUTES,
+    alert_rules,
+    expect,
+    gauges,
+    ramp,
+    series,
+    where,
+)
 from tests.support.promtool import rule_groups, run_unit_tests
-from tests.test_monitoring import EVAL, MINUTES, alert_rules, expect, gauges, ramp, series, where
-from tests.test_plan import example
 
 
 def geometric(alpha: float, k: int) -> float:

@@ -11,8 +11,8 @@ import pytest
 from specpair.commands import site
 from specpair.commands.build import load_pairs
 from specpair.model.errors import SpecpairError
+from tests.support.pairs import with_runbook
 from tests.support.paths import REPO
-from tests.test_launch import with_runbook
 
 PAIRS = [p for p in load_pairs(REPO) if p.name in ("qwen3-8b-dflash", "llama31-8b-eagle3")]
 

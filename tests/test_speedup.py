@@ -11,14 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from specpair.analyse.alerts import PAIR_LABEL
 from specpair.analyse.analysis import Analysis
 from specpair.analyse.budget import compute
 from specpair.analyse.latency import model
+from specpair.analyse.monitoring import for_engine
 from specpair.commands.build import load_pairs
 from specpair.generate import charts, dashboard_files, monitoring_files
 from tests.support.paths import REPO
+from tests.support.prometheus_series import engine_counters, gauges
 from tests.support.promtool import run_unit_tests
-from tests.test_monitoring import PAIR_LABEL, engine_counters, for_engine, gauges
 
 PAIRS = {p.name: p for p in load_pairs(REPO)}
 

@@ -19,7 +19,7 @@ import pytest
 
 from specpair.load.staging_log import parse
 from tests.support.hubserver import HubServer
-from tests.test_staging_log import FAKE_ENGINE, free_port, publish, run
+from tests.support.staging import FAKE_ENGINE, free_port, publish, run
 
 RUNBOOK = """\
 pair: {{name: hub-pair, title: A pair staged from the hub, owner: tests}}

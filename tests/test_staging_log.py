@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import stat
 import subprocess
 import sys
-import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,69 +22,17 @@ from specpair.analyse.analysis import Analysis
 from specpair.generate import launch_files, plan_files
 from specpair.load.staging_log import EXIT_STATUS, parse
 from specpair.resolve.pair import ResolvedPair
-from tests.support.checkpoints import llama_config
-from tests.support.hubserver import HubServer, Repo
+from tests.support.hubserver import HubServer
 from tests.support.k8s_expansion import expand_all
 from tests.support.kubernetes import workload
-from tests.test_latency_staging import _eagle
-from tests.test_launch import with_runbook
-
-FAKE_ENGINE = textwrap.dedent("""\
-    #!/usr/bin/env python3
-    # A stand-in engine on --port. FAKE_MODE: ok | unhealthy (503 forever) | exit (dies
-    # at once) | stall (healthy, but the completion never comes).
-    import json, os, sys, time
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-    mode = os.environ.get("FAKE_MODE", "ok")
-    if mode == "exit":
-        sys.exit("fake engine: refusing to start")
-    port = int(sys.argv[sys.argv.index("--port") + 1])
-    open(os.environ["ENGINE_ENV"], "w").write(json.dumps(dict(os.environ)))
-    class H(BaseHTTPRequestHandler):
-        def log_message(self, *a): pass
-        def reply(self, status, body):
-            data = json.dumps(body).encode()
-            self.send_response(status); self.send_header("Content-Length", str(len(data)))
-            self.end_headers(); self.wfile.write(data)
-        def do_GET(self):
-            self.reply(503 if mode == "unhealthy" else 200, {})
-        def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            open(os.environ["ENGINE_ENV"] + ".warmup", "w").write(json.dumps(body))
-            if mode == "stall":
-                time.sleep(600)
-            self.reply(200, {"choices": [{"text": "hi"}], "usage": {"completion_tokens": 3}})
-    ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
-""")
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def weights(n: int) -> bytes:
-    """A real safetensors file of n float16 values."""
-    import numpy as np
-    from safetensors.numpy import save
-
-    return save({"w": np.arange(n, dtype=np.float16)})
+from tests.support.pairs import _eagle, with_runbook
+from tests.support.staging import FAKE_ENGINE, free_port, publish, run
 
 
 @pytest.fixture
 def hub() -> Iterator[HubServer]:
     with HubServer() as server:
         yield server
-
-
-def publish(hub: HubServer, repo: str, n: int) -> tuple[str, int]:
-    files = {"config.json": json.dumps(llama_config()).encode(),
-             "model.safetensors": weights(n)}
-    hub.repos[repo] = Repo()
-    return hub.repos[repo].commit(files), sum(len(v) for v in files.values())
 
 
 def pair_on(hub: HubServer, budget_s: float = 120, warmup_timeout_s: float = 30,
@@ -113,40 +58,6 @@ def write_scripts(pair: ResolvedPair, folder: Path) -> Path:
     engine.write_text(FAKE_ENGINE)
     engine.chmod(engine.stat().st_mode | stat.S_IEXEC)
     return folder / "stage-and-launch.sh"
-
-
-def run(script: Path, hub: HubServer, *args: str, fake: str = "ok",
-        timeout: float = 120, work: Path | None = None) -> tuple[int | None, str]:
-    """Run until the total line (then stop the serving script) or its exit; the hub
-    cache, the engine's log and the stand-in engine live in `work`."""
-    folder = work or script.parent
-    env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HOME": str(folder / "hf"),
-           "HF_HUB_DISABLE_TELEMETRY": "1", "FAKE_MODE": fake,
-           "ENGINE_ENV": str(folder / "engine-env.json"), "LOG": str(folder / "server.log"),
-           # the real hf command, installed beside this interpreter; the stand-in engine
-           "PATH": f"{folder / 'bin'}:{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    env.pop("HF_HUB_OFFLINE", None)
-    process = subprocess.Popen(["bash", str(script), *args], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, env=env, text=True,
-                               start_new_session=True)
-    assert process.stdout is not None
-    out: list[str] = []
-    deadline = time.monotonic() + timeout
-    try:
-        for line in process.stdout:
-            out.append(line)
-            if '"phase":"total"' in line:
-                break
-            assert time.monotonic() < deadline, "".join(out)
-        try:
-            code: int | None = process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            code = None  # still serving, as it should after a good start
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(timeout=30)
-    return code, "".join(out)
 
 
 def json_lines(text: str) -> list[dict[str, object]]:

@@ -11,12 +11,11 @@ from pathlib import Path
 from specpair.analyse.analysis import Analysis
 from specpair.analyse.staging import HF_DOWNLOAD_WORKERS, plan
 from specpair.generate import launch_files
+from tests.support.geometries import dense
 from tests.support.hubserver import HubServer, Repo
 from tests.support.k8s_expansion import expand_all
 from tests.support.kubernetes import workload
-from tests.support.pairs import make_pair
-from tests.test_budget_properties import dense
-from tests.test_launch import with_runbook
+from tests.support.pairs import make_pair, with_runbook
 
 
 def test_hf_download_opens_the_modelled_number_of_streams(tmp_path: Path) -> None:

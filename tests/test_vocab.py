@@ -177,8 +177,8 @@ acceptance: {slo: {min_length: 1.5}}
 
 
 def test_lock_from_the_hub_computes_the_same_intersection(tmp_path: Path) -> None:
+    from tests.support.hub_lock import lock, publish
     from tests.support.hubserver import HubServer
-    from tests.test_hub import lock, publish
 
     target_files = tokenizer_files(byte_level_bpe(), BPE_SPECIAL)
     draft_files = tokenizer_files(metaspace_bpe(), METASPACE_SPECIAL)

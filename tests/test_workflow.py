@@ -13,11 +13,16 @@ import yaml
 
 from specpair.commands.impact import PairImpact, impact, markdown
 from specpair.commands.init import template
-from tests.test_impact import commit, edit, repo  # noqa: F401  (the fixture)
+from tests.support.git_repo import commit, edit, examples_repo
 
 WORKFLOW: dict[str, Any] = yaml.safe_load(template("workflow.yml"))
 STEPS: list[dict[str, Any]] = WORKFLOW["jobs"]["gate"]["steps"]
 TEXT = template("workflow.yml").decode()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return examples_repo(tmp_path)
 
 
 def scripts() -> list[tuple[str, str]]:
@@ -120,7 +125,7 @@ def test_specpairs_own_commands_stay_code() -> None:
     assert inline("[x](y) @z") == "\\[x\\](y) @&#8203;z"
 
 
-def test_a_runbook_title_in_a_real_change_reaches_the_checklist_inert(repo: Path) -> None:  # noqa: F811
+def test_a_runbook_title_in_a_real_change_reaches_the_checklist_inert(repo: Path) -> None:
     title = "x` [click](https://evil.example) @octocat `y"
     commit(repo, lambda r: edit(r, "runbooks/ling-3-flash-dspark/runbook.yaml",
                                 "title: ", f"title: {title!r} # was: "))

@@ -21,8 +21,8 @@ from specpair.analyse.launch import build_for
 from specpair.commands.build import load_pairs
 from tests.engine.conftest import Server, free_port, parse, start, stop, wait_healthy
 from tests.engine.test_vllm_cpu import counter
-from tests.test_heterogeneous_vocab import PASSING, RESTRICTIONS
-from tests.test_launch import with_runbook
+from tests.support.pairs import with_runbook
+from tests.support.vocab import PASSING, RESTRICTIONS
 
 RUNBOOK = """\
 # float32: see tests/engine/conftest.py (bf16 takes AMX kernels that SIGILL on this CPU)

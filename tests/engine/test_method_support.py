@@ -15,8 +15,8 @@ from specpair.analyse.checks import Context, run
 from specpair.engines import method_support
 from tests.engine import releases
 from tests.engine.conftest import HERE
+from tests.support.geometries import dense
 from tests.support.pairs import make_pair
-from tests.test_budget_properties import dense
 
 ENGINES = (*releases.SGLANG, *releases.VLLM)  # the releases with a package
 

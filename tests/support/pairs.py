@@ -10,6 +10,7 @@ from specpair.model.geometry import Geometry
 from specpair.model.lock import Source, Tokenizer, Weights
 from specpair.model.runbook import Runbook
 from specpair.resolve.pair import ResolvedPair
+from tests.support.geometries import dense
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 HUB = f"hub@{SHA}"  # as `specpair lock` writes a resolved artifact (consistent for SP105)
@@ -50,3 +51,31 @@ def make_pair(target: Geometry, draft: Geometry | None, *, engine: str = "sglang
         engine=f"{engine} {version}", gpu=hardware.display_key(rb.deployment.gpu),
         target=artifact("target", target, target_bytes),
         draft=artifact("draft", draft, draft_bytes) if draft is not None else None)
+
+
+def with_runbook(pair: ResolvedPair, **sections: dict[str, Any]) -> ResolvedPair:
+    data = pair.runbook.model_dump(mode="json")
+    for key, update in sections.items():
+        data[key] = {**(data.get(key) or {}), **update}
+    return pair.model_copy(update={"runbook": pair.runbook.model_validate(data)})
+
+
+def _eagle(draft_layers: int = 1, context: int = 512, concurrency: int = 1):  # type: ignore[no-untyped-def]
+    return make_pair(dense(32), dense(draft_layers),
+                     speculation={"method": "EAGLE3", "num_speculative_tokens": 4},
+                     deployment={"context_length": context, "concurrency": concurrency},
+                     target_bytes=16 << 30, draft_bytes=draft_layers * (400 << 20))
+
+
+# a healthy DSPARK pair: draft trained for this 36-layer target, hidden sizes equal
+DRAFT = Geometry(architecture="DSparkDraftModel", dtype="bfloat16", hidden_size=4096,
+                 vocab_size=151936, max_position_embeddings=40960, num_hidden_layers=5,
+                 attention="mha", full_attention_layers=5, num_attention_heads=32,
+                 num_key_value_heads=8, head_dim=128, v_head_dim=128,
+                 target_layer_ids=[1, 9, 17, 25, 33], block_size=7, mask_token_id=151669)
+
+
+def good() -> ResolvedPair:
+    return make_pair(dense(36), DRAFT, speculation={"method": "DSPARK", "block_size": 7},
+                     deployment={"context_length": 8192},
+                     target_bytes=16 << 30, draft_bytes=2 << 30)
