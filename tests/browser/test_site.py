@@ -20,7 +20,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.browser.conftest import chromium, serve
+from tests.browser.support import chromium, serve
 from tests.support.paths import REPO
 
 SCREENSHOTS = REPO / "site" / "screenshots"

@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.engine.conftest import RUNBOOK, Server, free_port, start, stop, wait_healthy
+from tests.engine.support import RUNBOOK, Server, free_port, start, stop, wait_healthy
 from tests.engine.tiny_models import build
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ import pytest
 from specpair.analyse.checks import Context, run
 from specpair.engines import method_support
 from tests.engine import releases
-from tests.engine.conftest import HERE
+from tests.engine.support import HERE
 from tests.support.geometries import dense
 from tests.support.pairs import make_pair
 

@@ -8,7 +8,7 @@ import pytest
 
 from specpair.analyse.analysis import Analysis
 from tests.engine import releases
-from tests.engine.conftest import REPO, parse
+from tests.engine.support import REPO, parse
 
 
 def example_argvs() -> dict[str, list[tuple[str, list[str]]]]:

