@@ -24,9 +24,9 @@ from specpair.load.runbooks import load_runbook
 from specpair.model.errors import SpecpairError
 from tests.support.geometries import dense
 from tests.support.pairs import make_pair
-from tests.support.paths import REPO, write
+from tests.support.paths import REPO, TESTS, write
 
-CORPUS = Path(__file__).resolve().parent / "bad_runbooks"
+CORPUS = TESTS / "bad_runbooks"
 EXPECTED = {
     "malformed": "not valid YAML",
     "wrong-types": "Input should be a valid",

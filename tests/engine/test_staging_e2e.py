@@ -3,7 +3,7 @@ tiny pair from the local hub server (HF_ENDPOINT), the script starts the real vl
 engine from the generated launch command, and its deployment log is ingested into the
 pair's card. The failure paths use the real engine too: a cold-start budget shorter than
 the engine's start (never healthy in time) and a warmup request that cannot finish
-within its timeout. The missing revision needs no engine: tests/test_staging_log.py.
+within its timeout. The missing revision needs no engine: tests/load/test_staging_log.py.
 
 One engine at a time; each run stops its engine before the next starts.
 """

@@ -26,6 +26,7 @@ from specpair.engines.registry import by_label
 from specpair.model.errors import SpecpairError
 from specpair.model.runbook import Regression
 from tests.support.fake_engine import FIXTURES
+from tests.support.paths import REPO
 
 MARKER = "zq-planted-marker-unit"
 
@@ -139,7 +140,7 @@ def test_gate_names_class_and_depth_divergence_and_schema() -> None:
 def test_replay_workloads_are_validated_by_field(tmp_path: Path) -> None:
     from specpair.load.runbooks import load_runbook
 
-    source = (Path(__file__).parents[1] / "runbooks" / "llama33-70b-eagle3-vllm"
+    source = (REPO / "runbooks" / "llama33-70b-eagle3-vllm"
               / "runbook.yaml").read_text()
     path = tmp_path / "runbook.yaml"
     assert "\nworkloads:" not in source

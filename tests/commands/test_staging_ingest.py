@@ -2,7 +2,7 @@
 
 A pair is locked against the local hub server with the real hub client, built, and its
 stage-and-launch.sh run with the real `hf` command; the engine is the stand-in of
-tests/test_staging_log.py (the real-engine run is tests/engine/test_staging_e2e.py).
+tests/load/test_staging_log.py (the real-engine run is tests/engine/test_staging_e2e.py).
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ variants at request caps the plan never picks (1, a cap the pool cannot hold).""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,8 +19,8 @@ from specpair.analyse.plan.variants import variant
 from specpair.commands.build import load_pairs
 from specpair.model.budget import Budget
 from specpair.resolve.pair import ResolvedPair
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 NAMES = sorted(p.parent.name for p in (REPO / "runbooks").glob("*/runbook.*"))
 
 

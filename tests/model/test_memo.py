@@ -7,7 +7,6 @@ first one's answer."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,8 +21,7 @@ from specpair.model import memo
 from specpair.model.common import KVDtype
 from specpair.model.geometry import Geometry
 from specpair.resolve.pair import ResolvedPair
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.support.paths import REPO
 
 
 def example(name: str) -> ResolvedPair:
