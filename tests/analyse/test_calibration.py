@@ -11,7 +11,6 @@ import json
 import math
 import re
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from specpair.analyse.stepmodel import (
 )
 from specpair.facts import hardware
 from specpair.model import step_refusals
+from tests.support import proc
 from tests.support.paths import REPO
 
 SCRIPT = REPO / "benchmarks" / "latency_validation.py"
@@ -385,8 +385,8 @@ def test_every_interval_contains_its_point_estimate() -> None:
 
 
 def test_the_validation_script_leads_with_cross_validated_figures() -> None:
-    result = subprocess.run([sys.executable, str(SCRIPT), "--quiet"], capture_output=True,
-                            text=True, check=False, timeout=600)
+    result = proc.run([sys.executable, str(SCRIPT), "--quiet"], capture_output=True,
+                            text=True, check=False, cpu_s=600)
     out = result.stdout
     assert result.returncode in (0, 1), result.stderr[-2000:]
     assert out.index("== cross-validated") < out.index("== in-sample")
@@ -404,15 +404,15 @@ def test_the_validation_script_evaluates_a_file_outside_the_package(tmp_path: Pa
         "num_speculative_tokens: 3, concurrency: 1, context: 300, workload: MT-bench, "
         "baseline_tok_s: 141.44, speculative_tok_s: 244.50, tau: 2.79, "
         "source: 'github.com/vllm-project/vllm/issues/20780'}\n", encoding="utf-8")
-    result = subprocess.run([sys.executable, str(SCRIPT), "--points", str(points), "--json"],
-                            capture_output=True, text=True, check=False, timeout=300)
+    result = proc.run([sys.executable, str(SCRIPT), "--points", str(points), "--json"],
+                            capture_output=True, text=True, check=False, cpu_s=300)
     assert result.returncode in (0, 1), result.stderr
     got = json.loads(result.stdout)
     (row,) = got["rows"]
     assert row["id"] == "mine-k3" and row["published_speedup"] == pytest.approx(244.5 / 141.44)
     assert got["mode"] == "as stored" and got["known_tau"] == 1
-    text = subprocess.run([sys.executable, str(SCRIPT), "--points", str(points)],
-                          capture_output=True, text=True, check=False, timeout=300).stdout
+    text = proc.run([sys.executable, str(SCRIPT), "--points", str(points)],
+                          capture_output=True, text=True, check=False, cpu_s=300).stdout
     assert "mine-k3" in text and "median |error| of the speedup" in text
 
 
@@ -421,16 +421,16 @@ def test_a_bad_points_file_names_the_file_point_and_field(tmp_path: Path) -> Non
     bad.write_text("points:\n  - {id: x1, gpu: H100-80GB, engine: trt, engine_version: '1', "
                    "target: llama31-8b, concurrency: 1, context: 10, workload: w, "
                    "baseline_tok_s: 1.0, source: s}\n", encoding="utf-8")
-    result = subprocess.run([sys.executable, str(SCRIPT), "--points", str(bad)],
-                            capture_output=True, text=True, check=False, timeout=300)
+    result = proc.run([sys.executable, str(SCRIPT), "--points", str(bad)],
+                            capture_output=True, text=True, check=False, cpu_s=300)
     assert result.returncode == 2
     assert str(bad) in result.stderr and "points.0.engine" in result.stderr
     assert "'x1'" in result.stderr
     gpu = tmp_path / "gpu.yaml"
     gpu.write_text(bad.read_text().replace("engine: trt", "engine: vllm")
                    .replace("H100-80GB", "H100X"), encoding="utf-8")
-    result = subprocess.run([sys.executable, str(SCRIPT), "--points", str(gpu)],
-                            capture_output=True, text=True, check=False, timeout=300)
+    result = proc.run([sys.executable, str(SCRIPT), "--points", str(gpu)],
+                            capture_output=True, text=True, check=False, cpu_s=300)
     assert result.returncode == 2 and "unknown GPU 'H100X'" in result.stderr
 
 

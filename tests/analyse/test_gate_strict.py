@@ -17,6 +17,7 @@ from specpair.model.config_geometry import from_hf_config
 from specpair.model.errors import SpecpairError
 from specpair.model.geometry import Geometry
 from specpair.resolve.pair import ResolvedPair
+from tests.support import proc
 from tests.support.geometries import dense
 from tests.support.pairs import SHA, make_pair, with_runbook
 from tests.support.paths import FIXTURES, REPO, write
@@ -30,8 +31,8 @@ def qwen3_32b() -> Geometry:
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "specpair", *args], cwd=cwd,
-                          capture_output=True, text=True, check=False, timeout=300)
+    return proc.run([sys.executable, "-m", "specpair", *args], cwd=cwd,
+                          capture_output=True, text=True, check=False, cpu_s=300)
 
 
 def _edit(root: Path, pair: str, old: str, new: str) -> Path:

@@ -20,6 +20,7 @@ from specpair.analyse.latency import (
 from specpair.analyse.staging import download_seconds, plan
 from specpair.analyse.stepmodel import Forward
 from specpair.generate import plan_files
+from tests.support import proc
 from tests.support.geometries import dense
 from tests.support.pairs import _eagle, make_pair, with_runbook
 from tests.support.paths import REPO
@@ -168,8 +169,8 @@ def run_stage(tmp_path: Path, fail: str = "") -> subprocess.CompletedProcess[str
     (tmp_path / "snap").mkdir()
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FAIL": fail,
            "SNAPSHOTS": str(tmp_path / "snap"), "LOG": str(tmp_path / "server.log")}
-    return subprocess.run(["bash", str(tmp_path / "stage-and-launch.sh")], env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    return proc.run(["bash", str(tmp_path / "stage-and-launch.sh")], env=env,
+                          capture_output=True, text=True, cpu_s=120, check=False)
 
 
 def test_stage_and_launch_stages_both_then_serves_and_warms_up(tmp_path: Path) -> None:

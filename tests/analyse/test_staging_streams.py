@@ -4,13 +4,13 @@ staging script's `hf download` opens: counted on a local hub by huggingface_hub 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from specpair.analyse.analysis import Analysis
 from specpair.analyse.staging import HF_DOWNLOAD_WORKERS, plan
 from specpair.generate import launch_files
+from tests.support import proc
 from tests.support.geometries import dense
 from tests.support.hubserver import HubServer, Repo
 from tests.support.k8s_expansion import expand_all
@@ -41,7 +41,7 @@ def test_hf_download_opens_the_modelled_number_of_streams(tmp_path: Path) -> Non
         env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "models"),
                "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
         env.pop("HF_HUB_OFFLINE", None)
-        done = subprocess.run(init, env=env, capture_output=True, text=True, timeout=120,
+        done = proc.run(init, env=env, capture_output=True, text=True, cpu_s=120,
                               check=False)
         assert done.returncode == 0, done.stdout + done.stderr
         assert hub.most_in_flight == HF_DOWNLOAD_WORKERS == 8

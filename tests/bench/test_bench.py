@@ -19,6 +19,7 @@ from specpair.engines.bench_model import FallbackError
 from specpair.engines.registry import by_label
 from specpair.engines.sglang_0_5_23 import bench as sglang_bench
 from specpair.model.runbook import Workload
+from tests.support import proc
 from tests.support.fake_engine import FIXTURES, FakeEngine
 from tests.support.paths import REPO
 
@@ -115,11 +116,11 @@ def test_stream_timing_and_acceptance_over_http(fakes: tuple[FakeEngine, FakeEng
 
 
 def _bench(repo: Path, baseline: str, spec: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "specpair", "bench",
+    return proc.run([sys.executable, "-m", "specpair", "bench",
                            "runbooks/llama33-70b-eagle3-vllm/runbook.yaml", "--baseline",
                            baseline, "--spec", spec, "--concurrency", "1,2", "--time-limit",
                            "60"], cwd=repo, capture_output=True, text=True, check=False,
-                          timeout=300)
+                          cpu_s=300)
 
 
 def _small_workloads(repo: Path) -> None:
@@ -200,11 +201,11 @@ def test_bench_writes_under_the_build_lock(repo_copy: Path,
     build(repo_copy)
     folder = repo_copy / "runbooks" / "llama33-70b-eagle3-vllm"
     with exclusive(repo_copy):  # as a build holds it
-        process = subprocess.Popen([sys.executable, "-m", "specpair", "bench",
+        process = proc.popen([sys.executable, "-m", "specpair", "bench",
                                     "runbooks/llama33-70b-eagle3-vllm/runbook.yaml",
                                     "--baseline", baseline.url, "--spec", spec.url,
                                     "--concurrency", "1", "--time-limit", "60"],
-                                   cwd=repo_copy, stdout=subprocess.PIPE,
+                                   cpu_s=120, cwd=repo_copy, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True)
         seen: list[str] = []
         reader = threading.Thread(target=lambda: seen.extend(iter(
@@ -216,7 +217,7 @@ def test_bench_writes_under_the_build_lock(repo_copy: Path,
         assert "[long c=1 speculative] 3/3" in "".join(seen), "".join(seen)
         time.sleep(2)
         assert process.poll() is None and not (folder / "measurements").exists()
-    assert process.wait(timeout=120) == 0, "".join(seen)
+    assert proc.wait(process, 120) == 0, "".join(seen)
     reader.join(timeout=10)
     assert len(list((folder / "measurements").glob("*.json"))) == 1
     assert build(repo_copy, check_only=True).drift.stale == []
@@ -325,12 +326,12 @@ def test_bench_compares_the_schedule_with_its_static_k(repo_copy: Path,
     config = args["static"]["argv"][args["static"]["argv"].index("--speculative-config") + 1]
     assert "per_batch_size" not in config and args["static"]["num_speculative_tokens"] == 3
     try:
-        result = subprocess.run(
+        result = proc.run(
             [sys.executable, "-m", "specpair", "bench",
              "runbooks/llama33-70b-eagle3-vllm/runbook.yaml", "--baseline", baseline.url,
              "--spec", spec.url, "--static", static.url, "--workloads", "short",
              "--time-limit", "60"], cwd=repo_copy, capture_output=True, text=True,
-            check=False, timeout=300)
+            check=False, cpu_s=300)
     finally:
         static.close()
     assert result.returncode == 0, result.stderr
@@ -359,9 +360,9 @@ def test_bench_refuses_static_without_a_schedule(repo_copy: Path,
     baseline, spec = fakes
     path = repo_copy / "runbooks" / "llama33-70b-eagle3-vllm" / "runbook.yaml"
     path.write_text(path.read_text().replace("schedule: derived", "schedule: static"))
-    result = subprocess.run(
+    result = proc.run(
         [sys.executable, "-m", "specpair", "bench",
          "runbooks/llama33-70b-eagle3-vllm/runbook.yaml", "--baseline", baseline.url,
          "--spec", spec.url, "--static", spec.url, "--concurrency", "1"],
-        cwd=repo_copy, capture_output=True, text=True, check=False, timeout=300)
+        cwd=repo_copy, capture_output=True, text=True, check=False, cpu_s=300)
     assert result.returncode == 1 and "no speculation schedule" in result.stderr

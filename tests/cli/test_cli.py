@@ -8,6 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tests.support import proc
 from tests.support.paths import REPO, write
 from tests.support.runbooks import MINIMAL
 
@@ -20,8 +21,8 @@ def _closed_pipe_run(args: list[str], cwd: Path, stream: str) -> int:
     try:
         target = {"stdout": write_end} if stream == "stdout" else {
             "stderr": write_end, "stdout": subprocess.DEVNULL}
-        process = subprocess.run([sys.executable, "-m", "specpair", *args], cwd=cwd,
-                                 check=False, timeout=120, **target)  # type: ignore[call-overload]
+        process = proc.run([sys.executable, "-m", "specpair", *args], cwd=cwd,
+                                 check=False, cpu_s=120, **target)  # type: ignore[call-overload]
     finally:
         os.close(write_end)
     return int(process.returncode)
@@ -54,8 +55,8 @@ def test_stale_build_check_keeps_exit_3_on_a_closed_pipe(repo_copy: Path) -> Non
 
 
 def run(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "specpair", *args], cwd=cwd,
-                          capture_output=True, text=True, check=False, timeout=300)
+    return proc.run([sys.executable, "-m", "specpair", *args], cwd=cwd,
+                          capture_output=True, text=True, check=False, cpu_s=300)
 
 
 def test_an_unknown_fail_on_class_is_a_usage_error() -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from specpair.analyse.calibrate import fit_pair, operating_points
 from specpair.analyse.latency import setup
 from specpair.analyse.stepmodel import step_times
 from specpair.commands.build import build, load_pairs
+from tests.support import proc
 from tests.support.paths import FIXTURES
 
 RECORD_TIME = "2026-11-30T02:55:15Z"
@@ -56,9 +56,9 @@ def test_fit_on_two_concurrencies_predicts_the_third(root: Path) -> None:
 
 
 def test_calibrate_command_and_the_build_label_the_provenance(root: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "specpair", "calibrate",
+    result = proc.run([sys.executable, "-m", "specpair", "calibrate",
                              "runbooks/tiny-vllm/runbook.yaml", "--concurrency", "1,4"],
-                            cwd=root, capture_output=True, text=True, check=False, timeout=300)
+                            cwd=root, capture_output=True, text=True, check=False, cpu_s=300)
     assert result.returncode == 0, result.stderr
     assert f"fitted on this pair's bench record of {RECORD_TIME}" in result.stdout
     assert "| short, long | 2 |" in result.stdout and "predicted |" in result.stdout
@@ -69,8 +69,8 @@ def test_calibrate_command_and_the_build_label_the_provenance(root: Path) -> Non
 
 def test_calibrate_without_a_record_says_what_to_do(root: Path) -> None:
     shutil.rmtree(root / "runbooks" / "tiny-vllm" / "measurements")
-    result = subprocess.run([sys.executable, "-m", "specpair", "calibrate",
+    result = proc.run([sys.executable, "-m", "specpair", "calibrate",
                              "runbooks/tiny-vllm/runbook.yaml"],
-                            cwd=root, capture_output=True, text=True, check=False, timeout=300)
+                            cwd=root, capture_output=True, text=True, check=False, cpu_s=300)
     assert result.returncode != 0
     assert "no bench record" in result.stderr and "specpair bench" in result.stderr

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from specpair import __version__
+from tests.support import proc
 from tests.support.paths import REPO
 
 SCAFFOLD = [".github/workflows/specpair.yml", ".gitignore", "runbooks/deepseek-v3-mtp/lock.json",
@@ -25,8 +26,8 @@ SCAFFOLD = [".github/workflows/specpair.yml", ".gitignore", "runbooks/deepseek-v
 
 def specpair(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "specpair", *args], cwd=root, env=env,
-                          capture_output=True, text=True, check=False, timeout=600)
+    return proc.run([sys.executable, "-m", "specpair", *args], cwd=root, env=env,
+                          capture_output=True, text=True, check=False, cpu_s=600)
 
 
 def git(root: Path, *args: str) -> str:

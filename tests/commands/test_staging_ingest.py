@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from specpair.load.staging_log import parse
+from tests.support import proc
 from tests.support.hubserver import HubServer
 from tests.support.staging import FAKE_ENGINE, free_port, publish, run
 
@@ -42,8 +43,8 @@ def hub() -> Iterator[HubServer]:
 def specpair(root: Path, hub: HubServer, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HOME": str(root / ".hf-lock")}
     env.pop("HF_HUB_OFFLINE", None)
-    return subprocess.run([sys.executable, "-m", "specpair", *args], cwd=root, env=env,
-                          capture_output=True, text=True, check=False, timeout=300)
+    return proc.run([sys.executable, "-m", "specpair", *args], cwd=root, env=env,
+                          capture_output=True, text=True, check=False, cpu_s=300)
 
 
 def write_runbook(root: Path, hub: HubServer, budget: float) -> Path:
@@ -186,11 +187,11 @@ def test_ingest_takes_the_build_lock(repo: Path, hub: HubServer) -> None:
     env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HOME": str(repo / ".hf-lock")}
     records = repo / "runbooks" / "hub-pair" / "measurements" / "staging"
     with exclusive(repo):  # as a build holds it
-        process = subprocess.Popen([sys.executable, "-m", "specpair", "staging", "ingest",
-                                    "runbooks/hub-pair/runbook.yaml", str(log)], cwd=repo,
-                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        process = proc.popen([sys.executable, "-m", "specpair", "staging", "ingest",
+                              "runbooks/hub-pair/runbook.yaml", str(log)], cpu_s=120, cwd=repo,
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         time.sleep(3)
         assert process.poll() is None and not records.exists()
-    assert process.wait(timeout=120) == 0, process.communicate()
+    assert proc.wait(process, 120) == 0, process.communicate()
     assert len(list(records.glob("*.json"))) == 1
     assert specpair(repo, hub, "build", "--check").returncode == 0

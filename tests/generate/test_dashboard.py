@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import yaml
 from specpair.analyse.analysis import Analysis
 from specpair.commands.build import load_pairs
 from specpair.generate import dashboard_files, monitoring_files
+from tests.support import proc
 from tests.support.paths import REPO
 from tests.support.promtool import check_rules, rule_groups
 
@@ -41,8 +41,8 @@ def test_dashboards_are_byte_identical_across_processes() -> None:
     runs = []
     for seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        runs.append(subprocess.run([sys.executable, "-c", script, str(REPO)], env=env,
-                                   capture_output=True, check=True, timeout=300).stdout)
+        runs.append(proc.run([sys.executable, "-c", script, str(REPO)], env=env,
+                                   capture_output=True, check=True, cpu_s=300).stdout)
     assert runs[0] == runs[1] and runs[0]
     committed = b"".join((REPO / "runbooks" / name / "generated" / dashboard_files.DASHBOARD)
                          .read_bytes() for name in sorted(PAIRS))

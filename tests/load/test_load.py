@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import pytest
 
 from specpair.load.document import MAX_FILE_BYTES, load_document
 from specpair.model.errors import SpecpairError
+from tests.support import proc
 from tests.support.paths import write
 
 
@@ -162,8 +162,8 @@ def test_jsonnet_memory_bomb_aborts_quietly(tmp_path: Path) -> None:
               "from specpair.model.errors import SpecpairError\n"
               "try:\n    load_document(Path(sys.argv[1]), Path(sys.argv[2]))\n"
               "except SpecpairError as error:\n    print(error.problems[0].message)\n")
-    result = subprocess.run([sys.executable, "-c", script, str(path), str(root)],
-                            capture_output=True, text=True, check=False, timeout=120)
+    result = proc.run([sys.executable, "-c", script, str(path), str(root)],
+                            capture_output=True, text=True, check=False, cpu_s=120)
     assert result.returncode == 0, result.stderr
     assert "Jsonnet evaluation" in result.stdout, result.stdout
     assert "Fatal Python error" not in result.stderr, result.stderr

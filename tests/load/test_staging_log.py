@@ -22,6 +22,7 @@ from specpair.analyse.analysis import Analysis
 from specpair.generate import launch_files, plan_files
 from specpair.load.staging_log import EXIT_STATUS, parse
 from specpair.resolve.pair import ResolvedPair
+from tests.support import proc
 from tests.support.hubserver import HubServer
 from tests.support.k8s_expansion import expand_all
 from tests.support.kubernetes import workload
@@ -172,7 +173,7 @@ def test_the_manifest_init_container_and_warmup_hook_write_the_same_log(
     env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "models"),
            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     env.pop("HF_HUB_OFFLINE", None)
-    staged = subprocess.run(init, env=env, capture_output=True, text=True, timeout=120,
+    staged = proc.run(init, env=env, capture_output=True, text=True, cpu_s=120,
                             check=False)
     assert staged.returncode == 0, staged.stdout + staged.stderr
     # the hook's wrapper sends its output to PID 1's stdout (the container's log); here
@@ -183,8 +184,8 @@ def test_the_manifest_init_container_and_warmup_hook_write_the_same_log(
     engine = subprocess.Popen([sys.executable, str(tmp_path / "engine.py"), "--port", port],
                               env={**env, "ENGINE_ENV": str(tmp_path / "engine-env.json")})
     try:
-        served = subprocess.run([sys.executable, "-c", *hook[3:]], env=env,
-                                capture_output=True, text=True, timeout=120, check=False)
+        served = proc.run([sys.executable, "-c", *hook[3:]], env=env,
+                                capture_output=True, text=True, cpu_s=120, check=False)
     finally:
         engine.terminate()
         engine.wait(timeout=30)
@@ -202,7 +203,7 @@ def test_the_manifest_init_container_and_warmup_hook_write_the_same_log(
     doc = workload(launch_files.generate(Analysis(missing))["deployment.k8s.yaml"])
     init = expand_all(doc["spec"]["template"]["spec"]["initContainers"][0]["command"],
                       pod_env)
-    failed = subprocess.run(init, env=env, capture_output=True, text=True, timeout=120,
+    failed = proc.run(init, env=env, capture_output=True, text=True, cpu_s=120,
                             check=False)
     assert failed.returncode == EXIT_STATUS["staging"], failed.stdout + failed.stderr
     record = parse(failed.stdout, "kubectl-logs.txt")

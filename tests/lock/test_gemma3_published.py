@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import proc
 from tests.support.hub_lock import lock
 from tests.support.hubserver import HubServer, Repo
 from tests.support.paths import FIXTURES, write
@@ -89,8 +89,8 @@ staging: {{order: {order}}}
 
 def findings(repo: Path) -> dict[str, list[str]]:
     """runbook name → the rule ids `specpair check` reports on it."""
-    result = subprocess.run([sys.executable, "-m", "specpair", "check", "runbooks"],
-                            cwd=repo, capture_output=True, text=True, check=False, timeout=300)
+    result = proc.run([sys.executable, "-m", "specpair", "check", "runbooks"],
+                            cwd=repo, capture_output=True, text=True, check=False, cpu_s=300)
     assert "4 pair(s) checked" in result.stdout, result.stdout + result.stderr
     found: dict[str, list[str]] = {}
     for line in result.stdout.splitlines():
@@ -142,10 +142,10 @@ def test_it_budgets_at_the_full_context_and_the_gate_raises_nothing_on_it(repo: 
         rules = " ".join(found[f"gemma3-ngram-{engine}"])
         for rule in ("SP105", "SP402", "SP501", "SP601", "SP603", "SP604"):
             assert rule not in rules, (engine, rules)
-        budget = subprocess.run(
+        budget = proc.run(
             [sys.executable, "-m", "specpair", "budget",
              f"runbooks/gemma3-ngram-{engine}/runbook.yaml", "--json"],
-            cwd=repo, capture_output=True, text=True, check=False, timeout=300)
+            cwd=repo, capture_output=True, text=True, check=False, cpu_s=300)
         assert budget.returncode == 0, budget.stderr
         data = json.loads(budget.stdout)
         assert not data.get("unverified"), data["unverified"]

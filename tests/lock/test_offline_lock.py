@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support import proc
 from tests.support.checkpoints import TOKENIZER
 from tests.support.paths import FIXTURES, write
 
@@ -33,8 +34,8 @@ acceptance: {{slo: {{min_length: 3.0}}}}
 
 def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_ENDPOINT": "http://127.0.0.1:9"}
-    return subprocess.run([sys.executable, "-m", "specpair", *args], cwd=root, env=env,
-                          capture_output=True, text=True, check=False, timeout=300)
+    return proc.run([sys.executable, "-m", "specpair", *args], cwd=root, env=env,
+                          capture_output=True, text=True, check=False, cpu_s=300)
 
 
 def folder(path: Path, config: Path, total: int | None, tokenizer: bool = True) -> Path:

@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from tests.support import proc
+
 
 def promtool() -> str:
     found = shutil.which("promtool")
@@ -22,8 +24,8 @@ def promtool() -> str:
 
 
 def check_rules(path: Path) -> str:
-    result = subprocess.run([promtool(), "check", "rules", str(path)], capture_output=True,
-                            text=True, check=False, timeout=120)
+    result = proc.run([promtool(), "check", "rules", str(path)], capture_output=True,
+                            text=True, check=False, cpu_s=120)
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
@@ -35,8 +37,8 @@ def run_unit_tests(rule_file: Path, tests: list[dict[str, Any]], folder: Path,
             "tests": tests}
     path = folder / f"{rule_file.stem}.test.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False, width=1000))
-    return subprocess.run([promtool(), "test", "rules", str(path)], capture_output=True,
-                          text=True, check=False, timeout=300)
+    return proc.run([promtool(), "test", "rules", str(path)], capture_output=True,
+                          text=True, check=False, cpu_s=300)
 
 
 def rule_groups(text: str) -> list[dict[str, Any]]:
