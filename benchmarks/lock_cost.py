@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.checkpoints import llama_config, write_checkpoint
-from tests.hubserver import HubServer, Repo, files_of
+from tests.support.checkpoints import llama_config, write_checkpoint
+from tests.support.hubserver import HubServer, Repo, files_of
 
 CASES = [("1 shard", 1, 4), ("3 shards", 3, 12), ("8 shards", 8, 24)]
 

@@ -5,8 +5,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+from tests.support.paths import REPO
 
 
 @pytest.fixture
@@ -17,9 +16,3 @@ def repo_copy(tmp_path: Path) -> Path:
     shutil.copytree(REPO / "runbooks", root / "runbooks")
     shutil.copytree(REPO / "schema", root / "schema")
     return root
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path

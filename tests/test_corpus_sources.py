@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 
 CORPUS = FIXTURES / "corpus"
 ENTRY_KEYS = {"folder", "model_id", "collection", "repository", "path", "commit", "role",

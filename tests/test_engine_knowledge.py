@@ -6,15 +6,14 @@ from __future__ import annotations
 import ast
 import json
 import re
-from pathlib import Path
 
 import pytest
 
 from specpair.engines import registry
 from specpair.model.config_geometry import from_hf_config
-from tests.conftest import FIXTURES
+from tests.support.paths import FIXTURES, REPO
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "specpair"
+SRC = REPO / "src" / "specpair"
 ENGINES = SRC / "engines"
 NAMES = {r.name for r in registry.RELEASES.values()}
 VERSION = re.compile(r"^\d+\.\d+(\.\d+)?")

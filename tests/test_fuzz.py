@@ -24,7 +24,7 @@ from specpair.cli import main
 from specpair.load.document import load_document
 from specpair.load.runbooks import load_lock, load_runbook
 from specpair.model.errors import SpecpairError
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 EXIT_CODES = {0, 1, 2, 3}
 """The documented exit statuses: ok, problems, usage (argparse, plan), stale/impact."""

@@ -7,7 +7,6 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,13 +19,14 @@ from specpair.commands.build import load_pairs
 from specpair.generate import launch_files
 from specpair.generate.launch_files import LWS_ENV
 from specpair.resolve.pair import ResolvedPair
-from tests.conftest import REPO
-from tests.k8s_expansion import expand, expand_all
-from tests.kubernetes import workload
-from tests.pairs import make_pair
-from tests.planted_records import FIXTURE
-from tests.test_budget_properties import dense
-from tests.test_launch import HOSTILE, with_runbook
+from tests.support import proc
+from tests.support.geometries import dense
+from tests.support.k8s_expansion import expand, expand_all
+from tests.support.kubernetes import workload
+from tests.support.launch_script import HOSTILE
+from tests.support.pairs import make_pair, with_runbook
+from tests.support.paths import REPO
+from tests.support.planted_records import FIXTURE
 
 
 def cli(root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
@@ -249,10 +249,10 @@ def test_a_read_only_or_full_disk_is_a_located_error(repo_copy: Path, options: s
     script = 'mount -t tmpfs -o "$1" tmpfs "$2" && exec "$3" -m specpair build'
     # root needs no user namespace (where AppArmor restricts those, root is still allowed)
     namespace = ["--mount"] if os.geteuid() == 0 else ["--user", "--map-root-user", "--mount"]
-    done = subprocess.run(["unshare", *namespace, "sh", "-c",
+    done = proc.run(["unshare", *namespace, "sh", "-c",
                            script, "sh", options, str(generated), sys.executable],
                           cwd=repo_copy, capture_output=True, text=True, check=False,
-                          timeout=300)
+                          cpu_s=300)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Traceback" not in done.stderr, done.stderr[-2000:]
     assert "runbooks/qwen3-8b-dflash/generated/" in done.stderr, done.stderr

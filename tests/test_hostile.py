@@ -22,11 +22,12 @@ from specpair.analyse.budget import compute
 from specpair.commands.site import text as site_text
 from specpair.load.runbooks import load_runbook
 from specpair.model.errors import SpecpairError
-from tests.conftest import REPO, write
-from tests.pairs import make_pair
-from tests.test_budget_properties import dense
+from tests.support import proc
+from tests.support.geometries import dense
+from tests.support.pairs import make_pair
+from tests.support.paths import REPO, TESTS, write
 
-CORPUS = Path(__file__).resolve().parent / "bad_runbooks"
+CORPUS = TESTS / "bad_runbooks"
 EXPECTED = {
     "malformed": "not valid YAML",
     "wrong-types": "Input should be a valid",
@@ -69,8 +70,8 @@ def hostile_repo(repo_copy: Path) -> Path:
 
 def run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SPECPAIR_JSONNET_TIMEOUT_S": "2"}
-    return subprocess.run([sys.executable, "-m", "specpair", *args], cwd=root, env=env,
-                          capture_output=True, text=True, check=False, timeout=120)
+    return proc.run([sys.executable, "-m", "specpair", *args], cwd=root, env=env,
+                          capture_output=True, text=True, check=False, cpu_s=120)
 
 
 def test_every_bad_runbook_gets_a_located_error_and_writes_nothing(hostile_repo: Path) -> None:
@@ -156,10 +157,10 @@ def test_a_killed_build_leaves_old_or_new_files_never_half(repo_copy: Path) -> N
 
 def test_concurrent_builds_do_not_corrupt_outputs(repo_copy: Path) -> None:
     _stale_everything(repo_copy)
-    processes = [subprocess.Popen([sys.executable, "-m", "specpair", "build"], cwd=repo_copy,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    processes = [proc.popen([sys.executable, "-m", "specpair", "build"], cpu_s=120,
+                             cwd=repo_copy, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
                  for _ in range(4)]
-    assert all(p.wait(timeout=120) == 0 for p in processes)
+    assert all(proc.wait(p, 120) == 0 for p in processes)
     assert run(repo_copy, "build", "--check").returncode == 0
     assert not list(repo_copy.rglob("*.tmp"))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.import_graph import cycles, graph
+from tests.support.import_graph import cycles, graph
 
 
 def test_src_has_no_import_cycle() -> None:

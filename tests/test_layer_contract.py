@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.import_graph import SRC, cycles, graph, modules
+from tests.support.import_graph import SRC, cycles, graph, modules
 
 # The stages, lowest first. A module may import its own stage and any lower one; `load`,
 # `lock` and `bench` (the measurement records and the protocol's client) are one stage.

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from specpair.commands import site
 from specpair.commands.build import load_pairs, render
-from tests.planted_records import FIXTURE, free_text_fields, plant
+from tests.support.planted_records import FIXTURE, free_text_fields, plant
 
 PAYLOAD = ('<script>window.__pwned=1</script> <img src=x onerror="window.__pwned=2"> '
            '<specpair-pwn data-pwn=1></specpair-pwn> [c](javascript:window.__pwned=3) '

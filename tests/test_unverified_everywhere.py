@@ -16,8 +16,8 @@ from specpair.commands import site
 from specpair.engines.verified_layouts import UNVERIFIED_MARK
 from specpair.generate import PAIR_GENERATORS, plan_report
 from specpair.resolve.pair import ResolvedPair
-from tests.pairs import make_pair
-from tests.test_budget_properties import dense
+from tests.support.geometries import dense
+from tests.support.pairs import make_pair
 
 NGRAM = {"method": "NGRAM", "num_speculative_tokens": 3}
 # outputs that hold no number of the budget, each with why

@@ -2,7 +2,7 @@
 
     PYTHONPATH=src python tools/readme_architectures.py
 
-tests/test_registry.py fails while the README's table differs from the generated one.
+tests/engines/test_registry.py fails while the README's table differs from the generated one.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ the roofline's ridge, for the step model's bounds (η_bw) and its blended roofli
 For BF16 weight matrices of serving shapes (N × K) it times y = x·Wᵀ for M = 1 … 4096 rows
 (CUDA graphs replayed, median of the timed replays, L2 flushed between replays by a 256 MB
 write), and writes every time with the bytes and FLOPs it moves. Nothing here is fitted:
-the file records what the GPU did. tests/test_roofline_measured.py reads the copy kept in
+the file records what the GPU did. tests/analyse/test_roofline_measured.py reads the copy kept in
 tests/fixtures/measured/h200_gemm_roofline.json (measured 2026-12-04 on one H200 SXM, torch
 2.11.0+cu130, cuBLAS BF16).
 """

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from specpair.analyse.launch import EnvRef, build_for
-from specpair.analyse.plan import variant
+from specpair.analyse.plan.variants import variant
 from specpair.commands.build import load_pairs
 
 REPO = Path(__file__).resolve().parents[2]

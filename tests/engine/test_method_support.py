@@ -14,9 +14,9 @@ import pytest
 from specpair.analyse.checks.gate import Context, run
 from specpair.engines import method_support
 from tests.engine import releases
-from tests.engine.conftest import HERE
-from tests.pairs import make_pair
-from tests.test_budget_properties import dense
+from tests.engine.support import HERE
+from tests.support.geometries import dense
+from tests.support.pairs import make_pair
 
 ENGINES = (*releases.SGLANG, *releases.VLLM)  # the releases with a package
 

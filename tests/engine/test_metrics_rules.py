@@ -19,23 +19,16 @@ import yaml
 
 from specpair.bench.metrics import delta, parse
 from specpair.engines.vllm_0_33_0 import metrics as vllm_0_33_0_metrics
-from tests.engine.conftest import Server
-from tests.promtool import check_rules, rule_groups, run_unit_tests
+from tests.engine.metrics import PAIR, complete
+from tests.engine.support import Server
+from tests.support.promtool import check_rules, rule_groups, run_unit_tests
 
-PAIR = "tiny-vllm"
 _NAME = re.compile(r"\bvllm:[a-z0-9_]+")
 _SERIES = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)", re.M)
 
 
 def scrape(server: Server) -> str:
     return server.request("/metrics", timeout=60).decode()
-
-
-def complete(server: Server, model: str) -> None:
-    out = json.loads(server.request("/v1/completions", {
-        "model": model, "prompt": "one two three four five six", "max_tokens": 24,
-        "temperature": 0}, timeout=300))
-    assert out["choices"]
 
 
 def exposed_names(text: str) -> set[str]:

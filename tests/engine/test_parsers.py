@@ -8,7 +8,7 @@ import pytest
 
 from specpair.analyse.analysis import Analysis
 from tests.engine import releases
-from tests.engine.conftest import REPO, parse
+from tests.engine.support import REPO, parse
 
 
 def example_argvs() -> dict[str, list[tuple[str, list[str]]]]:
@@ -104,7 +104,7 @@ def test_engine_rejects_what_preflight_rejects() -> None:
 
 def test_heterogeneous_vocab_config_passes_the_real_parser_and_field_types() -> None:
     from specpair.analyse.launch import build_for
-    from tests.test_heterogeneous_vocab import hetero
+    from tests.support.vocab import hetero
 
     argv = [a if isinstance(a, str) else "0" for a in build_for(hetero()).argv]
     bad = [a.replace('"greedy"', '"beam"') for a in argv]
@@ -120,8 +120,8 @@ def test_multi_node_groups_parse_and_vllm_workers_run_headless() -> None:
     """The LeaderWorkerSet's leader and worker commands, with the indices LWS fills in:
     both parse, and vLLM's parser starts the workers (rank > 0) headless."""
     from specpair.generate import launch_files
-    from tests.kubernetes import workload
-    from tests.test_manifests import sglang_two_nodes, vllm_two_nodes
+    from tests.support.kubernetes import workload
+    from tests.support.multinode import sglang_two_nodes, vllm_two_nodes
 
     for engine, make in (("sglang", sglang_two_nodes), ("vllm", vllm_two_nodes)):
         doc = workload(launch_files.generate(Analysis(make()))["deployment.k8s.yaml"])

@@ -15,7 +15,7 @@ from specpair.engines import verified_layouts
 from specpair.model.config_geometry import NotModelled
 from specpair.model.errors import SpecpairError
 from tests.engine.corpus import CORPUS, NGRAM, CorpusPair, corpus_targets, geometry
-from tests.engine.test_kv_oracle import _exact, sglang_cases, vllm_cases
+from tests.engine.kv_cases import _exact, sglang_cases, vllm_cases
 
 # keys that decide what a layer keeps; each is removed, then perturbed
 LAYOUT_KEYS = ("num_key_value_heads", "head_dim", "num_hidden_layers", "num_attention_heads",

@@ -22,8 +22,8 @@ from specpair.analyse.plan.variants import variant
 from specpair.commands.build import load_pairs
 from specpair.resolve.pair import ResolvedPair
 from tests.engine import releases
-from tests.engine.conftest import REPO, parse
-from tests.engine.test_mutation_oracle import BASES, Variant, evaluate, startup
+from tests.engine.mutations import BASES, Variant, evaluate, startup
+from tests.engine.support import REPO, parse
 
 
 def _changes(row: Row) -> dict[tuple[str, ...], Any]:

@@ -23,9 +23,9 @@ from typing import Any
 import yaml
 
 from specpair.analyse.monitoring import for_engine
-from tests.engine.conftest import Server
-from tests.engine.test_metrics_rules import PAIR, complete
-from tests.promtool import rule_groups
+from tests.engine.metrics import PAIR, complete, query
+from tests.engine.support import Server
+from tests.support.promtool import rule_groups
 
 # records that need what this server cannot show in seconds: none today; a record listed
 # here must say why
@@ -38,15 +38,6 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
-
-
-def query(url: str, expr: str) -> list[dict[str, Any]]:
-    with urllib.request.urlopen(f"{url}/api/v1/query?"
-                                + urllib.parse.urlencode({"query": expr}), timeout=30) as r:
-        body = json.loads(r.read())
-    assert body["status"] == "success", body
-    result: list[dict[str, Any]] = body["data"]["result"]
-    return result
 
 
 def poll(ask: Callable[[], list[dict[str, Any]]], seconds: float) -> list[dict[str, Any]]:

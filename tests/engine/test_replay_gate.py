@@ -30,8 +30,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.engine.conftest import Server, free_port, start, stop, wait_healthy
-from tests.engine.test_prometheus_server import query
+from tests.engine.metrics import query
+from tests.engine.support import Server, free_port, start, stop, wait_healthy
 from tests.engine.tiny_models import corpus
 
 MARKER = "zq-planted-marker-4417"

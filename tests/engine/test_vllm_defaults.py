@@ -14,8 +14,8 @@ import sys
 import pytest
 
 from tests.engine import releases
-from tests.pairs import make_pair
-from tests.test_budget_properties import dense
+from tests.support.geometries import dense
+from tests.support.pairs import make_pair
 
 PROBE = """
 import json

@@ -65,7 +65,7 @@ def build_heterogeneous_draft(out: Path) -> Path:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-    from tests.tokenizers_pair import METASPACE_SPECIAL, metaspace_bpe
+    from tests.support.tokenizers_pair import METASPACE_SPECIAL, metaspace_bpe
 
     torch.manual_seed(1)
     fast = PreTrainedTokenizerFast(tokenizer_object=metaspace_bpe(),

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-Run = Callable[..., subprocess.CompletedProcess[str]]
+from tests.install.support import Run
 
 
 @pytest.fixture(scope="session")

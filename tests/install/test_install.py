@@ -7,8 +7,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tests.conftest import FIXTURES, REPO, write
-from tests.install.conftest import Run
+from tests.install.support import Run
+from tests.support.paths import FIXTURES, REPO, write
 
 QWEN3_8B = FIXTURES / "configs" / "Qwen__Qwen3-8B" / "config.json"
 DFLASH = FIXTURES / "configs" / "sgl-project__SpecForge-qwen3-8b-dflash" / "config.json"

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.install.conftest import Run
+from tests.install.support import Run
 
 WORKFLOW = ".github/workflows/specpair.yml"
 EXAMPLE = "runbooks/deepseek-v3-mtp/runbook.yaml"

@@ -302,7 +302,7 @@ class Forward:
 
 ROOFLINE_NORM = 3
 """The exponent of the roofs' blend, measured on an H200's decode-shaped BF16 GEMMs (the
-module docstring; tests/test_roofline_measured.py holds it to that measurement)."""
+module docstring; tests/analyse/test_roofline_measured.py holds it to that measurement)."""
 
 
 def blend(memory_s: float, compute_s: float, norm: float = ROOFLINE_NORM) -> float:

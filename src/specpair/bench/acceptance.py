@@ -17,7 +17,7 @@ and Σ_k count_k is the accepted-token counter (`vllm:spec_decode_num_accepted_t
 `SpecDecodingProm`'s docstring gives the same rate, per_pos / num_drafts. The engine's
 per-request `acceptance_histogram[j]` (steps that accepted exactly j tokens,
 `RequestSpecDecodeMetrics.observe` in vllm/v1/metrics/stats.py) agrees: count_k is
-Σ_{j>k} histogram[j] (tests/test_acceptance.py and tests/engine/test_bench.py check it on
+Σ_{j>k} histogram[j] (tests/bench/test_acceptance.py and tests/engine/test_bench.py check it on
 the real engine).
 
 Hence, with A the accepted length of one draft step, E[min(A, γ)] = Σ_{k<γ} P(A > k), and

@@ -3,10 +3,10 @@
 The search runs the same pipeline a runbook does. Each candidate is a runbook variant
 (GPU type, TP, KV dtype, memory fraction, the draft's depth, or no draft at all) that goes
 through the engine release's budget (`specpair.analyse.budget`), the calibrated step model
-(`specpair.analyse.stepmodel` with `specpair.analyse.calibration`'s parameters) and the whole gate
-(`specpair.analyse.checks`, which holds the engines' start-up rules). Nothing is ranked that an
-engine would refuse or the budget cannot hold, and a candidate that fails the gate for
-any other reason is shown with the rule but never recommended.
+(`specpair.analyse.stepmodel` with `specpair.analyse.calibrated_params`' parameters) and
+the whole gate (`specpair.analyse.checks`, which holds the engines' start-up rules).
+Nothing is ranked that an engine would refuse or the budget cannot hold, and a candidate
+that fails the gate for any other reason is shown with the rule but never recommended.
 
 Operating point, per candidate:
 

@@ -1,0 +1,67 @@
+"""`specpair budget` what-ifs say when the weights do not fit instead of asking for an
+impossible memory fraction, label every negative number, and refuse what `validate`
+refuses."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.paths import REPO
+
+
+def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "specpair", *args], cwd=cwd,
+                          capture_output=True, text=True, check=False)
+
+
+def negative_lines_say_so(text: str) -> None:
+    for row in text.splitlines():
+        if re.search(r"\| -[0-9,]+ B", row):
+            assert "negative:" in row, row
+
+
+def test_weights_that_do_not_fit_are_said_so() -> None:
+    """DeepSeek-V3 on two H200s: its ~690 GB of weights need far more than a GPU per rank."""
+    done = cli("budget", "runbooks/deepseek-v3-mtp/runbook.yaml", "--tp", "2")
+    assert done.returncode == 0, done.stderr
+    (verdict,) = [r for r in done.stdout.splitlines() if r.startswith("| verdict")]
+    assert "the weights do not fit" in verdict
+    assert "raise it above" not in verdict
+    assert not re.search(r"above [1-9]\.", done.stdout)  # a fraction can never exceed 1
+    negative_lines_say_so(done.stdout)
+
+
+def test_a_fraction_that_can_help_is_still_named() -> None:
+    done = cli("budget", "runbooks/deepseek-v3-mtp/runbook.yaml", "--memory-fraction", "0.3")
+    above = [float(x) for x in re.findall(r"raise it above ([0-9.]+)", done.stdout)]
+    assert above and all(0.3 < x < 1 for x in above)
+    negative_lines_say_so(done.stdout)
+
+
+def test_vllm_negative_kv_is_explained() -> None:
+    done = cli("budget", "runbooks/llama33-70b-eagle3-vllm/runbook.yaml", "--tp", "1")
+    assert done.returncode == 0, done.stderr
+    assert "nothing is left for the KV cache" in done.stdout
+    negative_lines_say_so(done.stdout)
+
+
+def test_a_what_if_validate_refuses_is_refused(tmp_path: Path) -> None:
+    """16 ranks on one 8-GPU node: the same rule, word for word, as `validate`."""
+    shutil.copytree(REPO / "runbooks" / "deepseek-v3-mtp",
+                    tmp_path / "runbooks" / "deepseek-v3-mtp",
+                    ignore=shutil.ignore_patterns("generated"))
+    runbook = tmp_path / "runbooks" / "deepseek-v3-mtp" / "runbook.yaml"
+    text = runbook.read_text()
+    assert "tensor: 8" in text
+    runbook.write_text(text.replace("tensor: 8", "tensor: 16"))
+    validated = cli("validate", "runbooks", cwd=tmp_path)
+    assert validated.returncode != 0
+    (rule,) = re.findall(r"tensor × pipeline × data = 16 ranks[^\n]*", validated.stdout
+                         + validated.stderr)
+    what_if = cli("budget", "runbooks/deepseek-v3-mtp/runbook.yaml", "--tp", "16")
+    assert what_if.returncode != 0
+    assert rule in what_if.stderr and "| verdict" not in what_if.stdout

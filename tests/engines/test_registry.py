@@ -1,0 +1,85 @@
+"""The allowlist of verified KV layouts: entries name real corpus configs, and anything
+else is refused by name or budgeted only as declared, marked unverified everywhere."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from specpair.analyse.budget import compute
+from specpair.engines import registry as engines
+from specpair.engines import verified_layouts
+from specpair.generate.budget_files import markdown
+from specpair.model.config_geometry import from_hf_config
+from specpair.model.errors import SpecpairError
+from tests.support.geometries import dense
+from tests.support.pairs import make_pair
+from tests.support.paths import FIXTURES
+
+CONFIGS = FIXTURES / "configs"
+
+
+@pytest.mark.parametrize("engine", sorted(verified_layouts.verified()))
+def test_every_entry_names_corpus_configs_of_its_architecture(engine: str) -> None:
+    for architecture, folders in verified_layouts.verified()[engine].items():
+        assert folders, architecture
+        for folder in folders:
+            root = CONFIGS if (CONFIGS / folder).is_dir() else FIXTURES / "corpus"
+            g = from_hf_config(json.loads((root / folder / "config.json").read_text()))
+            if architecture.endswith(" MTP layers"):
+                # the target's built-in draft layers: the config, as the release reads it
+                # in draft mode, must ship some
+                assert architecture == f"{g.architecture} MTP layers", folder
+                assert engines.by_label(engine).draft_mode(g).num_nextn_predict_layers > 0, \
+                    folder
+            else:
+                assert g.architecture == architecture, folder
+
+
+def test_an_unverified_architecture_is_refused_by_name() -> None:
+    nas = dense(36).model_copy(update={"architecture": "DeciLMForCausalLM"})
+    pair = make_pair(nas, None, speculation={"method": "NGRAM", "num_speculative_tokens": 3})
+    with pytest.raises(SpecpairError) as raised:
+        compute(pair)
+    text = str(raised.value)
+    assert "DeciLMForCausalLM" in text and "not verified for sglang 0.5.23" in text
+    assert "unverified_layouts: [DeciLMForCausalLM]" in text  # what would make it budget
+
+
+def test_a_declared_unverified_architecture_is_marked_in_the_budget_page() -> None:
+    nas = dense(36).model_copy(update={"architecture": "DeciLMForCausalLM"})
+    pair = make_pair(nas, None, speculation={"method": "NGRAM", "num_speculative_tokens": 3},
+                     deployment={"assumptions": {"unverified_layouts": ["DeciLMForCausalLM"]}})
+    budget = compute(pair)
+    assert len(budget.unverified) == 1 and "DeciLMForCausalLM" in budget.unverified[0]
+    assert "**Unverified budget**" in markdown(pair, budget)
+    assert budget.model_dump(mode="json")["unverified"] == budget.unverified
+
+
+def test_declaring_one_architecture_does_not_cover_another() -> None:
+    nas = dense(36).model_copy(update={"architecture": "DeciLMForCausalLM"})
+    pair = make_pair(nas, None, speculation={"method": "NGRAM", "num_speculative_tokens": 3},
+                     deployment={"assumptions": {"unverified_layouts": ["Gemma3ForCausalLM"]}})
+    with pytest.raises(SpecpairError, match="DeciLMForCausalLM"):
+        compute(pair)
+
+
+def test_a_verified_pair_carries_no_unverified_note() -> None:
+    pair = make_pair(dense(36), None, speculation={"method": "NGRAM",
+                                                   "num_speculative_tokens": 3})
+    assert compute(pair).unverified == []
+
+
+def test_the_readme_table_is_the_registrys() -> None:
+    readme = (FIXTURES.parents[1] / "README.md").read_text(encoding="utf-8")
+    begin = readme.index(verified_layouts.README_BEGIN)
+    end = readme.index(verified_layouts.README_END) + len(verified_layouts.README_END)
+    indent = readme[readme.rindex("\n", 0, begin) + 1:begin]
+    block = "\n".join(line.removeprefix(indent) for line in readme[begin:end].split("\n"))
+    assert block + "\n" == verified_layouts.architectures_markdown(), (
+        "README's architecture table is stale: paste specpair.engines.verified_layouts."
+        "architectures_markdown() between its markers")
+    # what the table says comes from the data, not from text written by hand
+    assert "| `Llama4ForConditionalGeneration` | verified | verified |" in block
+    assert "`block_configs`" in block

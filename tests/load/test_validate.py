@@ -1,0 +1,119 @@
+"""`specpair validate`: the spec's rules, and every error with file:line:column."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from specpair.load.runbooks import load_runbook
+from specpair.model.errors import SpecpairError
+from tests.support.paths import REPO, write
+from tests.support.runbooks import MINIMAL
+
+
+def run_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "specpair", *args], cwd=cwd,
+                          capture_output=True, text=True, check=False)
+
+
+def test_examples_are_valid() -> None:
+    result = run_cli("validate", "runbooks")
+    assert result.returncode == 0, result.stderr
+    examples = len([d for d in (REPO / "runbooks").iterdir() if d.is_dir() and d.name != "lib"])
+    assert examples >= 7  # the six pairs and the 70B pair pinned to vllm 0.32.0
+    assert f"{examples} of {examples} runbook(s) valid" in result.stdout
+
+
+def test_three_independent_errors_are_all_reported(tmp_path: Path) -> None:
+    text = MINIMAL.replace("owner: me}", "owner: me, colour: red}") \
+        .replace("method: DFLASH", "method: DFLASHH") \
+        .replace("context_length: 32768", "context_length: -1")
+    path = write(tmp_path / "runbooks" / "demo" / "runbook.yaml", text)
+    result = run_cli("validate", str(path))
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.startswith(str(path))]
+    assert len(lines) == 3, result.stderr
+    located = {re.match(rf"{re.escape(str(path))}:(\d+):(\d+): (\S+):", line).groups()
+               for line in lines}  # type: ignore[union-attr]
+    assert located == {("1", "44", "pair.colour"), ("5", "23", "speculation.method"),
+                       ("6", "46", "deployment.context_length")}
+    assert "Traceback" not in result.stderr
+
+
+def test_minimal_runbook_loads(tmp_path: Path) -> None:
+    loaded = load_runbook(write(tmp_path / "runbooks" / "demo" / "runbook.yaml", MINIMAL))
+    assert loaded.runbook.speculation.block_size == 16
+    # defaults a reviewer can rely on
+    assert loaded.runbook.acceptance.slo.basis == "provisional"
+    assert [w.kind for w in loaded.runbook.workloads] == ["short-homogeneous", "long-diverse"]
+
+
+def _problems(tmp_path: Path, text: str) -> list[str]:
+    path = write(tmp_path / "runbooks" / "demo" / "runbook.yaml", text)
+    with pytest.raises(SpecpairError) as info:
+        load_runbook(path)
+    return [f"{p.location.field}: {p.message}" for p in info.value.problems]
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), [
+    ("version: 0.5.23", "version: 0.4.0", "engine.version: sglang 0.4.0 is not supported"),
+    ("gpu: H100-80GB", "gpu: H1000", "deployment.gpu: unknown GPU 'H1000'"),
+    ("name: demo", "name: other", "pair.name: pair name 'other' differs from its folder"),
+    ("block_size: 16}", "block_size: 16, topk: 2}", "speculation.topk: DFLASH drafts a single"),
+    ("method: DFLASH, block_size: 16", "method: DFLASH",
+     "speculation.block_size: DFLASH needs the draft's block size"),
+    ("method: DFLASH, block_size: 16", "method: EAGLE3",
+     "speculation.num_speculative_tokens: EAGLE3 needs num_speculative_tokens"),
+    ("method: DFLASH, block_size: 16", "method: EAGLE3, num_speculative_tokens: 3, "
+     "num_draft_tokens: 5", "speculation.num_draft_tokens: with topk 1 the verify width is"),
+    ("method: DFLASH, block_size: 16", "method: EAGLE3, topk: 4",
+     "speculation.topk: a tree draft (topk > 1) needs num_steps and num_draft_tokens"),
+    ("method: DFLASH, block_size: 16", "method: NGRAM, num_speculative_tokens: 3",
+     "draft: NGRAM drafts from the prompt and takes no draft model"),
+    ("target: {repo: Qwen/Qwen3-8B, revision: 0123456789abcdef0123456789abcdef01234567}",
+     "target: {repo: Qwen/Qwen3-8B}", "target.revision: a hub artifact needs a pinned revision"),
+    ("target: {repo: Qwen/Qwen3-8B,", "target: {path: /models/q, repo: Qwen/Qwen3-8B,",
+     "target: give exactly one of repo"),
+    ("context_length: 32768}", "context_length: 32768, parallel: {tensor: 16}}",
+     "deployment.parallel: tensor × pipeline × data = 16 ranks, but the deployment has 8 GPUs"),
+    ("context_length: 32768}", "context_length: 32768, parallel: {tensor: 2, expert: 3}}",
+     "deployment.parallel.expert: expert parallel size 3 must divide"),
+    ("context_length: 32768}", "context_length: 32768, parallel: {draft_tensor: 1}}",
+     "deployment.parallel.draft_tensor: draft_tensor applies to vLLM only"),
+])
+def test_cross_field_rules(tmp_path: Path, old: str, new: str, expected: str) -> None:
+    text = MINIMAL.replace(old, new)
+    assert text != MINIMAL
+    problems = _problems(tmp_path, text)
+    assert any(p.startswith(expected) for p in problems), problems
+
+
+def test_vllm_draft_tp_must_be_one_or_target_tp(tmp_path: Path) -> None:
+    text = MINIMAL.replace("name: sglang, version: 0.5.23", "name: vllm, version: 0.33.0") \
+        .replace("context_length: 32768}",
+                 "context_length: 32768, parallel: {tensor: 4, draft_tensor: 2}}")
+    problems = _problems(tmp_path, text)
+    assert any("accepts draft TP 1 or the target's (4), not 2" in p for p in problems), problems
+
+
+def test_bundled_draft_has_no_source_of_its_own(tmp_path: Path) -> None:
+    text = MINIMAL.replace("draft: {repo: z-lab/Qwen3-8B-DFlash-b16,",
+                           "draft: {bundled: true, repo: z-lab/Qwen3-8B-DFlash-b16,")
+    problems = _problems(tmp_path, text)
+    assert any(p.startswith("draft.repo: a bundled draft has no repo") for p in problems)
+
+
+@pytest.mark.parametrize("bad", ["name: ../etc", "name: a/b", "name: Demo", "name: ''"])
+def test_pair_names_are_safe_slugs(tmp_path: Path, bad: str) -> None:
+    problems = _problems(tmp_path, MINIMAL.replace("name: demo", bad))
+    assert any(p.startswith("pair.name:") and "wrong form" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf"])
+def test_nan_and_infinity_are_refused(tmp_path: Path, value: str) -> None:
+    problems = _problems(tmp_path, MINIMAL.replace("min_length: 3.0", f"min_length: {value}"))
+    assert any(p.startswith("acceptance.slo.min_length:") for p in problems), problems
