@@ -278,7 +278,7 @@ Maximum concurrency for 8,192 tokens per request: 150.70x
 def started(pair: ResolvedPair, engine_log: str) -> ResolvedPair:
     """The pair with a recorded start whose engine log was ingested."""
     from specpair.load.staging_log import StagingRecord, with_engine_log
-    from tests.planted_records import staging_record
+    from tests.support.planted_records import staging_record
 
     data = staging_record(pair.name) | {"engine": pair.engine, "status": "ok", "fits": True,
                                         "failed_phase": None}
