@@ -62,6 +62,9 @@ class Thresholds:
     """Under a speculation schedule: (K, the SLO carried to K), K = 0 first; empty: static."""
     depth_window: str = ""
     """The window of the depth-aware records (the SLO alert's), where depth_slo is set."""
+    capacity_estimate: str | None = None
+    """The interval of max_total_tokens where the engine measures it at start-up (vLLM
+    0.34.0, kv_cache_sizing: measured): the figure is then an estimate, labelled so."""
     not_modelled: str | None = None
     """"not modelled: …" where the latency model refuses the deployment: no break-even
     curve, no modelled speedup (`step_inputs.not_modelled_text`)."""
@@ -91,7 +94,8 @@ def thresholds(pair: ResolvedPair, budget: Budget, latency: LatencyModel | None,
         target_weight_bytes=int(weights.get("target_weights", 0)),
         draft_weight_bytes=int(weights.get("draft_weights", 0)),
         target_kv_bytes=scenario.target_kv_bytes, draft_kv_bytes=scenario.draft_kv_bytes,
-        max_total_tokens=scenario.max_total_tokens)
+        max_total_tokens=scenario.max_total_tokens,
+        capacity_estimate=scenario.capacity_estimate)
 
 
 def selector(pair: str, extra: str = "") -> str:

@@ -135,11 +135,20 @@ class LatencyModel(Strict):
     assumptions: list[str]
 
 
+def _pool_tokens(scenario: Scenario) -> str:
+    """The pool's tokens as the budget gives them: a capacity the engine measures at
+    start-up (vLLM 0.34.0's measured mode) is an estimate with its interval."""
+    if scenario.capacity_estimate is None:
+        return f"{scenario.max_total_tokens:,} tokens"
+    return (f"≈ {scenario.max_total_tokens:,} tokens, an estimate "
+            f"({scenario.capacity_estimate}): the engine measures it at start-up")
+
+
 def capacity(scenario: Scenario, context: int) -> tuple[int, str]:
     """Most sequences the deployment runs at once at the expected context."""
     by_kv = scenario.max_total_tokens // max(context, 1)
     limits = [(scenario.max_running_requests, "max running requests"),
-              (by_kv, f"the KV pool ({scenario.max_total_tokens:,} tokens) at "
+              (by_kv, f"the KV pool ({_pool_tokens(scenario)}) at "
                       f"{context:,} tokens per sequence")]
     if scenario.state_slots is not None:
         limits.append((scenario.state_slots, "the linear-attention state slots"))

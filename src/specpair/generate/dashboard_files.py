@@ -119,12 +119,18 @@ def memory_panels(pair: str, t: Thresholds, m: EngineMetrics) -> list[PanelBuild
         "Weights and both KV pools as budgeted (budget.md), the KV bytes in use (the engine's "
         "usage share times each budgeted pool), and what the engine reports. Not exported: "
         + "; ".join(m.not_exported) + "."), "bytes", queries, width=16)]
-    capacity = [_query("A", f"vector({t.max_total_tokens})", "budget: token capacity")]
+    legend, about = "budget: token capacity", "The budget's token capacity"
+    if t.capacity_estimate is not None:  # the engine sizes its KV cache after warmup
+        legend = f"budget: token capacity, ESTIMATED ({t.capacity_estimate})"
+        about = ("The budget's token capacity, an estimate (kv_cache_sizing: measured: the "
+                 "engine sizes its KV cache after warmup; its start-up log's 'GPU KV cache "
+                 "size' is the figure, `specpair staging ingest` records it),")
+    capacity = [_query("A", f"vector({t.max_total_tokens})", legend)]
     if m.kv_capacity_tokens:
         capacity.append(_query("B", _series("specpair:engine_kv_capacity_tokens", pair),
                                "engine {{instance}}"))
-    panels.append(_timeseries(5, "KV token capacity", "The budget's token capacity beside the "
-                              "engine's, where it exports one.", "short", capacity, width=8))
+    panels.append(_timeseries(5, "KV token capacity", f"{about} beside the engine's, where it "
+                              "exports one.", "short", capacity, width=8))
     return panels
 
 

@@ -45,9 +45,18 @@ def _row(i: int | str, r: Row, esc: Escape) -> list[str]:
             _f(r.break_even) + ("" if r.break_even_range is None else
                                 f" [{r.break_even_range[0]:.2f}–{r.break_even_range[1]:.2f}]"),
             "–" if r.slo_margin_pct is None else f"{r.slo_margin_pct:+.0f}%",
-            f"fits: {r.capacity:,} seq" if r.budget_fits else "over",
+            _fits(r),
             "–" if r.validation_pct is None else f"{r.validation_pct:.0f}%",
             verdict]
+
+
+def _fits(r: Row) -> str:
+    """The budget column; a capacity the engine measures at start-up is an estimate."""
+    if not r.budget_fits:
+        return "over"
+    if r.kv_tokens_estimate is None:
+        return f"fits: {r.capacity:,} seq"
+    return f"fits: ≈ {r.capacity:,} seq (estimate)"
 
 
 HEADER = ["#", "GPUs", "TP", "KV", "mem", "draft", "conc.", "tok/s/GPU", "tok/s/req",

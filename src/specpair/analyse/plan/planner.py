@@ -355,6 +355,7 @@ class Planner:
             tau_slo=None if tau_slo is None else round(tau_slo, 2),
             break_even=None if op.break_even is None else round(op.break_even, 3),
             break_even_range=even_range, slo_margin_pct=margin, kv_tokens=scenario.max_total_tokens,
+            kv_tokens_estimate=scenario.capacity_estimate,
             budget_fits=scenario.fits, budget_verdict=scenario.verdict, meets_targets=meets,
             notes=[] if point.missed is None else [point.missed], check_failures=findings,
             passes_check=meets and not findings,

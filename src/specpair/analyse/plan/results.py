@@ -38,6 +38,10 @@ class Row(Strict):
     break_even_range: tuple[float, float] | None = None
     slo_margin_pct: float | None = Field(description="(SLO τ / τ* − 1) · 100")
     kv_tokens: int
+    kv_tokens_estimate: str | None = Field(
+        default=None, description="the interval of a capacity the engine measures at "
+        "start-up (vLLM 0.34.0, kv_cache_sizing: measured): kv_tokens and capacity are "
+        "then estimates; None: the engine's figure by its own rules")
     budget_fits: bool
     budget_verdict: str
     meets_targets: bool
