@@ -226,10 +226,10 @@ def test_impact_checklist_of_a_draft_change_names_the_gate(tmp_path: Path) -> No
     base = good()
     folder = tmp_path / "runbooks" / "p"
     (folder / "measurements").mkdir(parents=True)
-    (folder / "measurements" / "20261201T100500Z.json").write_text("{}")
-    head = base.model_copy(update={
-        "source_file": str(folder / "runbook.yaml"),
-        "measurement": record([outcome(0, "chat", 3.5, [0, 1, 1, 8])])})
+    measured = record([outcome(0, "chat", 3.5, [0, 1, 1, 8])])
+    (folder / "measurements" / "20261201T100500Z.json").write_text(measured.model_dump_json())
+    head = base.model_copy(update={"source_file": str(folder / "runbook.yaml"),
+                                   "measurement": measured})
     items = checklist({"draft"}, base, head)
     gate = [i for i in items if "--against" in i]
     assert gate == [f"Gate the candidate on the recorded traffic before rollout: `specpair "

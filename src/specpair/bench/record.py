@@ -7,7 +7,7 @@ from pydantic import Field
 
 from specpair.bench.stats import Stats, percentile
 from specpair.bench.traffic import ReplayCell
-from specpair.model.common import Strict
+from specpair.model.common import PastUtcTime, Strict
 
 __all__ = ["Cell", "Measurement", "Protocol", "RunResult", "Stats", "percentile"]
 
@@ -79,6 +79,6 @@ class Protocol(Strict):
 
 class Measurement(Strict):
     specpair_measurement: int = 1
-    started_at: str
+    started_at: PastUtcTime
     protocol: Protocol
     cells: list[Cell]

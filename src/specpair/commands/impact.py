@@ -31,6 +31,7 @@ from specpair.analyse.upgrade import upgrade_items
 from specpair.load import file_policy
 from specpair.load.project import ADOPTED, Commands
 from specpair.load.project import commands as repo_commands
+from specpair.load.runbooks import latest_measurement_file
 from specpair.model.common import inert
 from specpair.model.errors import SpecpairError
 from specpair.model.runbook import Runbook
@@ -305,9 +306,8 @@ def _replay_gate(pair: ResolvedPair) -> str | None:
     if record is None or not any(c.replay is not None for c in record.cells):
         return None
     folder = Path(pair.source_file).parent
-    name = next((p.name for p in sorted((folder / "measurements").glob("*.json"),
-                                        reverse=True)), None) if folder.is_dir() else None
-    recorded = f"{folder}/measurements/{name or '<latest record>.json'}"
+    found = latest_measurement_file(folder) if folder.is_dir() else None
+    recorded = f"{folder}/measurements/{found[0].name if found else '<latest record>.json'}"
     return ("Gate the candidate on the recorded traffic before rollout: `specpair bench "
             f"{pair.source_file} --against {recorded} --baseline URL --spec URL` (τ per "
             "class and depth, fallback share, throughput, greedy answers token for token, "

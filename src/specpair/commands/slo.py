@@ -220,14 +220,14 @@ def report(p: Proposal) -> str:
 
 
 def latest_record(folder: Path) -> tuple[Measurement, str]:
-    from specpair.load.runbooks import MEASUREMENTS_DIR, load_latest_measurement
+    from specpair.load.runbooks import latest_measurement_file
 
-    record = load_latest_measurement(folder)
-    if record is None:
+    found = latest_measurement_file(folder)
+    if found is None:
         raise SpecpairError.single(folder, "the pair has no bench record",
                                    "run `specpair bench` with a replay workload first")
-    name = sorted((folder / MEASUREMENTS_DIR).glob("*.json"))[-1].name
-    return record, name
+    path, record = found
+    return record, path.name
 
 
 def write(p: Proposal, path: Path, display: str) -> int:

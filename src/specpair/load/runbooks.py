@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from specpair.load import file_policy, rules
 from specpair.load.document import Document, PathKey, load_document, read_text, render_path
+from specpair.load.record_files import by_start, record_paths
 from specpair.model.common import UNSAFE
 from specpair.model.errors import Location, Problem, SpecpairError
 from specpair.model.findings import path_key
@@ -161,18 +162,26 @@ def load_location(source_file: str, field: str) -> Location:
 
 
 def load_latest_measurement(folder: Path) -> Any:
-    """The newest record under <pair>/measurements/ (names sort by UTC time), or None."""
+    """The latest record under <pair>/measurements/ (by the start it holds), or None."""
+    found = latest_measurement_file(folder)
+    return None if found is None else found[1]
+
+
+def latest_measurement_file(folder: Path) -> tuple[Path, Any] | None:
+    """(file, record) of the latest measurement record, or None. Every record is read and
+    validated: the order is their `started_at`, not their names (`load.record_files`)."""
     from specpair.bench.record import Measurement
 
-    records = sorted((folder / MEASUREMENTS_DIR).glob("*.json"))
-    if not records:
-        return None
-    document = load_document(records[-1])
-    try:
-        return Measurement.model_validate(document.data)
-    except ValidationError as exc:
-        raise SpecpairError(validation_problems(exc, document, Measurement,
-                                                str(records[-1]))) from None
+    records = []
+    for path in record_paths(folder / MEASUREMENTS_DIR):
+        document = load_document(path)
+        try:
+            records.append((path, Measurement.model_validate(document.data)))
+        except ValidationError as exc:
+            raise SpecpairError(validation_problems(exc, document, Measurement,
+                                                    str(path))) from None
+    ordered = by_start(records, lambda m: str(m.started_at))
+    return ordered[-1] if ordered else None
 
 
 # --------------------------------------------------------------------------- error rendering

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from specpair.model.common import Strict
+from specpair.model.common import PastUtcTime, Strict
 from specpair.model.errors import Location, Problem, SpecpairError
 
 LOG_FORMAT = "specpair.staging/1"
@@ -67,7 +67,7 @@ class PhaseResult(Strict):
 class StagingRecord(Strict):
     specpair_staging: int = 1
     pair: str
-    started_at: str = Field(description="UTC time the script started")
+    started_at: PastUtcTime = Field(description="UTC time the script started")
     host: str
     mode: str
     engine: str
@@ -194,19 +194,21 @@ STAGING_DIR = Path("measurements") / "staging"
 
 
 def load_records(folder: Path) -> list[StagingRecord]:
-    """Every staging record of a pair folder, oldest first (names sort by UTC time)."""
+    """Every staging record of a pair folder, oldest first by the start each holds (not by
+    name: `load.record_files`)."""
     from specpair.load.document import load_document
+    from specpair.load.record_files import by_start, record_paths
     from specpair.load.runbooks import validation_problems
 
     records = []
-    for path in sorted((folder / STAGING_DIR).glob("*.json")):
+    for path in record_paths(folder / STAGING_DIR):
         document = load_document(path)
         try:
-            records.append(StagingRecord.model_validate(document.data))
+            records.append((path, StagingRecord.model_validate(document.data)))
         except ValidationError as exc:
             raise SpecpairError(validation_problems(exc, document, StagingRecord,
                                                     str(path))) from None
-    return records
+    return [record for _, record in by_start(records, lambda r: r.started_at)]
 
 
 def check_belongs(record: StagingRecord, runbook: Any, display: str) -> None:

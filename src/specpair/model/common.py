@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 
 class Strict(BaseModel):
@@ -55,6 +56,36 @@ LocalPath = Annotated[str, StringConstraints(
     min_length=1, max_length=1024, pattern=rf"^[^{UNSAFE_CHARS}-][^{UNSAFE_CHARS}]*$")]
 """A path that never becomes an option: a leading `-` (`--trust-remote-code`) would be
 read by the engine as a flag; `./-name` says the same path."""
+
+
+UTC_TIME = "%Y-%m-%dT%H:%M:%SZ"
+"""How records write when they started (`2026-12-01T10:05:00Z`)."""
+CLOCK_SKEW = dt.timedelta(minutes=5)
+"""How far ahead of this machine's clock a record's start may lie: the machine that wrote
+it may run a little fast. Past that a record is refused, or it would stay "the latest" (and
+the card, break-even and alerts would follow it) until time caught up."""
+
+
+def utc_time(value: str) -> dt.datetime:
+    """A record's UTC start, refused when malformed or in the future."""
+    try:
+        when = dt.datetime.strptime(value, UTC_TIME).replace(tzinfo=dt.UTC)
+    except ValueError:
+        raise ValueError(f"expected a UTC time written YYYY-MM-DDTHH:MM:SSZ, got "
+                         f"{inert(value[:40])!r}") from None
+    if when > dt.datetime.now(dt.UTC) + CLOCK_SKEW:
+        raise ValueError(f"{value} is in the future: a record is written after its start "
+                         "(is the recording machine's clock wrong?)")
+    return when
+
+
+def _past_utc(value: str) -> str:
+    utc_time(value)
+    return value
+
+
+PastUtcTime = Annotated[str, AfterValidator(_past_utc)]
+"""A record's start: the order of records is this time, not their file names."""
 
 
 class Method(StrEnum):
