@@ -16,7 +16,14 @@ from specpair.analyse.analysis import Analysis
 from specpair.generate import launch_files, monitoring_files
 from specpair.model.errors import SpecpairError
 from specpair.resolve.pair import ResolvedPair
-from tests.support.kubernetes import MINORS, documents, validate, validate_builtin, workload
+from tests.support.kubernetes import (
+    MINORS,
+    api_name_problems,
+    documents,
+    validate,
+    validate_builtin,
+    workload,
+)
 from tests.support.launch_script import run_script
 from tests.support.multinode import PAIRS, sglang_two_nodes, vllm_two_nodes
 from tests.support.pairs import with_runbook
@@ -263,3 +270,54 @@ def test_quantities_compare_as_kubernetes_reads_them() -> None:
     assert quantity("2Gi") > quantity("2G")
     with pytest.raises(ValueError, match="not a Kubernetes quantity"):
         quantity("2GB")
+
+
+LONGEST = "a" * 54 + "-" + "b" * 9  # 64 characters: the longest pair name (a slug)
+
+
+def _named(make: Any, name: str) -> ResolvedPair:
+    pair = make()
+    data = pair.runbook.model_dump(mode="json")
+    data["pair"]["name"] = name
+    return pair.model_copy(update={"name": name,
+                                   "runbook": pair.runbook.model_validate(data)})
+
+
+@pytest.mark.parametrize("make", [lambda: PAIRS["qwen3-8b-dflash"], vllm_two_nodes,
+                                  sglang_two_nodes], ids=["one-node", "vllm-2", "sglang-2"])
+def test_the_longest_pair_name_gives_objects_the_api_accepts(make: Any) -> None:
+    pair = _named(make, LONGEST)
+    assert len(pair.name) == 64
+    texts = manifests(pair)
+    docs = [d for text in texts.values() for d in documents(text)]
+    assert {d["kind"] for d in docs} >= {"PodMonitor", "PrometheusRule"}
+    for doc in docs:
+        validate(doc)
+        assert api_name_problems(doc) == [], doc["kind"]
+    pods = workload(texts["deployment.k8s.yaml"])
+    spec = pods["spec"]
+    templates = ([spec["template"]] if pods["kind"] == "Deployment" else
+                 [spec["leaderWorkerTemplate"]["leaderTemplate"]])
+    (monitor,) = [d for d in docs if d["kind"] == "PodMonitor"]
+    selected = {k: v for k, v in monitor["spec"]["selector"]["matchLabels"].items()
+                if k.startswith("app.kubernetes.io/")}  # LWS adds its worker index itself
+    assert selected
+    for template in templates:  # the PodMonitor still selects the pods
+        assert selected.items() <= template["metadata"]["labels"].items()
+    if pods["kind"] == "Deployment":
+        assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"][
+            "labels"].items()
+
+
+def test_long_names_sharing_a_prefix_stay_apart() -> None:
+    first, second = (workload(manifests(_named(vllm_two_nodes, LONGEST[:-1] + c))[
+        "deployment.k8s.yaml"]) for c in "xy")
+    assert first["metadata"]["name"] != second["metadata"]["name"]
+    assert first["metadata"]["labels"] != second["metadata"]["labels"]
+
+
+def test_a_name_within_the_limits_is_kept_as_written() -> None:
+    pair = _named(vllm_two_nodes, "a" * 50)  # the longest group name that fits
+    doc = workload(manifests(pair)["deployment.k8s.yaml"])
+    assert doc["metadata"]["name"] == "a" * 50
+    assert doc["metadata"]["labels"]["app.kubernetes.io/name"] == "a" * 50

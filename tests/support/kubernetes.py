@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from functools import cache
 from typing import Any
 
@@ -104,3 +105,46 @@ def validate(doc: dict[str, Any]) -> None:
         return
     for minor in MINORS:
         validate_builtin(doc, minor)
+
+
+# The API server's rules for names and labels, which no OpenAPI schema carries
+# (k8s.io/apimachinery/pkg/util/validation/validation.go: IsDNS1123Subdomain,
+# IsQualifiedName, IsValidLabelValue; LabelValueMaxLength = 63).
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+REVISION_HASH = "5d4f8c7b9a"  # controller-revision-hash's suffix: 10 characters
+
+
+def label_value_problems(value: str) -> list[str]:
+    problems = []
+    if len(value) > 63:
+        problems.append(f"label value {value!r}: {len(value)} > 63 characters")
+    if not LABEL_VALUE.match(value):
+        problems.append(f"label value {value!r}: not [A-Za-z0-9][-A-Za-z0-9_.]*")
+    return problems
+
+
+def api_name_problems(doc: dict[str, Any]) -> list[str]:
+    """What the API server (or the controller creating the object's pods) refuses of its
+    names and labels: metadata.name a DNS-1123 subdomain of at most 253 characters; every
+    label value valid; a LeaderWorkerSet's group 0 is the StatefulSet `<name>-0`, whose pods
+    carry controller-revision-hash `<name>-0-<10 characters>`, a label value too
+    (kubernetes/kubernetes#64023)."""
+    name = doc["metadata"]["name"]
+    problems = []
+    if len(name) > 253 or not DNS1123_SUBDOMAIN.match(name):
+        problems.append(f"name {name!r}: not a DNS-1123 subdomain of ≤ 253 characters")
+    label_sets = [doc["metadata"].get("labels", {})]
+    spec = doc.get("spec", {})
+    for path in (("template",), ("leaderWorkerTemplate", "leaderTemplate"),
+                 ("leaderWorkerTemplate", "workerTemplate")):
+        node = spec
+        for key in path:
+            node = node.get(key, {}) if isinstance(node, dict) else {}
+        label_sets.append(node.get("metadata", {}).get("labels", {}))
+    for labels in label_sets:
+        for value in labels.values():
+            problems += label_value_problems(str(value))
+    if doc["kind"] == "LeaderWorkerSet":
+        problems += label_value_problems(f"{name}-0-{REVISION_HASH}")
+    return problems

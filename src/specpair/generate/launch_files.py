@@ -28,6 +28,7 @@ from specpair.generate import stage_script
 from specpair.generate.pod_resources import pod_resources, ranks_per_pod
 from specpair.generate.render import dump_json
 from specpair.generate.shell_text import cell_text, slug
+from specpair.model.kubernetes import GROUP_NAME_MAX, LABEL_VALUE_MAX, bounded, pair_labels
 from specpair.resolve.pair import ResolvedPair
 
 LWS_ENV = {"NODE_RANK": "$(LWS_WORKER_INDEX)", "DIST_INIT_ADDR": "$(LWS_LEADER_ADDRESS):20000",
@@ -160,7 +161,8 @@ def manifest_notes(pair: ResolvedPair) -> list[str]:
     size = (f"{claim_gib(pair)} GiB as the runbook sets" if volume.size_gib else
             f"{claim_gib(pair)} GiB: the budget's disk need (both downloads + 10%)")
     claim = ("one claim per pod from volumeClaimTemplates (every node stages its own copy)"
-             if pair.runbook.deployment.nodes > 1 else f"claim {pair.name}-models")
+             if pair.runbook.deployment.nodes > 1 else
+             f"claim {bounded(pair.runbook.pair.name, LABEL_VALUE_MAX)}-models")
     notes = [*marks(pair), f"Models volume: {claim}, {size}, {volume.access_mode}, "
              f"storage class {volume.storage_class or '(cluster default)'}."]
     if secret is None:
@@ -187,28 +189,22 @@ def _k8s_words(words: list[str]) -> list[str]:
     return [k8s_literal(w) for w in words]
 
 
-def manifest(pair: ResolvedPair, launch: Launch) -> str:
-    rb = pair.runbook
-    dep = rb.deployment
-    k8s = rb.kubernetes
-    name = rb.pair.name
-    gpus = ranks_per_pod(pair)
-    image = engines.by_label(launch.engine).image
+
+def _server_container(pair: ResolvedPair, launch: Launch, image: str,
+                      env: list[dict[str, Any]]) -> dict[str, Any]:
+    """The serving container: the engine's exec-form command, its GPUs and probes."""
     resources = pod_resources(pair)
-    command = [LWS_ENV[a.name] if isinstance(a, EnvRef) else k8s_literal(a) for a in launch.argv]
-    # both log each phase in the deployment-log format
-    stage_args = _k8s_words(stage_script.init_container_command(pair, rb.staging.mode))
-    budget_s = int(rb.staging.cold_start_budget_s)
-    env = [{"name": "HF_HOME", "value": "/models"}, *token_env(pair)]
-    container: dict[str, Any] = {
+    budget_s = int(pair.runbook.staging.cold_start_budget_s)
+    return {
         "name": "server",
         "image": image,
-        "command": command,
+        "command": [LWS_ENV[a.name] if isinstance(a, EnvRef) else k8s_literal(a)
+                    for a in launch.argv],
         "env": [*env, *({"name": k, "value": k8s_literal(v)}
                         for k, v in sorted(launch.env.items()))],
         "ports": [{"containerPort": launch.port, "name": "http"}],
         "resources": {"requests": {"cpu": resources.cpu, "memory": resources.memory},
-                      "limits": {"nvidia.com/gpu": gpus}},
+                      "limits": {"nvidia.com/gpu": ranks_per_pod(pair)}},
         "volumeMounts": [{"name": "models", "mountPath": "/models"},
                          {"name": "dshm", "mountPath": "/dev/shm"}],
         "startupProbe": {"httpGet": {"path": launch.health_path, "port": launch.port},
@@ -222,6 +218,22 @@ def manifest(pair: ResolvedPair, launch: Launch) -> str:
         "lifecycle": {"postStart": {"exec": {
             "command": _k8s_words(stage_script.warmup_hook_command(pair, launch.port))}}},
     }
+
+
+def manifest(pair: ResolvedPair, launch: Launch) -> str:
+    rb = pair.runbook
+    dep = rb.deployment
+    k8s = rb.kubernetes
+    # within the API's limits (a pair's name may be 64 characters): the workload's name
+    # and its label value
+    name = bounded(rb.pair.name, LABEL_VALUE_MAX if dep.nodes == 1 else GROUP_NAME_MAX)
+    image = engines.by_label(launch.engine).image
+    resources = pod_resources(pair)
+    # both log each phase in the deployment-log format
+    stage_args = _k8s_words(stage_script.init_container_command(pair, rb.staging.mode))
+    env = [{"name": "HF_HOME", "value": "/models"}, *token_env(pair)]
+    container = _server_container(pair, launch, image, env)
+    command = container["command"]
     pod: dict[str, Any] = {
         "initContainers": [{"name": "stage", "image": image, "command": stage_args,
                             "env": env,
@@ -233,7 +245,7 @@ def manifest(pair: ResolvedPair, launch: Launch) -> str:
     }
     if k8s.node_selector:
         pod["nodeSelector"] = dict(sorted(k8s.node_selector.items()))
-    labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "specpair"}
+    labels = pair_labels(rb.pair.name)
     _launch_files(launch, image, container, pod)
     docs: list[dict[str, Any]]
     if dep.nodes == 1:
@@ -271,7 +283,7 @@ def manifest(pair: ResolvedPair, launch: Launch) -> str:
                          "leaderTemplate": {"metadata": {"labels": labels}, "spec": pod},
                          "workerTemplate": {"metadata": {"labels": labels}, "spec": worker}}}}]
     header = "".join(f"# {line}\n" for line in [
-        f"{launch.engine} deployment of {name}; generated by specpair from "
+        f"{launch.engine} deployment of {rb.pair.name}; generated by specpair from "
         f"{pair.source_file}. Do not edit.", *manifest_notes(pair)])
     return header + "---\n".join(
         yaml.dump(doc, Dumper=_NoAliasDumper, sort_keys=False, width=100, allow_unicode=True)

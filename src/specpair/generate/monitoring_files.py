@@ -19,6 +19,7 @@ from specpair.analyse.analysis import Analysis
 from specpair.analyse.monitoring import for_engine
 from specpair.engines.verified_layouts import marks
 from specpair.generate.shell_text import cell_text
+from specpair.model.kubernetes import pair_labels
 from specpair.resolve.pair import ResolvedPair
 
 RULES = "prometheus-rules.yaml"
@@ -87,12 +88,12 @@ def header(pair: ResolvedPair, t: Thresholds) -> str:
 def object_labels(pair: ResolvedPair) -> dict[str, str]:
     """The pair's labels, then the runbook's kubernetes.monitor_labels: what the Prometheus
     operator's ruleSelector and podMonitorSelector match (kube-prometheus-stack: release)."""
-    own = {"app.kubernetes.io/name": pair.name, "app.kubernetes.io/managed-by": "specpair"}
+    own = pair_labels(pair.name)
     return {**own, **dict(sorted(pair.runbook.kubernetes.monitor_labels.items()))}
 
 
 def pod_monitor(pair: ResolvedPair) -> dict[str, Any]:
-    match = {"app.kubernetes.io/name": pair.name, "app.kubernetes.io/managed-by": "specpair"}
+    match = pair_labels(pair.name)
     if pair.runbook.deployment.nodes > 1:
         # only the LeaderWorkerSet's leader serves HTTP; workers would read as down
         match["leaderworkerset.sigs.k8s.io/worker-index"] = "0"

@@ -7,6 +7,7 @@ its Prometheus operator selects on), so the runbook names them instead of specpa
 
 from __future__ import annotations
 
+import hashlib
 from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
@@ -26,6 +27,29 @@ Quantity = Annotated[str, StringConstraints(
     pattern=r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
             r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$")]
 
+
+LABEL_VALUE_MAX = 63
+"""A label value's limit (k8s.io/apimachinery/pkg/util/validation: LabelValueMaxLength)."""
+GROUP_NAME_MAX = 63 - len("-0") - len("-") - 10
+"""A LeaderWorkerSet's name: its group 0 runs as the StatefulSet `<name>-0`, whose pods
+carry the label controller-revision-hash `<name>-0-<10-character hash>`, a label value
+(kubernetes/kubernetes#64023); a longer name leaves the group's pods uncreatable."""
+
+
+def bounded(name: str, limit: int) -> str:
+    """`name` where it fits `limit` characters, else its start and 8 hexadecimal digits of
+    its SHA-256: the same pair gets the same object names in every build, and two pairs
+    that share a long prefix still get different ones."""
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[:limit - len(digest) - 1].rstrip('-.')}-{digest}"
+
+
+def pair_labels(pair: str) -> dict[str, str]:
+    """The labels of a pair's objects and pods, which the PodMonitor selects on."""
+    return {"app.kubernetes.io/name": bounded(pair, LABEL_VALUE_MAX),
+            "app.kubernetes.io/managed-by": "specpair"}
 
 class TokenSecret(Strict):
     """The Secret holding a Hugging Face token, given to the staging init container and the
