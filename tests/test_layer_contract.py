@@ -66,7 +66,6 @@ FILE_CALLS = {"open", "write_text", "write_bytes", "read_text", "read_bytes", "u
               "rmtree", "rename", "replace", "mkdir", "touch", "symlink_to", "chmod"}
 # Modules outside those stages that still touch files ("module:call"). May only shrink.
 FILE_TOUCH_ALLOWED: set[str] = {
-    "specpair.bench.replay:read_bytes",  # replay files, not yet under the file policy
     "specpair.commands.build:open",  # the build's flock on runbooks/
     "specpair.commands.impact:mkdir",  # a scratch folder of its own for the base revision
     "specpair.commands.init:mkdir",  # the target folder, and a scratch folder for the lock

@@ -11,14 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from specpair.bench.record import Cell, Measurement, Protocol, RunResult, Stats
 from specpair.bench.replay import load, request_body
 from specpair.bench.traffic import (
     Divergence,
-    ReplayCell,
-    RequestOutcome,
     bootstrap,
-    run_stats,
     tau_by_depth,
 )
 from specpair.commands.bench_against import compare
@@ -27,6 +23,7 @@ from specpair.model.errors import SpecpairError
 from specpair.model.runbook import Regression
 from tests.support.fake_engine import FIXTURES
 from tests.support.paths import REPO
+from tests.support.replay_records import outcome, record
 
 MARKER = "zq-planted-marker-unit"
 
@@ -43,14 +40,14 @@ def test_replay_file_is_checked_by_digest_and_errors_never_quote_it(tmp_path: Pa
     good = {"messages": [{"role": "user", "content": MARKER}], "max_tokens": 8,
             "temperature": 0, "class": "chat", "stream": False, "model": "x"}
     sha = write_jsonl(path, [good, {"prompt": "p", "max_tokens": 4}])
-    requests = load(path, sha, "w")
+    requests = load(tmp_path, "t.jsonl", sha, "w")
     assert [(r.label, r.chat, r.temperature) for r in requests] == [
         ("chat", True, 0.0), ("unlabelled", False, 1.0)]  # OpenAI's default temperature
     body = request_body("served", requests[0], by_label("vllm 0.33.0").bench.replay_extras)
     assert body["model"] == "served" and body["stream"] is True and "class" not in body
     assert body["return_token_ids"] is True
     with pytest.raises(SpecpairError, match="sha256"):
-        load(path, "0" * 64, "w")
+        load(tmp_path, "t.jsonl", "0" * 64, "w")
     bad = [({"messages": [{"role": "user", "content": MARKER}]}, "max_tokens"),
            ({"prompt": MARKER, "messages": [], "max_tokens": 3}, "exactly one"),
            ('{"prompt": "' + MARKER, "not JSON"),
@@ -60,7 +57,7 @@ def test_replay_file_is_checked_by_digest_and_errors_never_quote_it(tmp_path: Pa
     for line, expected in bad:
         sha = write_jsonl(path, [good, line])
         with pytest.raises(SpecpairError) as info:
-            load(path, sha, "w")
+            load(tmp_path, "t.jsonl", sha, "w")
         text = info.value.render()
         assert expected in text and f"{path}:2" in text and MARKER not in text, text
 
@@ -85,32 +82,6 @@ def test_bootstrap_interval_brackets_the_percentile_and_is_reproducible() -> Non
     assert low <= sorted(values)[5] <= high
     assert bootstrap(values, 10) == (low, high)
     assert bootstrap([2.5] * 9, 50) == (2.5, 2.5)
-
-
-def outcome(index: int, label: str, tau: float, histogram: list[int], *,
-            valid: bool | None = None) -> RequestOutcome:
-    return RequestOutcome(index=index, label=label, greedy=True, output_tokens=20,
-                          ttft_s=0.01, tpot_s=0.005, e2e_s=0.1, tau=tau, histogram=histogram,
-                          spec_steps=sum(histogram), answer_sha256="a" * 64,
-                          schema_valid=valid)
-
-
-def record(spec: list[RequestOutcome], *, divergences: list[Divergence] | None = None,
-           sha: str = "b" * 64) -> Measurement:
-    stats = Stats(p50=None, p90=None, p99=None, mean=None)
-    run = RunResult(server="x", requests=len(spec), succeeded=len(spec), failed=0,
-                    truncated=False, wall_s=1.0, output_tokens=1, output_throughput=1.0,
-                    ttft_s=stats, tpot_s=stats, itl_s=stats, e2e_s=stats)
-    base = [o.model_copy(update={"tau": None, "histogram": [], "spec_steps": None})
-            for o in spec]
-    replay = ReplayCell(sha256=sha, requests=len(spec), baseline=run_stats("baseline", base, 10),
-                        speculative=run_stats("speculative", spec, 10),
-                        greedy_compared=len(spec), divergences=divergences or [])
-    protocol = Protocol(pair="p", engine="vllm 0.33.0", target={}, draft=None, speculation={},
-                        workloads=[], prompt_sets={}, sampling={}, concurrency=[2],
-                        baseline_url="b", speculative_url="s", minimal_request={})
-    return Measurement(started_at="2026-12-01T10:00:00Z", protocol=protocol, cells=[
-        Cell(workload="traffic", concurrency=2, baseline=run, speculative=run, replay=replay)])
 
 
 def test_gate_names_class_and_depth_divergence_and_schema() -> None:
@@ -238,3 +209,78 @@ def test_impact_checklist_of_a_draft_change_names_the_gate(tmp_path: Path) -> No
                     "depth, fallback share, throughput, greedy answers token for token, "
                     "JSON-schema validity)"], items
     assert not [i for i in checklist({"draft"}, base, base) if "--against" in i]
+
+
+# --------------------------------------------------------------------------- replay files
+# A replay file is committed in a pull request beside its runbook: read under the file
+# policy and parsed with the runbooks' limits (issue 52, item 8).
+
+GOOD = {"prompt": "p", "max_tokens": 4}
+
+
+@pytest.mark.parametrize("file", ["../outside.jsonl", "/dev/zero", "a/../../outside.jsonl"])
+def test_a_replay_file_outside_the_pair_folder_is_refused(tmp_path: Path, file: str) -> None:
+    pair = tmp_path / "pair"
+    pair.mkdir()
+    sha = write_jsonl(tmp_path / "outside.jsonl", [GOOD])
+    with pytest.raises(SpecpairError, match="outside the pair's folder"):
+        load(pair, file, sha, "workloads w")
+
+
+def test_a_replay_file_through_a_link_or_not_a_file_is_refused(tmp_path: Path) -> None:
+    sha = write_jsonl(tmp_path / "real.jsonl", [GOOD])
+    (tmp_path / "link.jsonl").symlink_to(tmp_path / "real.jsonl")
+    with pytest.raises(SpecpairError, match="symbolic link"):
+        load(tmp_path, "link.jsonl", sha, "w")
+    (tmp_path / "sub").symlink_to("/dev")
+    with pytest.raises(SpecpairError, match="symbolic link"):
+        load(tmp_path, "sub/zero", sha, "w")
+    (tmp_path / "folder.jsonl").mkdir()
+    with pytest.raises(SpecpairError, match="not a regular file"):
+        load(tmp_path, "folder.jsonl", sha, "w")
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ('{"prompt": "p", "max_tokens": 4, "x": ' + "[" * 5000 + "]" * 5000 + "}", "nested"),
+    ('{"prompt": "p", "max_tokens": 4, "x": ' + "[" * 70 + "]" * 70 + "}", "nested"),
+    ('{"prompt": "p", "max_tokens": ' + "9" * 5000 + "}", "number of 5000 characters"),
+    ('{"prompt": "p", "max_tokens": 4, "temperature": 1e400}', "beyond a float"),
+    ('{"prompt": "p", "max_tokens": 4, "temperature": NaN}', "NaN"),
+    ('{"prompt": "p", "max_tokens": 4, "class": "<b>x</b>"}', "field `class`"),
+    ('{"prompt": "p", "max_tokens": 4, "class": "chat\\u001b[31m"}', "field `class`"),
+])
+def test_a_hostile_replay_line_is_a_located_error(tmp_path: Path, line: str,
+                                                  expected: str) -> None:
+    sha = write_jsonl(tmp_path / "r.jsonl", [GOOD, line])
+    with pytest.raises(SpecpairError) as caught:
+        load(tmp_path, "r.jsonl", sha, "w")
+    (problem,) = caught.value.problems
+    assert expected in problem.message and problem.location.file.endswith("r.jsonl:2")
+    assert "<b>" not in problem.message and "\x1b" not in problem.message
+
+
+def test_the_runbook_refuses_a_replay_file_outside_its_folder() -> None:
+    from specpair.load.file_policy import inside_folder
+
+    assert [inside_folder(f) for f in ("r.jsonl", "data/r.jsonl", "a/../r.jsonl")] == [
+        True, True, True]
+    assert not any(inside_folder(f) for f in ("../r.jsonl", "/dev/zero", "a/../../r", "."))
+
+
+def test_slo_propose_refuses_a_tau_no_step_of_the_draft_can_yield() -> None:
+    """τ 50 for a 3-token draft was proposed as an SLO and written (issue 52)."""
+    from specpair.commands.slo import from_record
+    from tests.support.examples import example
+    from tests.support.pairs import with_runbook
+
+    base = example("llama33-70b-eagle3-vllm")
+    slo = {**base.runbook.acceptance.slo.model_dump(mode="json"), "scope": "per_request"}
+    pair = with_runbook(base, acceptance={"slo": slo})
+    assert pair.runbook.speculation.num_speculative_tokens == 3  # a step yields at most 4
+    fine = record([outcome(i, "chat", 3.5, [0, 1, 1, 8]) for i in range(8)])
+    assert from_record(pair, fine, "20261201T100500Z.json").value == 3.5
+    hostile = record([outcome(i, "chat", 50.0, [0, 1, 1, 8]) for i in range(8)])
+    with pytest.raises(SpecpairError) as caught:
+        from_record(pair, hostile, "20261201T100500Z.json")
+    (problem,) = caught.value.problems
+    assert "above 4" in problem.message and "up to 50" in problem.message

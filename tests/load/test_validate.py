@@ -117,3 +117,14 @@ def test_pair_names_are_safe_slugs(tmp_path: Path, bad: str) -> None:
 def test_nan_and_infinity_are_refused(tmp_path: Path, value: str) -> None:
     problems = _problems(tmp_path, MINIMAL.replace("min_length: 3.0", f"min_length: {value}"))
     assert any(p.startswith("acceptance.slo.min_length:") for p in problems), problems
+
+
+@pytest.mark.parametrize("file", ["../other-pair/traffic.jsonl", "/dev/zero", "x/../../t.jsonl"])
+def test_a_replay_file_outside_the_pair_folder_is_refused_at_its_field(
+        tmp_path: Path, file: str) -> None:
+    replay = (f"\nworkloads:\n  - {{name: short, kind: short-homogeneous, prompts: 4, "
+              f"max_tokens: 8}}\n  - {{name: traffic, kind: replay, file: '{file}', "
+              f"sha256: '{'a' * 64}'}}\n")
+    problems = _problems(tmp_path, MINIMAL + replay)
+    assert any(p.startswith("workloads[1].file: ") and "outside the pair's folder" in p
+               for p in problems), problems

@@ -269,3 +269,52 @@ def test_a_hub_lock_from_a_shard_index_passes_its_own_provenance_rule(
     assert "SP104 [warning] target lock facts are declared and unconfirmed: " \
            "weights.params_by_dtype, tokenizer" in checked.stdout, checked.stdout
     assert "SP105" not in checked.stdout, checked.stdout
+
+
+# ------------------------------------------------------------------ hostile hub answers
+# Every answer bounded in time and size, every malformed one a located error, the previous
+# lock kept (issue 52, item 6). The real huggingface_hub client against the local server.
+
+def _listing(files: dict[str, object], sha: str = "COMMIT") -> bytes:
+    return json.dumps({"id": "org/target", "modelId": "org/target", "sha": sha,
+                       "private": False, "siblings": [
+                           {"rfilename": n, "size": s} for n, s in files.items()]}).encode()
+
+
+HOSTILE = {
+    "not-json": (r"^/api/models/org/target", {"body": b"<html>mirror login</html>"},
+                 "the hub's answer is malformed"),
+    "deep-nesting": (r"^/api/models/org/target", {"body": b"[" * 100_000 + b"]" * 100_000},
+                     "the hub's answer is malformed"),
+    "wrong-types": (r"^/api/models/org/target", {"body": b'{"sha": 7, "siblings": "x"}'},
+                    "repository info"),
+    "negative-size": (r"^/api/models/org/target",
+                      {"body": _listing({"model.safetensors": -5})}, "of size -5"),
+    "huge-size": (r"^/api/models/org/target",
+                  {"body": _listing({"model.safetensors": 10**400})}, "of size 1000"),
+    "many-shards": (r"^/api/models/org/target", {"body": _listing(
+        {"config.json": 10, **{f"m-{i:06d}.safetensors": 1 for i in range(100_000)}})},
+        "lists 100,000 safetensors files"),
+    "endless": (r"^/api/models/org/target", {"endless": True}, "bytes"),
+    "drip": (r"^/api/models/org/target", {"body": _listing({}), "drip_s": 0.05}, "took over"),
+    "bad-header": (r"safetensors$", {"body": b"\xff" * 8 + b"{not json"}, "header of"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_a_hostile_hub_answer_is_a_located_error_and_the_lock_is_kept(
+        pair_repo: Path, hub: HubServer, case: str) -> None:
+    assert lock(pair_repo, hub, "runbooks").returncode == 0
+    lock_path = pair_repo / "runbooks" / "p" / "lock.json"
+    before = lock_path.read_bytes()
+    pattern, fault, message = HOSTILE[case]
+    commit = hub.repos["org/target"].refs["main"].encode()
+    if isinstance(fault.get("body"), bytes):  # the listing names the real commit
+        fault = {**fault, "body": fault["body"].replace(b"COMMIT", commit)}  # type: ignore[union-attr]
+    hub.faults.append(Fault(pattern, times=100, **fault))  # type: ignore[arg-type]
+    result = lock(pair_repo, hub, "runbooks", "--refresh", SPECPAIR_HUB_RETRIES="1",
+                  SPECPAIR_HUB_DEADLINE_S="3")
+    assert result.returncode in (1, 2, 3), result.stderr
+    assert message in result.stderr and "hub:org/target" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert lock_path.read_bytes() == before

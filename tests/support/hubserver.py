@@ -47,6 +47,9 @@ class Fault:
     status: int = 0          # an HTTP error to answer with
     delay_s: float = 0.0     # or a stall before answering
     times: int = 1
+    body: bytes | None = None  # or this answer (200), whatever was asked
+    drip_s: float = 0.0        # the answer a byte at a time, this long apart
+    endless: bool = False      # or an answer that never ends (it claims a huge length)
 
 
 class HubServer:
@@ -124,6 +127,9 @@ class HubServer:
                     if fault.status:
                         self.send(fault.status, b"{}", {"Retry-After": "0"}, head)
                         return
+                    if fault.body is not None or fault.endless:
+                        self.hostile(fault)
+                        return
                 api = re.fullmatch(r"/api/models/([^/]+/[^/]+)(?:/revision/(.+))?", path)
                 blob = re.fullmatch(r"/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path)
                 # the file listing `hf download` (snapshot_download) asks for
@@ -180,6 +186,30 @@ class HubServer:
                     if not head:
                         with server.lock:
                             server.in_flight -= 1
+
+            def hostile(self, fault: Fault) -> None:
+                """What a broken or hostile server sends: a drip, an endless body, or
+                a body that is not the hub's answer."""
+                body = fault.body or b""
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("X-Repo-Commit", "0" * 40)
+                self.send_header("Content-Length", str(1 << 40 if fault.endless else len(body)))
+                self.end_headers()
+                try:
+                    if fault.endless:
+                        chunk = b"[" * 65536
+                        for _ in range(1 << 16):  # 4 GiB at most, if nobody hangs up
+                            self.wfile.write(chunk)
+                    elif fault.drip_s:
+                        for i in range(len(body)):
+                            self.wfile.write(body[i:i + 1])
+                            self.wfile.flush()
+                            time.sleep(fault.drip_s)
+                    else:
+                        self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client hung up: what a bounded client does
 
             def send_file(self, data: bytes, commit: str, head: bool) -> None:
                 headers = {"X-Repo-Commit": commit,

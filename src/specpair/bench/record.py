@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from specpair.bench.stats import Stats, percentile
+from specpair.bench.stats import Recorded, Stats, percentile
 from specpair.bench.traffic import ReplayCell
 from specpair.model.common import PastUtcTime, Strict
 
 __all__ = ["Cell", "Measurement", "Protocol", "RunResult", "Stats", "percentile"]
 
 
-class RunResult(Strict):
+class RunResult(Recorded):
     server: str = Field(description="baseline (the target alone), speculative (the pair as "
                                     "the runbook launches it: its schedule when it has one) "
                                     "or static (the pair at the schedule's largest K)")
@@ -42,7 +42,7 @@ class RunResult(Strict):
     errors: list[str] = Field(default_factory=list)
 
 
-class Cell(Strict):
+class Cell(Recorded):
     workload: str
     concurrency: int
     baseline: RunResult

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,9 @@ from typing import Any
 import httpx
 
 from specpair.bench import metrics
+from specpair.load import file_policy
+from specpair.load.document import bounded_json
+from specpair.model.common import CLASS_LABEL, inert
 from specpair.model.errors import SpecpairError
 
 UNLABELLED = "unlabelled"
@@ -67,18 +71,29 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def file_digest(path: Path) -> str:
-    return digest(path.read_bytes())
+MAX_REPLAY_BYTES = 64 << 20
+"""A captured request set of some thousands of long prompts; more is not a replay a
+benchmark run can send (and is read whole, to check its digest)."""
+LABEL = re.compile(CLASS_LABEL)
 
 
-def load(path: Path, sha256: str, where: str) -> list[ReplayRequest]:
+def read_replay(folder: Path, file: str, where: str) -> bytes:
+    """The bytes of a replay file under the file policy: inside the pair's folder, no
+    link on the way, a regular file (not /dev/zero or a FIFO), at most MAX_REPLAY_BYTES."""
+    path = file_policy.absolute(folder / file)
+    if not path.is_relative_to(file_policy.absolute(folder)) or not file_policy.inside_folder(file):
+        raise SpecpairError.single(where, f"the replay file {inert(file)!r} lies outside the "
+                                   "pair's folder", "commit it beside the runbook and name "
+                                   "it relative to the runbook's folder")
+    file_policy.check_below(folder, path)
+    return file_policy.read_bytes(path, MAX_REPLAY_BYTES, path, what=(
+        "a replay file is the captured request set of one benchmark run: sample it"))
+
+
+def load(folder: Path, file: str, sha256: str, where: str) -> list[ReplayRequest]:
     """The requests of a replay file, after checking its digest against the runbook's."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SpecpairError.single(where, f"cannot read the replay file {path}: "
-                                   f"{exc.strerror}", "check workloads[].file (relative "
-                                   "to the runbook's folder)") from None
+    path = folder / file
+    data = read_replay(folder, file, where)
     got = digest(data)
     if got != sha256:
         raise SpecpairError.single(where, f"{path} has sha256 {got}, the runbook says {sha256}",
@@ -97,11 +112,7 @@ def _request(line: str, index: int, at: str) -> ReplayRequest:
     def refuse(what: str, hint: str) -> SpecpairError:
         return SpecpairError.single(at, what, hint)  # never the line itself: it is traffic
 
-    try:
-        raw = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise refuse(f"not JSON (column {exc.colno}: {exc.msg})",
-                     "one JSON object per line") from None
+    raw = _bounded_json(line, refuse)
     if not isinstance(raw, dict):
         raise refuse("a line must be a JSON object", "one request object per line")
     chat = "messages" in raw
@@ -121,8 +132,9 @@ def _request(line: str, index: int, at: str) -> ReplayRequest:
             or not 0 <= temperature <= 2:
         raise refuse("field `temperature`: expected a number in [0, 2]", "as sent")
     label = raw.get("class", UNLABELLED)
-    if not isinstance(label, str) or not label or len(label) > 64:
-        raise refuse("field `class`: expected a label of 1-64 characters", "e.g. chat, json")
+    if not isinstance(label, str) or not LABEL.match(label):
+        raise refuse("field `class`: expected a label of 1-64 letters, digits, `_.:-`",
+                     "e.g. chat, json, code-review")
     if raw.get("n", 1) != 1:
         raise refuse("field `n`: the replay sends one answer per request",
                      "drop n, or split the request")
@@ -137,6 +149,18 @@ def _request(line: str, index: int, at: str) -> ReplayRequest:
         _check_schema(schema, at)
     body = {k: v for k, v in raw.items() if k not in DROPPED_KEYS}
     return ReplayRequest(index, label, chat, body, limit, float(temperature), schema)
+
+
+def _bounded_json(line: str, refuse: Callable[[str, str], SpecpairError]) -> Any:
+    """One request line parsed with the runbooks' limits: nesting, size, numbers."""
+    try:
+        return bounded_json(line)
+    except json.JSONDecodeError as exc:
+        raise refuse(f"not JSON (column {exc.colno}: {exc.msg})",
+                     "one JSON object per line") from None
+    except ValueError as exc:
+        raise refuse(str(exc), "one captured request per line, numbers as a client sends "
+                     "them") from None
 
 
 def _check_schema(schema: dict[str, Any], at: str) -> None:

@@ -29,7 +29,7 @@ Scrape = Callable[[str], dict[str, dict[str, float]]]
 
 def requests_of(workload: Workload, folder: Path) -> list[ReplayRequest]:
     assert workload.file is not None and workload.sha256 is not None, "rules.check_runbook"
-    return load(folder / workload.file, workload.sha256, f"workloads {workload.name}")
+    return load(folder, workload.file, workload.sha256, f"workloads {workload.name}")
 
 
 def measure(workload: Workload, requests: list[ReplayRequest], concurrency: int,

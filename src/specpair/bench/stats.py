@@ -4,10 +4,45 @@ per-class statistics both use it)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from typing import Any
 
-from pydantic import Field
+from pydantic import BaseModel, Field, field_validator
 
-from specpair.model.common import Strict
+from specpair.model.common import MAX_COUNT, Strict
+
+
+def _figures(value: Any) -> Iterator[int | float]:
+    if isinstance(value, bool | BaseModel):
+        return  # a nested model checks its own fields
+    if isinstance(value, int | float):
+        yield value
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _figures(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _figures(item)
+
+
+class Recorded(Strict):
+    """A part of a measurement record. Records are committed like runbooks and feed the
+    card, break-even and the alert thresholds, so every figure in them is physical: no
+    negative count, time, rate or τ, nothing past MAX_COUNT (τ 1e308 and counts of 10**400
+    reached the card or ended in tracebacks). NaN and infinity are refused by Strict."""
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _physical(cls, value: Any) -> Any:
+        for figure in _figures(value):
+            if figure < 0:
+                raise ValueError(f"{figure} is negative: a record's counts, times, rates "
+                                 "and τ are not")
+            if figure > MAX_COUNT:
+                shown = f"{figure:.3g}" if isinstance(figure, float) else \
+                    f"a number of {len(str(figure))} digits"
+                raise ValueError(f"{shown} is past any measurement (limit {MAX_COUNT})")
+        return value
 
 
 def percentile(values: list[float], p: float) -> float | None:
@@ -19,7 +54,7 @@ def percentile(values: list[float], p: float) -> float | None:
     return ordered[rank - 1]
 
 
-class Stats(Strict):
+class Stats(Recorded):
     p50: float | None
     p90: float | None
     p99: float | None

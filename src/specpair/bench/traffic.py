@@ -23,18 +23,18 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from specpair.bench.replay import ReplayRequest, ReplaySample, digest, schema_valid
-from specpair.bench.stats import Stats, percentile
-from specpair.model.common import Strict
+from specpair.bench.stats import Recorded, Stats, percentile
+from specpair.model.common import ClassLabel
 
 BOOTSTRAP_RESAMPLES = 1000
 CONFIDENCE = 0.95
 
 
-class RequestOutcome(Strict):
+class RequestOutcome(Recorded):
     """One request of a replay on one server: no prompt, no answer text."""
 
     index: int
-    label: str
+    label: ClassLabel
     error: str | None = None
     greedy: bool = Field(description="temperature 0: the pair must answer token for token "
                                      "as the target alone")
@@ -42,7 +42,7 @@ class RequestOutcome(Strict):
     ttft_s: float | None = None
     tpot_s: float | None = None
     e2e_s: float = 0.0
-    tau: float | None = Field(default=None, description="the engine's per-request τ "
+    tau: float | None = Field(default=None, ge=1, description="the engine's per-request τ "
                               "(bonus token included); None without a verify step")
     histogram: list[int] = Field(default_factory=list, description="vLLM: verify steps that "
                                  "accepted exactly j draft tokens, j = 0..K")
@@ -53,7 +53,7 @@ class RequestOutcome(Strict):
                                       "request's JSON schema; None without one")
 
 
-class TauDistribution(Strict):
+class TauDistribution(Recorded):
     n: int
     mean: float
     p10: float
@@ -64,7 +64,7 @@ class TauDistribution(Strict):
     interval: tuple[float, float] = Field(description="bootstrap 95% interval of `value`")
 
 
-class ClassStats(Strict):
+class ClassStats(Recorded):
     requests: int
     succeeded: int
     output_tokens: int
@@ -83,21 +83,21 @@ class ClassStats(Strict):
     schema_valid: int = 0
 
 
-class ReplayRun(Strict):
+class ReplayRun(Recorded):
     server: str
-    classes: dict[str, ClassStats]
+    classes: dict[ClassLabel, ClassStats]
     requests: list[RequestOutcome]
 
 
-class Divergence(Strict):
+class Divergence(Recorded):
     index: int
-    label: str
+    label: ClassLabel
     position: int = Field(description="first token (or character) where the pair's answer "
                                       "differs from the target alone's")
     compared: str = Field(description="token_ids or text")
 
 
-class ReplayCell(Strict):
+class ReplayCell(Recorded):
     sha256: str
     requests: int
     baseline: ReplayRun

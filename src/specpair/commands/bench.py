@@ -16,17 +16,40 @@ from specpair.bench.client import request_body, run_load, summarize
 from specpair.bench.record import Cell, Measurement, Protocol
 from specpair.bench.workloads import fingerprint, generate
 from specpair.engines.bench_model import FallbackError
+from specpair.load.bounded_http import AnswerRefused, Limits, client, redact
+from specpair.load.document import bounded_json
 from specpair.model.errors import SpecpairError
 from specpair.resolve.pair import ResolvedPair
 
+ENGINE_LIMITS = Limits(deadline_s=30.0, max_bytes=16 << 20)
+"""An engine's /metrics and /v1/models answers (kilobytes to a few MB)."""
+
 
 def _get(url: str, path: str) -> httpx.Response:
+    shown = redact(url)
     try:
-        response = httpx.get(url + path, timeout=30.0)
+        with client(httpx, ENGINE_LIMITS) as http:
+            response: httpx.Response = http.get(url + path)
+            response.read()
+    except AnswerRefused as exc:
+        raise SpecpairError.single(shown, exc.reason, "point --baseline/--spec at the "
+                                   "engines' OpenAI-compatible servers") from None
     except httpx.HTTPError as exc:
-        raise SpecpairError.single(url, f"cannot reach {url}{path}: {type(exc).__name__}",
+        raise SpecpairError.single(shown, f"cannot reach {shown}{path}: "
+                                   f"{type(exc).__name__}",
                                    "check that the server runs and the URL is right") from None
     return response
+
+
+def _json(url: str, path: str) -> Any:
+    response = _get(url, path)
+    try:
+        return bounded_json(response.text)
+    except ValueError as exc:
+        raise SpecpairError.single(redact(url), f"{path} answered {response.status_code} "
+                                   f"with no JSON ({str(exc)[:120]})",
+                                   "point --baseline/--spec at the engines' OpenAI-compatible "
+                                   "servers") from None
 
 
 def scrape(url: str) -> dict[str, dict[str, float]]:
@@ -38,12 +61,13 @@ def scrape(url: str) -> dict[str, dict[str, float]]:
 
 
 def served_model(url: str) -> str:
-    response = _get(url, "/v1/models")
-    data = response.json().get("data") or [] if response.status_code == 200 else []
-    if not data:
-        raise SpecpairError.single(url, "the server lists no model on /v1/models",
+    answer = _json(url, "/v1/models")
+    data = answer.get("data") if isinstance(answer, dict) else None
+    first = data[0] if isinstance(data, list) and data else None
+    if not isinstance(first, dict) or not isinstance(first.get("id"), str):
+        raise SpecpairError.single(redact(url), "the server lists no model on /v1/models",
                                    "point --baseline/--spec at OpenAI-compatible servers")
-    return str(data[0]["id"])
+    return str(first["id"])
 
 
 def check_servers(pair: ResolvedPair, baseline: str, spec: str,
@@ -66,7 +90,11 @@ def check_servers(pair: ResolvedPair, baseline: str, spec: str,
 
 def _getter(url: str) -> Callable[[str], dict[str, Any]]:
     def get(path: str) -> dict[str, Any]:
-        return dict(_get(url, path).json())
+        answer = _json(url, path)
+        if not isinstance(answer, dict):
+            raise SpecpairError.single(redact(url), f"{path} answered no JSON object",
+                                       "point --spec at the engine's own server")
+        return answer
     return get
 
 

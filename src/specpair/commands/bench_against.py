@@ -177,16 +177,10 @@ def gate(pair: ResolvedPair, folder: Path, record_path: Path, baseline: str, spe
 
     from specpair.commands.bench import run
     from specpair.generate.render import dump_json
-    from specpair.load.document import load_document
-    from specpair.load.runbooks import MEASUREMENTS_DIR
+    from specpair.load.runbooks import MEASUREMENTS_DIR, load_record
     from specpair.write.writer import atomic_write
 
-    document = load_document(record_path)
-    try:
-        recorded = Measurement.model_validate(document.data)
-    except ValueError as exc:
-        raise SpecpairError.single(record_path, f"not a bench record: {exc}",
-                                   "give a file from measurements/") from None
+    recorded = load_record(record_path, Measurement)
     replayed = {c.workload for c in recorded.cells if c.replay is not None}
     chosen = replayed & only if only else replayed
     levels = concurrency or sorted({c.concurrency for c in recorded.cells

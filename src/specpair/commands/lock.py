@@ -19,6 +19,7 @@ from typing import Any
 from specpair.engines import registry
 from specpair.engines.release import EngineRelease
 from specpair.generate.render import dump_json
+from specpair.load.document import MAX_FILE_BYTES
 from specpair.load.runbooks import LOCK_NAME, LoadedRunbook, load_lock
 from specpair.lock.hub import (
     TOKENIZER_FILES,
@@ -31,7 +32,7 @@ from specpair.lock.vocab import intersect, load_tokenizer, to_lock
 from specpair.model.errors import Problem, SpecpairError
 from specpair.model.lock import ArtifactLock, Lock, VocabMapping
 from specpair.model.runbook import Artifact, Runbook
-from specpair.write.writer import atomic_write, holds
+from specpair.write.writer import holds, write_readable
 
 MAX_PARALLEL = 4
 
@@ -176,6 +177,6 @@ def lock_all(runbooks: list[LoadedRunbook], *, refresh: bool = False, offline: b
         path = outcome.runbook.folder / LOCK_NAME
         content = dump_json(outcome.lock.model_dump(mode="json", exclude_none=True))
         if not holds(path, content):  # under the file policy: no link followed
-            atomic_write(path, content)
+            write_readable(path, content, MAX_FILE_BYTES, "lock")
             outcome.written = True
     return outcomes

@@ -22,7 +22,6 @@ samples, value, interval, margin). The gate (SP702) accepts `own_traffic` only w
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import re
 import urllib.parse
@@ -30,17 +29,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from pydantic import BaseModel, ValidationError
 
+from specpair.analyse.acceptance import shape_depth
 from specpair.bench.record import Measurement
 from specpair.bench.stats import percentile
 from specpair.bench.traffic import bootstrap
+from specpair.load.bounded_http import AnswerRefused, Limits, client, redact
+from specpair.load.document import bounded_json
 from specpair.load.runbook_edit import Change
+from specpair.model.common import inert
 from specpair.model.errors import SpecpairError
 from specpair.resolve.pair import ResolvedPair
 
 RECORD_RULE = "specpair:acceptance_length:rate5m"
 DEFAULT_MARGIN = 0.05
 MAX_POINTS = 10_000  # Prometheus refuses more than 11,000 points per series
+MAX_ANSWER_POINTS = 200_000
+"""Points a proposal bootstraps over (a few replicas' series at MAX_POINTS each): a
+million points made the bootstrap run for minutes."""
+PROMETHEUS_LIMITS = Limits(deadline_s=60.0, max_bytes=64 << 20)
 _DURATION = re.compile(r"^(\d+)([smhdw])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -98,6 +106,18 @@ def break_even(pair: ResolvedPair) -> tuple[float | None, str]:
                              f"{here.concurrency}; the SLO must reach τ*·(1+{SLO_MARGIN:g})")
 
 
+def _physical(pair: ResolvedPair, values: list[float], where: str, cause: str) -> None:
+    """τ counts the bonus token and at most the draft's depth: one above 1 + depth is no
+    measurement of this pair, and an SLO proposed from it could never be met."""
+    most = 1 + shape_depth(pair)
+    beyond = [v for v in values if v > most + 1e-9]
+    if beyond:
+        raise SpecpairError.single(
+            where, f"{len(beyond)} τ value(s) above {most}, the most a step of this pair's "
+            f"draft can yield (1 + depth {most - 1}), up to {max(beyond):.3g}",
+            f"{cause}: measure the pair as the runbook launches it")
+
+
 def from_record(pair: ResolvedPair, record: Measurement, name: str,
                 margin: float = DEFAULT_MARGIN) -> Proposal:
     slo = pair.runbook.acceptance.slo
@@ -115,6 +135,7 @@ def from_record(pair: ResolvedPair, record: Measurement, name: str,
             if o.error is None and o.tau is not None:
                 values.append(o.tau)
                 by_class.setdefault(o.label, []).append(o.tau)
+    _physical(pair, values, where, "the record was not made with this pair's draft")
     if not values:
         raise SpecpairError.single(
             where, "the record has no per-request τ of a replay workload",
@@ -156,17 +177,9 @@ def from_prometheus(pair: ResolvedPair, url: str, since_s: int,
     step = max(1, math.ceil(since_s / MAX_POINTS))
     query = urllib.parse.urlencode({"query": expr, "start": f"{start:.3f}",
                                     "end": f"{end:.3f}", "step": f"{step}s"})
-    try:
-        response = httpx.get(f"{url}/api/v1/query_range?{query}", timeout=60.0)
-        body = response.json()
-    except (httpx.HTTPError, json.JSONDecodeError) as exc:
-        raise SpecpairError.single(url, f"cannot query Prometheus: {type(exc).__name__}",
-                                   "check the URL (the server's address, no path)") from None
-    if response.status_code != 200 or body.get("status") != "success":
-        raise SpecpairError.single(url, f"Prometheus answered {response.status_code}: "
-                                   f"{str(body.get('error', ''))[:200]}", "check the query")
-    values = [float(v) for series in body["data"]["result"] for _, v in series["values"]
-              if math.isfinite(float(v)) and float(v) >= 1]
+    shown = redact(url)
+    values = [v for v in _query_range(url, shown, query) if math.isfinite(v) and v >= 1]
+    _physical(pair, values, shown, f"{expr} does not describe this pair's draft")
     if not values:
         raise SpecpairError.single(
             url, f"no data for {expr} over the last {since_s}s",
@@ -188,6 +201,60 @@ def from_prometheus(pair: ResolvedPair, url: str, since_s: int,
                     caveat=f"evaluations every {step}s of overlapping 5-minute windows: "
                            "the interval is that of correlated samples; a longer --since "
                            "widens what it covers")
+
+
+class _Series(BaseModel):
+    values: list[tuple[float, str]]
+
+
+class _Data(BaseModel):
+    result: list[_Series]
+
+
+class _Answer(BaseModel):
+    """The part of Prometheus' query_range answer the proposal reads (its HTTP API)."""
+
+    status: str
+    data: _Data | None = None
+    error: str | None = None
+
+
+def _query_range(url: str, shown: str, query: str) -> list[float]:
+    """The values of one range query, every answer bounded (`load.bounded_http`): a
+    deadline, a size, at most MAX_ANSWER_POINTS points; anything else a located error."""
+    hint = "check the URL (the server's address, no path) and that it is Prometheus"
+    try:
+        with client(httpx, PROMETHEUS_LIMITS) as http:
+            response = http.get(f"{url}/api/v1/query_range?{query}")
+            text = response.text
+    except AnswerRefused as exc:
+        raise SpecpairError.single(shown, f"Prometheus: {exc.reason}", hint) from None
+    except httpx.HTTPError as exc:
+        raise SpecpairError.single(shown, f"cannot query Prometheus: {type(exc).__name__}",
+                                   hint) from None
+    try:  # three values a point: [time, "value"]
+        answer = _Answer.model_validate(bounded_json(text, 4 * MAX_ANSWER_POINTS + 1000))
+    except ValidationError as exc:
+        raise SpecpairError.single(shown, f"Prometheus answered {response.status_code} with "
+                                   f"no query_range answer ({exc.error_count()} field(s) of "
+                                   "another shape)", hint) from None
+    except ValueError as exc:  # bounded_json's reasons never quote the answer
+        raise SpecpairError.single(shown, f"Prometheus answered {response.status_code} with "
+                                   f"no query_range answer ({str(exc)[:120]})", hint) from None
+    if response.status_code != 200 or answer.status != "success" or answer.data is None:
+        raise SpecpairError.single(shown, f"Prometheus answered {response.status_code}: "
+                                   f"{inert(str(answer.error or ''))[:200]}", "check the query")
+    points = sum(len(series.values) for series in answer.data.result)
+    if points > MAX_ANSWER_POINTS:
+        raise SpecpairError.single(shown, f"Prometheus answered {points:,} points; the "
+                                   f"proposal reads at most {MAX_ANSWER_POINTS:,}",
+                                   "is specpair_pair set on one series per replica? a "
+                                   "shorter --since gives fewer")
+    try:
+        return [float(v) for series in answer.data.result for _, v in series.values]
+    except ValueError:
+        raise SpecpairError.single(shown, "Prometheus answered a value that is not a number",
+                                   hint) from None
 
 
 def changes(p: Proposal) -> list[Change]:

@@ -12,6 +12,7 @@ import bisect
 import contextlib
 import datetime as _dt
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -81,6 +82,47 @@ def render_path(loc: PathKey) -> str:
 def render_dotted(loc: PathKey) -> str:
     """A path key as the dotted field path findings carry (`workloads.0.name`)."""
     return ".".join(map(str, loc))
+
+
+MAX_NUMBER_CHARS = 100
+"""No value specpair reads needs a longer number (Python's int() refuses 4,300 digits)."""
+
+
+def _number(text: str) -> Any:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise ValueError(f"a number of {len(text)} characters")
+    value = float(text) if any(c in text for c in ".eE") else int(text)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{text[:20]} is beyond a float")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number specpair reads")
+
+
+def bounded_json(text: str, max_nodes: int = MAX_NODES) -> Any:
+    """JSON from a file line or a server's answer, with the runbooks' limits: at most
+    MAX_DEPTH levels and `max_nodes` values, numbers of at most MAX_NUMBER_CHARS characters,
+    no NaN or infinity. Every refusal is a ValueError (json.JSONDecodeError for syntax)
+    whose message says what was wrong, never what the text held."""
+    try:
+        data = json.loads(text, parse_int=_number, parse_float=_number,
+                          parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
+    nodes, stack = 0, [(data, 0)]
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        if depth > MAX_DEPTH:
+            raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+        if nodes > max_nodes:
+            raise ValueError(f"more than {max_nodes:,} values")
+        children = node.values() if isinstance(node, dict) else (
+            node if isinstance(node, list) else ())
+        stack.extend((child, depth + 1) for child in children)
+    return data
 
 
 def read_text(path: Path, display: Path | str | None = None) -> str:

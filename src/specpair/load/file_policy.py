@@ -24,7 +24,7 @@ import os
 import stat
 import tempfile
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from specpair.model.errors import Location, Problem, SpecpairError
 
@@ -80,6 +80,19 @@ def _top(path: Path) -> int | None:
         if parts[i] == "pairs" and parts[max(0, i - 2):i] == ("site", "docs"):
             return i
     return None
+
+
+def inside_folder(relative: str) -> bool:
+    """A path that stays below the folder it is relative to (no root, no `..` above it)."""
+    parts = PurePosixPath(relative).parts
+    depth = 0
+    for part in parts:
+        if part.startswith("/") or "\\" in part:
+            return False
+        depth += -1 if part == ".." else (0 if part == "." else 1)
+        if depth < 0:
+            return False
+    return depth > 0
 
 
 def absolute(path: Path) -> Path:

@@ -14,6 +14,7 @@ from specpair.engines import registry
 from specpair.engines.profile import EngineProfile
 from specpair.facts import hardware
 from specpair.load.document import PathKey, render_dotted
+from specpair.load.file_policy import inside_folder
 from specpair.model.catalogue import rule_ids, unwaivable
 from specpair.model.common import Method
 from specpair.model.findings import Finding
@@ -83,6 +84,10 @@ def check_runbook(rb: Runbook, folder_name: str | None = None) -> list[Finding]:
                 add(("workloads", i, key), f"a {w.kind} workload takes no {key}",
                     "a replay's requests carry their own count and max_tokens; a "
                     "synthetic set reads no file")
+        if w.file is not None and not inside_folder(w.file):
+            add(("workloads", i, "file"), f"{w.file!r} lies outside the pair's folder",
+                "a replay file is committed beside its runbook: a path relative to the "
+                "runbook's folder, with no leading / and no ..")
     if rb.workloads and all(w.kind == "replay" for w in rb.workloads):
         add(("workloads",), "only replay workloads: the latency model and the plan size "
             "prompts and answers from synthetic workloads (they do not read replay files)",

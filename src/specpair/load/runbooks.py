@@ -13,12 +13,20 @@ import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from specpair.load import file_policy, rules
-from specpair.load.document import Document, PathKey, load_document, read_text, render_path
+from specpair.load.document import (
+    MAX_FILE_BYTES,
+    Document,
+    PathKey,
+    bounded_json,
+    load_document,
+    read_text,
+    render_path,
+)
 from specpair.load.record_files import by_start, record_paths
 from specpair.model.common import UNSAFE
 from specpair.model.errors import Location, Problem, SpecpairError
@@ -161,6 +169,45 @@ def load_location(source_file: str, field: str) -> Location:
     return Location(source_file, line, column, field)
 
 
+MAX_RECORD_BYTES = 64 << 20
+"""A record of a replay of 10,000 requests is about 6 MB (two servers, a few hundred bytes
+a request); every record `specpair bench` writes must load again (issue 52)."""
+MAX_RECORD_NODES = 5_000_000
+R = TypeVar("R", bound=BaseModel)
+
+
+def load_record(path: Path, model: type[R], display: str | None = None) -> R:
+    """A measurement or staging record: JSON, read under the file policy and parsed with
+    the runbooks' limits on nesting and numbers but a record's size. Parsed as plain JSON
+    (a YAML composer with positions takes 13 s for 5 MB), and parsed again with positions
+    only to say where a problem lies, in files small enough to."""
+    shown = display or str(path)
+    raw = file_policy.read_bytes(path, MAX_RECORD_BYTES, shown, what=(
+        "a record holds a run's statistics and per-request timings: is this a record?"))
+    hint = "a record is the JSON `specpair bench` or `staging ingest` wrote"
+    document: Document | None = None
+    try:
+        data = bounded_json(raw.decode("utf-8"), MAX_RECORD_NODES)
+    except UnicodeDecodeError:
+        raise SpecpairError.single(shown, "invalid UTF-8", hint) from None
+    except json.JSONDecodeError as exc:
+        raise SpecpairError.single(shown, f"not valid JSON: {exc.msg}", hint,
+                                   line=exc.lineno, column=exc.colno) from None
+    except ValueError as exc:
+        if len(raw) > MAX_FILE_BYTES:
+            raise SpecpairError.single(shown, f"a record {exc}", hint, line=1,
+                                       column=1) from None
+        document = load_document(path, display=shown)  # says where (numbers, nesting)
+        data = document.data
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        if document is None:
+            document = load_document(path, display=shown) if len(raw) <= MAX_FILE_BYTES \
+                else Document(path, data, "json", {}, {}, "")
+        raise SpecpairError(validation_problems(exc, document, model, shown)) from None
+
+
 def load_latest_measurement(folder: Path) -> Any:
     """The latest record under <pair>/measurements/ (by the start it holds), or None."""
     found = latest_measurement_file(folder)
@@ -172,14 +219,8 @@ def latest_measurement_file(folder: Path) -> tuple[Path, Any] | None:
     validated: the order is their `started_at`, not their names (`load.record_files`)."""
     from specpair.bench.record import Measurement
 
-    records = []
-    for path in record_paths(folder / MEASUREMENTS_DIR):
-        document = load_document(path)
-        try:
-            records.append((path, Measurement.model_validate(document.data)))
-        except ValidationError as exc:
-            raise SpecpairError(validation_problems(exc, document, Measurement,
-                                                    str(path))) from None
+    records = [(path, load_record(path, Measurement))
+               for path in record_paths(folder / MEASUREMENTS_DIR)]
     ordered = by_start(records, lambda m: str(m.started_at))
     return ordered[-1] if ordered else None
 

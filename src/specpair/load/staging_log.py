@@ -196,18 +196,11 @@ STAGING_DIR = Path("measurements") / "staging"
 def load_records(folder: Path) -> list[StagingRecord]:
     """Every staging record of a pair folder, oldest first by the start each holds (not by
     name: `load.record_files`)."""
-    from specpair.load.document import load_document
     from specpair.load.record_files import by_start, record_paths
-    from specpair.load.runbooks import validation_problems
+    from specpair.load.runbooks import load_record
 
-    records = []
-    for path in record_paths(folder / STAGING_DIR):
-        document = load_document(path)
-        try:
-            records.append((path, StagingRecord.model_validate(document.data)))
-        except ValidationError as exc:
-            raise SpecpairError(validation_problems(exc, document, StagingRecord,
-                                                    str(path))) from None
+    records = [(path, load_record(path, StagingRecord))
+               for path in record_paths(folder / STAGING_DIR)]
     return [record for _, record in by_start(records, lambda r: r.started_at)]
 
 

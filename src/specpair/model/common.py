@@ -57,6 +57,10 @@ LocalPath = Annotated[str, StringConstraints(
 """A path that never becomes an option: a leading `-` (`--trust-remote-code`) would be
 read by the engine as a flag; `./-name` says the same path."""
 
+CLASS_LABEL = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$"
+ClassLabel = Annotated[str, StringConstraints(pattern=CLASS_LABEL)]
+"""A replay class label: it names a class in records, terminals and pages, so no markup or
+control character can ride in it."""
 
 UTC_TIME = "%Y-%m-%dT%H:%M:%SZ"
 """How records write when they started (`2026-12-01T10:05:00Z`)."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specpair.load import file_policy
+from specpair.model.errors import SpecpairError
 
 
 @dataclass
@@ -83,6 +84,18 @@ def compare(root: Path, outputs: Outputs) -> Drift:
 def atomic_write(path: Path, content: bytes) -> None:
     """Write under the file policy (see file_policy.atomic_write)."""
     file_policy.atomic_write(path, content)
+
+
+def write_readable(path: Path, content: bytes, limit: int, what: str) -> None:
+    """Write a file that specpair reads back (a lock, a record) only if its loader will
+    accept it: an output over the loader's limit would make every later command refuse the
+    pair, so it is refused here, with the previous file kept."""
+    if len(content) > limit:
+        raise SpecpairError.single(path, f"the {what} would be {len(content):,} bytes; the "
+                                   f"loader reads at most {limit:,}, so it is not written",
+                                   "nothing was changed: fewer requests (a sampled replay "
+                                   "set) or a smaller checkpoint listing keep it readable")
+    atomic_write(path, content)
 
 
 def write(root: Path, outputs: Outputs) -> Drift:

@@ -59,8 +59,8 @@ def handle(args: argparse.Namespace) -> int:
     from specpair.commands.bench import run
     from specpair.commands.build import _display, exclusive
     from specpair.generate.render import dump_json
-    from specpair.load.runbooks import MEASUREMENTS_DIR
-    from specpair.write.writer import atomic_write
+    from specpair.load.runbooks import MAX_RECORD_BYTES, MEASUREMENTS_DIR
+    from specpair.write.writer import write_readable
 
     root = root_of(args)
     pair = one_pair(root, args.runbook)
@@ -81,7 +81,8 @@ def handle(args: argparse.Namespace) -> int:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     record = folder / MEASUREMENTS_DIR / f"{stamp}.json"
     with exclusive(root):  # a build running meanwhile would write the card of before
-        atomic_write(record, dump_json(measurement.model_dump(mode="json")))
+        write_readable(record, dump_json(measurement.model_dump(mode="json")),
+                       MAX_RECORD_BYTES, "measurement record")
         # the card, break-even (fitted on the latest record) and what follows from it
         # (alert thresholds, dashboards) all change: regenerate every output of this
         # pair, so that `build --check` stays clean after a bench run
