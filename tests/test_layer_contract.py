@@ -52,8 +52,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "specpair.engines.vllm_0_33_0.budget:budget": 96,
     "specpair.engines.vllm_0_33_0.launch:build": 88,
     "specpair.generate.launch_files:manifest": 89,
-    "specpair.model.config_geometry:_layer_layout": 88,
-    "specpair.model.config_geometry:from_hf_config": 106,
 }
 
 # Where files are opened, written, moved or removed: the loading stages (the facts'
@@ -144,7 +142,7 @@ def test_no_module_over_500_lines() -> None:
 
 def test_no_function_over_80_lines() -> None:
     _ratchet("functions", _sizes()[1], LONG_FUNCTIONS, MAX_FUNCTION_LINES)
-    assert len(LONG_FUNCTIONS) <= 9, "the allowlist of long functions may only shrink"
+    assert len(LONG_FUNCTIONS) <= 7, "the allowlist of long functions may only shrink"
     assert len(LONG_MODULES) <= 2, "the allowlist of long modules may only shrink"
 
 
