@@ -300,11 +300,28 @@ def groups(pair: ResolvedPair, t: Thresholds) -> list[dict[str, Any]]:
     """The pair's rule groups, as Prometheus's rule-file `groups:` list."""
     metrics = for_engine(pair.engine, pair.source_file)
     name = pair.name
+    records = _records(pair, t, metrics)
+    depth_aware = bool(t.depth_slo) and metrics.draft_depth is not None
+    if depth_aware:  # under a schedule τ is judged against the SLO at the depth in use
+        records += _depth_records(metrics, name, pair.runbook.alerts.slo_window, t)
+    alerts = [_slo_alert(name, t, metrics, pair.runbook.alerts, depth_aware),
+              *_fallback_alerts(name, t, metrics)]
+    if t.not_modelled is None:  # the break-even alert needs the modelled τ*
+        alerts.insert(1, _break_even_alert(name, t, pair.runbook.alerts))
+    alerts += _start_up_alerts(pair, t, metrics)
+    return [{"name": f"specpair-{name}-records", "rules": records},
+            {"name": f"specpair-{name}-alerts", "rules": alerts}]
+
+
+def _records(pair: ResolvedPair, t: Thresholds,
+             metrics: EngineMetrics) -> list[dict[str, Any]]:
+    """The recording rules of every pair: τ by window, running requests, the modelled
+    break-even and speedup, KV bytes by pool, and what the engine exports about itself."""
+    name = pair.name
     s = selector(name)
-    windows = pair.runbook.alerts
     records: list[dict[str, Any]] = [
         {"record": f"specpair:acceptance_length:rate{w}", "expr": acceptance_expr(metrics, name, w)}
-        for w in recorded_windows(windows)]
+        for w in recorded_windows(pair.runbook.alerts)]
     records.append({"record": "specpair:running_requests:avg5m",
                     "expr": f"sum by ({BY}) (avg_over_time({metrics.running_requests}{s}[5m]))"})
     if t.not_modelled is None:  # else no break-even curve or speedup to record
@@ -333,39 +350,56 @@ def groups(pair: ResolvedPair, t: Thresholds) -> list[dict[str, Any]]:
     if watches_first_request(pair, metrics):
         records.append({"record": "specpair:time_to_first_request_seconds",
                         "expr": first_request_expr(metrics, name)})
+    return records
 
-    depth_aware = bool(t.depth_slo) and metrics.draft_depth is not None
-    if depth_aware:  # under a schedule τ is judged against the SLO at the depth in use
-        sw = windows.slo_window
-        depth = depth_expr(metrics, name, sw)
-        assert depth is not None
-        records += [
-            {"record": f"specpair:draft_depth:rate{sw}", "expr": depth},
-            {"record": f"specpair:slo_at_depth:rate{sw}",
-             "expr": slo_at_depth_expr(name, sw, t.depth_slo, t.slo_min)},
-            {"record": f"specpair:acceptance_over_slo:rate{sw}",
-             "expr": f"specpair:acceptance_length:rate{sw}{s} / on({BY}) "
-                     f"specpair:slo_at_depth:rate{sw}{s}"}]
+
+def _depth_records(metrics: EngineMetrics, name: str, window: str,
+                   t: Thresholds) -> list[dict[str, Any]]:
+    """The draft length in use, the SLO at that length, and τ over it: what the SLO alert
+    reads under a speculation schedule (the engine must export a depth series)."""
+    depth = depth_expr(metrics, name, window)
+    assert depth is not None
+    s = selector(name)
+    return [
+        {"record": f"specpair:draft_depth:rate{window}", "expr": depth},
+        {"record": f"specpair:slo_at_depth:rate{window}",
+         "expr": slo_at_depth_expr(name, window, t.depth_slo, t.slo_min)},
+        {"record": f"specpair:acceptance_over_slo:rate{window}",
+         "expr": f"specpair:acceptance_length:rate{window}{s} / on({BY}) "
+                 f"specpair:slo_at_depth:rate{window}{s}"}]
+
+
+def _slo_alert(name: str, t: Thresholds, metrics: EngineMetrics, windows: AlertWindows,
+               depth_aware: bool) -> dict[str, Any]:
+    s = selector(name)
     q = t.percentile / 100
     scope_note = ("per 5-minute window" if t.scope == "per_batch" else
                   "per 5-minute window, standing in for the per-request SLO: "
                   + metrics.per_request)
+    return _alert(
+        "SpecpairAcceptanceBelowSLO",
+        f"quantile_over_time({q:g}, specpair:acceptance_over_slo:rate"
+        f"{windows.slo_window}{s}[{windows.slo_lookback}]) < 1" if depth_aware else
+        f"quantile_over_time({q:g}, specpair:acceptance_length:rate{windows.slo_window}"
+        f"{s}[{windows.slo_lookback}]) < {t.slo_min:g}", windows.slo_for, "warning",
+        f"{name}: acceptance below the SLO",
+        f"p{t.percentile} of the {windows.slo_window} acceptance length over "
+        f"{windows.slo_lookback} "
+        f"is below the SLO's minimum τ {t.slo_min:g} ({t.scope}, basis {t.basis}); "
+        + ("under the speculation schedule, the SLO carried to the draft length in "
+           "use (" + ", ".join(f"K {k}: {v:g}" for k, v in t.depth_slo[1:])
+           + f"; {metrics.draft_depth[1] if metrics.draft_depth else ''} says which); "
+           if depth_aware else "")
+        + f"measured {scope_note}.")
+
+
+def _fallback_alerts(name: str, t: Thresholds,
+                     metrics: EngineMetrics) -> list[dict[str, Any]]:
+    """Serving without speculation (its counter still, or its series missing), and no
+    answer within the cold-start budget."""
+    s = selector(name)
     tokens = f"sum by ({BY}) (rate({metrics.generated_tokens}{s}[{FALLBACK_WINDOW}])) > 0"
-    alerts: list[dict[str, Any]] = [
-        _alert("SpecpairAcceptanceBelowSLO",
-               f"quantile_over_time({q:g}, specpair:acceptance_over_slo:rate"
-               f"{windows.slo_window}{s}[{windows.slo_lookback}]) < 1" if depth_aware else
-               f"quantile_over_time({q:g}, specpair:acceptance_length:rate{windows.slo_window}"
-               f"{s}[{windows.slo_lookback}]) < {t.slo_min:g}", windows.slo_for, "warning",
-               f"{name}: acceptance below the SLO",
-               f"p{t.percentile} of the {windows.slo_window} acceptance length over "
-               f"{windows.slo_lookback} "
-               f"is below the SLO's minimum τ {t.slo_min:g} ({t.scope}, basis {t.basis}); "
-               + ("under the speculation schedule, the SLO carried to the draft length in "
-                  "use (" + ", ".join(f"K {k}: {v:g}" for k, v in t.depth_slo[1:])
-                  + f"; {metrics.draft_depth[1] if metrics.draft_depth else ''} says which); "
-                  if depth_aware else "")
-               + f"measured {scope_note}."),
+    return [
         _alert("SpecpairSpeculationStopped",
                f"({tokens}) and on({BY}) (sum by ({BY}) "
                f"(rate({metrics.verify_steps}{s}[{FALLBACK_WINDOW}])) == 0)",
@@ -385,20 +419,31 @@ def groups(pair: ResolvedPair, t: Thresholds) -> list[dict[str, Any]]:
                f"The engine's /metrics has not answered for the cold-start budget of "
                f"{t.cold_start_budget_s:g} s (planned cold start {t.cold_start_plan_s:g} s)."),
     ]
-    if t.not_modelled is None:  # the break-even alert needs the modelled τ*
-        alerts.insert(1, _alert(
-            "SpecpairBelowBreakEven",
-            f"specpair:acceptance_length:rate{windows.break_even_window}{s} < on({BY}) "
-            f"specpair:break_even_tau{s}", windows.break_even_for, "critical",
-            f"{name}: speculation slower than the target alone",
-            f"The {windows.break_even_window} acceptance length is below break-even τ* at the "
-            f"running concurrency (τ* {t.break_even:.2f} at the runbook's concurrency "
-            f"{t.concurrency}): the draft costs more than it saves; turn speculation off "
-            "or retrain the draft."))
+
+
+def _break_even_alert(name: str, t: Thresholds, windows: AlertWindows) -> dict[str, Any]:
+    s = selector(name)
+    return _alert(
+        "SpecpairBelowBreakEven",
+        f"specpair:acceptance_length:rate{windows.break_even_window}{s} < on({BY}) "
+        f"specpair:break_even_tau{s}", windows.break_even_for, "critical",
+        f"{name}: speculation slower than the target alone",
+        f"The {windows.break_even_window} acceptance length is below break-even τ* at the "
+        f"running concurrency (τ* {t.break_even:.2f} at the runbook's concurrency "
+        f"{t.concurrency}): the draft costs more than it saves; turn speculation off "
+        "or retrain the draft.")
+
+
+def _start_up_alerts(pair: ResolvedPair, t: Thresholds,
+                     metrics: EngineMetrics) -> list[dict[str, Any]]:
+    """Start-up over the cold-start budget, where the release exports what shows it."""
+    name = pair.name
+    alerts: list[dict[str, Any]] = []
     if metrics.startup_seconds:
         alerts.append(_alert(
             "SpecpairEngineStartupOverBudget",
-            f"specpair:engine_startup_seconds{s} > {t.cold_start_budget_s:g}", "0s", "warning",
+            f"specpair:engine_startup_seconds{selector(name)} > {t.cold_start_budget_s:g}",
+            "0s", "warning",
             f"{name}: engine start-up longer than the cold-start budget",
             f"The engine's own start-up took longer than the whole cold-start budget of "
             f"{t.cold_start_budget_s:g} s (planned cold start {t.cold_start_plan_s:g} s)."))
@@ -412,8 +457,7 @@ def groups(pair: ResolvedPair, t: Thresholds) -> list[dict[str, Any]]:
             "staging before the process starts is not included. Watched for the first "
             f"{FIRST_REQUEST_LOOKBACK_S // 3600} h of each process, where Prometheus saw it "
             "with no finished request yet."))
-    return [{"name": f"specpair-{name}-records", "rules": records},
-            {"name": f"specpair-{name}-alerts", "rules": alerts}]
+    return alerts
 
 
 def _alert(name: str, expr: str, for_: str, severity: str, summary: str,

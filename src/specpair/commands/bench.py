@@ -12,13 +12,14 @@ from typing import Any
 import httpx
 
 from specpair.bench import metrics
-from specpair.bench.client import request_body, run_load, summarize
-from specpair.bench.record import Cell, Measurement, Protocol
-from specpair.bench.workloads import fingerprint, generate
+from specpair.bench.client import Sample, request_body, run_load, summarize
+from specpair.bench.record import Cell, Measurement, Protocol, RunResult
+from specpair.bench.workloads import Request, fingerprint, generate
 from specpair.engines.bench_model import FallbackError
 from specpair.load.bounded_http import AnswerRefused, Limits, client, redact
 from specpair.load.document import bounded_json
 from specpair.model.errors import SpecpairError
+from specpair.model.runbook import Workload
 from specpair.resolve.pair import ResolvedPair
 
 ENGINE_LIMITS = Limits(deadline_s=30.0, max_bytes=16 << 20)
@@ -126,8 +127,6 @@ def run(pair: ResolvedPair, baseline: str, spec: str, concurrency: list[int],
 
     say = say or (lambda text: print(text, file=sys.stderr, flush=True))
     pair = attach(pair)
-    rb = pair.runbook
-    extras = pair.release.bench.request_extras
     static_pair = static_variant(pair) if static is not None else None
     if static is not None and static_pair is None:
         raise SpecpairError.single(static, "--static: the runbook has no speculation "
@@ -141,50 +140,25 @@ def run(pair: ResolvedPair, baseline: str, spec: str, concurrency: list[int],
     cells: list[Cell] = []
     minimal: dict[str, Any] = {}
     prompt_sets: dict[str, str] = {}
-    chosen = [w for w in rb.workloads if only is None or w.name in only]
+    chosen = [w for w in pair.runbook.workloads if only is None or w.name in only]
     for workload in chosen:
         if workload.kind == "replay":
-            from specpair.bench import replay_cell
-
-            replayed = replay_cell.requests_of(workload, folder or Path(pair.source_file).parent)
             assert workload.sha256 is not None
             prompt_sets[workload.name] = "sha256:" + workload.sha256
-            cells.extend(replay_cell.measure(
-                workload, replayed, c, {"baseline": baseline, "speculative": spec}, models,
-                pair.release.bench.replay_extras, time_limit_s, rb.acceptance.slo.percentile,
-                scrape, say, pair.release.metrics)
-                for c in concurrency)
+            cells += _replay_cells(pair, workload, folder or Path(pair.source_file).parent,
+                                   concurrency, {"baseline": baseline, "speculative": spec},
+                                   models, time_limit_s, say)
             continue
         requests = generate(workload)
         prompt_sets[workload.name] = fingerprint(requests)
         for c in concurrency:
             results = {}
             for role, url in urls.items():
-                before = scrape(url)
-                label = f"{workload.name} c={c} {role}"
-
-                def progress(done: int, total: int, label: str = label) -> None:
-                    if done == total or done % max(1, total // 4) == 0:
-                        say(f"[{label}] {done}/{total}")
-                samples, wall, truncated = asyncio.run(run_load(
-                    url, models[role], requests, extras, c, time_limit_s, progress))
-                try:
-                    delta = metrics.delta(before, scrape(url), pair.release.metrics)
-                except ValueError as exc:
-                    raise SpecpairError.single(url, f"unreadable speculative counters: {exc}",
-                                               "rerun against a server that stays up") from None
-                if role != "baseline" and (delta is None or not delta.verify_steps):
-                    raise SpecpairError.single(
-                        url, "unexpected fallback: the speculative counters did not move "
-                        "during the run", "check the server log for a disabled draft")
-                results[role] = summarize(role, samples, wall, truncated, len(requests), delta)
+                results[role], samples = _measure_server(
+                    pair, role, url, models[role], requests, f"{workload.name} c={c} {role}",
+                    c, time_limit_s, say)
                 if role == "speculative" and not minimal:
-                    first = next((s for s in samples if s.error is None), None)
-                    if first is not None:
-                        minimal = {"url": f"{url}/v1/completions",
-                                   "body": request_body(models[role], requests[0], extras,
-                                                        stream=False),
-                                   "answer_start": first.text[:200]}
+                    minimal = _minimal_request(pair, url, models[role], requests[0], samples)
             cells.append(Cell(workload=workload.name, concurrency=c,
                               baseline=results["baseline"], speculative=results["speculative"],
                               static=results.get("static")))
@@ -192,18 +166,78 @@ def run(pair: ResolvedPair, baseline: str, spec: str, concurrency: list[int],
         pair=pair.name, engine=pair.engine,
         target=_source(pair, "target"),
         draft=_source(pair, "draft") if pair.draft else None,
-        speculation=rb.speculation.model_dump(mode="json", exclude_none=True),
+        speculation=pair.runbook.speculation.model_dump(mode="json", exclude_none=True),
         workloads=[w.model_dump(mode="json", exclude_none=True) for w in chosen],
-        prompt_sets=prompt_sets,
-        sampling=({"ignore_eos": True, "stream": True, "stop_rule": "max_tokens"}
-                  if any(w.kind != "replay" for w in chosen) else {})
-        | ({"replay": "each captured request's own sampling and stop rule, streamed"}
-           if any(w.kind == "replay" for w in chosen) else {}),
+        prompt_sets=prompt_sets, sampling=_sampling(chosen),
         concurrency=concurrency, baseline_url=baseline, speculative_url=spec,
         static_url=static, servers=describe(pair, static_pair),
         minimal_request=minimal or {"withheld": "replay workloads only: no prompt text "
                                                 "goes into a record"})
     return Measurement(started_at=started, protocol=protocol, cells=cells)
+
+
+def _replay_cells(pair: ResolvedPair, workload: Workload, folder: Path, concurrency: list[int],
+                  urls: dict[str, str], models: dict[str, str], time_limit_s: float,
+                  say: Callable[[str], None]) -> list[Cell]:
+    """A replay workload's cells, one per concurrency: the baseline and speculative
+    servers on the captured requests, each with its own sampling."""
+    from specpair.bench import replay_cell
+
+    replayed = replay_cell.requests_of(workload, folder)
+    return [replay_cell.measure(
+        workload, replayed, c, urls, models, pair.release.bench.replay_extras, time_limit_s,
+        pair.runbook.acceptance.slo.percentile, scrape, say, pair.release.metrics)
+        for c in concurrency]
+
+
+def _measure_server(pair: ResolvedPair, role: str, url: str, model: str,
+                    requests: list[Request], label: str, concurrency: int, time_limit_s: float,
+                    say: Callable[[str], None]) -> tuple[RunResult, list[Sample]]:
+    """One server's run of generated requests, with the counter delta across it; a
+    speculative server whose verify counter did not move has fallen back."""
+    before = scrape(url)
+
+    def progress(done: int, total: int) -> None:
+        if done == total or done % max(1, total // 4) == 0:
+            say(f"[{label}] {done}/{total}")
+
+    samples, wall, truncated = asyncio.run(run_load(
+        url, model, requests, pair.release.bench.request_extras, concurrency, time_limit_s,
+        progress))
+    try:
+        delta = metrics.delta(before, scrape(url), pair.release.metrics)
+    except ValueError as exc:
+        raise SpecpairError.single(url, f"unreadable speculative counters: {exc}",
+                                   "rerun against a server that stays up") from None
+    if role != "baseline" and (delta is None or not delta.verify_steps):
+        raise SpecpairError.single(
+            url, "unexpected fallback: the speculative counters did not move "
+            "during the run", "check the server log for a disabled draft")
+    return summarize(role, samples, wall, truncated, len(requests), delta), samples
+
+
+def _minimal_request(pair: ResolvedPair, url: str, model: str, request: Request,
+                     samples: list[Sample]) -> dict[str, Any]:
+    """The record's reproducible request: the first prompt's body and the start of an
+    answer; empty where no request of the run succeeded."""
+    first = next((s for s in samples if s.error is None), None)
+    if first is None:
+        return {}
+    return {"url": f"{url}/v1/completions",
+            "body": request_body(model, request, pair.release.bench.request_extras,
+                                 stream=False),
+            "answer_start": first.text[:200]}
+
+
+def _sampling(chosen: list[Workload]) -> dict[str, object]:
+    """How the requests sampled and stopped: generated workloads' fixed rule, replayed
+    requests' own."""
+    sampling: dict[str, object] = {}
+    if any(w.kind != "replay" for w in chosen):
+        sampling |= {"ignore_eos": True, "stream": True, "stop_rule": "max_tokens"}
+    if any(w.kind == "replay" for w in chosen):
+        sampling["replay"] = "each captured request's own sampling and stop rule, streamed"
+    return sampling
 
 
 def _source(pair: ResolvedPair, role: str) -> dict[str, str | None]:

@@ -118,44 +118,51 @@ def _held_out() -> list[str]:
 
 
 def page() -> tuple[str, dict[str, bytes]]:
+    """The page's Markdown and its chart (file name → SVG bytes)."""
     data = calibration_data.load()
     cv = cross_validation.stored_cross_validation()
     ins = cross_validation.evaluate(mode="in-sample")
-    in_sample = {r.id: r for r in ins.rows}
-    rows = []
-    for r in cv.rows:
-        tau = _f(r.tau) + (" (anchored)" if r.tau_anchored else "")
-        own = in_sample[r.id]
-        rows.append(f"| {r.id} | {r.source} | {r.gpu} × {r.engine.split()[0]} | {r.target} | "
-                    f"{r.shape} | {r.concurrency} | {tau} | {_f(r.published_speedup)} | "
-                    f"{_f(r.predicted_speedup)} | {_f(r.ratio, '.3f')} | "
-                    f"{_f(own.ratio, '.3f')} | {_f(r.published_baseline, '.1f')} | "
-                    f"{_f(r.predicted_baseline, '.1f')} |")
-    sweeps = [f"| {s.sweep} | {s.kind} | {', '.join(map(str, s.x))} | "
-              f"{', '.join(f'{x:.2f}' for x in s.published)} ({s.published_direction}"
-              + (f", best {s.published_best}" if s.kind == "depth" else "") + ") | "
-              f"{', '.join(f'{x:.2f}' for x in s.predicted)} ({s.predicted_direction}"
-              + (f", best {s.predicted_best}" if s.kind == "depth" else "") + ") | "
-              f"{'yes' if s.ok else 'NO'} | {'; '.join(s.against) or '–'} |"
-              for s in cv.sweeps]
-    fits = []
-    for f in data.fitted:
-        drafts = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in sorted(f.draft_s.items()))
-        at = "; on a bound: " + "; ".join(
-            f"{k} ({v}: {data.bound_reasons.get(f'{f.family} × {f.engine}: {k}', '–')})"
-            for k, v in sorted(f.at_bound.items())) if f.at_bound else ""
-        fits.append(f"- **{f.family} × {f.engine}**: {f.params.describe()}; per draft forward "
-                    f"by drafter family: {drafts or '– (no speculative points with τ)'} "
-                    f"(fitted on {len(f.fitted_on)} points){at}")
-    bounds = [f"| {name} | {b.lo:g} | {b.hi:g} | {b.why} |" for name, b in BOUNDS.items()]
-    measured = [f"| {name} | {m.value:g} | {', '.join(m.families)} | {m.why} |"
-                for name, m in step_priors.MEASURED.items()]
-    bounds += [f"| draft_s ({name}) | {b.lo:g} | {b.hi:g} | {b.why} |"
-               for name, b in DRAFT_BOUNDS.items()]
-    bands = [f"| {b.family} × {b.engine} × {b.drafter} | {b.quantity} | {b.n} | "
-             f"×{b.ratio_lo:.2f} | ×{b.ratio_hi:.2f} |" for b in data.cross_validated]
-    source_list = sorted({pt.source_key for pt in data.points})
     text = "\n".join([
+        *_introduction(),
+        "## Cross-validated (leave one source out)",
+        "",
+        *_summary(cv),
+        "",
+        *_groups(cv),
+        "",
+        "![Predicted against published speedup](latency-model/predicted-vs-published.svg)",
+        "",
+        "## In-sample (fitted on every point)",
+        "",
+        *_summary(ins),
+        "",
+        *_groups(ins),
+        "",
+        "## Held out (collected after the fits)",
+        "",
+        *_held_out(),
+        "",
+        *_error_bands(data),
+        *_fitted_parameters(data),
+        *_every_point(cv, ins),
+        "## Not modelled",
+        "",
+        *[f"- point {r.id} ({r.source}): {r.name}: {r.reason}" for r in cv.refused],
+        *[f"- {n.source}: {n.reason}" for n in data.not_modelled],
+        "",
+        *_cross_check(),
+        "## Sources",
+        "",
+        *[f"- {s}" for s in sorted({pt.source_key for pt in data.points})],
+        "",
+    ])
+    return text, {"predicted-vs-published.svg": _chart(cv)}
+
+
+def _introduction() -> list[str]:
+    """The title, what the step model is, and why the accuracy reported first is
+    cross-validated."""
+    return [
         "# How good is the latency model",
         "",
         "The break-even dial predicts, for a pair on a GPU and an engine, the time of a plain "
@@ -185,24 +192,14 @@ def page() -> tuple[str, dict[str, bytes]]:
         "benchmarks/latency_validation.py` prints the same tables; `--points FILE` "
         "evaluates your own measurements in the same schema with the stored fits.",
         "",
-        "## Cross-validated (leave one source out)",
-        "",
-        *_summary(cv),
-        "",
-        *_groups(cv),
-        "",
-        "![Predicted against published speedup](latency-model/predicted-vs-published.svg)",
-        "",
-        "## In-sample (fitted on every point)",
-        "",
-        *_summary(ins),
-        "",
-        *_groups(ins),
-        "",
-        "## Held out (collected after the fits)",
-        "",
-        *_held_out(),
-        "",
+    ]
+
+
+def _error_bands(data: calibration_data.CalibrationData) -> list[str]:
+    """The section on the cross-validated ratio bands every output carries."""
+    bands = [f"| {b.family} × {b.engine} × {b.drafter} | {b.quantity} | {b.n} | "
+             f"×{b.ratio_lo:.2f} | ×{b.ratio_hi:.2f} |" for b in data.cross_validated]
+    return [
         "## Error bands used by every output",
         "",
         "Each predicted speedup, τ*, tokens/s and TPOT carries the interval of its GPU "
@@ -218,9 +215,36 @@ def page() -> tuple[str, dict[str, bytes]]:
         "|---|---|---|---|---|",
         *bands,
         "",
+    ]
+
+
+def _fits(data: calibration_data.CalibrationData) -> list[str]:
+    """One line per GPU family × engine: its parameters, its per-draft costs, and the
+    parameters that ended on a bound with the reason recorded for each."""
+    fits = []
+    for f in data.fitted:
+        drafts = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in sorted(f.draft_s.items()))
+        at = "; on a bound: " + "; ".join(
+            f"{k} ({v}: {data.bound_reasons.get(f'{f.family} × {f.engine}: {k}', '–')})"
+            for k, v in sorted(f.at_bound.items())) if f.at_bound else ""
+        fits.append(f"- **{f.family} × {f.engine}**: {f.params.describe()}; per draft forward "
+                    f"by drafter family: {drafts or '– (no speculative points with τ)'} "
+                    f"(fitted on {len(f.fitted_on)} points){at}")
+    return fits
+
+
+def _fitted_parameters(data: calibration_data.CalibrationData) -> list[str]:
+    """The fits, how a family too small to fit is pooled, the measured parameters and
+    the bounds every fit stays inside."""
+    bounds = [f"| {name} | {b.lo:g} | {b.hi:g} | {b.why} |" for name, b in BOUNDS.items()]
+    measured = [f"| {name} | {m.value:g} | {', '.join(m.families)} | {m.why} |"
+                for name, m in step_priors.MEASURED.items()]
+    bounds += [f"| draft_s ({name}) | {b.lo:g} | {b.hi:g} | {b.why} |"
+               for name, b in DRAFT_BOUNDS.items()]
+    return [
         "## Fitted parameters",
         "",
-        *fits,
+        *_fits(data),
         "",
         "Parameters a family's points cannot pin down keep their priors (no all-reduce cost "
         "without tensor-parallel points, no per-token cost without several concurrencies, "
@@ -250,6 +274,39 @@ def page() -> tuple[str, dict[str, bytes]]:
         "|---|---|---|---|",
         *bounds,
         "",
+    ]
+
+
+def _point_rows(cv: evaluation.Evaluation, ins: evaluation.Evaluation) -> list[str]:
+    """Each cross-validated point's row, with its in-sample ratio beside."""
+    in_sample = {r.id: r for r in ins.rows}
+    rows = []
+    for r in cv.rows:
+        tau = _f(r.tau) + (" (anchored)" if r.tau_anchored else "")
+        own = in_sample[r.id]
+        rows.append(f"| {r.id} | {r.source} | {r.gpu} × {r.engine.split()[0]} | {r.target} | "
+                    f"{r.shape} | {r.concurrency} | {tau} | {_f(r.published_speedup)} | "
+                    f"{_f(r.predicted_speedup)} | {_f(r.ratio, '.3f')} | "
+                    f"{_f(own.ratio, '.3f')} | {_f(r.published_baseline, '.1f')} | "
+                    f"{_f(r.predicted_baseline, '.1f')} |")
+    return rows
+
+
+def _sweep_rows(cv: evaluation.Evaluation) -> list[str]:
+    """Each sweep's published and predicted curve, its direction and the steps where the
+    prediction goes against the published change."""
+    return [f"| {s.sweep} | {s.kind} | {', '.join(map(str, s.x))} | "
+            f"{', '.join(f'{x:.2f}' for x in s.published)} ({s.published_direction}"
+            + (f", best {s.published_best}" if s.kind == "depth" else "") + ") | "
+            f"{', '.join(f'{x:.2f}' for x in s.predicted)} ({s.predicted_direction}"
+            + (f", best {s.predicted_best}" if s.kind == "depth" else "") + ") | "
+            f"{'yes' if s.ok else 'NO'} | {'; '.join(s.against) or '–'} |"
+            for s in cv.sweeps]
+
+
+def _every_point(cv: evaluation.Evaluation, ins: evaluation.Evaluation) -> list[str]:
+    """The tables of every cross-validated point and every sweep."""
+    return [
         "## Every point (cross-validated)",
         "",
         "Ratio = predicted / published speedup, leave-one-source-out; in-sample ratio next "
@@ -259,20 +316,21 @@ def page() -> tuple[str, dict[str, bytes]]:
         "| point | source | GPU × engine | target | method | concurrency | τ | published × | "
         "predicted × | ratio | in-sample ratio | baseline tok/s | predicted |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-        *rows,
+        *_point_rows(cv, ins),
         "",
         "## Sweeps (cross-validated)",
         "",
         "| sweep | kind | concurrency or depth | published speedup | predicted speedup | "
         "ok | steps against the published |",
         "|---|---|---|---|---|---|---|",
-        *sweeps,
+        *_sweep_rows(cv),
         "",
-        "## Not modelled",
-        "",
-        *[f"- point {r.id} ({r.source}): {r.name}: {r.reason}" for r in cv.refused],
-        *[f"- {n.source}: {n.reason}" for n in data.not_modelled],
-        "",
+    ]
+
+
+def _cross_check() -> list[str]:
+    """Why aiconfigurator's kernel tables were tried and not adopted."""
+    return [
         "## A cross-check that was not adopted",
         "",
         "NVIDIA's aiconfigurator (0.12.0, PyPI) times forwards from kernel tables it ships "
@@ -283,12 +341,13 @@ def page() -> tuple[str, dict[str, bytes]]:
         "kernel tables do not see the per-step and per-token overheads that end-to-end runs "
         "include, and the package is ~850 MB with its dependencies. Not adopted.",
         "",
-        "## Sources",
-        "",
-        *[f"- {s}" for s in source_list],
-        "",
-    ])
+    ]
+
+
+def _chart(cv: evaluation.Evaluation) -> bytes:
+    """Predicted against published speedup for every point with both, each held out from
+    its own fit (leave one source out), marked by whether its source published its τ."""
     published = [(r.published_speedup or 0.0, r.predicted_speedup or 0.0, not r.tau_anchored,
                   True) for r in cv.rows
                  if r.published_speedup is not None and r.predicted_speedup is not None]
-    return text, {"predicted-vs-published.svg": charts.predicted_vs_published(published)}
+    return charts.predicted_vs_published(published)

@@ -131,6 +131,17 @@ def _layer_layout(base: Mapping[str, Any], layers: int, heads: int, head_dim: in
     """Each layer's kind, from whichever layout style the config uses:
     `layer_types`, `full_attention_interval` (every N-th layer is attention, the rest Gated
     DeltaNet) or Bailing's `layer_group_size`; a plain config is all full attention."""
+    _refuse_unmodelled_keys(base)
+    kinds = _layer_kinds(base, layers)
+    chunk = _attention_chunk_size(base, kinds)
+    window = _sliding_window(base, kinds)
+    linear = _linear_attention(base, kinds, heads, head_dim)
+    return _Layout(kinds, window, chunk, linear)
+
+
+def _refuse_unmodelled_keys(base: Mapping[str, Any]) -> None:
+    """Raise NotModelled for the first layout key, or Mamba/SSM state key, that no code
+    path here reads."""
     derived_types = isinstance(base.get("layer_types"), list) and bool(base["layer_types"])
     for key, why in UNMODELLED_LAYOUT_KEYS.items():
         if key == "attention_chunk_size" or (key == "sliding_window_pattern" and derived_types):
@@ -143,7 +154,10 @@ def _layer_layout(base: Mapping[str, Any], layers: int, heads: int, head_dim: in
                             and k != "mamba_ssm_dtype" and base[k] not in (None, [], 0, False))
         if state_keys:
             raise NotModelled(state_keys[0], "a Mamba/SSM state layout")
-    kinds: list[LayerKind]
+
+
+def _layer_kinds(base: Mapping[str, Any], layers: int) -> list[LayerKind]:
+    """The kind of each of the `layers` decoder layers."""
     layer_types = base.get("layer_types")
     interval = base.get("full_attention_interval")
     group = base.get("layer_group_size")
@@ -161,30 +175,40 @@ def _layer_layout(base: Mapping[str, Any], layers: int, heads: int, head_dim: in
             # the interval, transformers' by layer_types: the engines would disagree
             raise NotModelled("layer_types", f"linear/full layers that disagree with "
                               f"full_attention_interval {interval}")
-    elif isinstance(interval, int) and interval > 0:
+        return kinds
+    if isinstance(interval, int) and interval > 0:
         # Qwen3NextConfig.layers_block_type: attention where (i + 1) % interval == 0
-        kinds = ["full" if (i + 1) % interval == 0 else "linear" for i in range(layers)]
-    elif base.get("model_type") == "bailing_hybrid" and isinstance(group, int) and group > 0:
+        return ["full" if (i + 1) % interval == 0 else "linear" for i in range(layers)]
+    if base.get("model_type") == "bailing_hybrid" and isinstance(group, int) and group > 0:
         # BailingHybridConfig.layers_block_type: full attention where (l+1) % group == 0
-        kinds = ["full" if (i + 1) % group == 0 else "linear" for i in range(layers)]
-    else:
-        kinds = ["full"] * layers
-    sliding = kinds.count("sliding")
-    chunk = None
+        return ["full" if (i + 1) % group == 0 else "linear" for i in range(layers)]
+    return ["full"] * layers
+
+
+def _attention_chunk_size(base: Mapping[str, Any], kinds: list[LayerKind]) -> int | None:
+    """The chunk of the chunked-attention layers; None without such layers (where a chunk
+    size alone is refused)."""
     if "chunked" in kinds:
         chunk = base.get("attention_chunk_size")
         if not isinstance(chunk, int) or chunk <= 0:
             raise ValueError("chunked_attention layers need a positive attention_chunk_size")
-    elif base.get("attention_chunk_size") not in (None, 0):
+        return chunk
+    if base.get("attention_chunk_size") not in (None, 0):
         raise NotModelled("attention_chunk_size", UNMODELLED_LAYOUT_KEYS["attention_chunk_size"])
-    window = None
-    if sliding:
+    return None
+
+
+def _sliding_window(base: Mapping[str, Any], kinds: list[LayerKind]) -> int | None:
+    """The window of the sliding layers; None without such layers (where a window the
+    engines would apply by their own rule is refused)."""
+    if kinds.count("sliding"):
         window = base.get("sliding_window")
         if not isinstance(window, int) or window <= 0:
             raise ValueError("sliding_attention layers need a positive sliding_window")
-    elif base.get("sliding_window") and base.get("model_type") in _INTERLEAVED_SLIDING_TYPES:
+        return window
+    if base.get("sliding_window") and base.get("model_type") in _INTERLEAVED_SLIDING_TYPES:
         raise NotModelled("sliding_window", "interleaved sliding layers without layer_types")
-    elif base.get("sliding_window") and base.get("use_sliding_window", True) is not False \
+    if base.get("sliding_window") and base.get("use_sliding_window", True) is not False \
             and base.get("model_type") in ("mistral", "mixtral", "qwen2", "qwen3", "qwen2_moe",
                                            "qwen3_moe", "starcoder2", "phi3"):
         # a window on every layer (Mistral-style): vLLM 0.33.0 gives every layer a
@@ -192,14 +216,20 @@ def _layer_layout(base: Mapping[str, Any], layers: int, heads: int, head_dim: in
         # no corpus config of this layout is verified against either engine
         raise NotModelled("sliding_window", "a sliding window on every layer (vLLM keeps "
                                             "a window-sized cache, SGLang a full one)")
+    return None
+
+
+def _linear_attention(base: Mapping[str, Any], kinds: list[LayerKind], heads: int,
+                      head_dim: int) -> LinearAttention | None:
+    """The state geometry of the linear-attention layers: Bailing's KDA or Mamba2 from
+    the attention heads, Gated DeltaNet from the linear_* keys; None without such layers."""
     linear_count = kinds.count("linear")
-    linear = None
     if linear_count and base.get("model_type") == "bailing_hybrid":
         kind = "kda" if base.get("short_conv_kernel_size") is not None else "mamba2"
-        linear = LinearAttention(kind=kind, layers=linear_count, num_heads=heads,
-                                 head_dim=head_dim,
-                                 conv_kernel=int(base.get("short_conv_kernel_size") or 4))
-    elif linear_count:
+        return LinearAttention(kind=kind, layers=linear_count, num_heads=heads,
+                               head_dim=head_dim,
+                               conv_kernel=int(base.get("short_conv_kernel_size") or 4))
+    if linear_count:
         # Gated DeltaNet: the state is sized from the linear_* keys, never the attention heads
         needed = ("linear_num_value_heads", "linear_num_key_heads", "linear_key_head_dim",
                   "linear_value_head_dim", "linear_conv_kernel_dim")
@@ -207,14 +237,14 @@ def _layer_layout(base: Mapping[str, Any], layers: int, heads: int, head_dim: in
         if missing:
             raise NotModelled("layer_types", "linear_attention layers without "
                               + ", ".join(missing))
-        linear = LinearAttention(
+        return LinearAttention(
             kind="gdn", layers=linear_count, num_heads=base["linear_num_value_heads"],
             head_dim=base["linear_value_head_dim"],
             conv_kernel=base["linear_conv_kernel_dim"],
             num_key_heads=base["linear_num_key_heads"],
             key_head_dim=base["linear_key_head_dim"],
             ssm_dtype=base.get("mamba_ssm_dtype"))
-    return _Layout(kinds, window, chunk, linear)
+    return None
 
 
 def _first(config: Mapping[str, Any], *keys: str) -> Any:
@@ -237,13 +267,7 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
     # (speculators format) hold the decoder geometry; their keys win over the wrapper's
     decoder = hf_config.read(config)
     base = decoder.merged
-    if decoder.config_class is None:
-        missing = [k for k in ("vocab_size", "max_position_embeddings") if base.get(k) is None]
-        if missing:
-            raise ValueError(
-                f"{', '.join(missing)} not in config.json, and transformers has no config "
-                f"class for model_type {base.get('model_type')!r} to supply a default "
-                "(custom config code is not run): declare the geometry in the lock")
+    _refuse_missing_defaults(decoder)
     hidden = int(base["hidden_size"])
     heads = int(base["num_attention_heads"])
     kv_heads = int(_first(base, "n_head_kv", "num_kv_heads", "num_key_value_heads",
@@ -251,49 +275,13 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
     head_dim = int(base.get("head_dim") or hidden // heads)
     layers = int(base["num_hidden_layers"])
     architecture = (config.get("architectures") or ["unknown"])[0]
-    dflash: dict[str, Any] = config["dflash_config"] if isinstance(
-        config.get("dflash_config"), dict) else {}
-    speculators = config.get("speculators_config") or {}
 
     layout = _layer_layout(base, layers, heads, head_dim)
-    if base.get("model_type") in hf_config.ENGINE_OWN_CLASSES:
-        for key in hf_config.LAYOUT_FACTS:
-            if key not in decoder.written and base.get(key) is not None:
-                raise NotModelled(key, f"not in config.json; SGLang reads model_type "
-                                  f"{base.get('model_type')} with its own config class, whose "
-                                  "default need not be transformers'")
+    _refuse_engine_class_defaults(decoder)
 
     is_mla = all(base.get(k) is not None for k in _MLA_KEYS)
-    moe = None
-    experts = _first(base, "n_routed_experts", "num_experts", "num_local_experts")
-    top_k = _first(base, "num_experts_per_tok", "num_experts_per_token", "experts_per_token",
-                   "moe_topk")
-    # Mixtral and gpt-oss have no dense MLP: their expert width is `intermediate_size`
-    expert_width = _first(base, "moe_intermediate_size", "expert_intermediate_size",
-                          "intermediate_size")
-    if experts and top_k and expert_width:
-        quantized = config if "quantization_config" in config else base
-        dense_first = int(base.get("first_k_dense_replace") or 0)
-        moe = MixtureOfExperts(experts=int(experts), active_experts=int(top_k),
-                               expert_params=3 * hidden * int(expert_width),  # gate, up, down
-                               moe_layers=max(1, layers - dense_first),
-                               weight_format=expert_format(quantized),
-                               unread_quantization=unread_quantization(quantized))
-    block_size = _first({**dflash, **config}, "dspark_block_size") or _first(
-        dflash, "block_size") or config.get("block_size")
-    target_ids = config.get("dspark_target_layer_ids") or dflash.get(
-        "target_layer_ids") or config.get("target_layer_ids")
-    if target_ids is None and isinstance(config.get("eagle_config"), dict):
-        target_ids = config["eagle_config"].get("eagle_aux_hidden_state_layer_ids")
-    mask = _first(config, "dspark_noise_token_id")
-    if mask is None:
-        mask = _first(dflash, "mask_token_id")
-    if mask is None:
-        mask = config.get("mask_token_id")
-    verifier = None
-    if isinstance(speculators.get("verifier"), dict):
-        verifier = speculators["verifier"].get("name_or_path")
-    num_target = dflash.get("num_target_layers") or config.get("num_target_layers")
+    moe = _mixture_of_experts(config, base, hidden, layers)
+    draft = _draft_block(config)
     return Geometry(
         architecture=architecture,
         model_type=base.get("model_type"),
@@ -322,11 +310,91 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
         # as the config says: an engine's draft mode may supply a count the config leaves
         # out (EngineRelease.draft_mode, applied where the bundled draft is built)
         num_nextn_predict_layers=int(base.get("num_nextn_predict_layers") or 0),
-        target_layer_ids=[int(i) for i in target_ids] if target_ids else None,
-        num_target_layers=int(num_target) if num_target else None,
-        block_size=int(block_size) if block_size else None,
-        mask_token_id=int(mask) if mask is not None else None,
+        target_layer_ids=[int(i) for i in draft.target_ids] if draft.target_ids else None,
+        num_target_layers=int(draft.num_target) if draft.num_target else None,
+        block_size=int(draft.block_size) if draft.block_size else None,
+        mask_token_id=int(draft.mask) if draft.mask is not None else None,
         draft_vocab_size=int(config["draft_vocab_size"])
         if config.get("draft_vocab_size") else None,
-        verifier=verifier,
+        verifier=draft.verifier,
     ).in_layer_order(layout.kinds)
+
+
+def _refuse_missing_defaults(decoder: hf_config.DecoderConfig) -> None:
+    """Without a transformers class for the model type nothing supplies the defaults the
+    engines would take from it, so the file itself must hold them."""
+    base = decoder.merged
+    if decoder.config_class is None:
+        missing = [k for k in ("vocab_size", "max_position_embeddings") if base.get(k) is None]
+        if missing:
+            raise ValueError(
+                f"{', '.join(missing)} not in config.json, and transformers has no config "
+                f"class for model_type {base.get('model_type')!r} to supply a default "
+                "(custom config code is not run): declare the geometry in the lock")
+
+
+def _refuse_engine_class_defaults(decoder: hf_config.DecoderConfig) -> None:
+    """Where SGLang reads the model type with its own config class, a layout fact that
+    only transformers' default supplied may not be the engine's."""
+    base = decoder.merged
+    if base.get("model_type") in hf_config.ENGINE_OWN_CLASSES:
+        for key in hf_config.LAYOUT_FACTS:
+            if key not in decoder.written and base.get(key) is not None:
+                raise NotModelled(key, f"not in config.json; SGLang reads model_type "
+                                  f"{base.get('model_type')} with its own config class, whose "
+                                  "default need not be transformers'")
+
+
+def _mixture_of_experts(config: Mapping[str, Any], base: Mapping[str, Any], hidden: int,
+                        layers: int) -> MixtureOfExperts | None:
+    """The routed experts, where the config names their count, top-k and width."""
+    experts = _first(base, "n_routed_experts", "num_experts", "num_local_experts")
+    top_k = _first(base, "num_experts_per_tok", "num_experts_per_token", "experts_per_token",
+                   "moe_topk")
+    # Mixtral and gpt-oss have no dense MLP: their expert width is `intermediate_size`
+    expert_width = _first(base, "moe_intermediate_size", "expert_intermediate_size",
+                          "intermediate_size")
+    if not (experts and top_k and expert_width):
+        return None
+    quantized = config if "quantization_config" in config else base
+    dense_first = int(base.get("first_k_dense_replace") or 0)
+    return MixtureOfExperts(experts=int(experts), active_experts=int(top_k),
+                            expert_params=3 * hidden * int(expert_width),  # gate, up, down
+                            moe_layers=max(1, layers - dense_first),
+                            weight_format=expert_format(quantized),
+                            unread_quantization=unread_quantization(quantized))
+
+
+@dataclass(frozen=True)
+class _DraftBlock:
+    """A draft's keys as its config spells them (converted where Geometry is built)."""
+    block_size: Any
+    target_ids: Any
+    mask: Any
+    num_target: Any
+    verifier: Any
+
+
+def _draft_block(config: Mapping[str, Any]) -> _DraftBlock:
+    """The draft keys in the engines' lookup order: `dspark_*`, then `dflash_config`, then
+    the top level (and EAGLE's `eagle_config` for the target layers); the verifier that
+    `speculators_config` names."""
+    dflash: dict[str, Any] = config["dflash_config"] if isinstance(
+        config.get("dflash_config"), dict) else {}
+    speculators = config.get("speculators_config") or {}
+    block_size = _first({**dflash, **config}, "dspark_block_size") or _first(
+        dflash, "block_size") or config.get("block_size")
+    target_ids = config.get("dspark_target_layer_ids") or dflash.get(
+        "target_layer_ids") or config.get("target_layer_ids")
+    if target_ids is None and isinstance(config.get("eagle_config"), dict):
+        target_ids = config["eagle_config"].get("eagle_aux_hidden_state_layer_ids")
+    mask = _first(config, "dspark_noise_token_id")
+    if mask is None:
+        mask = _first(dflash, "mask_token_id")
+    if mask is None:
+        mask = config.get("mask_token_id")
+    verifier = None
+    if isinstance(speculators.get("verifier"), dict):
+        verifier = speculators["verifier"].get("name_or_path")
+    num_target = dflash.get("num_target_layers") or config.get("num_target_layers")
+    return _DraftBlock(block_size, target_ids, mask, num_target, verifier)
