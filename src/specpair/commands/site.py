@@ -91,21 +91,39 @@ def pair_page(a: Analysis, changes: str | None) -> tuple[str, dict[str, bytes], 
     rb = pair.runbook
     # `latency` is None where the step model refuses the deployment by name: the page then
     # says so where its numbers would be, as every generated file does
-    budget, latency, staging, findings = a.budget, a.modelled, a.staging, a.findings
+    budget, latency = a.budget, a.modelled
     refused = a.not_modelled
-    failures = failing(findings)
-    launch = launch_files.generate(a)
-    index = json.loads(launch["args.json"])
-    spec = budget.speculative or budget.baseline
+    failures = failing(a.findings)
     charts_out = {"memory.svg": charts.memory(budget)}
     if latency is not None:
         charts_out |= {"speedup.svg": charts.speedup(latency),
                        "break-even.svg": charts.break_even(latency)}
     lines: list[str] = [front_matter(rb.pair.title, rb.pair.description),
                         f"# {text(rb.pair.title)}\n\n"]
-    status = "passes the gate" if not failures else f"FAILS the gate: {len(failures)} finding(s)"
-    lines.append(f"Pair <code>{pair.name}</code> · owner {text(rb.pair.owner)} · "
-                 f"{text(pair.engine)} · {text(rb.speculation.method.value)} · {status}\n\n")
+    lines += _overview(a, len(failures))
+    lines += _launch_section(a)
+    lines += _memory_section(a)
+    lines.append("\n## Acceptance and break-even\n\n")
+    if latency is None:
+        lines.append(f'!!! warning "Break-even"\n    {text(refused)}\n')
+        if pair.schedule is not None:  # pinned: the launch runs it, its speedups unmodelled
+            lines.append("\nSpeculation schedule (pinned; speedups not modelled): "
+                         + ranges_text(pair.schedule) + ".\n")
+    else:
+        lines.append(_break_even_section(a, latency, charts_out))
+    lines.append(_alerts_section(a, charts_out))
+    lines.append(_plan_section(a, charts_out))
+    lines.append("\n## Staging plan\n\n")
+    return _rest(a, lines, charts_out, changes, failures)
+
+
+def _overview(a: Analysis, failures: int) -> list[str]:
+    """The page's head: who owns the pair, its gate status, warnings, the overview table."""
+    pair, budget, latency, staging = a.pair, a.budget, a.modelled, a.staging
+    rb = pair.runbook
+    status = "passes the gate" if not failures else f"FAILS the gate: {failures} finding(s)"
+    lines = [f"Pair <code>{pair.name}</code> · owner {text(rb.pair.owner)} · "
+             f"{text(pair.engine)} · {text(rb.speculation.method.value)} · {status}\n\n"]
     if rb.pair.description:
         lines.append(f"{text(rb.pair.description)}\n\n")
     for note in budget.unverified:  # before any number taken from the budget
@@ -119,7 +137,7 @@ def pair_page(a: Analysis, changes: str | None) -> tuple[str, dict[str, bytes], 
                                f"({text(rb.acceptance.slo.scope)}, "
                                f"p{rb.acceptance.slo.percentile}, basis "
                                f"{text(rb.acceptance.slo.basis)})"],
-            ["break-even τ*", text(refused) if latency is None else
+            ["break-even τ*", text(a.not_modelled) if latency is None else
              f"{latency.at_concurrency.break_even:.2f} "
              f"[{latency.at_concurrency.break_even_range[0]:.2f}–"
              f"{latency.at_concurrency.break_even_range[1]:.2f}] at "
@@ -130,8 +148,15 @@ def pair_page(a: Analysis, changes: str | None) -> tuple[str, dict[str, bytes], 
     lines.append(_table(["", ""], rows))
     if pair.vocab_mapping is not None:
         lines.append(vocabulary_section(pair.vocab_mapping))
-    lines.append("\n## Launch commands\n\n")
-    # the runbook's own engine first: the first tab is the one a reader takes as the command
+    return lines
+
+
+def _launch_section(a: Analysis) -> list[str]:
+    """One tab per engine release, the runbook's own first (the one a reader takes)."""
+    pair = a.pair
+    launch = launch_files.generate(a)
+    index = json.loads(launch["args.json"])
+    lines = ["\n## Launch commands\n\n"]
     for engine, data in sorted(index["engines"].items(), key=lambda e: e[0] != pair.engine):
         label = engine.split()[0]
         lines.append(f'=== "{registry.by_label(engine).profile.display_name}"\n\n')
@@ -145,9 +170,15 @@ def pair_page(a: Analysis, changes: str | None) -> tuple[str, dict[str, bytes], 
             lines.append("    Not generated for this engine:\n\n")
             lines += [f"    - {text(why)}\n" for why in data["why"]]
         lines.append("\n")
-    lines.append("\n## Memory budget\n\n")
-    lines.append(f"![Memory per GPU rank]({pair.name}/memory.svg){CHART}\n\n")
-    base = budget.baseline
+    return lines
+
+
+def _memory_section(a: Analysis) -> list[str]:
+    """The budget per GPU rank, both scenarios; a measured capacity as the estimate it is."""
+    pair, budget = a.pair, a.budget
+    base, spec = budget.baseline, budget.speculative or budget.baseline
+    lines = ["\n## Memory budget\n\n",
+             f"![Memory per GPU rank]({pair.name}/memory.svg){CHART}\n\n"]
     lines.append(_table(["per GPU rank", text(base.name), text(spec.name)], [
         ["bytes per token (target + draft)", f"{num(base.cell_total)} B",
          f"{num(spec.cell_target)} + {num(spec.cell_draft)} = {num(spec.cell_total)} B"],
@@ -167,18 +198,7 @@ def pair_page(a: Analysis, changes: str | None) -> tuple[str, dict[str, bytes], 
                  "`generated/budget.md`.\n")
     if budget.draft_pool_note:
         lines.append(f'\n!!! warning "Draft pool"\n    {text(budget.draft_pool_note)}\n')
-    lines.append("\n## Acceptance and break-even\n\n")
-    if latency is None:
-        lines.append(f'!!! warning "Break-even"\n    {text(refused)}\n')
-        if pair.schedule is not None:  # pinned: the launch runs it, its speedups unmodelled
-            lines.append("\nSpeculation schedule (pinned; speedups not modelled): "
-                         + ranges_text(pair.schedule) + ".\n")
-    else:
-        lines.append(_break_even_section(a, latency, charts_out))
-    lines.append(_alerts_section(a, charts_out))
-    lines.append(_plan_section(a, charts_out))
-    lines.append("\n## Staging plan\n\n")
-    return _rest(a, lines, charts_out, changes, failures)
+    return lines
 
 
 def ranges_text(schedule: ResolvedSchedule) -> str:
