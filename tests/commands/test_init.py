@@ -80,6 +80,10 @@ def test_init_scaffolds_a_repository_where_every_command_works(repo: Path) -> No
     page = (repo / "site/docs/pairs/deepseek-v3-mtp.md").read_text()
     # the change checklist, from git history
     assert "## Change checklist" in page and "Speculation parameters changed" in page
+    # everything `site` generates (pages, models, its page cache) is ignored by the
+    # .gitignore init wrote, as git reads it
+    assert (repo / "site" / ".cache").is_dir()
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
 
 
 def test_init_is_idempotent_and_overwrites_only_with_force(repo: Path) -> None:
