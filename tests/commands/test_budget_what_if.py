@@ -65,3 +65,16 @@ def test_a_what_if_validate_refuses_is_refused(tmp_path: Path) -> None:
     what_if = cli("budget", "runbooks/deepseek-v3-mtp/runbook.yaml", "--tp", "16")
     assert what_if.returncode != 0
     assert rule in what_if.stderr and "| verdict" not in what_if.stdout
+
+
+def test_a_deployment_that_does_not_fit_shows_no_headroom_or_capacity_share() -> None:
+    """Issue 51: a budget that does not fit printed 0.00 GiB of headroom and "the draft
+    costs 0.0% of the token capacity", as if it fitted with nothing to spare. 70B in BF16
+    on one H100 leaves nothing for the KV cache (vLLM's own start-up refuses it)."""
+    result = cli("budget", "runbooks/llama33-70b-eagle3-vllm/runbook.yaml", "--tp", "1")
+    assert result.returncode == 0, result.stderr
+    (headroom,) = [x for x in result.stdout.splitlines() if x.startswith("| headroom")]
+    assert "GiB" not in headroom and headroom.count("does not fit") == 2, headroom
+    assert "does not fit:" in result.stdout  # the verdict, with the engine's reason
+    assert "of the token capacity and holds" not in result.stdout
+    assert "No capacity to compare" in result.stdout

@@ -81,8 +81,11 @@ def _summary_rows(b: Budget) -> list[list[str]]:
         rows.append(row("linear-attention state pool",
                         lambda s: f"{gib(s.state_pool_bytes)} ({num(s.state_slots or 0)} slots)"))
     rows += [
+        # a deployment that does not fit has no pool to measure headroom in: its verdict
+        # says by how much it falls short, where the engine's rules give a figure
         row("headroom, all running requests at full context",
-            lambda s: gib(s.full_context_headroom_bytes)),
+            lambda s: gib(s.full_context_headroom_bytes) if s.fits else
+            "none: does not fit (verdict)"),
         row("verdict", lambda s: cell(s.verdict)),
     ]
     return rows
@@ -116,7 +119,9 @@ def markdown(pair: ResolvedPair, b: Budget, what_if: dict[str, str] | None = Non
                "reaches the full context at the same time: negative headroom means they "
                "cannot all do so, and the engine queues or preempts the rest; it does not "
                "make the deployment fail.\n")
-    if spec:
+    if spec and not b.baseline.fits:
+        out.append("\nNo capacity to compare: the deployment does not fit (the verdict).\n")
+    elif spec:
         out.append(f"\nThe draft costs **{b.capacity_lost_pct}%** of the token capacity and "
                    f"holds **{b.draft_share_of_kv_pct}%** of every token's KV bytes.")
         if spec.cell_draft > spec.cell_target:
