@@ -12,6 +12,7 @@ from specpair.engines import registry as releases_registry
 from specpair.engines import verified_layouts
 from specpair.engines.sglang_0_5_23 import args as sglang_args
 from specpair.engines.sglang_0_5_23 import budget as sglang_budget
+from specpair.engines.sglang_0_5_23 import kv_cells as sglang_kv_cells
 from specpair.engines.sglang_0_5_23 import launch as sglang_launch
 from specpair.model.errors import SpecpairError
 from tests.engine import releases, workers
@@ -91,7 +92,7 @@ def sglang_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = T
                         "argv": argv_for_engine(sglang_launch.build(pair, True, defaults).argv),
                         "rest_gib": REST_GIB}))
                     continue
-                cells = sglang_budget.pool_cells(pair, defaults)
+                cells = sglang_kv_cells.pool_cells(pair, defaults)
                 cell = cells.cell_target + cells.cell_draft
                 rest, slots = REST_GIB, None
                 if pair.target.geometry.linear_attention is not None:
