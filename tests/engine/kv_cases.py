@@ -14,6 +14,7 @@ from specpair.engines.sglang_0_5_23 import args as sglang_args
 from specpair.engines.sglang_0_5_23 import budget as sglang_budget
 from specpair.engines.sglang_0_5_23 import kv_cells as sglang_kv_cells
 from specpair.engines.sglang_0_5_23 import launch as sglang_launch
+from specpair.engines.sglang_0_5_23 import state_pool as sglang_state_pool
 from specpair.model.errors import SpecpairError
 from tests.engine import releases, workers
 from tests.engine.corpus import (
@@ -96,7 +97,7 @@ def sglang_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = T
                 cell = cells.cell_target + cells.cell_draft
                 rest, slots = REST_GIB, None
                 if pair.target.geometry.linear_attention is not None:
-                    rest, plan = sglang_budget.state_plan(
+                    rest, plan = sglang_state_pool.state_plan(
                         pair.runbook, pair.target.geometry, tp, REST_GIB, True,
                         sglang_args.verify_width(pair.runbook.speculation),
                         sglang_args.SPEC_DEFAULT_MAX_RUNNING_REQUESTS, defaults)

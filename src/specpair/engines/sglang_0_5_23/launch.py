@@ -19,8 +19,8 @@ from specpair.engines.sglang_0_5_23.args import (
     server_args,
     verify_width,
 )
-from specpair.engines.sglang_0_5_23.budget import EXTRA_BUFFER_ARCHS
 from specpair.engines.sglang_0_5_23.facts import PROFILE
+from specpair.engines.sglang_0_5_23.state_pool import EXTRA_BUFFER_ARCHS
 from specpair.model.common import KVDtype, Method
 from specpair.model.runbook import Artifact
 
