@@ -14,8 +14,8 @@ import pytest
 from specpair.analyse.budget import compute
 from specpair.commands.build import load_pairs
 from specpair.engines.sglang_0_5_23.args import default_mem_fraction
-from specpair.engines.sglang_0_5_23.budget import Inputs, size_pool
 from specpair.engines.sglang_0_5_23.kv_cells import exact_draft_cell, target_cell
+from specpair.engines.sglang_0_5_23.pool_sizing import Inputs, size_pool
 from specpair.engines.sglang_0_5_23.state_pool import state_plan
 from specpair.load.runbooks import load_runbook
 from specpair.model.budget import GiB

@@ -14,168 +14,28 @@ ENGINE_NOTES_SGLANG_HYBRID.md, and the 0.5.23 wheel's `arg_groups/memory_hook.py
    geometry and KV dtype; NGRAM: none);
 7. max_running_requests from the token count (and the state-slot cap).
 
-Float arithmetic mirrors the engine's (GiB floats, then `int(x · 2^30)`) so that token
-counts match it to the token.
+This module resolves the inputs (steps 1-3) and assembles the budget table; the steps
+after it are sibling modules: the pools of one scenario (4-7) `pool_sizing.py`, the
+state pool (5) `state_pool.py`, the bytes per token (6) `kv_cells.py`.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
 from specpair.engines.kv_arithmetic import kv_layers, pct, storage, weights_per_rank
 from specpair.engines.pair_input import EngineInput
 from specpair.engines.sglang_0_5_23 import schedule
-from specpair.engines.sglang_0_5_23.args import (
-    DEFAULTS,
-    SPEC_DEFAULT_MAX_RUNNING_REQUESTS,
-    Defaults,
-    server_args,
-    verify_width,
+from specpair.engines.sglang_0_5_23.args import DEFAULTS, Defaults, server_args, verify_width
+from specpair.engines.sglang_0_5_23.kv_cells import pool_cells
+from specpair.engines.sglang_0_5_23.pool_sizing import (
+    Inputs,
+    full_context_headroom,
+    running_requests,
+    size_pool,
 )
-from specpair.engines.sglang_0_5_23.kv_cells import SwaSplit, pool_cells
-from specpair.engines.sglang_0_5_23.state_pool import StatePlan, state_plan
 from specpair.facts.hardware import GPU
-from specpair.model.budget import Assumption, Budget, GiB, Line, Scenario, assumption, line
-from specpair.model.geometry import Geometry
-from specpair.model.runbook import Runbook
+from specpair.model.budget import Assumption, Budget, GiB, Scenario, assumption, line
 
 DEFAULT_OTHER_ALLOCATIONS = int(0.6 * GiB)
-
-
-def pool_tokens(available: int, cell: int, swa: SwaSplit | None, page_size: int
-                ) -> tuple[int, int | None]:
-    """`calculate_pool_sizes`: (full-pool tokens, SWA-pool tokens or None)."""
-    if swa is not None:
-        # the hybrid configurator's cell is a float: int(available // cell), page-aligned
-        tokens = int(available // (cell + swa.ratio * swa.cell)) // page_size * page_size
-        return tokens, int(tokens * swa.ratio) // page_size * page_size
-    tokens = available // cell if cell else 0
-    return tokens // page_size * page_size, None
-
-
-# --------------------------------------------------------------------------- budget
-
-
-@dataclass(frozen=True)
-class Inputs:
-    """Everything the pool sizing depends on, per rank; tests build these directly."""
-
-    free_before_load: int
-    target_weights: int
-    draft_weights: int
-    other_allocations: int
-    mem_fraction: float
-    page_size: int
-    context_length: int
-    max_running_requests: int | None
-
-
-def _requests(max_running: int | None, tokens: int, context_length: int,
-              plan: StatePlan | None) -> tuple[int, Line]:
-    """`resolve_max_num_reqs`: the running requests a pool of `tokens` takes, and its
-    line (the part of `size_pool` that reads max_running_requests, with `_headroom`)."""
-    if max_running is not None:
-        requests = min(max(1, max_running), tokens // 2)
-        req_rule = f"min(max_running_requests {max_running}, tokens // 2)"
-    else:
-        estimated = max(min(int(tokens / context_length * 512), 4096), 2048)
-        requests = min(estimated, tokens // 2)
-        req_rule = "min(clamp(int(tokens / context · 512), 2048, 4096), tokens // 2)"
-    if plan is not None:
-        requests = min(requests, plan.slots // plan.ratio)
-        req_rule += f", capped by state slots K // {plan.ratio}"
-    return requests, line(key="max_running_requests", label="max running requests",
-                          value=requests, unit="requests",
-                          rule=f"{req_rule}; kv_cache_configurator.py::resolve_max_num_reqs")
-
-
-def _headroom(tokens: int, requests: int, context_length: int, cell: int) -> int:
-    return (tokens - requests * context_length) * cell
-
-
-def size_pool(name: str, inputs: Inputs, cell_t: int, cell_d: int, rb: Runbook | None = None,
-              target: Geometry | None = None, attn_tp: int = 1, speculative: bool = False,
-              verify: int = 1, extra_lines: list[Line] | None = None,
-              swa: SwaSplit | None = None, defaults: Defaults = DEFAULTS) -> Scenario:
-    p_gib = inputs.free_before_load / GiB
-    f = inputs.mem_fraction
-    used = inputs.target_weights + inputs.draft_weights + inputs.other_allocations
-    free_gib = (inputs.free_before_load - used) / GiB
-    rest = free_gib - p_gib * (1 - f)
-    max_running = inputs.max_running_requests
-    if max_running is None and speculative:
-        max_running = SPEC_DEFAULT_MAX_RUNNING_REQUESTS
-    lines = list(extra_lines or [])
-    lines += [
-        line(key="free_after_weights", label="F: free memory after weights load",
-             value=int(free_gib * GiB), unit="B", rule="P − target weights − draft weights − "
-             "other allocations; draft weights load before the KV pool is sized"),
-        line(key="slack", label="slack P·(1 − f) for activations and CUDA graphs",
-             value=int(p_gib * (1 - f) * GiB), unit="B",
-             rule="kv_cache_configurator.py::_profile_available_bytes"),
-        line(key="rest", label="rest = F − P·(1 − f)", value=int(rest * GiB), unit="B",
-             rule="the budget of the token pools (and a hybrid's state pool)"
-             + ("; negative: nothing is left for the KV cache" if rest <= 0 else "")),
-    ]
-    if free_gib <= 0:
-        lines[-3] = lines[-3].model_copy(update={
-            "rule": lines[-3].rule + "; negative: the weights do not fit in GPU memory"})
-    plan: StatePlan | None = None
-    if target is not None and target.linear_attention is not None and rb is not None and rest > 0:
-        rest, plan = state_plan(rb, target, attn_tp, rest, speculative, verify,
-                                max_running or 1, defaults)
-        lines += plan.lines
-    cell = cell_t + cell_d
-    available = int(rest * (1 << 30)) if rest > 0 else 0
-    tokens, swa_tokens = pool_tokens(available, cell, swa, inputs.page_size)
-    requests, requests_line = _requests(max_running, tokens, inputs.context_length, plan)
-    lines += [
-        line(key="kv_available", label="bytes for the token pools", value=available, unit="B",
-             rule="int(rest · 2^30)" + (" after the state pool" if plan else "")),
-        line(key="cell", label="bytes per token (target + draft)", value=cell, unit="B",
-             rule="both pools hold the same token count (shared slot index space)"),
-    ]
-    if swa is not None:
-        lines += [
-            line(key="cell_swa", label="sliding-layer bytes per SWA token", value=swa.cell,
-                 unit="B", rule=swa.rule),
-            line(key="swa_tokens", label="SWA pool tokens", value=swa_tokens or 0,
-                 unit="tokens", rule=f"int(full tokens · {swa.ratio}), page-aligned"),
-        ]
-    lines += [
-        line(key="max_total_tokens", label="token capacity", value=tokens, unit="tokens",
-             rule=(f"int(available // (cell + {swa.ratio} · cell_swa))" if swa is not None
-                   else "available // cell") + f", aligned down to page size "
-                                               f"{inputs.page_size}"),
-        requests_line,
-    ]
-    fits = rest > 0 and tokens >= inputs.context_length and (plan is None or plan.slots > 0)
-    needed_f = 1 - free_gib / p_gib  # rest > 0 takes f above this
-    if rest <= 0 and free_gib <= 0:
-        verdict = (f"does not fit: the weights do not fit: with the other allocations they "
-                   f"need {used / GiB:.1f} GiB per rank, {-free_gib:.1f} GiB more than the "
-                   f"{p_gib:.1f} GiB free before load, so no --mem-fraction-static leaves "
-                   "memory for the KV cache; use more tensor-parallel ranks or a larger GPU")
-    elif rest <= 0:
-        verdict = ("does not fit: weights leave no memory for the KV cache under "
-                   f"--mem-fraction-static={f}; raise it above "
-                   f"{math.ceil(needed_f * 1000) / 1000:.3f}")
-    elif tokens < inputs.context_length:
-        verdict = (f"does not fit: {tokens} tokens cannot hold one request at the context "
-                   f"length {inputs.context_length}")
-    else:
-        verdict = f"fits: {tokens // inputs.context_length} full-context sequences"
-    headroom = _headroom(tokens, requests, inputs.context_length, cell)
-    return Scenario(
-        name=name, cell_target=cell_t, cell_draft=cell_d, kv_budget_bytes=available,
-        state_pool_bytes=plan.pool_bytes if plan else 0,
-        state_slots=plan.slots if plan else None, max_total_tokens=tokens,
-        cell_swa=swa.cell if swa is not None else 0, swa_tokens=swa_tokens,
-        max_running_requests=requests,
-        sequences_at_context=tokens // inputs.context_length,
-        target_kv_bytes=tokens * cell_t, draft_kv_bytes=tokens * cell_d,
-        full_context_headroom_bytes=headroom, fits=fits, verdict=verdict, lines=lines)
 
 
 def recap(computed: Budget, pair: EngineInput, gpu: GPU, defaults: Defaults = DEFAULTS
@@ -186,24 +46,24 @@ def recap(computed: Budget, pair: EngineInput, gpu: GPU, defaults: Defaults = DE
     runbook's max_running_requests is read by `server_args` for two things: the default
     --mem-fraction-static (its decode-graph batch; a runbook that sets memory_fraction
     does not read it) and the max_running_requests each pool is sized with, which
-    `size_pool` reads in `_requests` and `_headroom` only, but for a hybrid target, whose
-    state pool (`state_plan`) it sizes too. So without a set fraction or with a state pool
-    this is None, and otherwise each scenario's requests, their line and headroom are all
-    that is computed again."""
+    `size_pool` reads in `running_requests` and `full_context_headroom` only, but for a
+    hybrid target, whose state pool (`state_plan`) it sizes too. So without a set fraction
+    or with a state pool this is None, and otherwise each scenario's requests, their line
+    and headroom are all that is computed again."""
     dep = pair.runbook.deployment
     if dep.memory_fraction is None or pair.target.geometry.linear_attention is not None:
         return None
     max_running = server_args(pair, gpu, defaults).max_running_requests
 
     def again(s: Scenario) -> Scenario:
-        requests, requests_line = _requests(max_running, s.max_total_tokens,
-                                            dep.context_length, None)
+        requests, requests_line = running_requests(max_running, s.max_total_tokens,
+                                                   dep.context_length, None)
         assert s.state_slots is None
         return s.model_copy(update={
             "max_running_requests": requests,
-            "full_context_headroom_bytes": _headroom(s.max_total_tokens, requests,
-                                                     dep.context_length,
-                                                     s.cell_target + s.cell_draft),
+            "full_context_headroom_bytes": full_context_headroom(
+                s.max_total_tokens, requests, dep.context_length,
+                s.cell_target + s.cell_draft),
             "lines": [requests_line if x.key == "max_running_requests" else x
                       for x in s.lines]})
 

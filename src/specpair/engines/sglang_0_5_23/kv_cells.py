@@ -4,7 +4,7 @@ charges them (`mem_cache/pool_configurator.py`), before any memory is counted.
 The engine picks DefaultPoolConfigurator, or HybridSWAPoolConfigurator for the hybrid
 sliding-window architectures (a full pool and a SWA pool). The draft's cell is the layer
 scaling of the target cell (EAGLE family) or the draft's own geometry and KV dtype
-(DFLASH/DSPARK); NGRAM has none. `budget.py` sizes the pools from these cells.
+(DFLASH/DSPARK); NGRAM has none. `pool_sizing.py` sizes the pools from these cells.
 """
 
 from __future__ import annotations
