@@ -33,7 +33,7 @@ from specpair.engines.sglang_0_5_23.pool_sizing import (
     size_pool,
 )
 from specpair.facts.hardware import GPU
-from specpair.model.budget import Assumption, Budget, GiB, Scenario, assumption, line
+from specpair.model.budget import Assumption, Budget, GiB, Line, Scenario, assumption, line
 
 DEFAULT_OTHER_ALLOCATIONS = int(0.6 * GiB)
 
@@ -73,34 +73,33 @@ def recap(computed: Budget, pair: EngineInput, gpu: GPU, defaults: Defaults = DE
         "fallback": None if computed.fallback is None else again(computed.fallback)})
 
 
-def budget(pair: EngineInput, gpu: GPU, defaults: Defaults = DEFAULTS) -> Budget:
-    rb = pair.runbook
-    dep = rb.deployment
-    spec = rb.speculation
-    tp, pp = dep.parallel.tensor, dep.parallel.pipeline
-    attn_tp = tp  # attention DP is not used by specpair runbooks
-    target, draft = pair.target.geometry, pair.draft.geometry if pair.draft else None
-
-    assumptions: list[Assumption] = []
-    a = dep.assumptions
+def _assumptions(pair: EngineInput, gpu: GPU) -> tuple[list[Assumption], int, int]:
+    """(their lines, P, other allocations): the memory the engine measures at start-up,
+    as the runbook declares it or by default."""
+    a = pair.runbook.deployment.assumptions
     p_bytes = a.free_before_load_bytes or gpu.free_before_load_bytes
     other = a.other_allocations_bytes if a.other_allocations_bytes is not None \
         else DEFAULT_OTHER_ALLOCATIONS
-    assumptions.append(assumption(
-        key="free_before_load", label="P: free memory per rank before weights load",
-        value=p_bytes, unit="B", source="declared in runbook" if a.free_before_load_bytes
-        else f"default for {gpu.key} (measured by the engine at start-up: "
-             "'Memory baseline taken')"))
-    assumptions.append(assumption(
-        key="other_allocations", label="other allocations before KV profiling", value=other,
-        unit="B", source="declared in runbook" if a.other_allocations_bytes is not None
-        else "default 0.6 GiB (ENGINE_NOTES_SGLANG §4.8)"))
+    assumptions = [
+        assumption(
+            key="free_before_load", label="P: free memory per rank before weights load",
+            value=p_bytes, unit="B", source="declared in runbook" if a.free_before_load_bytes
+            else f"default for {gpu.key} (measured by the engine at start-up: "
+                 "'Memory baseline taken')"),
+        assumption(
+            key="other_allocations", label="other allocations before KV profiling",
+            value=other, unit="B", source="declared in runbook"
+            if a.other_allocations_bytes is not None
+            else "default 0.6 GiB (ENGINE_NOTES_SGLANG §4.8)"),
+    ]
+    return assumptions, p_bytes, other
 
-    args = server_args(pair, gpu, defaults)
-    f, frac_lines = args.mem_fraction_static, list(args.mem_fraction_lines)
-    # the limit the launch passes, to the speculative server and to its baseline alike
-    max_running = args.max_running_requests
 
+def _weights(pair: EngineInput) -> tuple[int, int, list[Line]]:
+    """(target, draft, their lines): the weights per rank, both loaded before the KV pool
+    is sized."""
+    par = pair.runbook.deployment.parallel
+    tp, pp = par.tensor, par.pipeline
     wt = weights_per_rank(pair.target_own_weight_bytes,
                           pair.target.weights.replicated_bytes, tp * pp)
     wd = weights_per_rank(pair.draft.weights.weight_bytes, pair.draft.weights.replicated_bytes,
@@ -114,6 +113,24 @@ def budget(pair: EngineInput, gpu: GPU, defaults: Defaults = DEFAULTS) -> Budget
              rule=f"draft layers sharded over tp = {tp}; replicated parts (fc, Markov head) "
                   "whole on every rank"),
     ]
+    return wt, wd, weights
+
+
+def budget(pair: EngineInput, gpu: GPU, defaults: Defaults = DEFAULTS) -> Budget:
+    """The target alone, with the draft, and (where the engine may not resolve the draft's
+    cell) the fallback, each sized in the engine's start-up order."""
+    rb = pair.runbook
+    dep = rb.deployment
+    spec = rb.speculation
+    attn_tp = dep.parallel.tensor  # attention DP is not used by specpair runbooks
+    target, draft = pair.target.geometry, pair.draft.geometry if pair.draft else None
+    assumptions, p_bytes, other = _assumptions(pair, gpu)
+
+    args = server_args(pair, gpu, defaults)
+    f, frac_lines = args.mem_fraction_static, list(args.mem_fraction_lines)
+    # the limit the launch passes, to the speculative server and to its baseline alike
+    max_running = args.max_running_requests
+    wt, wd, weights = _weights(pair)
 
     cells = pool_cells(pair, defaults)
     cell_t, swa = cells.cell_target, cells.swa
