@@ -36,7 +36,7 @@ from specpair.engines.vllm_0_33_0.block_pool import (
 )
 from specpair.engines.vllm_0_33_0.facts import PROFILE
 from specpair.facts.hardware import GPU
-from specpair.model.budget import Budget, GiB, Line, Scenario, assumption, line
+from specpair.model.budget import Assumption, Budget, GiB, Line, Scenario, assumption, line
 from specpair.model.common import KVDtype, Method
 from specpair.model.errors import SpecpairError
 from specpair.model.geometry import Geometry
@@ -128,6 +128,31 @@ def _reseated(scenario: Scenario, max_seqs: int) -> Scenario:
                                 _line_value(scenario, "bytes_per_block"))
     return scenario.model_copy(update={"max_running_requests": requests,
                                        "full_context_headroom_bytes": headroom})
+
+
+def _weights(pair: EngineInput) -> tuple[int, int, list[Line]]:
+    """(target, draft, their lines): the weights per rank, the draft's over its own TP."""
+    par = pair.runbook.deployment.parallel
+    tp, pp = par.tensor, par.pipeline
+    draft_tp = par.draft_tensor or tp
+    wt = weights_per_rank(pair.target_own_weight_bytes,
+                          pair.target.weights.replicated_bytes, tp * pp)
+    wd = weights_per_rank(pair.draft.weights.weight_bytes, pair.draft.weights.replicated_bytes,
+                          draft_tp) if pair.draft else 0
+    weights = [
+        line(key="target_weights", label="target weights per rank", value=wt, unit="B",
+             rule=f"(weight bytes − replicated) / (tp·pp = {tp * pp}) + replicated"),
+        line(key="draft_weights", label="draft weights per rank", value=wd, unit="B",
+             rule=f"draft sharded over draft_tensor_parallel_size = {draft_tp}"),
+    ]
+    return wt, wd, weights
+
+
+def _target_page_line(t_block: int, layers: str, block: int) -> Line:
+    """The target's bytes per block over all its layers, at the plan's block size."""
+    return line(key="page_target", label="target bytes per block, all its layers",
+                value=t_block, unit="B",
+                rule=f"Σ over {layers} of the layer's page (block size {block})")
 
 
 class Rules:
@@ -309,17 +334,10 @@ class Rules:
         return plan, block, sum(s.page for s in t_specs), sum(s.page for s in d_specs)
 
 
-    def budget(self, pair: EngineInput, gpu: GPU) -> Budget:
-        rb = pair.runbook
-        dep = rb.deployment
-        spec = rb.speculation
-        target = pair.target.geometry
-        draft = pair.draft.geometry if pair.draft else None
-        tp, pp = dep.parallel.tensor, dep.parallel.pipeline
-        draft_tp = dep.parallel.draft_tensor or tp
-        args = self.server_args(pair, gpu)
-        util = args.gpu_memory_utilization
-        a = dep.assumptions
+    def _assumptions(self, pair: EngineInput) -> tuple[list[Assumption], int, int, int]:
+        """(their lines, non-torch, activation peak, CUDA graphs): the engine's own memory
+        that the budget assumes, as the runbook declares it or by default."""
+        a = pair.runbook.deployment.assumptions
         non_torch = a.other_allocations_bytes if a.other_allocations_bytes is not None \
             else DEFAULT_NON_TORCH
         activation = a.activation_peak_bytes if a.activation_peak_bytes is not None \
@@ -341,16 +359,20 @@ class Rules:
                        unit="B", source=source(a.cuda_graph_bytes, "default 0.5 GiB")
                        + self.graph_note(pair)),
         ]
-        wt = weights_per_rank(pair.target_own_weight_bytes,
-                              pair.target.weights.replicated_bytes, tp * pp)
-        wd = weights_per_rank(pair.draft.weights.weight_bytes, pair.draft.weights.replicated_bytes,
-                              draft_tp) if pair.draft else 0
-        weights = [
-            line(key="target_weights", label="target weights per rank", value=wt, unit="B",
-                 rule=f"(weight bytes − replicated) / (tp·pp = {tp * pp}) + replicated"),
-            line(key="draft_weights", label="draft weights per rank", value=wd, unit="B",
-                 rule=f"draft sharded over draft_tensor_parallel_size = {draft_tp}"),
-        ]
+        return assumptions, non_torch, activation, graphs
+
+    def budget(self, pair: EngineInput, gpu: GPU) -> Budget:
+        """The target alone and with the draft: the KV bytes left after weights and the
+        engine's own memory (or pinned by --kv-cache-memory-bytes), in the block pool."""
+        rb = pair.runbook
+        dep = rb.deployment
+        spec = rb.speculation
+        target = pair.target.geometry
+        draft = pair.draft.geometry if pair.draft else None
+        args = self.server_args(pair, gpu)
+        util = args.gpu_memory_utilization
+        assumptions, non_torch, activation, graphs = self._assumptions(pair)
+        wt, wd, weights = _weights(pair)
         requested = math.ceil(gpu.memory_bytes * util)
         max_seqs = args.max_num_seqs
         in_flight = IN_FLIGHT_BATCHES * args.max_num_batched_tokens
@@ -378,18 +400,14 @@ class Rules:
         layers = f"{kv_layers(target)} target layers" + (
             f" and {target.linear_attention.layers} state layers (padded to the page)"
             if target.linear_attention is not None else "")
-        t_line = line(key="page_target", label="target bytes per block, all its layers",
-                      value=t_block, unit="B",
-                      rule=f"Σ over {layers} of the layer's page (block size {block})")
+        t_line = _target_page_line(t_block, layers, block)
         baseline = _scenario("target alone", base_avail, base_plan, block, dep.context_length,
                              max_seqs, in_flight, t_block, 0, [*base_lines, t_line])
         spec_avail, spec_lines = available(wd)
         # a hybrid's block size depends on the draft tokens (the state's conv window grows)
         plan, spec_block, spec_t_block, d_block = self.kv_plan(pair)
-        spec_t_line = t_line if spec_block == block else line(
-            key="page_target", label="target bytes per block, all its layers",
-            value=spec_t_block, unit="B",
-            rule=f"Σ over {layers} of the layer's page (block size {spec_block})")
+        spec_t_line = t_line if spec_block == block \
+            else _target_page_line(spec_t_block, layers, spec_block)
         d_lines: list[Line] = []
         if d_block and draft is not None:
             d_lines = [line(key="page_draft", label="draft bytes per block, all its layers",
