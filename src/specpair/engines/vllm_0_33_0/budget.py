@@ -12,8 +12,9 @@ same pool: the platform raises the attention block size until one attention page
 state page and pads the state page to it (`Platform._align_hybrid_block_size`), and each
 state group keeps a fixed number of blocks per request (`MambaSpec`, mode `align`).
 
-The layers' pages and the pool's groups are `block_pool.py`; `Rules` here holds what a
-release decides (how the layers group, how the state aligns) and the budget table.
+The layers' pages and the pool's groups are `block_pool.py`, what a KV budget holds in
+them `capacity.py`; `Rules` here holds what a release decides (how the layers group, how
+the state aligns) and the budget table.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import math
 
 from specpair.engines.kv_arithmetic import kv_bytes, kv_layers, pct, storage, weights_per_rank
 from specpair.engines.pair_input import EngineInput
-from specpair.engines.vllm_0_33_0 import schedule
+from specpair.engines.vllm_0_33_0 import capacity, schedule
 from specpair.engines.vllm_0_33_0.args import server_args
 from specpair.engines.vllm_0_33_0.block_pool import (
     ATTENTION_KERNEL_BLOCK,
@@ -34,9 +35,10 @@ from specpair.engines.vllm_0_33_0.block_pool import (
     layer_specs,
     page_bytes,
 )
+from specpair.engines.vllm_0_33_0.capacity import IN_FLIGHT_BATCHES
 from specpair.engines.vllm_0_33_0.facts import PROFILE
 from specpair.facts.hardware import GPU
-from specpair.model.budget import Assumption, Budget, GiB, Line, Scenario, assumption, line
+from specpair.model.budget import Assumption, Budget, GiB, Line, assumption, line
 from specpair.model.common import KVDtype, Method
 from specpair.model.errors import SpecpairError
 from specpair.model.geometry import Geometry
@@ -46,88 +48,6 @@ ENGINE = PROFILE.label
 DEFAULT_NON_TORCH = int(0.6 * GiB)
 DEFAULT_ACTIVATION_PEAK = 2 * GiB
 DEFAULT_CUDA_GRAPHS = GiB // 2
-# Async scheduling keeps two batches in flight (VllmConfig.max_concurrent_batches, PP 1)
-IN_FLIGHT_BATCHES = 2
-
-
-def _scenario(name: str, available: int, plan: BlockPlan, block: int, context: int,
-              max_seqs: int, in_flight: int, cell_t_block: int, cell_d_block: int,
-              lines: list[Line]) -> Scenario:
-    bytes_per_block = plan.bytes_per_block
-    blocks = available // bytes_per_block if available > 0 else 0
-    per_request = plan.blocks_per_request(context, block, in_flight)
-    concurrency = blocks / per_request
-    tokens = int(concurrency * context)
-    sequences = blocks // per_request
-    sliding = any(kind == "sliding" for kind, _, _, _ in plan.groups)
-    chunked = any(kind == "chunked" for kind, _, _, _ in plan.groups)
-    lines = [*lines,
-             line(key="bytes_per_block", label="bytes per block", value=bytes_per_block,
-                  unit="B", rule=f"{plan.rule}; kv_cache_planning.py"),
-             line(key="num_blocks", label="KV blocks", value=blocks, unit="blocks",
-                  rule="available KV bytes // bytes per block"),
-             line(key="blocks_per_request", label="blocks one full-context request takes",
-                  value=per_request, unit="blocks",
-                  rule=f"Σ over {len(plan.groups)} groups: full cdiv({context}, {block})"
-                       + (f"; state {plan.state_blocks} blocks (MambaSpec, mode align)"
-                          if plan.state_blocks else "")
-                       + (f"; sliding cdiv(min(window − 1 + {in_flight} in-flight tokens, "
-                          f"{context}), {block}) + 1 (in flight: {IN_FLIGHT_BATCHES} batches "
-                          "of max_num_batched_tokens, async scheduling)" if sliding else "")
-                       + (f"; chunked cdiv(min(attention chunk + {in_flight} in-flight "
-                          f"tokens, {context}), {block})" if chunked else "")),
-             line(key="max_total_tokens", label="token capacity ('GPU KV cache size')",
-                  value=tokens, unit="tokens",
-                  rule=f"int(blocks / {per_request} · {context}); "
-                       "kv_cache_utils.py::get_kv_cache_capacity"),
-             line(key="max_concurrency", label="full-context requests ('Maximum concurrency')",
-                  value=sequences, unit="requests", rule=f"blocks // {per_request}")]
-    fits = available > 0 and sequences >= 1
-    verdict = (f"fits: {sequences} full-context sequences" if fits else
-               "does not fit: the weights and the engine's own memory take all that "
-               "gpu_memory_utilization grants, nothing is left for the KV cache; raise "
-               "deployment.memory_fraction if the weights fit the GPU, else use more "
-               "tensor-parallel ranks or a larger GPU" if available <= 0 else
-               "does not fit: one request at the context length needs more KV than is left "
-               "('To serve at least one request with the model's max seq len …')")
-    if len(plan.groups) > 1 and cell_t_block + cell_d_block:
-        # the groups alias one block pool: a block costs the largest group's bytes, shared
-        # between target and draft in proportion to their layers' pages
-        whole = cell_t_block + cell_d_block
-        cell_t_block = bytes_per_block * cell_t_block // whole
-        cell_d_block = bytes_per_block - cell_t_block
-    cell_t, cell_d = cell_t_block // block, cell_d_block // block
-    requests, headroom = _seats(max_seqs, tokens, blocks, per_request, bytes_per_block)
-    return Scenario(
-        name=name, cell_target=cell_t, cell_draft=cell_d, kv_budget_bytes=max(available, 0),
-        max_total_tokens=tokens, max_running_requests=requests, sequences_at_context=sequences,
-        target_kv_bytes=blocks * cell_t_block, draft_kv_bytes=blocks * cell_d_block,
-        full_context_headroom_bytes=headroom, fits=fits, verdict=verdict, lines=lines)
-
-
-def _seats(max_seqs: int, tokens: int, blocks: int, per_request: int, bytes_per_block: int
-           ) -> tuple[int, int]:
-    """What max_num_seqs decides: the running requests and the headroom they leave, the
-    one part of `_scenario` that reads it (`Rules.recap` asks this alone again)."""
-    requests = min(max_seqs, tokens)
-    return requests, (blocks - requests * per_request) * bytes_per_block
-
-
-def _line_value(scenario: Scenario, key: str) -> int:
-    value = next(x.value for x in scenario.lines if x.key == key)
-    assert isinstance(value, int)
-    return value
-
-
-def _reseated(scenario: Scenario, max_seqs: int) -> Scenario:
-    """`scenario` as `_scenario` makes it with `max_seqs`: its blocks, a request's blocks
-    and a block's bytes are its own lines."""
-    requests, headroom = _seats(max_seqs, scenario.max_total_tokens,
-                                _line_value(scenario, "num_blocks"),
-                                _line_value(scenario, "blocks_per_request"),
-                                _line_value(scenario, "bytes_per_block"))
-    return scenario.model_copy(update={"max_running_requests": requests,
-                                       "full_context_headroom_bytes": headroom})
 
 
 def _weights(pair: EngineInput) -> tuple[int, int, list[Line]]:
@@ -401,8 +321,9 @@ class Rules:
             f" and {target.linear_attention.layers} state layers (padded to the page)"
             if target.linear_attention is not None else "")
         t_line = _target_page_line(t_block, layers, block)
-        baseline = _scenario("target alone", base_avail, base_plan, block, dep.context_length,
-                             max_seqs, in_flight, t_block, 0, [*base_lines, t_line])
+        baseline = capacity.scenario("target alone", base_avail, base_plan, block,
+                                     dep.context_length, max_seqs, in_flight, t_block, 0,
+                                     [*base_lines, t_line])
         spec_avail, spec_lines = available(wd)
         # a hybrid's block size depends on the draft tokens (the state's conv window grows)
         plan, spec_block, spec_t_block, d_block = self.kv_plan(pair)
@@ -413,9 +334,9 @@ class Rules:
             d_lines = [line(key="page_draft", label="draft bytes per block, all its layers",
                             value=d_block, unit="B",
                             rule=f"{kv_layers(draft)} draft layers in the same block pool")]
-        scenario = _scenario(f"with the {spec.method.value} draft", spec_avail, plan, spec_block,
-                             dep.context_length, max_seqs, in_flight, spec_t_block, d_block,
-                             [*spec_lines, spec_t_line, *d_lines])
+        scenario = capacity.scenario(f"with the {spec.method.value} draft", spec_avail, plan,
+                                     spec_block, dep.context_length, max_seqs, in_flight,
+                                     spec_t_block, d_block, [*spec_lines, spec_t_line, *d_lines])
         return Budget(
             engine=self.engine, gpu=gpu.key, assumptions=assumptions, weights=weights,
             baseline=baseline, speculative=scenario,
@@ -429,13 +350,14 @@ class Rules:
         `pair` in deployment.max_running_requests (and deployment.concurrency, which the
         budget does not read) alone: the runbook's max_running_requests is read by
         `server_args`'s max_num_seqs only (max_num_batched_tokens is the GPU's default),
-        and max_num_seqs by `_seats` only, so that is all that is computed again."""
+        and max_num_seqs by `capacity.seats` only, so that is all that is computed again."""
         max_seqs = self.server_args(pair, gpu).max_num_seqs
         assert computed.fallback is None  # this release budgets no fallback pool
         speculative = computed.speculative
         return computed.model_copy(update={
-            "baseline": _reseated(computed.baseline, max_seqs),
-            "speculative": None if speculative is None else _reseated(speculative, max_seqs)})
+            "baseline": capacity.reseated(computed.baseline, max_seqs),
+            "speculative": None if speculative is None
+            else capacity.reseated(speculative, max_seqs)})
 
 
 RULES = Rules(ENGINE)
