@@ -45,7 +45,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "specpair.analyse.alerts:groups": 118,
     "specpair.commands.bench:run": 90,
     "specpair.commands.site:pair_page": 94,  # +2: the measured-capacity label (0.34.0)
-    "specpair.engines.vllm_0_33_0.launch:build": 88,
     "specpair.generate.latency_page:page": 175,
     "specpair.generate.launch_files:manifest": 89,
     "specpair.generate.stage_script:stage_script": 94,
@@ -141,7 +140,7 @@ def test_no_module_over_500_lines() -> None:
 
 def test_no_function_over_80_lines() -> None:
     _ratchet("functions", _sizes()[1], LONG_FUNCTIONS, MAX_FUNCTION_LINES)
-    assert len(LONG_FUNCTIONS) <= 9, "the allowlist of long functions may only shrink"
+    assert len(LONG_FUNCTIONS) <= 8, "the allowlist of long functions may only shrink"
     assert len(LONG_MODULES) <= 0, "the allowlist of long modules may only shrink"
 
 
