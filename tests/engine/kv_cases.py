@@ -11,8 +11,10 @@ from specpair.analyse.launch import EnvRef
 from specpair.engines import registry as releases_registry
 from specpair.engines import verified_layouts
 from specpair.engines.sglang_0_5_23 import args as sglang_args
-from specpair.engines.sglang_0_5_23 import budget as sglang_budget
+from specpair.engines.sglang_0_5_23 import kv_cells as sglang_kv_cells
 from specpair.engines.sglang_0_5_23 import launch as sglang_launch
+from specpair.engines.sglang_0_5_23 import pool_sizing as sglang_pool_sizing
+from specpair.engines.sglang_0_5_23 import state_pool as sglang_state_pool
 from specpair.model.errors import SpecpairError
 from tests.engine import releases, workers
 from tests.engine.corpus import (
@@ -91,17 +93,17 @@ def sglang_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = T
                         "argv": argv_for_engine(sglang_launch.build(pair, True, defaults).argv),
                         "rest_gib": REST_GIB}))
                     continue
-                cells = sglang_budget.pool_cells(pair, defaults)
+                cells = sglang_kv_cells.pool_cells(pair, defaults)
                 cell = cells.cell_target + cells.cell_draft
                 rest, slots = REST_GIB, None
                 if pair.target.geometry.linear_attention is not None:
-                    rest, plan = sglang_budget.state_plan(
+                    rest, plan = sglang_state_pool.state_plan(
                         pair.runbook, pair.target.geometry, tp, REST_GIB, True,
                         sglang_args.verify_width(pair.runbook.speculation),
                         sglang_args.SPEC_DEFAULT_MAX_RUNNING_REQUESTS, defaults)
                     slots = plan.slots
                 available = int(rest * (1 << 30))
-                tokens, swa_tokens = sglang_budget.pool_tokens(available, cell, cells.swa, 1)
+                tokens, swa_tokens = sglang_pool_sizing.pool_tokens(available, cell, cells.swa, 1)
                 ours = {"state_slots": slots, "available_bytes": available,
                         "cell": cell + (cells.swa.ratio * cells.swa.cell if cells.swa else 0),
                         "max_total_num_tokens": tokens, "swa_max_total_num_tokens": swa_tokens,

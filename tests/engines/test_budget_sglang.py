@@ -14,13 +14,9 @@ import pytest
 from specpair.analyse.budget import compute
 from specpair.commands.build import load_pairs
 from specpair.engines.sglang_0_5_23.args import default_mem_fraction
-from specpair.engines.sglang_0_5_23.budget import (
-    Inputs,
-    exact_draft_cell,
-    size_pool,
-    state_plan,
-    target_cell,
-)
+from specpair.engines.sglang_0_5_23.kv_cells import exact_draft_cell, target_cell
+from specpair.engines.sglang_0_5_23.pool_sizing import Inputs, size_pool
+from specpair.engines.sglang_0_5_23.state_pool import state_plan
 from specpair.load.runbooks import load_runbook
 from specpair.model.budget import GiB
 from tests.support.geometries import DSPARK_5L, LING, QWEN3_32B_LIKE

@@ -14,486 +14,28 @@ ENGINE_NOTES_SGLANG_HYBRID.md, and the 0.5.23 wheel's `arg_groups/memory_hook.py
    geometry and KV dtype; NGRAM: none);
 7. max_running_requests from the token count (and the state-slot cap).
 
-Float arithmetic mirrors the engine's (GiB floats, then `int(x · 2^30)`) so that token
-counts match it to the token.
+This module resolves the inputs (steps 1-3) and assembles the budget table; the steps
+after it are sibling modules: the pools of one scenario (4-7) `pool_sizing.py`, the
+state pool (5) `state_pool.py`, the bytes per token (6) `kv_cells.py`.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
-from specpair.engines.kv_arithmetic import (
-    kv_bytes,
-    kv_heads_per_rank,
-    kv_layers,
-    pct,
-    storage,
-    weights_per_rank,
-)
+from specpair.engines.kv_arithmetic import kv_layers, pct, storage, weights_per_rank
 from specpair.engines.pair_input import EngineInput
 from specpair.engines.sglang_0_5_23 import schedule
-from specpair.engines.sglang_0_5_23.args import (
-    DEFAULTS,
-    SPEC_DEFAULT_MAX_RUNNING_REQUESTS,
-    Defaults,
-    server_args,
-    verify_width,
+from specpair.engines.sglang_0_5_23.args import DEFAULTS, Defaults, server_args, verify_width
+from specpair.engines.sglang_0_5_23.kv_cells import pool_cells
+from specpair.engines.sglang_0_5_23.pool_sizing import (
+    Inputs,
+    full_context_headroom,
+    running_requests,
+    size_pool,
 )
 from specpair.facts.hardware import GPU
 from specpair.model.budget import Assumption, Budget, GiB, Line, Scenario, assumption, line
-from specpair.model.common import KVDtype, Method
-from specpair.model.errors import SpecpairError
-from specpair.model.geometry import Geometry, LinearAttention
-from specpair.model.runbook import Runbook
 
 DEFAULT_OTHER_ALLOCATIONS = int(0.6 * GiB)
-# BailingMoeV3 is in both _MAMBA_RADIX_CACHE_ARCHS and _MAMBA_EXTRA_BUFFER_ARCHS
-EXTRA_BUFFER_ARCHS = frozenset({"BailingMoeV3ForCausalLM", "Qwen3NextForCausalLM",
-                                "Qwen3_5ForConditionalGeneration",
-                                "Qwen3_5MoeForConditionalGeneration"})
-# configs/model_config.py::is_hybrid_swa_model, the architectures whose layers come from
-# `layer_types` with one head geometry (SWA_SINK_ARCHS and the Gemma 4 family): they get
-# HybridSWAPoolConfigurator unless --disable-hybrid-swa-memory. Other sliding-window
-# models (Gemma 3, ...) go through DefaultPoolConfigurator, every layer at full length.
-HYBRID_SWA_ARCHS = frozenset({
-    "GptOssForCausalLM", "GraniteSWAForCausalLM", "GraniteMoeSWAForCausalLM",
-    "IQuestQ1ForCausalLM", "Gemma4ForCausalLM", "Gemma4ForConditionalGeneration",
-    # chunked local attention is kept in the SWA pool, its window the attention chunk
-    # (load_model_utils.py::resolve_sliding_window_size; get_hybrid_layer_ids)
-    "Llama4ForConditionalGeneration"})
-
-
-# --------------------------------------------------------------------------- flags
-
-
-# --------------------------------------------------------------------------- cells
-
-
-def uses_hybrid_swa_pools(g: Geometry, enabled: bool) -> bool:
-    """Whether the engine splits this target's KV into a full and a SWA pool."""
-    return enabled and g.architecture in HYBRID_SWA_ARCHS and swa_layers(g) > 0
-
-
-def swa_layers(g: Geometry) -> int:
-    """Layers the hybrid-SWA configurator keeps in its SWA pool: sliding-window and
-    chunked local attention layers."""
-    return g.sliding_window_layers + g.chunked_attention_layers
-
-
-def per_layer_cell(g: Geometry, attn_tp: int, dtype_bytes: int) -> int:
-    """Bytes one token takes in one attention layer on one rank."""
-    if g.attention == "mla":
-        return g.mla_latent_dim * dtype_bytes
-    return kv_heads_per_rank(g.num_key_value_heads, attn_tp) * (g.head_dim + g.v_head_dim) \
-        * dtype_bytes
-
-
-def target_cell(g: Geometry, attn_tp: int, pp: int, dtype_bytes: int,
-                hybrid_swa: bool = False) -> tuple[int, str]:
-    """Target bytes per token of the (full) pool; with hybrid-SWA pools only the full
-    layers (the sliding ones are `swa_cell`)."""
-    layers = math.ceil((g.full_attention_layers if hybrid_swa else kv_layers(g)) / pp)
-    if g.attention == "mla":
-        cell = g.mla_latent_dim * layers * dtype_bytes
-        return cell, (f"MLA: (kv_lora_rank {g.kv_lora_rank} + qk_rope_head_dim "
-                      f"{g.qk_rope_head_dim}) · {layers} layers · {dtype_bytes} B; the latent "
-                      "is not split across TP")
-    heads = kv_heads_per_rank(g.num_key_value_heads, attn_tp)
-    cell = heads * (g.head_dim + g.v_head_dim) * layers * dtype_bytes
-    return cell, (f"MHA/GQA: max(1, {g.num_key_value_heads} KV heads // attn_tp {attn_tp}) = "
-                  f"{heads} · (head_dim {g.head_dim} + v_head_dim {g.v_head_dim}) · {layers} "
-                  f"layers · {dtype_bytes} B")
-
-
-def exact_draft_cell(g: Geometry, draft_attn_tp: int, dtype_bytes: int) -> tuple[int, str]:
-    """`draft_kv_budget.resolve_dflash_draft_cell_size` (and what a draft runner allocates)."""
-    if g.attention == "mla":
-        cell = g.mla_latent_dim * kv_layers(g) * dtype_bytes
-        return cell, f"MLA: {g.mla_latent_dim} · {kv_layers(g)} layers · {dtype_bytes} B"
-    heads = kv_heads_per_rank(g.num_key_value_heads, draft_attn_tp)
-    cell = heads * (g.head_dim + g.v_head_dim) * kv_layers(g) * dtype_bytes
-    return cell, (f"max(1, {g.num_key_value_heads} // {draft_attn_tp}) = {heads} KV heads · "
-                  f"({g.head_dim} + {g.v_head_dim}) · {kv_layers(g)} layers · {dtype_bytes} B")
-
-
-def eagle_draft_layers(draft: Geometry) -> int:
-    return draft.num_nextn_predict_layers or kv_layers(draft)
-
-
-@dataclass(frozen=True)
-class SwaSplit:
-    """HybridSWAPoolConfigurator: sliding layers cost `ratio` of their bytes per full token
-    (the SWA pool holds int(full tokens · ratio) tokens)."""
-
-    ratio: float
-    cell: int
-    rule: str
-
-
-def swa_split(g: Geometry, attn_tp: int, dtype_bytes: int, ratio: float,
-              draft_swa_layers: int = 0) -> SwaSplit:
-    per_layer = per_layer_cell(g, attn_tp, dtype_bytes)
-    layers = swa_layers(g) + draft_swa_layers
-    return SwaSplit(ratio, per_layer * layers, (
-        f"{per_layer} B per sliding layer · {layers} sliding layers, counted at "
-        f"--swa-full-tokens-ratio {ratio}; pool_configurator.py::HybridSWAPoolConfigurator"))
-
-
-# --------------------------------------------------------------------------- hybrid state
-
-
-@dataclass(frozen=True)
-class StatePlan:
-    per_slot: int
-    slots: int
-    pool_bytes: int
-    intermediate_bytes: int
-    ratio: int
-    lines: list[Line]
-
-
-def _state_sizes(g: Geometry, attn_tp: int, ssm_bytes: int, ring_len: int | None,
-                 engine: str) -> tuple[int, int]:
-    la = g.linear_attention
-    assert la is not None
-    if la.kind == "gdn":
-        return _gdn_state_size(la, attn_tp, ssm_bytes, ring_len, engine), 0
-    if la.kind != "kda":
-        raise SpecpairError.single(
-            "runbook", f"not modelled: the {la.kind} state pool for {engine}",
-            "only KDA and Gated DeltaNet hybrids are modelled; budget this pair by "
-            "measurement", field_path="target")
-    h_rank, d = la.num_heads // attn_tp, la.head_dim
-    conv = (la.conv_kernel - 1) * (3 * la.num_heads * d // attn_tp) * 2  # bf16 conv windows
-    ssm = h_rank * d * d * ssm_bytes
-    state = (conv + ssm) * la.layers
-    ring = 0
-    if ring_len:
-        # d, k, rawv, rawk in bf16; g (per-K gate) and beta in fp32 (mamba_utils.py:127)
-        ring = (4 * h_rank * ring_len * d * 2 + h_rank * ring_len * d * 4
-                + h_rank * ring_len * 4) * la.layers
-    return state, ring
-
-
-def _gdn_state_size(la: LinearAttention, attn_tp: int, ssm_bytes: int,
-                    ring_len: int | None, engine: str) -> int:
-    """Gated DeltaNet (Qwen3-Next): `Qwen3NextConfig.mamba2_cache_params` →
-    `Mamba2StateShape.create`: conv windows over q, k and v (bf16), an SSM state of
-    value heads × value head size × key head size per layer, both split over attn-TP."""
-    key_heads = la.num_key_heads or la.num_heads
-    key_dim = la.key_head_dim or la.head_dim
-    if ring_len:
-        raise SpecpairError.single(
-            "runbook", f"not modelled: the Gated DeltaNet ReplaySSM scratch on {engine}",
-            "set deployment.linear_state.replay_spec: false",
-            field_path="deployment.linear_state.replay_spec")
-    if key_heads % attn_tp or la.num_heads % attn_tp:
-        raise SpecpairError.single(
-            "runbook", f"not modelled: {key_heads} key / {la.num_heads} value heads that do "
-            f"not split over attn-TP {attn_tp} (the engine pads the groups)",
-            "use a tensor-parallel size that divides both head counts",
-            field_path="deployment.parallel.tensor")
-    conv_dim = la.num_heads * la.head_dim + 2 * key_heads * key_dim
-    conv = conv_dim // attn_tp * (la.conv_kernel - 1) * 2
-    ssm = la.num_heads // attn_tp * la.head_dim * key_dim * ssm_bytes
-    return (conv + ssm) * la.layers
-
-
-def state_plan(rb: Runbook, g: Geometry, attn_tp: int, rest_gib: float, speculative: bool,
-               verify: int, max_running: int, defaults: Defaults = DEFAULTS
-               ) -> tuple[float, StatePlan]:
-    """`KVCacheConfigurator._handle_max_mamba_cache`: returns rest after the state pool."""
-    ls = rb.deployment.linear_state
-    replay = speculative and ls.replay_spec
-    # --mamba-ssm-dtype, else (GDN: Qwen3NextConfig passes itself to mamba2_state_dtype)
-    # the config's mamba_ssm_dtype, else float32; Bailing ignores the config key
-    la = g.linear_attention
-    ssm_dtype = ls.ssm_dtype or (la.ssm_dtype if la is not None and la.kind == "gdn"
-                                 else None) or "float32"
-    ssm_bytes = {"float32": 4, "bfloat16": 2, "float16": 2}[ssm_dtype]
-    state, ring = _state_sizes(g, attn_tp, ssm_bytes, ls.replay_cache_len if replay else None,
-                               defaults.engine)
-    if ls.disable_radix_cache:
-        ratio = 1
-    else:
-        strategy = ls.radix_cache_strategy
-        if strategy == "auto":
-            strategy = "extra_buffer" if g.architecture in EXTRA_BUFFER_ARCHS else "no_buffer"
-        ratio = 5 if strategy == "extra_buffer" else 3  # base 3 + 2 tracking slots (overlap)
-    r = ls.full_memory_ratio or defaults.mamba_full_memory_ratio.resolved
-    reserves_spec_state = speculative and not replay
-    per_slot = state + ring
-    intermediate = 0
-    rest = rest_gib
-    if ls.max_cache_size is not None:
-        slots, how = ls.max_cache_size, "--max-mamba-cache-size"
-        if reserves_spec_state:
-            capped = min(max(1, max_running), slots // ratio)
-            intermediate = state * (capped + 1) * verify
-    elif ls.disable_radix_cache:
-        slots, how = max(1, max_running), "max_running_requests (radix cache off)"
-        if reserves_spec_state:
-            intermediate = state * (slots + 1) * verify
-    else:
-        budget = rest * r / (1 + r) * (1 << 30)
-        if reserves_spec_state:
-            slots = int((budget - state * (1 + verify)) // (state * (1 + verify / ratio)))
-            capped = min(max(1, max_running), slots // ratio)
-            intermediate = state * (capped + 1) * verify
-            how = f"r/(1+r) of rest, r = {r}, with the recurrent-verify reserve"
-        else:
-            slots = int((budget - per_slot) // per_slot)
-            how = f"r/(1+r) of rest, r = {r}"
-    rest -= intermediate / (1 << 30)
-    pool = (slots + 1) * per_slot
-    rest -= pool / (1 << 30)
-    rule = f"{defaults.engine} kv_cache_configurator.py::_handle_max_mamba_cache"
-    linear_layers = g.linear_attention.layers if g.linear_attention else 0
-    lines = [
-        line(key="state_per_slot", label="linear-attention state per slot", value=state,
-             unit="B", rule=f"(conv bf16 + SSM {ssm_dtype}) · {linear_layers} "
-                            "linear layers, heads split by attn_tp"),
-        line(key="replay_ring_per_slot", label="ReplaySSM ring per slot", value=ring, unit="B",
-             rule=f"KDA ring of {ls.replay_cache_len} records per slot" if replay
-             else "ReplaySSM-spec off: no ring"),
-        line(key="state_slots", label="state slots K (max_mamba_cache_size)", value=slots,
-             unit="slots", rule=f"{how}; {rule}"),
-        line(key="state_pool", label="state pool (K + 1 slots)", value=pool, unit="B",
-             rule="(K + 1) · per-slot bytes, taken before the KV pool"),
-        line(key="spec_intermediate", label="recurrent-verify intermediate reserve",
-             value=intermediate, unit="B",
-             rule="state · (min(max_running, K // ratio) + 1) · verify width"
-             if reserves_spec_state else "not reserved (no speculation, or ReplaySSM-spec)"),
-        line(key="slots_per_request", label="state slots per running request", value=ratio,
-             unit="slots", rule="1 without radix cache; 3 no_buffer; 5 extra_buffer with the "
-                                "overlap scheduler"),
-    ]
-    if slots <= 0:
-        lines.append(line(key="state_error", label="start-up fails", value="no state slots",
-                          unit="", rule="'Not enough GPU memory for hybrid … state cache'"))
-    return rest, StatePlan(per_slot, slots, pool, intermediate, ratio, lines)
-
-
-@dataclass(frozen=True)
-class PoolCells:
-    """What the engine's pool configurator charges per token, before any byte is counted."""
-
-    cell_target: int
-    target_rule: str
-    target_layers: int
-    cell_draft: int
-    draft_rule: str | None
-    swa: SwaSplit | None
-    baseline_swa: SwaSplit | None
-    fallback_draft: int | None
-    note: str | None
-
-
-def pool_cells(pair: EngineInput, defaults: Defaults = DEFAULTS) -> PoolCells:
-    """The configurator the engine picks for this pair (DefaultPoolConfigurator or
-    HybridSWAPoolConfigurator) and its bytes per token: target, draft, sliding layers."""
-    dep = pair.runbook.deployment
-    spec = pair.runbook.speculation
-    tp, pp = dep.parallel.tensor, dep.parallel.pipeline
-    attn_tp = tp  # attention DP is not used by specpair runbooks
-    target, draft = pair.target.geometry, pair.draft.geometry if pair.draft else None
-    t_bytes_kv = kv_bytes(dep.kv_cache_dtype, target)
-    hybrid = uses_hybrid_swa_pools(target, dep.hybrid_kv_pools)
-    if hybrid and pp > 1:
-        raise SpecpairError.single(
-            "runbook", f"hybrid-SWA pools under pipeline parallelism are not modelled for "
-            f"{defaults.engine}", "set deployment.parallel.pipeline to 1, or "
-            "deployment.hybrid_kv_pools: false (--disable-hybrid-swa-memory)",
-            field_path="deployment.parallel.pipeline")
-    cell_t, cell_t_rule = target_cell(target, attn_tp, pp, t_bytes_kv, hybrid)
-    ratio = defaults.swa_full_tokens_ratio.resolved
-    swa = swa_split(target, attn_tp, t_bytes_kv, ratio) if hybrid else None
-    baseline_swa = swa
-    layers_t = math.ceil((target.full_attention_layers if hybrid else kv_layers(target)) / pp)
-    note = None
-    fb_cell: int | None = None
-    if spec.method is Method.NGRAM or draft is None:
-        return PoolCells(cell_t, cell_t_rule, layers_t, 0, None, swa, baseline_swa, None, None)
-    draft_kv: KVDtype | None = dep.draft_kv_cache_dtype or dep.kv_cache_dtype
-    d_bytes = kv_bytes(draft_kv, draft)
-    exact, exact_rule = exact_draft_cell(draft, attn_tp, d_bytes)
-    if spec.method.is_block_drafter and hybrid:
-        # HybridSWAPoolConfigurator adds the resolved draft cell, or nothing at all
-        cell_d = exact
-        rule = (f"{spec.method.value}: the draft's own geometry, {exact_rule}; "
-                "HybridSWAPoolConfigurator adds it to the full-pool cell (0 if the "
-                "engine cannot resolve the draft)")
-        note = ("If the engine cannot resolve the draft config, the hybrid-SWA "
-                "configurator reserves nothing for the draft pool.")
-    elif hybrid:
-        # EAGLE family: draft layers at the TARGET's per-layer full (or SWA) cell
-        d_layers = eagle_draft_layers(draft)
-        d_swa = swa_layers(draft) if uses_hybrid_swa_pools(draft, True) else 0
-        per_layer = per_layer_cell(target, attn_tp, t_bytes_kv)
-        cell_d = per_layer * (d_layers - d_swa)
-        swa = swa_split(target, attn_tp, t_bytes_kv, ratio, d_swa)
-        rule = (f"{spec.method.value}: {d_layers - d_swa} draft layers at the target's "
-                f"full-layer cell {per_layer} B; HybridSWAPoolConfigurator")
-    elif spec.method.is_block_drafter:
-        cell_d = exact
-        rule = (f"{spec.method.value}: the draft's own geometry, {exact_rule}; draft KV "
-                f"dtype {(draft_kv or KVDtype.AUTO).value}; "
-                "draft_kv_budget.resolve_dflash_draft_cell_size")
-        fb_cell = math.ceil(cell_t * (layers_t + kv_layers(draft)) / layers_t) - cell_t
-        if fb_cell < exact:
-            note = (f"If the engine cannot resolve the draft ('falling back to layer-count "
-                    f"scaling' in its log) it budgets {fb_cell} B/token for a draft that "
-                    f"allocates {exact}: the pool is under-reserved by "
-                    f"{exact - fb_cell} B per token, taken from the slack.")
-    else:
-        d_layers = eagle_draft_layers(draft)
-        cell_d = int(cell_t * d_layers / layers_t)
-        rule = (f"{spec.method.value}: layer scaling of the target cell, "
-                f"int(cell_t · {d_layers} / {layers_t}); "
-                "pool_configurator.py (EAGLE family)")
-        if exact != cell_d:
-            note = (f"The draft runner allocates its own geometry ({exact_rule} = {exact} "
-                    f"B/token) but the budget scales the target cell ({cell_d} B/token): "
-                    f"the difference of {exact - cell_d} B per token comes out of the "
-                    "slack [inferred from the 0.5.23 pool code].")
-    return PoolCells(cell_t, cell_t_rule, layers_t, cell_d, rule, swa, baseline_swa, fb_cell,
-                     note)
-
-
-def pool_tokens(available: int, cell: int, swa: SwaSplit | None, page_size: int
-                ) -> tuple[int, int | None]:
-    """`calculate_pool_sizes`: (full-pool tokens, SWA-pool tokens or None)."""
-    if swa is not None:
-        # the hybrid configurator's cell is a float: int(available // cell), page-aligned
-        tokens = int(available // (cell + swa.ratio * swa.cell)) // page_size * page_size
-        return tokens, int(tokens * swa.ratio) // page_size * page_size
-    tokens = available // cell if cell else 0
-    return tokens // page_size * page_size, None
-
-
-# --------------------------------------------------------------------------- budget
-
-
-@dataclass(frozen=True)
-class Inputs:
-    """Everything the pool sizing depends on, per rank; tests build these directly."""
-
-    free_before_load: int
-    target_weights: int
-    draft_weights: int
-    other_allocations: int
-    mem_fraction: float
-    page_size: int
-    context_length: int
-    max_running_requests: int | None
-
-
-def _requests(max_running: int | None, tokens: int, context_length: int,
-              plan: StatePlan | None) -> tuple[int, Line]:
-    """`resolve_max_num_reqs`: the running requests a pool of `tokens` takes, and its
-    line (the part of `size_pool` that reads max_running_requests, with `_headroom`)."""
-    if max_running is not None:
-        requests = min(max(1, max_running), tokens // 2)
-        req_rule = f"min(max_running_requests {max_running}, tokens // 2)"
-    else:
-        estimated = max(min(int(tokens / context_length * 512), 4096), 2048)
-        requests = min(estimated, tokens // 2)
-        req_rule = "min(clamp(int(tokens / context · 512), 2048, 4096), tokens // 2)"
-    if plan is not None:
-        requests = min(requests, plan.slots // plan.ratio)
-        req_rule += f", capped by state slots K // {plan.ratio}"
-    return requests, line(key="max_running_requests", label="max running requests",
-                          value=requests, unit="requests",
-                          rule=f"{req_rule}; kv_cache_configurator.py::resolve_max_num_reqs")
-
-
-def _headroom(tokens: int, requests: int, context_length: int, cell: int) -> int:
-    return (tokens - requests * context_length) * cell
-
-
-def size_pool(name: str, inputs: Inputs, cell_t: int, cell_d: int, rb: Runbook | None = None,
-              target: Geometry | None = None, attn_tp: int = 1, speculative: bool = False,
-              verify: int = 1, extra_lines: list[Line] | None = None,
-              swa: SwaSplit | None = None, defaults: Defaults = DEFAULTS) -> Scenario:
-    p_gib = inputs.free_before_load / GiB
-    f = inputs.mem_fraction
-    used = inputs.target_weights + inputs.draft_weights + inputs.other_allocations
-    free_gib = (inputs.free_before_load - used) / GiB
-    rest = free_gib - p_gib * (1 - f)
-    max_running = inputs.max_running_requests
-    if max_running is None and speculative:
-        max_running = SPEC_DEFAULT_MAX_RUNNING_REQUESTS
-    lines = list(extra_lines or [])
-    lines += [
-        line(key="free_after_weights", label="F: free memory after weights load",
-             value=int(free_gib * GiB), unit="B", rule="P − target weights − draft weights − "
-             "other allocations; draft weights load before the KV pool is sized"),
-        line(key="slack", label="slack P·(1 − f) for activations and CUDA graphs",
-             value=int(p_gib * (1 - f) * GiB), unit="B",
-             rule="kv_cache_configurator.py::_profile_available_bytes"),
-        line(key="rest", label="rest = F − P·(1 − f)", value=int(rest * GiB), unit="B",
-             rule="the budget of the token pools (and a hybrid's state pool)"
-             + ("; negative: nothing is left for the KV cache" if rest <= 0 else "")),
-    ]
-    if free_gib <= 0:
-        lines[-3] = lines[-3].model_copy(update={
-            "rule": lines[-3].rule + "; negative: the weights do not fit in GPU memory"})
-    plan: StatePlan | None = None
-    if target is not None and target.linear_attention is not None and rb is not None and rest > 0:
-        rest, plan = state_plan(rb, target, attn_tp, rest, speculative, verify,
-                                max_running or 1, defaults)
-        lines += plan.lines
-    cell = cell_t + cell_d
-    available = int(rest * (1 << 30)) if rest > 0 else 0
-    tokens, swa_tokens = pool_tokens(available, cell, swa, inputs.page_size)
-    requests, requests_line = _requests(max_running, tokens, inputs.context_length, plan)
-    lines += [
-        line(key="kv_available", label="bytes for the token pools", value=available, unit="B",
-             rule="int(rest · 2^30)" + (" after the state pool" if plan else "")),
-        line(key="cell", label="bytes per token (target + draft)", value=cell, unit="B",
-             rule="both pools hold the same token count (shared slot index space)"),
-    ]
-    if swa is not None:
-        lines += [
-            line(key="cell_swa", label="sliding-layer bytes per SWA token", value=swa.cell,
-                 unit="B", rule=swa.rule),
-            line(key="swa_tokens", label="SWA pool tokens", value=swa_tokens or 0,
-                 unit="tokens", rule=f"int(full tokens · {swa.ratio}), page-aligned"),
-        ]
-    lines += [
-        line(key="max_total_tokens", label="token capacity", value=tokens, unit="tokens",
-             rule=(f"int(available // (cell + {swa.ratio} · cell_swa))" if swa is not None
-                   else "available // cell") + f", aligned down to page size "
-                                               f"{inputs.page_size}"),
-        requests_line,
-    ]
-    fits = rest > 0 and tokens >= inputs.context_length and (plan is None or plan.slots > 0)
-    needed_f = 1 - free_gib / p_gib  # rest > 0 takes f above this
-    if rest <= 0 and free_gib <= 0:
-        verdict = (f"does not fit: the weights do not fit: with the other allocations they "
-                   f"need {used / GiB:.1f} GiB per rank, {-free_gib:.1f} GiB more than the "
-                   f"{p_gib:.1f} GiB free before load, so no --mem-fraction-static leaves "
-                   "memory for the KV cache; use more tensor-parallel ranks or a larger GPU")
-    elif rest <= 0:
-        verdict = ("does not fit: weights leave no memory for the KV cache under "
-                   f"--mem-fraction-static={f}; raise it above "
-                   f"{math.ceil(needed_f * 1000) / 1000:.3f}")
-    elif tokens < inputs.context_length:
-        verdict = (f"does not fit: {tokens} tokens cannot hold one request at the context "
-                   f"length {inputs.context_length}")
-    else:
-        verdict = f"fits: {tokens // inputs.context_length} full-context sequences"
-    headroom = _headroom(tokens, requests, inputs.context_length, cell)
-    return Scenario(
-        name=name, cell_target=cell_t, cell_draft=cell_d, kv_budget_bytes=available,
-        state_pool_bytes=plan.pool_bytes if plan else 0,
-        state_slots=plan.slots if plan else None, max_total_tokens=tokens,
-        cell_swa=swa.cell if swa is not None else 0, swa_tokens=swa_tokens,
-        max_running_requests=requests,
-        sequences_at_context=tokens // inputs.context_length,
-        target_kv_bytes=tokens * cell_t, draft_kv_bytes=tokens * cell_d,
-        full_context_headroom_bytes=headroom, fits=fits, verdict=verdict, lines=lines)
 
 
 def recap(computed: Budget, pair: EngineInput, gpu: GPU, defaults: Defaults = DEFAULTS
@@ -504,24 +46,24 @@ def recap(computed: Budget, pair: EngineInput, gpu: GPU, defaults: Defaults = DE
     runbook's max_running_requests is read by `server_args` for two things: the default
     --mem-fraction-static (its decode-graph batch; a runbook that sets memory_fraction
     does not read it) and the max_running_requests each pool is sized with, which
-    `size_pool` reads in `_requests` and `_headroom` only, but for a hybrid target, whose
-    state pool (`state_plan`) it sizes too. So without a set fraction or with a state pool
-    this is None, and otherwise each scenario's requests, their line and headroom are all
-    that is computed again."""
+    `size_pool` reads in `running_requests` and `full_context_headroom` only, but for a
+    hybrid target, whose state pool (`state_plan`) it sizes too. So without a set fraction
+    or with a state pool this is None, and otherwise each scenario's requests, their line
+    and headroom are all that is computed again."""
     dep = pair.runbook.deployment
     if dep.memory_fraction is None or pair.target.geometry.linear_attention is not None:
         return None
     max_running = server_args(pair, gpu, defaults).max_running_requests
 
     def again(s: Scenario) -> Scenario:
-        requests, requests_line = _requests(max_running, s.max_total_tokens,
-                                            dep.context_length, None)
+        requests, requests_line = running_requests(max_running, s.max_total_tokens,
+                                                   dep.context_length, None)
         assert s.state_slots is None
         return s.model_copy(update={
             "max_running_requests": requests,
-            "full_context_headroom_bytes": _headroom(s.max_total_tokens, requests,
-                                                     dep.context_length,
-                                                     s.cell_target + s.cell_draft),
+            "full_context_headroom_bytes": full_context_headroom(
+                s.max_total_tokens, requests, dep.context_length,
+                s.cell_target + s.cell_draft),
             "lines": [requests_line if x.key == "max_running_requests" else x
                       for x in s.lines]})
 
@@ -531,34 +73,33 @@ def recap(computed: Budget, pair: EngineInput, gpu: GPU, defaults: Defaults = DE
         "fallback": None if computed.fallback is None else again(computed.fallback)})
 
 
-def budget(pair: EngineInput, gpu: GPU, defaults: Defaults = DEFAULTS) -> Budget:
-    rb = pair.runbook
-    dep = rb.deployment
-    spec = rb.speculation
-    tp, pp = dep.parallel.tensor, dep.parallel.pipeline
-    attn_tp = tp  # attention DP is not used by specpair runbooks
-    target, draft = pair.target.geometry, pair.draft.geometry if pair.draft else None
-
-    assumptions: list[Assumption] = []
-    a = dep.assumptions
+def _assumptions(pair: EngineInput, gpu: GPU) -> tuple[list[Assumption], int, int]:
+    """(their lines, P, other allocations): the memory the engine measures at start-up,
+    as the runbook declares it or by default."""
+    a = pair.runbook.deployment.assumptions
     p_bytes = a.free_before_load_bytes or gpu.free_before_load_bytes
     other = a.other_allocations_bytes if a.other_allocations_bytes is not None \
         else DEFAULT_OTHER_ALLOCATIONS
-    assumptions.append(assumption(
-        key="free_before_load", label="P: free memory per rank before weights load",
-        value=p_bytes, unit="B", source="declared in runbook" if a.free_before_load_bytes
-        else f"default for {gpu.key} (measured by the engine at start-up: "
-             "'Memory baseline taken')"))
-    assumptions.append(assumption(
-        key="other_allocations", label="other allocations before KV profiling", value=other,
-        unit="B", source="declared in runbook" if a.other_allocations_bytes is not None
-        else "default 0.6 GiB (ENGINE_NOTES_SGLANG §4.8)"))
+    assumptions = [
+        assumption(
+            key="free_before_load", label="P: free memory per rank before weights load",
+            value=p_bytes, unit="B", source="declared in runbook" if a.free_before_load_bytes
+            else f"default for {gpu.key} (measured by the engine at start-up: "
+                 "'Memory baseline taken')"),
+        assumption(
+            key="other_allocations", label="other allocations before KV profiling",
+            value=other, unit="B", source="declared in runbook"
+            if a.other_allocations_bytes is not None
+            else "default 0.6 GiB (ENGINE_NOTES_SGLANG §4.8)"),
+    ]
+    return assumptions, p_bytes, other
 
-    args = server_args(pair, gpu, defaults)
-    f, frac_lines = args.mem_fraction_static, list(args.mem_fraction_lines)
-    # the limit the launch passes, to the speculative server and to its baseline alike
-    max_running = args.max_running_requests
 
+def _weights(pair: EngineInput) -> tuple[int, int, list[Line]]:
+    """(target, draft, their lines): the weights per rank, both loaded before the KV pool
+    is sized."""
+    par = pair.runbook.deployment.parallel
+    tp, pp = par.tensor, par.pipeline
     wt = weights_per_rank(pair.target_own_weight_bytes,
                           pair.target.weights.replicated_bytes, tp * pp)
     wd = weights_per_rank(pair.draft.weights.weight_bytes, pair.draft.weights.replicated_bytes,
@@ -572,6 +113,24 @@ def budget(pair: EngineInput, gpu: GPU, defaults: Defaults = DEFAULTS) -> Budget
              rule=f"draft layers sharded over tp = {tp}; replicated parts (fc, Markov head) "
                   "whole on every rank"),
     ]
+    return wt, wd, weights
+
+
+def budget(pair: EngineInput, gpu: GPU, defaults: Defaults = DEFAULTS) -> Budget:
+    """The target alone, with the draft, and (where the engine may not resolve the draft's
+    cell) the fallback, each sized in the engine's start-up order."""
+    rb = pair.runbook
+    dep = rb.deployment
+    spec = rb.speculation
+    attn_tp = dep.parallel.tensor  # attention DP is not used by specpair runbooks
+    target, draft = pair.target.geometry, pair.draft.geometry if pair.draft else None
+    assumptions, p_bytes, other = _assumptions(pair, gpu)
+
+    args = server_args(pair, gpu, defaults)
+    f, frac_lines = args.mem_fraction_static, list(args.mem_fraction_lines)
+    # the limit the launch passes, to the speculative server and to its baseline alike
+    max_running = args.max_running_requests
+    wt, wd, weights = _weights(pair)
 
     cells = pool_cells(pair, defaults)
     cell_t, swa = cells.cell_target, cells.swa

@@ -16,13 +16,14 @@ from specpair.engines.sglang_0_5_23 import schedule
 from specpair.engines.sglang_0_5_23.args import (
     DEFAULTS,
     Defaults,
+    ServerArgs,
     server_args,
     verify_width,
 )
-from specpair.engines.sglang_0_5_23.budget import EXTRA_BUFFER_ARCHS
 from specpair.engines.sglang_0_5_23.facts import PROFILE
+from specpair.engines.sglang_0_5_23.state_pool import EXTRA_BUFFER_ARCHS
 from specpair.model.common import KVDtype, Method
-from specpair.model.runbook import Artifact
+from specpair.model.runbook import Artifact, Runbook, Speculation
 
 LONGER_CONTEXT_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 
@@ -49,6 +50,8 @@ def _source(art: Artifact) -> tuple[str, str | None]:
 
 def build(pair: EngineInput, speculate: bool = True, defaults: Defaults = DEFAULTS,
           quantization: tuple[str, ...] = QUANTIZATION) -> Launch:
+    """`sglang serve` for the pair, with the draft or (`speculate` false) as its baseline,
+    and the pre-flight findings of what this release refuses."""
     rb = pair.runbook
     dep = rb.deployment
     spec = rb.speculation
@@ -57,65 +60,13 @@ def build(pair: EngineInput, speculate: bool = True, defaults: Defaults = DEFAUL
     need = checks.need
     args = server_args(pair, pair.gpu_spec, defaults)
 
-    model, revision = _source(rb.target)
-    argv: list[str | EnvRef] = ["sglang", "serve", "--model-path", model]
-    if revision:
-        argv += ["--revision", revision]
-    argv += ["--dtype", DTYPE[rb.target.dtype.value]]
-    if rb.target.trust_remote_code or (rb.draft is not None and rb.draft.trust_remote_code):
-        argv.append("--trust-remote-code")
-    for role, art in (("target", rb.target), ("draft", rb.draft)):
-        if art is not None and art.quantization:
-            need(art.quantization in quantization, f"{role}.quantization",
-                 f"--quantization has no {art.quantization!r} (the parser refuses it)",
-                 "use one of: " + ", ".join(quantization))
-    if rb.target.quantization:
-        argv += ["--quantization", rb.target.quantization]
-
-    # vLLM's speculative-config options; SGLang 0.5.23 has no heterogeneous-vocabulary
-    # mode: STANDALONE refuses unequal vocab sizes and unequal token-to-id maps
-    # (StandaloneWorkerV2._validate_vocab_compatibility, srt/speculative/standalone_worker_v2.py)
-    for key, used in (("heterogeneous_vocab", spec.heterogeneous_vocab),
-                      ("draft_sample_method", spec.draft_sample_method is not None),
-                      ("local_argmax_reduction", spec.local_argmax_reduction)):
-        need(not used, f"speculation.{key}",
-             f"has no {key} option (it is vLLM's speculative-config; SGLang has no "
-             "heterogeneous-vocabulary mode and requires the draft to share the target's "
-             "vocabulary)", f"remove {key}, or serve the pair with vllm 0.33.0")
-
+    argv = _model_args(rb, checks, quantization)
+    _refuse_vllm_options(spec, checks)
     verify = verify_width(spec)
     adaptive, files = schedule.render(pair, checks, schedule.refusal(pair)) if speculate \
         else ([], {})
     if speculate:
-        argv += ["--speculative-algorithm", PROFILE.method_names[spec.method]]
-        if rb.draft is not None:
-            draft_src = rb.target if rb.draft.bundled else rb.draft
-            d_model, d_revision = _source(draft_src)
-            argv += ["--speculative-draft-model-path", d_model]
-            if d_revision:
-                argv += ["--speculative-draft-model-revision", d_revision]
-            if rb.draft.quantization:
-                argv += ["--speculative-draft-model-quantization", rb.draft.quantization]
-        if spec.method is Method.DSPARK:
-            argv += ["--speculative-dspark-block-size", str(spec.block_size)]
-        elif spec.method is Method.DFLASH:
-            argv += ["--speculative-dflash-block-size", str(spec.block_size)]
-        elif spec.method is Method.NGRAM:
-            argv += ["--speculative-num-draft-tokens", str(verify)]
-        else:
-            steps = spec.num_steps or spec.num_speculative_tokens
-            width = verify
-            if adaptive:  # sized for the largest candidate, which must be the steps
-                steps = schedule.steps(pair)
-                width = steps + 1
-            argv += ["--speculative-num-steps", str(steps), "--speculative-eagle-topk",
-                     str(spec.topk), "--speculative-num-draft-tokens", str(width), *adaptive]
-        if dep.draft_kv_cache_dtype is not None:
-            need(dep.draft_kv_cache_dtype in KV_DTYPE, "deployment.draft_kv_cache_dtype",
-                 f"--speculative-draft-kv-cache-dtype has no {dep.draft_kv_cache_dtype.value}",
-                 "use auto, bf16, fp8_e4m3 or fp8_e5m2")
-            if dep.draft_kv_cache_dtype in KV_DTYPE:
-                argv += ["--speculative-draft-kv-cache-dtype", KV_DTYPE[dep.draft_kv_cache_dtype]]
+        argv += _speculative_args(pair, checks, verify, adaptive)
 
     argv += ["--tp-size", str(par.tensor), "--ep-size", str(par.expert),
              "--dp-size", str(par.data), "--pp-size", str(par.pipeline)]
@@ -130,62 +81,10 @@ def build(pair: EngineInput, speculate: bool = True, defaults: Defaults = DEFAUL
     # the baseline keeps the speculative server's limit so both serve the same load
     if not dep.hybrid_kv_pools:
         argv.append("--disable-hybrid-swa-memory")
-
-    mode = rb.staging.mode
-    if mode == "engine-overlap":
-        need(False, "staging.mode",
-             "--startup-weight-load-mode overlap is rejected with any speculative algorithm "
-             "('speculative decoding is not supported'), and only after the target weights "
-             "have loaded", "use staging mode parallel-prestage or engine-prefetch")
-    argv += ["--startup-weight-load-mode", "serial"]
-    if mode == "engine-prefetch":
-        argv.append("--weight-loader-prefetch-checkpoints")
-
-    target = pair.target.geometry
-    if target.linear_attention is not None:
-        ls = dep.linear_state
-        if ls.replay_spec and speculate:
-            argv += ["--enable-linear-replayssm-spec", "--linear-replayssm-cache-len",
-                     str(ls.replay_cache_len)]
-            length = ls.replay_cache_len
-            need(length & (length - 1) == 0 and length >= 2 * verify,
-                 "deployment.linear_state.replay_cache_len",
-                 f"the KDA ReplaySSM ring must be a power of two ≥ 2 × verify width "
-                 f"({2 * verify}); {length} fails when the pool is allocated, after the "
-                 "weights load", f"set replay_cache_len to {_next_pow2(2 * verify)}")
-            need(spec.topk == 1, "speculation.topk", "ReplaySSM-spec needs a linear chain",
-                 "use topk 1")
-        if ls.ssm_dtype:
-            argv += ["--mamba-ssm-dtype", ls.ssm_dtype]
-        # the state share and the radix strategy as the budget assumes them, explicitly
-        assert args.mamba_full_memory_ratio is not None
-        argv += ["--mamba-full-memory-ratio", f"{args.mamba_full_memory_ratio:g}"]
-        if ls.max_cache_size is not None:
-            argv += ["--max-mamba-cache-size", str(ls.max_cache_size)]
-        strategy = ls.radix_cache_strategy
-        if strategy == "auto" and not ls.disable_radix_cache \
-                and target.architecture in EXTRA_BUFFER_ARCHS:
-            strategy = "extra_buffer"  # what `auto` resolves to with the overlap scheduler
-        if strategy != "auto":
-            argv += ["--mamba-radix-cache-strategy", strategy]
-        if ls.disable_radix_cache:
-            argv.append("--disable-radix-cache")
-    if pair.draft is not None and pair.draft.geometry.verifier is not None:
-        # a speculators-format draft (speculators_config) has no model_type: ModelConfig
-        # loads the draft through transformers' AutoConfig, which needs one
-        need(False, "draft", "the draft is in speculators format, which SGLang cannot load "
-             "('Unrecognized model … Should have a `model_type` key')",
-             "use the draft's SGLang/EAGLE checkpoint, or serve this pair with vLLM")
-    if spec.method.is_block_drafter:
-        need(par.pipeline == 1, "deployment.parallel.pipeline",
-             f"{spec.method.value} needs pp_size 1 (DSPARK allows PP only on a PD prefill "
-             "server)", "set pipeline: 1")
-    if pair.draft is not None and spec.method.is_block_drafter:
-        draft = pair.draft.geometry
-        need(draft.num_attention_heads % par.tensor == 0, "deployment.parallel.tensor",
-             f"the draft's {draft.num_attention_heads} heads do not split over TP {par.tensor}",
-             "use a TP size that divides the draft's heads")
-        need(kv_layers(draft) > 0, "draft", "the draft has no attention layers", "check lock")
+    argv += _staging_args(rb.staging.mode, checks)
+    if pair.target.geometry.linear_attention is not None:
+        argv += _linear_state_args(pair, args, speculate, verify, checks)
+    _draft_preflight(pair, checks)
 
     if not args.cuda_graphs:
         argv += ["--cuda-graph-backend-decode", "disabled", "--cuda-graph-backend-prefill",
@@ -197,6 +96,164 @@ def build(pair: EngineInput, speculate: bool = True, defaults: Defaults = DEFAUL
                  "--dist-init-addr", EnvRef("DIST_INIT_ADDR")]
         node_env = {"NODE_RANK": "rank of this node, 0 to nodes - 1",
                     "DIST_INIT_ADDR": "host:port of node 0, e.g. 10.0.0.1:25000"}
+    env = _draft_context_env(pair, speculate)
+    # /health generates one token (503 while starting or wedged); /ready only says whether
+    # new requests are taken (sglang/srt/entrypoints/http_server.py)
+    return Launch(engine=defaults.engine, argv=argv, node_env=node_env, env=env,
+                  preflight=checks, health_path="/health", ready_path="/ready", port=dep.port,
+                  files=files)
+
+
+def _model_args(rb: Runbook, checks: Preflights, quantization: tuple[str, ...]
+                ) -> list[str | EnvRef]:
+    """The command up to the target's flags (checkpoint, dtype, remote code,
+    quantization); a quantization the parser does not know is refused."""
+    model, revision = _source(rb.target)
+    argv: list[str | EnvRef] = ["sglang", "serve", "--model-path", model]
+    if revision:
+        argv += ["--revision", revision]
+    argv += ["--dtype", DTYPE[rb.target.dtype.value]]
+    if rb.target.trust_remote_code or (rb.draft is not None and rb.draft.trust_remote_code):
+        argv.append("--trust-remote-code")
+    for role, art in (("target", rb.target), ("draft", rb.draft)):
+        if art is not None and art.quantization:
+            checks.need(art.quantization in quantization, f"{role}.quantization",
+                        f"--quantization has no {art.quantization!r} (the parser refuses it)",
+                        "use one of: " + ", ".join(quantization))
+    if rb.target.quantization:
+        argv += ["--quantization", rb.target.quantization]
+    return argv
+
+
+def _refuse_vllm_options(spec: Speculation, checks: Preflights) -> None:
+    """vLLM's speculative-config options; SGLang 0.5.23 has no heterogeneous-vocabulary
+    mode: STANDALONE refuses unequal vocab sizes and unequal token-to-id maps
+    (StandaloneWorkerV2._validate_vocab_compatibility, srt/speculative/standalone_worker_v2.py)."""
+    for key, used in (("heterogeneous_vocab", spec.heterogeneous_vocab),
+                      ("draft_sample_method", spec.draft_sample_method is not None),
+                      ("local_argmax_reduction", spec.local_argmax_reduction)):
+        checks.need(not used, f"speculation.{key}",
+                    f"has no {key} option (it is vLLM's speculative-config; SGLang has no "
+                    "heterogeneous-vocabulary mode and requires the draft to share the target's "
+                    "vocabulary)", f"remove {key}, or serve the pair with vllm 0.33.0")
+
+
+def _speculative_args(pair: EngineInput, checks: Preflights, verify: int, adaptive: list[str]
+                      ) -> list[str | EnvRef]:
+    """The speculative server's flags: algorithm, draft checkpoint, the method's draft
+    shape (block size, draft tokens or the EAGLE triple) and the draft's KV dtype."""
+    rb = pair.runbook
+    spec = rb.speculation
+    dep = rb.deployment
+    argv: list[str | EnvRef] = ["--speculative-algorithm", PROFILE.method_names[spec.method]]
+    if rb.draft is not None:
+        draft_src = rb.target if rb.draft.bundled else rb.draft
+        d_model, d_revision = _source(draft_src)
+        argv += ["--speculative-draft-model-path", d_model]
+        if d_revision:
+            argv += ["--speculative-draft-model-revision", d_revision]
+        if rb.draft.quantization:
+            argv += ["--speculative-draft-model-quantization", rb.draft.quantization]
+    if spec.method is Method.DSPARK:
+        argv += ["--speculative-dspark-block-size", str(spec.block_size)]
+    elif spec.method is Method.DFLASH:
+        argv += ["--speculative-dflash-block-size", str(spec.block_size)]
+    elif spec.method is Method.NGRAM:
+        argv += ["--speculative-num-draft-tokens", str(verify)]
+    else:
+        steps = spec.num_steps or spec.num_speculative_tokens
+        width = verify
+        if adaptive:  # sized for the largest candidate, which must be the steps
+            steps = schedule.steps(pair)
+            width = steps + 1
+        argv += ["--speculative-num-steps", str(steps), "--speculative-eagle-topk",
+                 str(spec.topk), "--speculative-num-draft-tokens", str(width), *adaptive]
+    if dep.draft_kv_cache_dtype is not None:
+        checks.need(dep.draft_kv_cache_dtype in KV_DTYPE, "deployment.draft_kv_cache_dtype",
+                    f"--speculative-draft-kv-cache-dtype has no "
+                    f"{dep.draft_kv_cache_dtype.value}", "use auto, bf16, fp8_e4m3 or fp8_e5m2")
+        if dep.draft_kv_cache_dtype in KV_DTYPE:
+            argv += ["--speculative-draft-kv-cache-dtype", KV_DTYPE[dep.draft_kv_cache_dtype]]
+    return argv
+
+
+def _staging_args(mode: str, checks: Preflights) -> list[str | EnvRef]:
+    """Weights load serially in the engine (overlap is refused under speculation); the
+    prefetch mode adds the checkpoint prefetch."""
+    checks.need(mode != "engine-overlap", "staging.mode",
+                "--startup-weight-load-mode overlap is rejected with any speculative algorithm "
+                "('speculative decoding is not supported'), and only after the target weights "
+                "have loaded", "use staging mode parallel-prestage or engine-prefetch")
+    argv: list[str | EnvRef] = ["--startup-weight-load-mode", "serial"]
+    if mode == "engine-prefetch":
+        argv.append("--weight-loader-prefetch-checkpoints")
+    return argv
+
+
+def _linear_state_args(pair: EngineInput, args: ServerArgs, speculate: bool, verify: int,
+                       checks: Preflights) -> list[str | EnvRef]:
+    """A linear-attention hybrid's state-pool flags, spelled out as the budget assumes
+    them (ReplaySSM ring, SSM dtype, state share, cache size, radix strategy)."""
+    spec = pair.runbook.speculation
+    ls = pair.runbook.deployment.linear_state
+    argv: list[str | EnvRef] = []
+    if ls.replay_spec and speculate:
+        argv += ["--enable-linear-replayssm-spec", "--linear-replayssm-cache-len",
+                 str(ls.replay_cache_len)]
+        length = ls.replay_cache_len
+        checks.need(length & (length - 1) == 0 and length >= 2 * verify,
+                    "deployment.linear_state.replay_cache_len",
+                    f"the KDA ReplaySSM ring must be a power of two ≥ 2 × verify width "
+                    f"({2 * verify}); {length} fails when the pool is allocated, after the "
+                    "weights load", f"set replay_cache_len to {_next_pow2(2 * verify)}")
+        checks.need(spec.topk == 1, "speculation.topk", "ReplaySSM-spec needs a linear chain",
+                    "use topk 1")
+    if ls.ssm_dtype:
+        argv += ["--mamba-ssm-dtype", ls.ssm_dtype]
+    # the state share and the radix strategy as the budget assumes them, explicitly
+    assert args.mamba_full_memory_ratio is not None
+    argv += ["--mamba-full-memory-ratio", f"{args.mamba_full_memory_ratio:g}"]
+    if ls.max_cache_size is not None:
+        argv += ["--max-mamba-cache-size", str(ls.max_cache_size)]
+    strategy = ls.radix_cache_strategy
+    if strategy == "auto" and not ls.disable_radix_cache \
+            and pair.target.geometry.architecture in EXTRA_BUFFER_ARCHS:
+        strategy = "extra_buffer"  # what `auto` resolves to with the overlap scheduler
+    if strategy != "auto":
+        argv += ["--mamba-radix-cache-strategy", strategy]
+    if ls.disable_radix_cache:
+        argv.append("--disable-radix-cache")
+    return argv
+
+
+def _draft_preflight(pair: EngineInput, checks: Preflights) -> None:
+    """Drafts this release cannot load or split: speculators format, and a block
+    drafter's pipeline and heads."""
+    spec = pair.runbook.speculation
+    par = pair.runbook.deployment.parallel
+    if pair.draft is not None and pair.draft.geometry.verifier is not None:
+        # a speculators-format draft (speculators_config) has no model_type: ModelConfig
+        # loads the draft through transformers' AutoConfig, which needs one
+        checks.need(False, "draft", "the draft is in speculators format, which SGLang cannot "
+                    "load ('Unrecognized model … Should have a `model_type` key')",
+                    "use the draft's SGLang/EAGLE checkpoint, or serve this pair with vLLM")
+    if spec.method.is_block_drafter:
+        checks.need(par.pipeline == 1, "deployment.parallel.pipeline",
+                    f"{spec.method.value} needs pp_size 1 (DSPARK allows PP only on a PD "
+                    "prefill server)", "set pipeline: 1")
+    if pair.draft is not None and spec.method.is_block_drafter:
+        draft = pair.draft.geometry
+        checks.need(draft.num_attention_heads % par.tensor == 0, "deployment.parallel.tensor",
+                    f"the draft's {draft.num_attention_heads} heads do not split over TP "
+                    f"{par.tensor}", "use a TP size that divides the draft's heads")
+        checks.need(kv_layers(draft) > 0, "draft", "the draft has no attention layers",
+                    "check lock")
+
+
+def _draft_context_env(pair: EngineInput, speculate: bool) -> dict[str, str]:
+    """The environment that lets a separate draft run past its own context limit, up to
+    the target's."""
+    dep = pair.runbook.deployment
     env: dict[str, str] = {}
     if speculate and pair.draft is not None and not pair.draft.bundled and \
             pair.draft.geometry.max_position_embeddings < dep.context_length <= \
@@ -208,11 +265,7 @@ def build(pair: EngineInput, speculate: bool = True, defaults: Defaults = DEFAUL
         # draft run at absolute target positions
         # (what that costs in acceptance is SP401's warning)
         env[LONGER_CONTEXT_ENV] = "1"
-    # /health generates one token (503 while starting or wedged); /ready only says whether
-    # new requests are taken (sglang/srt/entrypoints/http_server.py)
-    return Launch(engine=defaults.engine, argv=argv, node_env=node_env, env=env,
-                  preflight=checks, health_path="/health", ready_path="/ready", port=dep.port,
-                  files=files)
+    return env
 
 
 def _next_pow2(n: int) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from specpair.engines.vllm_0_32_0.facts import PROFILE
 from specpair.engines.vllm_0_33_0 import budget as v0_33_0
-from specpair.engines.vllm_0_33_0.budget import IN_FLIGHT_BATCHES
+from specpair.engines.vllm_0_33_0.capacity import IN_FLIGHT_BATCHES
 
 __all__ = ["ENGINE", "IN_FLIGHT_BATCHES", "RULES", "Rules", "block_plan", "budget", "kv_plan",
            "recap", "state_plan"]

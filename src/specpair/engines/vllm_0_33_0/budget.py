@@ -11,29 +11,34 @@ Gated DeltaNet hybrids (Qwen3-Next, Qwen3.5) keep a fixed-size state per request
 same pool: the platform raises the attention block size until one attention page holds a
 state page and pads the state page to it (`Platform._align_hybrid_block_size`), and each
 state group keeps a fixed number of blocks per request (`MambaSpec`, mode `align`).
+
+The layers' pages and the pool's groups are `block_pool.py`, what a KV budget holds in
+them `capacity.py`; `Rules` here holds what a release decides (how the layers group, how
+the state aligns) and the budget table.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Literal
 
-from specpair.engines.kv_arithmetic import (
-    kv_bytes,
-    kv_heads_per_rank,
-    kv_layers,
-    model_dtype_bytes,
-    pct,
-    storage,
-    weights_per_rank,
-)
+from specpair.engines.kv_arithmetic import kv_bytes, kv_layers, pct, storage, weights_per_rank
 from specpair.engines.pair_input import EngineInput
-from specpair.engines.vllm_0_33_0 import schedule
+from specpair.engines.vllm_0_33_0 import capacity, schedule
 from specpair.engines.vllm_0_33_0.args import server_args
+from specpair.engines.vllm_0_33_0.block_pool import (
+    ATTENTION_KERNEL_BLOCK,
+    GDN_CHECKPOINT_ALIGNMENT,
+    BlockPlan,
+    LayerSpec,
+    StatePlan,
+    gdn_state_bytes,
+    layer_specs,
+    page_bytes,
+)
+from specpair.engines.vllm_0_33_0.capacity import IN_FLIGHT_BATCHES
 from specpair.engines.vllm_0_33_0.facts import PROFILE
 from specpair.facts.hardware import GPU
-from specpair.model.budget import Budget, GiB, Line, Scenario, assumption, line
+from specpair.model.budget import Assumption, Budget, GiB, Line, assumption, line
 from specpair.model.common import KVDtype, Method
 from specpair.model.errors import SpecpairError
 from specpair.model.geometry import Geometry
@@ -45,206 +50,29 @@ DEFAULT_ACTIVATION_PEAK = 2 * GiB
 DEFAULT_CUDA_GRAPHS = GiB // 2
 
 
-def page_bytes(g: Geometry, tp: int, block: int, dtype_bytes: int) -> tuple[int, str]:
-    """`kv_cache_interface` page size of one layer for one block."""
-    if g.attention == "mla":
-        page = block * g.mla_latent_dim * dtype_bytes
-        return page, f"MLA: {block} · {g.mla_latent_dim} · {dtype_bytes} B (not split by TP)"
-    heads = kv_heads_per_rank(g.num_key_value_heads, tp)
-    page = heads * block * (g.head_dim + g.v_head_dim) * dtype_bytes
-    return page, (f"{heads} KV heads · {block} tokens · ({g.head_dim} + {g.v_head_dim}) · "
-                  f"{dtype_bytes} B")
+def _weights(pair: EngineInput) -> tuple[int, int, list[Line]]:
+    """(target, draft, their lines): the weights per rank, the draft's over its own TP."""
+    par = pair.runbook.deployment.parallel
+    tp, pp = par.tensor, par.pipeline
+    draft_tp = par.draft_tensor or tp
+    wt = weights_per_rank(pair.target_own_weight_bytes,
+                          pair.target.weights.replicated_bytes, tp * pp)
+    wd = weights_per_rank(pair.draft.weights.weight_bytes, pair.draft.weights.replicated_bytes,
+                          draft_tp) if pair.draft else 0
+    weights = [
+        line(key="target_weights", label="target weights per rank", value=wt, unit="B",
+             rule=f"(weight bytes − replicated) / (tp·pp = {tp * pp}) + replicated"),
+        line(key="draft_weights", label="draft weights per rank", value=wd, unit="B",
+             rule=f"draft sharded over draft_tensor_parallel_size = {draft_tp}"),
+    ]
+    return wt, wd, weights
 
 
-# Async scheduling keeps two batches in flight (VllmConfig.max_concurrent_batches, PP 1)
-IN_FLIGHT_BATCHES = 2
-
-# FLASH_ATTN (the attention backend on Hopper) runs kernel blocks of MultipleOf(16)
-# (flash_attn.py, get_supported_kernel_block_sizes)
-ATTENTION_KERNEL_BLOCK = 16
-# Prefix caching is on by default for hybrids (ModelConfig.is_prefix_caching_supported),
-# which puts the state cache in mode `align` (MambaModelConfig.verify_and_update_config);
-# there the GDN layers on Hopper prefill with FlashInfer and checkpoint the state every
-# FLASHINFER_GDN_CHECKPOINT_ALIGNMENT tokens (gdn_attn.py), so blocks are a multiple of it
-GDN_CHECKPOINT_ALIGNMENT = 64
-# Architectures whose config hook makes the config's `mamba_ssm_dtype` the SSM state dtype
-# (models/config.py, Qwen3_5ForConditionalGenerationConfig); elsewhere it follows the model
-SSM_DTYPE_FROM_CONFIG = ("Qwen3_5ForConditionalGeneration", "Qwen3_5ForCausalLM",
-                         "Qwen3_5MoeForConditionalGeneration", "Qwen3_5MoeForCausalLM")
-STATE_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
-
-
-@dataclass(frozen=True)
-class LayerSpec:
-    """One attention layer's KV cache spec, as `Attention.get_kv_cache_spec` builds it."""
-
-    kind: Literal["full", "sliding", "chunked", "state"]
-    page: int
-    window: int | None
-    shape: tuple[int, int, int, int]
-    """(KV heads per rank, head size, v head size, dtype bytes): equal shapes, equal spec"""
-
-
-@dataclass(frozen=True)
-class BlockPlan:
-    """`kv_cache_planning.get_kv_cache_groups` + `get_kv_cache_config_from_groups`."""
-
-    groups: list[tuple[str, int, int, int | None]]
-    """(kind, layers, page bytes, window) per KV cache group"""
-    bytes_per_block: int
-    rule: str
-    state_blocks: int = 0
-    """blocks each linear-attention state group keeps per request"""
-
-    def blocks_per_request(self, context: int, block: int, in_flight: int) -> int:
-        """`get_max_concurrency_for_kv_cache_config`: blocks one request at `context`
-        takes across groups (full: cdiv(L, block); sliding: cdiv(min(window − 1 +
-        in-flight tokens, L), block) + 1; chunked: cdiv(min(chunk + in-flight tokens, L),
-        block), ChunkedLocalAttentionSpec.max_admission_blocks_per_request)."""
-        total = 0
-        for kind, _, _, window in self.groups:
-            if kind == "state":
-                total += self.state_blocks
-            elif kind == "sliding" and window is not None:
-                total += math.ceil(min(window - 1 + in_flight, context) / block) + 1
-            elif kind == "chunked" and window is not None:
-                total += math.ceil(min(window + in_flight, context) / block)
-            else:
-                total += math.ceil(context / block)
-        return total
-
-
-def layer_specs(g: Geometry, tp: int, block: int, dtype_bytes: int) -> list[LayerSpec]:
-    page, _ = page_bytes(g, tp, block, dtype_bytes)
-    if g.attention == "mla":
-        shape = (1, g.mla_latent_dim, 0, dtype_bytes)
-    else:
-        shape = (kv_heads_per_rank(g.num_key_value_heads, tp), g.head_dim, g.v_head_dim,
-                 dtype_bytes)
-    # in layer order, as the model registers its attention layers; a spec is frozen and
-    # its value is (kind, window) here, so equal layers share one (the planner budgets
-    # hundreds of variants of 60-80-layer models)
-    made: dict[tuple[str, int | None], LayerSpec] = {}
-    return [made.get((layer.kind, layer.window)) or made.setdefault(
-                (layer.kind, layer.window), LayerSpec(layer.kind, page, layer.window, shape))
-            for layer in g.layer_list() if layer.kind != "linear"]
-
-
-@dataclass(frozen=True)
-class StatePlan:
-    """Gated DeltaNet state in the block pool, after the platform's block alignment."""
-
-    block: int
-    """attention block size, raised so that one attention page holds a state page"""
-    state_bytes: int
-    """one layer's state (conv window + SSM state) per request, before padding"""
-    blocks_per_request: int
-    rule: str
-
-
-def gdn_state_bytes(g: Geometry, tp: int, num_spec: int) -> tuple[int, str]:
-    """`MambaSpec.page_size_bytes` of one GDN layer: the shapes of
-    `MambaStateShapeCalculator.gated_delta_net_state_shape` (conv window over q, k and v,
-    widened by the draft tokens; value heads × value head size × key head size), the
-    dtypes of `gated_delta_net_state_dtype` (conv: the model's; SSM: `auto` follows it)."""
-    la = g.linear_attention
-    assert la is not None
-    key_heads = la.num_key_heads or la.num_heads
-    key_dim = la.key_head_dim or la.head_dim
-    if key_heads % tp or la.num_heads % tp:
-        raise SpecpairError.single(
-            "runbook", f"not modelled: {key_heads} key / {la.num_heads} value heads that do "
-            f"not split over TP {tp}", "use a tensor-parallel size that divides both",
-            field_path="deployment.parallel.tensor")
-    conv_bytes = model_dtype_bytes(g)
-    ssm_dtype = la.ssm_dtype if g.architecture in SSM_DTYPE_FROM_CONFIG else None
-    ssm_bytes = STATE_DTYPE_BYTES[ssm_dtype] if ssm_dtype else conv_bytes
-    conv_dim = key_dim * key_heads * 2 + la.head_dim * la.num_heads
-    conv = conv_dim // tp * (la.conv_kernel - 1 + num_spec) * conv_bytes
-    ssm = la.num_heads // tp * la.head_dim * key_dim * ssm_bytes
-    return conv + ssm, (f"conv {conv_dim // tp} · ({la.conv_kernel} − 1 + {num_spec}) · "
-                        f"{conv_bytes} B + SSM {la.num_heads // tp} · {la.head_dim} · "
-                        f"{key_dim} · {ssm_bytes} B")
-
-
-def _scenario(name: str, available: int, plan: BlockPlan, block: int, context: int,
-              max_seqs: int, in_flight: int, cell_t_block: int, cell_d_block: int,
-              lines: list[Line]) -> Scenario:
-    bytes_per_block = plan.bytes_per_block
-    blocks = available // bytes_per_block if available > 0 else 0
-    per_request = plan.blocks_per_request(context, block, in_flight)
-    concurrency = blocks / per_request
-    tokens = int(concurrency * context)
-    sequences = blocks // per_request
-    sliding = any(kind == "sliding" for kind, _, _, _ in plan.groups)
-    chunked = any(kind == "chunked" for kind, _, _, _ in plan.groups)
-    lines = [*lines,
-             line(key="bytes_per_block", label="bytes per block", value=bytes_per_block,
-                  unit="B", rule=f"{plan.rule}; kv_cache_planning.py"),
-             line(key="num_blocks", label="KV blocks", value=blocks, unit="blocks",
-                  rule="available KV bytes // bytes per block"),
-             line(key="blocks_per_request", label="blocks one full-context request takes",
-                  value=per_request, unit="blocks",
-                  rule=f"Σ over {len(plan.groups)} groups: full cdiv({context}, {block})"
-                       + (f"; state {plan.state_blocks} blocks (MambaSpec, mode align)"
-                          if plan.state_blocks else "")
-                       + (f"; sliding cdiv(min(window − 1 + {in_flight} in-flight tokens, "
-                          f"{context}), {block}) + 1 (in flight: {IN_FLIGHT_BATCHES} batches "
-                          "of max_num_batched_tokens, async scheduling)" if sliding else "")
-                       + (f"; chunked cdiv(min(attention chunk + {in_flight} in-flight "
-                          f"tokens, {context}), {block})" if chunked else "")),
-             line(key="max_total_tokens", label="token capacity ('GPU KV cache size')",
-                  value=tokens, unit="tokens",
-                  rule=f"int(blocks / {per_request} · {context}); "
-                       "kv_cache_utils.py::get_kv_cache_capacity"),
-             line(key="max_concurrency", label="full-context requests ('Maximum concurrency')",
-                  value=sequences, unit="requests", rule=f"blocks // {per_request}")]
-    fits = available > 0 and sequences >= 1
-    verdict = (f"fits: {sequences} full-context sequences" if fits else
-               "does not fit: the weights and the engine's own memory take all that "
-               "gpu_memory_utilization grants, nothing is left for the KV cache; raise "
-               "deployment.memory_fraction if the weights fit the GPU, else use more "
-               "tensor-parallel ranks or a larger GPU" if available <= 0 else
-               "does not fit: one request at the context length needs more KV than is left "
-               "('To serve at least one request with the model's max seq len …')")
-    if len(plan.groups) > 1 and cell_t_block + cell_d_block:
-        # the groups alias one block pool: a block costs the largest group's bytes, shared
-        # between target and draft in proportion to their layers' pages
-        whole = cell_t_block + cell_d_block
-        cell_t_block = bytes_per_block * cell_t_block // whole
-        cell_d_block = bytes_per_block - cell_t_block
-    cell_t, cell_d = cell_t_block // block, cell_d_block // block
-    requests, headroom = _seats(max_seqs, tokens, blocks, per_request, bytes_per_block)
-    return Scenario(
-        name=name, cell_target=cell_t, cell_draft=cell_d, kv_budget_bytes=max(available, 0),
-        max_total_tokens=tokens, max_running_requests=requests, sequences_at_context=sequences,
-        target_kv_bytes=blocks * cell_t_block, draft_kv_bytes=blocks * cell_d_block,
-        full_context_headroom_bytes=headroom, fits=fits, verdict=verdict, lines=lines)
-
-
-def _seats(max_seqs: int, tokens: int, blocks: int, per_request: int, bytes_per_block: int
-           ) -> tuple[int, int]:
-    """What max_num_seqs decides: the running requests and the headroom they leave, the
-    one part of `_scenario` that reads it (`Rules.recap` asks this alone again)."""
-    requests = min(max_seqs, tokens)
-    return requests, (blocks - requests * per_request) * bytes_per_block
-
-
-def _line_value(scenario: Scenario, key: str) -> int:
-    value = next(x.value for x in scenario.lines if x.key == key)
-    assert isinstance(value, int)
-    return value
-
-
-def _reseated(scenario: Scenario, max_seqs: int) -> Scenario:
-    """`scenario` as `_scenario` makes it with `max_seqs`: its blocks, a request's blocks
-    and a block's bytes are its own lines."""
-    requests, headroom = _seats(max_seqs, scenario.max_total_tokens,
-                                _line_value(scenario, "num_blocks"),
-                                _line_value(scenario, "blocks_per_request"),
-                                _line_value(scenario, "bytes_per_block"))
-    return scenario.model_copy(update={"max_running_requests": requests,
-                                       "full_context_headroom_bytes": headroom})
+def _target_page_line(t_block: int, layers: str, block: int) -> Line:
+    """The target's bytes per block over all its layers, at the plan's block size."""
+    return line(key="page_target", label="target bytes per block, all its layers",
+                value=t_block, unit="B",
+                rule=f"Σ over {layers} of the layer's page (block size {block})")
 
 
 class Rules:
@@ -426,17 +254,10 @@ class Rules:
         return plan, block, sum(s.page for s in t_specs), sum(s.page for s in d_specs)
 
 
-    def budget(self, pair: EngineInput, gpu: GPU) -> Budget:
-        rb = pair.runbook
-        dep = rb.deployment
-        spec = rb.speculation
-        target = pair.target.geometry
-        draft = pair.draft.geometry if pair.draft else None
-        tp, pp = dep.parallel.tensor, dep.parallel.pipeline
-        draft_tp = dep.parallel.draft_tensor or tp
-        args = self.server_args(pair, gpu)
-        util = args.gpu_memory_utilization
-        a = dep.assumptions
+    def _assumptions(self, pair: EngineInput) -> tuple[list[Assumption], int, int, int]:
+        """(their lines, non-torch, activation peak, CUDA graphs): the engine's own memory
+        that the budget assumes, as the runbook declares it or by default."""
+        a = pair.runbook.deployment.assumptions
         non_torch = a.other_allocations_bytes if a.other_allocations_bytes is not None \
             else DEFAULT_NON_TORCH
         activation = a.activation_peak_bytes if a.activation_peak_bytes is not None \
@@ -458,16 +279,20 @@ class Rules:
                        unit="B", source=source(a.cuda_graph_bytes, "default 0.5 GiB")
                        + self.graph_note(pair)),
         ]
-        wt = weights_per_rank(pair.target_own_weight_bytes,
-                              pair.target.weights.replicated_bytes, tp * pp)
-        wd = weights_per_rank(pair.draft.weights.weight_bytes, pair.draft.weights.replicated_bytes,
-                              draft_tp) if pair.draft else 0
-        weights = [
-            line(key="target_weights", label="target weights per rank", value=wt, unit="B",
-                 rule=f"(weight bytes − replicated) / (tp·pp = {tp * pp}) + replicated"),
-            line(key="draft_weights", label="draft weights per rank", value=wd, unit="B",
-                 rule=f"draft sharded over draft_tensor_parallel_size = {draft_tp}"),
-        ]
+        return assumptions, non_torch, activation, graphs
+
+    def budget(self, pair: EngineInput, gpu: GPU) -> Budget:
+        """The target alone and with the draft: the KV bytes left after weights and the
+        engine's own memory (or pinned by --kv-cache-memory-bytes), in the block pool."""
+        rb = pair.runbook
+        dep = rb.deployment
+        spec = rb.speculation
+        target = pair.target.geometry
+        draft = pair.draft.geometry if pair.draft else None
+        args = self.server_args(pair, gpu)
+        util = args.gpu_memory_utilization
+        assumptions, non_torch, activation, graphs = self._assumptions(pair)
+        wt, wd, weights = _weights(pair)
         requested = math.ceil(gpu.memory_bytes * util)
         max_seqs = args.max_num_seqs
         in_flight = IN_FLIGHT_BATCHES * args.max_num_batched_tokens
@@ -495,26 +320,23 @@ class Rules:
         layers = f"{kv_layers(target)} target layers" + (
             f" and {target.linear_attention.layers} state layers (padded to the page)"
             if target.linear_attention is not None else "")
-        t_line = line(key="page_target", label="target bytes per block, all its layers",
-                      value=t_block, unit="B",
-                      rule=f"Σ over {layers} of the layer's page (block size {block})")
-        baseline = _scenario("target alone", base_avail, base_plan, block, dep.context_length,
-                             max_seqs, in_flight, t_block, 0, [*base_lines, t_line])
+        t_line = _target_page_line(t_block, layers, block)
+        baseline = capacity.scenario("target alone", base_avail, base_plan, block,
+                                     dep.context_length, max_seqs, in_flight, t_block, 0,
+                                     [*base_lines, t_line])
         spec_avail, spec_lines = available(wd)
         # a hybrid's block size depends on the draft tokens (the state's conv window grows)
         plan, spec_block, spec_t_block, d_block = self.kv_plan(pair)
-        spec_t_line = t_line if spec_block == block else line(
-            key="page_target", label="target bytes per block, all its layers",
-            value=spec_t_block, unit="B",
-            rule=f"Σ over {layers} of the layer's page (block size {spec_block})")
+        spec_t_line = t_line if spec_block == block \
+            else _target_page_line(spec_t_block, layers, spec_block)
         d_lines: list[Line] = []
         if d_block and draft is not None:
             d_lines = [line(key="page_draft", label="draft bytes per block, all its layers",
                             value=d_block, unit="B",
                             rule=f"{kv_layers(draft)} draft layers in the same block pool")]
-        scenario = _scenario(f"with the {spec.method.value} draft", spec_avail, plan, spec_block,
-                             dep.context_length, max_seqs, in_flight, spec_t_block, d_block,
-                             [*spec_lines, spec_t_line, *d_lines])
+        scenario = capacity.scenario(f"with the {spec.method.value} draft", spec_avail, plan,
+                                     spec_block, dep.context_length, max_seqs, in_flight,
+                                     spec_t_block, d_block, [*spec_lines, spec_t_line, *d_lines])
         return Budget(
             engine=self.engine, gpu=gpu.key, assumptions=assumptions, weights=weights,
             baseline=baseline, speculative=scenario,
@@ -528,13 +350,14 @@ class Rules:
         `pair` in deployment.max_running_requests (and deployment.concurrency, which the
         budget does not read) alone: the runbook's max_running_requests is read by
         `server_args`'s max_num_seqs only (max_num_batched_tokens is the GPU's default),
-        and max_num_seqs by `_seats` only, so that is all that is computed again."""
+        and max_num_seqs by `capacity.seats` only, so that is all that is computed again."""
         max_seqs = self.server_args(pair, gpu).max_num_seqs
         assert computed.fallback is None  # this release budgets no fallback pool
         speculative = computed.speculative
         return computed.model_copy(update={
-            "baseline": _reseated(computed.baseline, max_seqs),
-            "speculative": None if speculative is None else _reseated(speculative, max_seqs)})
+            "baseline": capacity.reseated(computed.baseline, max_seqs),
+            "speculative": None if speculative is None
+            else capacity.reseated(speculative, max_seqs)})
 
 
 RULES = Rules(ENGINE)

@@ -18,6 +18,7 @@ from specpair.engines.vllm_0_33_0 import schedule
 from specpair.engines.vllm_0_33_0.args import ServerArgs, server_args
 from specpair.engines.vllm_0_33_0.facts import PROFILE
 from specpair.model.common import KVDtype, Method
+from specpair.model.geometry import Geometry
 
 ENGINE = PROFILE.label
 DEFAULT_DRAFT_SAMPLE_METHOD = "greedy"  # SpeculativeConfig.draft_sample_method
@@ -103,15 +104,10 @@ class Launcher:
         return config
 
 
-    def build(self, pair: EngineInput, speculate: bool = True) -> Launch:
+    def _model_args(self, pair: EngineInput, checks: Preflights) -> list[str | EnvRef]:
+        """The command up to the target's flags (checkpoint, dtype, remote code,
+        quantization), checking the quantizations and an explicit float KV dtype."""
         rb = pair.runbook
-        dep = rb.deployment
-        spec = rb.speculation
-        par = dep.parallel
-        checks = Preflights(self.engine)
-        need = checks.need
-        args = self.launch_args(pair, speculate)
-
         target = rb.target
         argv: list[str | EnvRef] = ["vllm", "serve", target.path or target.repo or ""]
         if target.repo is not None and target.revision:
@@ -121,15 +117,31 @@ class Launcher:
             argv.append("--trust-remote-code")
         for role, art in (("target", target), ("draft", rb.draft)):
             if art is not None and art.quantization:
-                need(art.quantization in self.quantization, f"{role}.quantization",
-                     f"quantization {art.quantization!r} is not one of vLLM's methods "
-                     "(ModelConfig refuses it)", "use one of: " + ", ".join(self.quantization))
-        kv_float = {KVDtype.BF16: "bfloat16", KVDtype.FP16: "float16"}.get(dep.kv_cache_dtype)
+                checks.need(art.quantization in self.quantization, f"{role}.quantization",
+                            f"quantization {art.quantization!r} is not one of vLLM's methods "
+                            "(ModelConfig refuses it)",
+                            "use one of: " + ", ".join(self.quantization))
+        kv_float = {KVDtype.BF16: "bfloat16", KVDtype.FP16: "float16"}.get(
+            rb.deployment.kv_cache_dtype)
         model_dtype = pair.target.geometry.dtype
         if kv_float is not None and kv_float != model_dtype:
             self.mismatched_float_kv_cache(checks, kv_float, model_dtype)
         if target.quantization:
             argv += ["--quantization", target.quantization]
+        return argv
+
+    def build(self, pair: EngineInput, speculate: bool = True) -> Launch:
+        """`vllm serve` for the pair, with the draft or (`speculate` false) as its
+        baseline, and the pre-flight findings of what this release refuses."""
+        rb = pair.runbook
+        dep = rb.deployment
+        spec = rb.speculation
+        par = dep.parallel
+        checks = Preflights(self.engine)
+        need = checks.need
+        args = self.launch_args(pair, speculate)
+
+        argv = self._model_args(pair, checks)
         argv += ["--tensor-parallel-size", str(par.tensor), "--pipeline-parallel-size",
                  str(par.pipeline), "--data-parallel-size", str(par.data)]
         if par.expert > 1:
@@ -168,15 +180,7 @@ class Launcher:
              "specpair does not model vLLM's KV layout for this linear-attention hybrid "
              "(only Gated DeltaNet)", "serve this pair with SGLang", severity="warning")
         if spec.method is Method.MTP and pair.draft is not None:
-            n = pair.draft.geometry.num_nextn_predict_layers or 1
-            k = args.num_speculative_tokens
-            assert k is not None, "validated by rules.check_runbook"
-            need(k <= n or k % n == 0, "speculation.num_speculative_tokens",
-                 f"num_speculative_tokens {k} must be divisible by n_predict {n}",
-                 f"use a multiple of {n}")
-            need(k <= n, "speculation.num_speculative_tokens",
-                 f"K = {k} re-runs the same {n} MTP layer(s), which lowers acceptance",
-                 f"use {n} unless measured otherwise", severity="warning")
+            _mtp_preflight(pair.draft.geometry, args, checks)
         env = {"VLLM_NO_USAGE_STATS": "1"}
         if spec.heterogeneous_vocab:
             env.update(self.heterogeneous_vocab_preflight(pair, checks))
@@ -234,6 +238,20 @@ class Launcher:
         # refuses to start if the environment forces VLLM_USE_V2_MODEL_RUNNER=1. Pin the
         # runner the mode needs, so an inherited environment cannot break the start.
         return {"VLLM_USE_V2_MODEL_RUNNER": "0"}
+
+
+def _mtp_preflight(draft: Geometry, args: ServerArgs, checks: Preflights) -> None:
+    """K against the draft's MTP layers: a multiple of them, and above them a warning
+    (the same layers re-run)."""
+    n = draft.num_nextn_predict_layers or 1
+    k = args.num_speculative_tokens
+    assert k is not None, "validated by rules.check_runbook"
+    checks.need(k <= n or k % n == 0, "speculation.num_speculative_tokens",
+                f"num_speculative_tokens {k} must be divisible by n_predict {n}",
+                f"use a multiple of {n}")
+    checks.need(k <= n, "speculation.num_speculative_tokens",
+                f"K = {k} re-runs the same {n} MTP layer(s), which lowers acceptance",
+                f"use {n} unless measured otherwise", severity="warning")
 
 
 LAUNCHER = Launcher(PROFILE)

@@ -1,10 +1,10 @@
 """vLLM 0.34.0's KV budget in its two sizing modes (`deployment.kv_cache_sizing`).
 
-The block pool is 0.33.0's (`vllm_0_33_0/budget.py`: groups, pages, the GDN alignment and
-the capacity lines are the same code in both wheels, v1/core/kv_cache_planning.py; the
-KV oracle checks it against 0.34.0's own planner) with 0.34.0's block size (64) and
-server arguments. What differs is where the KV bytes come from (facts.DIFFERENCES "KV
-cache sizing"):
+The block pool is 0.33.0's (`vllm_0_33_0/budget.py`, `block_pool.py`, `capacity.py`:
+groups, pages, the GDN alignment and the capacity lines are the same code in both wheels,
+v1/core/kv_cache_planning.py; the KV oracle checks it against 0.34.0's own planner) with
+0.34.0's block size (64) and server arguments. What differs is where the KV bytes come
+from (facts.DIFFERENCES "KV cache sizing"):
 
 - *pinned*: specpair passes `--kv-cache-memory-bytes` with the bytes it budgets, which
   turns the extensible cache off (config/vllm.py:3203); the engine allocates exactly
@@ -25,7 +25,7 @@ import math
 from specpair.engines.kv_arithmetic import weights_per_rank
 from specpair.engines.pair_input import EngineInput
 from specpair.engines.vllm_0_33_0 import budget as v0_33_0
-from specpair.engines.vllm_0_33_0.budget import IN_FLIGHT_BATCHES, _reseated
+from specpair.engines.vllm_0_33_0.capacity import IN_FLIGHT_BATCHES, reseated
 from specpair.engines.vllm_0_34_0 import schedule
 from specpair.engines.vllm_0_34_0.args import server_args
 from specpair.engines.vllm_0_34_0.facts import PROFILE
@@ -83,7 +83,7 @@ class Rules(v0_33_0.Rules):
             computed = self._pinned(pair, gpu, computed)
         spec = computed.speculative
         if spec is not None and args.max_num_active_seqs is not None:
-            spec = _reseated(spec, args.running_requests)
+            spec = reseated(spec, args.running_requests)
             spec = spec.model_copy(update={"lines": [*spec.lines, line(
                 key="active_seqs_cap", label="running requests cap of the draft pass",
                 value=args.max_num_active_seqs, unit="requests",
@@ -99,9 +99,9 @@ class Rules(v0_33_0.Rules):
         args = self.server_args(pair, gpu)
         speculative = computed.speculative
         return computed.model_copy(update={
-            "baseline": _reseated(computed.baseline, args.max_num_seqs),
+            "baseline": reseated(computed.baseline, args.max_num_seqs),
             "speculative": None if speculative is None
-            else _reseated(speculative, args.running_requests)})
+            else reseated(speculative, args.running_requests)})
 
     def _non_kv(self, budget: Budget, draft: bool) -> tuple[int, str]:
         """Weights and the assumed engine memory that is not KV, per rank."""
