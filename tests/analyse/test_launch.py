@@ -14,6 +14,7 @@ from specpair.analyse.launch import build_for
 from specpair.commands.build import load_pairs
 from specpair.engines import registry
 from specpair.generate import launch_files
+from specpair.generate.stage_script import stage_script
 from specpair.model.errors import SpecpairError
 from specpair.resolve.pair import ResolvedPair
 from tests.support.geometries import DSPARK_5L, LING, QWEN3_32B_LIKE, dense
@@ -206,3 +207,28 @@ def test_each_pair_launches_its_own_release_and_one_translation_per_other_engine
         script = files[own["script"]].decode()
         assert f"{pair.engine} server" in script.splitlines()[1], (pair.name, script[:200])
         assert "A translation to another engine" not in script, pair.name
+
+
+@pytest.mark.parametrize(("engine", "version", "port"), [
+    # the releases' own defaults: vllm 0.33.0 vllm/entrypoints/common/cli_args.py:295
+    # `port: int = 8000`; sglang 0.5.23 srt/arg_groups/arg_utils.py `port ... = 30000`
+    ("vllm", "0.33.0", 8000), ("vllm", "0.34.0", 8000), ("sglang", "0.5.23", 30000)])
+def test_an_unset_port_is_the_engine_releases_own(engine: str, version: str,
+                                                   port: int) -> None:
+    """Issue 51: a vLLM pair without `port:` was launched on SGLang's 30000, and the
+    staging script and manifest probed that port."""
+    draft = dense(1).model_copy(update={"architecture": "LlamaForCausalLMEagle3"})
+    pair = make_pair(dense(32), draft, engine=engine, version=version,
+                     speculation={"method": "EAGLE3", "num_speculative_tokens": 3})
+    assert pair.runbook.deployment.port is None
+    launch = build_for(pair, speculate=True)
+    argv = [a for a in launch.argv if isinstance(a, str)]
+    assert argv[argv.index("--port") + 1] == str(port) and launch.port == port
+    analysis = Analysis(pair)
+    files = launch_files.generate(analysis)
+    assert f"PORT={port}\n" in stage_script(pair, analysis.staging)
+    (container,) = workload(files["deployment.k8s.yaml"])["spec"]["template"]["spec"][
+        "containers"]
+    assert container["ports"] == [{"containerPort": port, "name": "http"}]
+    declared = with_runbook(pair, deployment={"port": 9123})
+    assert build_for(declared, speculate=True).port == 9123

@@ -19,4 +19,4 @@ exec vllm serve deepseek-ai/DeepSeek-V3 \
   --speculative-config '{"method":"mtp","num_speculative_tokens":3,"num_speculative_tokens_per_batch_size":[[1,64,3]]}' \
   --per-request-spec-decode-metrics summary \
   --host 0.0.0.0 \
-  --port 30000
+  --port 8000

@@ -18,6 +18,8 @@ class EngineProfile:
     supports_tree_drafts: bool
     display_name: str
     """The engine's name as its project writes it (SGLang, vLLM)."""
+    default_port: int
+    """The HTTP port the server listens on when the command names none."""
     capabilities: frozenset[str] = frozenset()
     """What the release has that a rule can be about (`RuleSpec.requires`):
     `heterogeneous_vocab` (a draft with its own tokenizer), `draft_tensor_parallel` (a
@@ -30,6 +32,10 @@ class EngineProfile:
     expansions: SGLang's `spec_utils.select_top_k_tokens` and
     `eagle_utils.organize_draft_results`, the same in 0.5.18 and 0.5.23)."""
     notes: dict[Method, str] = field(default_factory=dict)
+
+    def port(self, declared: int | None) -> int:
+        """The port a server of this release listens on: the runbook's, else its own."""
+        return self.default_port if declared is None else declared
 
     @property
     def label(self) -> str:

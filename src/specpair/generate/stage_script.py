@@ -208,7 +208,7 @@ def _script_header(pair: ResolvedPair, s: StagingPlan) -> list[str]:
             f"PAIR={shlex.quote(pair.name)}",
             f"ENGINE={shlex.quote(pair.engine)}",
             f"MODE={shlex.quote(s.mode)}",
-            f"PORT={rb.deployment.port}",
+            f"PORT={pair.release.profile.port(rb.deployment.port)}",
             "HEALTH=/health",
             f"HEALTH_TIMEOUT={int(rb.staging.cold_start_budget_s)}",
             f"WARMUP_PROMPT={shlex.quote(rb.staging.warmup.prompt)}",

@@ -263,7 +263,9 @@ class Deployment(Strict):
         "sliding-window layers then keep a full-length cache, and the budget follows")
     host: Annotated[str, StringConstraints(  # a leading `-` would be read as an option
         pattern=r"^[A-Za-z0-9.:\[\]][A-Za-z0-9.:\[\]-]{0,254}$")] = "0.0.0.0"
-    port: Annotated[int, Field(ge=1, le=65535)] = 30000
+    port: Annotated[int, Field(ge=1, le=65535)] | None = Field(
+        default=None, description="the server's HTTP port; unset: the engine release's own "
+        "default (SGLang 30000, vLLM 8000), so a vLLM pair is not moved to SGLang's port")
     assumptions: Assumptions = Assumptions()
 
 

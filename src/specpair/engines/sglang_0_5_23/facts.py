@@ -22,6 +22,7 @@ PROFILE = EngineProfile(
     default_page_size=1,
     supports_tree_drafts=True,
     display_name="SGLang",
+    default_port=30000,  # srt/arg_groups/arg_utils.py: `port: ... = 30000`
     # score_ranked_tree: eagle_utils.py organize_draft_results keeps torch.topk(scores,
     # num_draft_token - 1) of the candidates select_top_k_tokens expands (0.5.18: the same)
     capabilities=frozenset({"overlap_weight_loading", "score_ranked_tree"}),

@@ -89,7 +89,7 @@ def build(pair: EngineInput, speculate: bool = True, defaults: Defaults = DEFAUL
     if not args.cuda_graphs:
         argv += ["--cuda-graph-backend-decode", "disabled", "--cuda-graph-backend-prefill",
                  "disabled"]
-    argv += ["--host", dep.host, "--port", str(dep.port), "--enable-metrics"]
+    argv += ["--host", dep.host, "--port", str(PROFILE.port(dep.port)), "--enable-metrics"]
     node_env: dict[str, str] = {}
     if dep.nodes > 1:
         argv += ["--nnodes", str(dep.nodes), "--node-rank", EnvRef("NODE_RANK"),
@@ -100,8 +100,8 @@ def build(pair: EngineInput, speculate: bool = True, defaults: Defaults = DEFAUL
     # /health generates one token (503 while starting or wedged); /ready only says whether
     # new requests are taken (sglang/srt/entrypoints/http_server.py)
     return Launch(engine=defaults.engine, argv=argv, node_env=node_env, env=env,
-                  preflight=checks, health_path="/health", ready_path="/ready", port=dep.port,
-                  files=files)
+                  preflight=checks, health_path="/health", ready_path="/ready",
+                  port=PROFILE.port(dep.port), files=files)
 
 
 def _model_args(rb: Runbook, checks: Preflights, quantization: tuple[str, ...]

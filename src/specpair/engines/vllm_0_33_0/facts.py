@@ -22,6 +22,7 @@ PROFILE = EngineProfile(
     default_page_size=16,
     supports_tree_drafts=False,
     display_name="vLLM",
+    default_port=8000,  # vllm/entrypoints/common/cli_args.py:295 `port: int = 8000`
     capabilities=frozenset({"draft_tensor_parallel", "heterogeneous_vocab",
                             "multi_node_data_parallel", "moe_over_data_parallel"}),
 )

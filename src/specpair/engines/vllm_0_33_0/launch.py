@@ -165,7 +165,7 @@ class Launcher:
                      json.dumps(config, sort_keys=True, separators=(",", ":")),
                      # per-request acceptance for the measurement protocol (final usage chunk)
                      "--per-request-spec-decode-metrics", "summary"]
-        argv += ["--host", dep.host, "--port", str(dep.port)]
+        argv += ["--host", dep.host, "--port", str(self.profile.port(dep.port))]
 
         need(spec.topk == 1, "speculation.topk", "speculation is a single chain (no EAGLE tree)",
              "set topk: 1")
@@ -194,7 +194,8 @@ class Launcher:
         # API server of their own (vllm/entrypoints/cli/serve.py: run_headless)
         follower = ["--headless"] if dep.nodes > 1 else []
         return Launch(engine=self.engine, argv=argv, node_env=node_env, preflight=checks,
-                      env=env, health_path="/health", follower_argv=follower, port=dep.port)
+                      env=env, health_path="/health", follower_argv=follower,
+                      port=self.profile.port(dep.port))
 
 
     def heterogeneous_vocab_preflight(self, pair: EngineInput, checks: Preflights
