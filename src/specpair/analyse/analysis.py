@@ -18,11 +18,11 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from specpair.analyse import alerts
-from specpair.analyse.budget import compute
+from specpair.analyse.budget import compute, rescheduled
 from specpair.analyse.checks.gate import Context, run
 from specpair.analyse.latency import LatencyModel, model
 from specpair.analyse.launch import Launch, build_for
-from specpair.analyse.schedule import ScheduleReport, attach, report, static_variant
+from specpair.analyse.schedule import ScheduleReport, report, resolve, static_variant
 from specpair.analyse.staging import StagingPlan, plan
 from specpair.analyse.step_inputs import not_modelled_text, unmodelled
 from specpair.engines import registry as engines
@@ -52,10 +52,12 @@ class Launches:
 
 class Analysis:
     def __init__(self, pair: ResolvedPair) -> None:
-        self.pair = _scheduled(pair)
+        self.pair, self._unscheduled_budget = _scheduled(pair)
 
     @cached_property
     def budget(self) -> Budget:
+        if self._unscheduled_budget is not None:  # the derivation budgeted the pair once
+            return rescheduled(self._unscheduled_budget, self.pair)
         return compute(self.pair)
 
     @cached_property
@@ -134,13 +136,14 @@ class Analysis:
         return search(self.pair)
 
 
-def _scheduled(pair: ResolvedPair) -> ResolvedPair:
-    """The pair with its speculation schedule resolved; a derivation the budget refuses
-    is left to the part that first needs it (the launch), which reports it located."""
+def _scheduled(pair: ResolvedPair) -> tuple[ResolvedPair, Budget | None]:
+    """The pair with its speculation schedule resolved, and the budget the derivation
+    computed on the way; a derivation the budget refuses is left to the part that first
+    needs it (the launch), which reports it located."""
     try:
-        return attach(pair)
+        return resolve(pair)
     except SpecpairError:
-        return pair
+        return pair, None
 
 
 def analyse(pairs: list[ResolvedPair]) -> list[Analysis]:

@@ -48,6 +48,16 @@ def recompute(computed: Budget, pair: ResolvedPair) -> Budget:
     return found if found is not None else compute(pair)
 
 
+def rescheduled(computed: Budget, pair: ResolvedPair) -> Budget:
+    """`compute(pair)`, given `computed`, `compute`'s budget of the same pair before its
+    speculation schedule was resolved (`schedule.resolve`): the release's `reschedule`
+    where it derives it, which computes again only what the schedule decides, else
+    `compute`. So a pair with a derived schedule is budgeted once, not twice."""
+    hook = pair.release.reschedule
+    found = hook(computed, pair, pair.gpu_spec) if hook is not None else None
+    return found if found is not None else compute(pair)
+
+
 def refuse_moe_over_data_parallel(pair: ResolvedPair) -> None:
     """Where the release puts the MoE layers of its data-parallel ranks in one group of
     tensor × data ranks (vLLM: `FusedMoEParallelConfig.make` flattens TP across DP, and

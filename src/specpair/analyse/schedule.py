@@ -260,11 +260,21 @@ def pinned(pair: ResolvedPair) -> ResolvedSchedule | None:
 def attach(pair: ResolvedPair, budget: Budget | None = None) -> ResolvedPair:
     """The pair with the schedule its runbook asks for resolved (unchanged without one,
     or when it is already resolved)."""
+    return resolve(pair, budget)[0]
+
+
+def resolve(pair: ResolvedPair, budget: Budget | None = None
+            ) -> tuple[ResolvedPair, Budget | None]:
+    """(`attach(pair, budget)`, the budget of the unscheduled pair where the derivation
+    computed or was given one, else None): `budget.rescheduled` turns that budget into the
+    scheduled pair's without computing it again."""
     written = pair.runbook.speculation.schedule
     if written is None or pair.schedule is not None:
-        return pair
-    resolved = pinned(pair) if isinstance(written, list) else derive(pair, budget)
-    return pair.model_copy(update={"schedule": resolved})
+        return pair, None
+    if isinstance(written, list):
+        return pair.model_copy(update={"schedule": pinned(pair)}), None
+    budget = budget or compute(pair)
+    return pair.model_copy(update={"schedule": derive(pair, budget)}), budget
 
 
 @dataclass

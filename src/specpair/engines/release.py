@@ -65,6 +65,11 @@ class EngineRelease:
     only what those decide (the planner budgets each candidate without and then with the
     concurrency it chose); None from the callable, or unset: not derivable that way,
     `budget` computes it whole."""
+    reschedule: Callable[[Budget, EngineInput, GPU], Budget | None] | None = None
+    """`budget(pair, gpu)` from `computed`, the budget of the same pair before its
+    speculation schedule was resolved (the derivation budgets the pair first to find the
+    schedule): only what the schedule decides is computed again; None from the callable,
+    or unset: `budget` computes it whole."""
     schedule_refusal: Callable[[EngineInput], str | None] | None = None
     """Why the release cannot run a speculation schedule for a pair, citing its code
     (None from the callable: it can); unset: the release's schedule support is unreviewed."""

@@ -13,6 +13,7 @@ RELEASE = EngineRelease(
     launch=launch.build,
     budget=budget.budget,
     recap=budget.recap,
+    reschedule=budget.reschedule,
     metrics=metrics.METRICS,
     # the same log lines (model_runner.py:1156, cuda_graph_setup.py:394) and request
     # fields (return_spec_tokens_details, /server_info) as 0.5.23

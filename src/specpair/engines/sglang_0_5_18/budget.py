@@ -17,3 +17,6 @@ def budget(pair: EngineInput, gpu: GPU) -> Budget:
 
 def recap(computed: Budget, pair: EngineInput, gpu: GPU) -> Budget | None:
     return base.recap(computed, pair, gpu, DEFAULTS)
+
+
+reschedule = base.reschedule

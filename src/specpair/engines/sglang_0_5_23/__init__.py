@@ -22,6 +22,7 @@ RELEASE = EngineRelease(
     launch=launch.build,
     budget=budget.budget,
     recap=budget.recap,
+    reschedule=budget.reschedule,
     metrics=metrics.METRICS,
     log_timings=logs.TIMINGS,
     bench=bench.PROBE,

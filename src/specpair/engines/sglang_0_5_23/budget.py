@@ -38,6 +38,17 @@ from specpair.model.budget import Assumption, Budget, GiB, Line, Scenario, assum
 DEFAULT_OTHER_ALLOCATIONS = int(0.6 * GiB)
 
 
+def reschedule(computed: Budget, pair: EngineInput, gpu: GPU) -> Budget | None:
+    """`budget(pair, gpu)` from `computed`, the same pair's budget before its schedule was
+    resolved: the schedule reaches this budget only through the verify width the pools are
+    sized with (the schedule's largest candidate where the release runs it, `budget`), so
+    with the same width it is the same budget, and otherwise None."""
+    spec = pair.runbook.speculation
+    if pair.schedule is None or spec.schedule is None or schedule.refusal(pair) is not None:
+        return computed
+    return computed if schedule.steps(pair) + 1 == verify_width(spec) else None
+
+
 def recap(computed: Budget, pair: EngineInput, gpu: GPU, defaults: Defaults = DEFAULTS
           ) -> Budget | None:
     """`budget(pair, gpu, defaults)`, from `computed`, the budget of a pair that differs

@@ -18,7 +18,7 @@ from specpair.engines.vllm_0_33_0 import budget as v0_33_0
 from specpair.engines.vllm_0_33_0.capacity import IN_FLIGHT_BATCHES
 
 __all__ = ["ENGINE", "IN_FLIGHT_BATCHES", "RULES", "Rules", "block_plan", "budget", "kv_plan",
-           "recap", "state_plan"]
+           "recap", "reschedule", "state_plan"]
 
 ENGINE = PROFILE.label
 
@@ -33,3 +33,4 @@ block_plan = RULES.block_plan
 kv_plan = RULES.kv_plan
 budget = RULES.budget
 recap = RULES.recap
+reschedule = RULES.reschedule

@@ -359,9 +359,21 @@ class Rules:
             "speculative": None if speculative is None
             else capacity.reseated(speculative, max_seqs)})
 
+    def reschedule(self, computed: Budget, pair: EngineInput, gpu: GPU) -> Budget | None:
+        """`budget(pair, gpu)` from `computed`, the same pair's budget before its schedule
+        was resolved: the schedule reaches this budget only through the CUDA-graph note of
+        the assumptions (`graph_note`: the capture tiers it adds; the server arguments and
+        the memory charged do not read it), so the assumptions are all that is computed
+        again, and a schedule that moved one of their figures makes this None."""
+        assumptions = self._assumptions(pair)[0]
+        if [a.value for a in assumptions] != [a.value for a in computed.assumptions]:
+            return None
+        return computed.model_copy(update={"assumptions": assumptions})
+
 
 RULES = Rules(ENGINE)
 recap = RULES.recap
+reschedule = RULES.reschedule
 state_plan = RULES.state_plan
 block_plan = RULES.block_plan
 kv_plan = RULES.kv_plan

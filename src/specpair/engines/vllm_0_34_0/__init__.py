@@ -18,6 +18,7 @@ RELEASE = EngineRelease(
     launch=launch.build,
     budget=budget.budget,
     recap=budget.recap,
+    reschedule=budget.reschedule,
     metrics=metrics.METRICS,
     log_timings=logs.TIMINGS,
     log_kv_capacity=logs.KV_CAPACITY,

@@ -243,6 +243,7 @@ block_plan = RULES.block_plan
 kv_plan = RULES.kv_plan
 budget = RULES.budget
 recap = RULES.recap
+reschedule = RULES.reschedule
 
 
 def pinned_kv_bytes(pair: EngineInput, speculate: bool) -> int:

@@ -1,0 +1,98 @@
+"""A pair with a derived speculation schedule is budgeted once (issue 55): the derivation
+budgets the pair before its schedule exists, and the releases' `reschedule` turns that
+budget into the scheduled pair's. Here the derived budget must be the one `compute`
+makes of the scheduled pair, field for field and byte for byte, for every example and
+for each release on schedules of every width (a schedule whose largest K is the static
+one and one below it: SGLang sizes its pools for the schedule's largest candidate)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from specpair.analyse import budget as budget_module
+from specpair.analyse.analysis import Analysis
+from specpair.analyse.budget import compute, rescheduled
+from specpair.analyse.schedule import resolve
+from specpair.engines import registry
+from specpair.model.budget import Budget
+from specpair.resolve.pair import ResolvedPair
+from tests.support.examples import example
+from tests.support.geometries import dense
+from tests.support.pairs import make_pair
+from tests.support.paths import REPO
+
+NAMES = sorted(p.parent.name for p in (REPO / "runbooks").glob("*/runbook.*"))
+
+
+def same(derived: Budget, computed: Budget) -> None:
+    assert derived == computed
+    assert json.dumps(derived.model_dump(mode="json"), sort_keys=True) == \
+        json.dumps(computed.model_dump(mode="json"), sort_keys=True)
+
+
+def _scheduled(pair: ResolvedPair) -> tuple[ResolvedPair, Budget]:
+    scheduled, before = resolve(pair)
+    assert before is not None and scheduled.schedule is not None
+    return scheduled, before
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_example_is_budgeted_once_and_as_computed(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: Counter[str] = Counter()
+    pair = example(name)
+
+    original = budget_module.compute
+
+    def counted(p: ResolvedPair) -> Budget:
+        calls[p.name] += 1
+        return original(p)
+
+    monkeypatch.setattr(budget_module, "compute", counted)
+    for module in ("specpair.analyse.schedule", "specpair.analyse.analysis"):
+        monkeypatch.setattr(f"{module}.compute", counted)
+    analysis = Analysis(pair)
+    computed_once = analysis.budget
+    assert calls[pair.name] == 1, calls
+    monkeypatch.undo()
+    same(computed_once, compute(analysis.pair))
+
+
+RELEASES = [label for label in registry.labels()
+            if registry.by_label(label).schedule_refusal is not None]
+
+
+@pytest.mark.parametrize("label", RELEASES)
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_each_release_reschedules_as_it_budgets(label: str, k: int) -> None:
+    engine, version = label.split()
+    draft = dense(1).model_copy(update={"architecture": "LlamaForCausalLMEagle3"})
+    pair = make_pair(dense(32), draft, engine=engine, version=version,
+                     speculation={"method": "EAGLE3", "num_speculative_tokens": k,
+                                  "schedule": "derived"},
+                     deployment={"context_length": 4096, "max_running_requests": 64})
+    scheduled, before = _scheduled(pair)
+    hook = scheduled.release.reschedule
+    assert hook is not None
+    derived = hook(before, scheduled, scheduled.gpu_spec)
+    fresh = compute(scheduled)
+    if derived is not None:
+        same(derived, fresh)
+    same(rescheduled(before, scheduled), fresh)
+
+
+def test_the_releases_derive_the_budget_rather_than_compute_it() -> None:
+    """Not a vacuous equivalence: every example with a derived schedule is derived."""
+    derived = []
+    for name in NAMES:
+        pair = example(name)
+        if pair.runbook.speculation.schedule != "derived":
+            continue
+        scheduled, before = _scheduled(pair)
+        hook = scheduled.release.reschedule
+        assert hook is not None
+        derived.append(hook(before, scheduled, scheduled.gpu_spec) is not None)
+    assert derived and all(derived)
