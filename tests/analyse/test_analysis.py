@@ -61,12 +61,11 @@ def test_a_build_computes_each_pair_once(calls: Counter[tuple[str, str]]) -> Non
     render(REPO, pairs)
     for pair in pairs:
         got = {what: calls[(what, pair.name)] for what in COUNTED}
-        # one launch per rendered release and one baseline of the runbook's own
-        # a pair whose runbook asks for a schedule is budgeted twice, as written (the
-        # derivation's input) and with the schedule (the engine sizes its verify width
-        # and graphs for it): two different budgets, each computed once
-        scheduled = pair.runbook.speculation.schedule is not None
-        want = {"budget": 2 if scheduled else 1, "latency model": 1, "staging plan": 1,
+        # one launch per rendered release and one baseline of the runbook's own; a pair
+        # whose runbook asks for a derived schedule is budgeted once, as written (the
+        # derivation's input), and its release derives the scheduled budget from that
+        # (`EngineRelease.reschedule`, tests/analyse/test_reschedule.py)
+        want = {"budget": 1, "latency model": 1, "staging plan": 1,
                 "launch": len(engines.rendered_for(pair.engine)) + 1}
         assert got == want, pair.name
 
@@ -78,9 +77,8 @@ def test_a_site_page_computes_each_pair_once(calls: Counter[tuple[str, str]]) ->
         got = {what: calls[(what, pair.name)] for what in COUNTED}
         # the gate's launch rules (SP6xx in analyse/checks/) still build their own launch;
         # the rule catalogue's context is where that goes next (issue 26 item 2)
-        scheduled = pair.runbook.speculation.schedule is not None  # as in the build
         assert {k: v for k, v in got.items() if k != "launch"} == {
-            "budget": 2 if scheduled else 1, "latency model": 1, "staging plan": 1}, pair.name
+            "budget": 1, "latency model": 1, "staging plan": 1}, pair.name
 
 
 @pytest.fixture
@@ -115,7 +113,5 @@ def test_no_pair_object_is_budgeted_twice(budgets_by_object: list[Any], command:
     # each runbook's own pair is budgeted once; other objects are the plan search's
     # candidates (the site's plan page), each a pair of its own
     assert [per_object[id(p)] for p in pairs] == [1] * len(pairs)
-    if command == "build":  # a build budgets nothing but the runbooks' pairs (and the
-        # copies with their speculation schedule attached)
-        scheduled = [p for p in pairs if p.runbook.speculation.schedule is not None]
-        assert len(budgets_by_object) == len(pairs) + len(scheduled)
+    if command == "build":  # a build budgets nothing but the runbooks' pairs, once each
+        assert len(budgets_by_object) == len(pairs)
