@@ -31,3 +31,21 @@ def test_pair_pages_show_thresholds_and_link_the_monitoring_files() -> None:
         for link in links:
             # the site's copy is the committed generated file
             assert files[(PAGES / link).as_posix()] == (generated / Path(link).name).read_bytes()
+
+
+def test_a_pass_that_rests_on_waivers_says_so() -> None:
+    """Issue 51: the pair page said "passes the gate" with 6 of 7 findings waived."""
+    from specpair.analyse.analysis import Analysis
+    from specpair.commands import site
+    from tests.support.examples import example
+
+    pair = example("llama33-70b-eagle3-vllm")
+    analysis = Analysis(pair)
+    waived = [f for f in analysis.findings if f.waived is not None]
+    assert len(waived) > 1
+    page, _, _ = site.pair_page(analysis, None)
+    assert f"passes the gate with {len(waived)} waived findings" in page
+    unwaived = pair.model_copy(update={"runbook": pair.runbook.model_copy(
+        update={"waivers": []})})
+    page, _, _ = site.pair_page(Analysis(unwaived), None)
+    assert "FAILS the gate" in page and "waived" not in page.split("\n\n")[2]

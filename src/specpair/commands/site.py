@@ -100,7 +100,7 @@ def pair_page(a: Analysis, changes: str | None) -> tuple[str, dict[str, bytes], 
                        "break-even.svg": charts.break_even(latency)}
     lines: list[str] = [front_matter(rb.pair.title, rb.pair.description),
                         f"# {text(rb.pair.title)}\n\n"]
-    lines += _overview(a, len(failures))
+    lines += _overview(a, len(failures), sum(f.waived is not None for f in a.findings))
     lines += _launch_section(a)
     lines += _memory_section(a)
     lines.append("\n## Acceptance and break-even\n\n")
@@ -117,11 +117,14 @@ def pair_page(a: Analysis, changes: str | None) -> tuple[str, dict[str, bytes], 
     return _rest(a, lines, charts_out, changes, failures)
 
 
-def _overview(a: Analysis, failures: int) -> list[str]:
-    """The page's head: who owns the pair, its gate status, warnings, the overview table."""
+def _overview(a: Analysis, failures: int, waived: int) -> list[str]:
+    """The page's head: who owns the pair, its gate status (with its waivers: a pass that
+    rests on waived findings says so), warnings, the overview table."""
     pair, budget, latency, staging = a.pair, a.budget, a.modelled, a.staging
     rb = pair.runbook
     status = "passes the gate" if not failures else f"FAILS the gate: {failures} finding(s)"
+    if waived:
+        status += f" with {waived} waived finding{'s' if waived > 1 else ''}"
     lines = [f"Pair <code>{pair.name}</code> · owner {text(rb.pair.owner)} · "
              f"{text(pair.engine)} · {text(rb.speculation.method.value)} · {status}\n\n"]
     if rb.pair.description:
