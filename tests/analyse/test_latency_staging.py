@@ -212,3 +212,24 @@ def test_no_graph_capture_is_modelled_when_cuda_graphs_are_off() -> None:
     assert [s.seconds for s in on.steps if s.name == "capture CUDA graphs"] == [42]
     assert [s.seconds for s in off.steps if s.name == "capture CUDA graphs"] == [0.0]
     assert on.cold_start_s - off.cold_start_s == pytest.approx(42, abs=0.1)
+
+
+def test_a_cold_start_with_an_unmodelled_step_is_unknown_not_a_pass() -> None:
+    """Issue 51: "engine init 0.0 s: not modelled" sat inside "✅ cold start 252 s within
+    900 s". A step nobody set or measured makes the verdict unknown until it is measured;
+    set, the same plan passes."""
+    from specpair.analyse.staging import plan
+    from specpair.generate.plan_files import staging_markdown
+    from tests.support.examples import example
+    from tests.support.pairs import with_runbook
+
+    pair = example("llama33-70b-eagle3-vllm")
+    assert pair.runbook.staging.engine_init_s == 0
+    unknown = plan(pair)
+    assert unknown.unmodelled == ["engine init"] and unknown.fits
+    assert unknown.verdict.startswith("unknown: measure")
+    text = staging_markdown(pair, unknown)
+    assert "✅" not in text and "⚠️ unknown: measure" in text
+    measured = with_runbook(pair, staging={"engine_init_s": 40.0})
+    known = plan(measured)
+    assert not known.unmodelled and "✅ cold start" in staging_markdown(measured, known)

@@ -46,6 +46,9 @@ class StagingPlan(Strict):
     budget_s: float
     fits: bool
     verdict: str
+    unmodelled: list[str] = Field(default_factory=list, description="steps neither set nor "
+                                  "calibrated, counted as 0 s: the verdict is then unknown "
+                                  "until they are measured")
     alternatives: dict[str, float] = Field(description="cold start of each other mode")
     warmup: dict[str, object]
 
@@ -127,8 +130,14 @@ def plan(pair: ResolvedPair, mode: str | None = None) -> StagingPlan:
                              detail=f"assumption; fails after {st.warmup.timeout_s:g} s"))
     cold = round(sum(s.seconds for s in steps), 1)
     fits = cold <= st.cold_start_budget_s
+    unmodelled = [] if st.engine_init_s else ["engine init"]
     verdict = (f"cold start {cold:g} s {'within' if fits else 'over'} the budget of "
                f"{st.cold_start_budget_s:g} s")
+    if unmodelled and fits:  # 0 s stands for a step nobody measured: no pass yet
+        verdict = (f"unknown: measure; cold start {cold:g} s without "
+                   f"{', '.join(unmodelled)} (not modelled), within the budget of "
+                   f"{st.cold_start_budget_s:g} s; set staging.engine_init_s (a "
+                   "deployment log ingested with `specpair staging ingest` measures it)")
     alternatives = {}
     if mode == st.mode:
         for other in ("serial", "parallel-prestage", "engine-prefetch"):
@@ -136,7 +145,7 @@ def plan(pair: ResolvedPair, mode: str | None = None) -> StagingPlan:
                 alternatives[other] = plan(pair, other).cold_start_s
     return StagingPlan(
         mode=mode, order=order, artifacts=sizes, steps=steps, cold_start_s=cold,
-        budget_s=st.cold_start_budget_s, fits=fits, verdict=verdict,
+        budget_s=st.cold_start_budget_s, fits=fits, verdict=verdict, unmodelled=unmodelled,
         alternatives=alternatives,
         warmup={"prompt": st.warmup.prompt, "max_tokens": st.warmup.max_tokens,
                 "timeout_s": st.warmup.timeout_s})

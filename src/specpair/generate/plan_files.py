@@ -176,7 +176,8 @@ def schedule_markdown(r: ScheduleReport) -> str:
 def staging_markdown(pair: ResolvedPair, s: StagingPlan) -> str:
     rows = [[cell(step.name), f"{step.seconds:,.1f}", cell(step.detail)] for step in s.steps]
     rows.append(["**cold start**", f"**{s.cold_start_s:,.1f}**",
-                 ("✅ " if s.fits else "❌ ") + cell(s.verdict)])
+                 ("❌ " if not s.fits else "⚠️ " if s.unmodelled else "✅ ")
+                 + cell(s.verdict)])
     out = [f"# Staging plan: {cell(pair.runbook.pair.title)}\n\n",
            f"Mode **{s.mode}**, order {' → '.join(s.order)}. Download sizes: "
            + ", ".join(f"{role} {num(b)} B" for role, b in s.artifacts.items()) + ".\n\n",
