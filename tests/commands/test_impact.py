@@ -399,3 +399,18 @@ def test_a_deployment_the_latency_model_refuses_keeps_its_checklist(repo: Path) 
     assert not text.startswith("Fix the pair"), item.checklist
     assert "re-budget memory" in text
     assert "not modelled: cross-node model parallelism" in text
+
+
+def test_checklists_say_fits_in_words_not_booleans() -> None:
+    """Issue 51: a deployment change printed "fits: True" in the checklist."""
+    from specpair.commands.impact import checklist
+    from tests.support.examples import example
+    from tests.support.pairs import with_runbook
+
+    base = example("llama33-70b-eagle3-vllm")
+    for fraction, words in ((0.85, "fits (unchanged)"), (0.3, "fits → does not fit")):
+        head = with_runbook(base, deployment={"memory_fraction": fraction})
+        items = checklist({"deployment"}, base, head)
+        text = "\n".join(items)
+        assert words in text, text
+        assert "True" not in text and "False" not in text

@@ -232,6 +232,10 @@ def _numbers(pair: ResolvedPair) -> dict[str, Any]:
         return {"error": exc.problems[0].message}
 
 
+def _fit(value: Any) -> str | None:  # in words: a checklist is read, not parsed
+    return None if value is None else "fits" if value else "does not fit"
+
+
 def _arrow(before: Any, after: Any, unit: str = "") -> str:
     def show(value: Any) -> str:
         return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else \
@@ -250,7 +254,8 @@ def checklist(classes: set[str], base: ResolvedPair, head: ResolvedPair,
         return items
     budget = (f"draft cell {_arrow(b.get('cell_draft'), h['cell_draft'], ' B/token')}, token "
               f"capacity {_arrow(b.get('tokens'), h['tokens'])}, capacity lost to the draft "
-              f"{_arrow(b.get('lost'), h['lost'], '%')}, fits: {h['fits']}")
+              f"{_arrow(b.get('lost'), h['lost'], '%')}, "
+              f"{_arrow(_fit(b.get('fits')), _fit(h['fits']))}")
     if {"target", "draft"} <= classes:
         items.append("Both models changed: redo the whole two-model plan (budget, co-design, "
                      f"acceptance, staging, measurement). {budget}")
