@@ -90,7 +90,8 @@ def _assumptions(pair: EngineInput, gpu: GPU) -> tuple[list[Assumption], int, in
             key="other_allocations", label="other allocations before KV profiling",
             value=other, unit="B", source="declared in runbook"
             if a.other_allocations_bytes is not None
-            else "default 0.6 GiB (ENGINE_NOTES_SGLANG §4.8)"),
+            else "specpair's assumption: 0.6 GiB; calibrate from the engine's start-up "
+                 "log"),
     ]
     return assumptions, p_bytes, other
 
