@@ -1,11 +1,11 @@
 """Write the example pairs' declared locks (provenance `declared`).
 
 The example runbooks name real checkpoints that cannot be reached from CI, so their
-locks are declared from public sources (../shared/REFERENCE_MODELS.md and the config
-copies under tests/fixtures/configs/, see their SOURCES.md). Geometry comes from a real
-config.json where one was retrieved; parameter counts that no source states are derived
-from the geometry and listed as unconfirmed. `specpair lock` replaces all of it with
-resolved facts once the hub is reachable.
+locks are declared from public sources (the model cards and READMEs named in each lock's
+`sources`, and the config copies under tests/fixtures/configs/, see their SOURCES.md).
+Geometry comes from a real config.json where one was retrieved; parameter counts that no
+source states are derived from the geometry and listed as unconfirmed. `specpair lock`
+replaces all of it with resolved facts once the hub is reachable.
 
 Run: python tools/declare_locks.py   (rewrites runbooks/*/lock.json)
 """
@@ -94,8 +94,8 @@ def ling() -> Lock:
         {"BF16": weight_bytes // 2}, BF16, weight_bytes, active=5_100_000_000,
         unconfirmed=["geometry.dtype", "geometry.linear_attention.conv_kernel",
                      "weights.params_by_dtype", "weights.active_params", "download_bytes"],
-        sources={"geometry": "REFERENCE_MODELS.md §1.2 (config subsets in third-party tests; "
-                             "layer schedule group 6 → MLA at 5,11,...,41)",
+        sources={"geometry": "Ling-3.0-flash config.json subsets in third-party tests and "
+                             "validators; layer schedule group 6 → MLA at 5,11,...,41",
                  "geometry.linear_attention.conv_kernel": "third-party Megatron-Bridge "
                              "validator pins short_conv_kernel_size 4",
                  "download_bytes": "sum of the HF tree listing at e0dfe7cd (24 shards, "
@@ -107,7 +107,8 @@ def ling() -> Lock:
             {"BF16": 961_316_865}, BF16, 961_316_865 * 2,
             unconfirmed=["geometry.architecture", "geometry.vocab_size", "geometry.head_dim",
                          "geometry.mask_token_id", "weights.params_by_dtype", "download_bytes"],
-            sources={"geometry": "draft model card (REFERENCE_MODELS.md §1.1): 5 layers, "
+            sources={"geometry": "draft model card (huggingface.co/inclusionAI/"
+                                 "Ling-3.0-flash-dspark README): 5 layers, "
                                  "hidden 2560, 32/32 heads, block 8, aux layers 1/11/23/29/35",
                      "geometry.head_dim": "DERIVED 2560/32 = 80 (not stated)",
                      "weights": "safetensors count 961,316,865 from a GGUF re-upload summary "
@@ -172,7 +173,8 @@ def llama33_eagle3() -> Lock:
     return Lock(pair="llama33-70b-eagle3-vllm", target=artifact(
         hub("meta-llama/Llama-3.3-70B-Instruct", "main"), tg, {"BF16": tp}, BF16, tp * 2,
         unconfirmed=["geometry.dtype", "weights.params_by_dtype", "download_bytes"],
-        sources={"geometry": "REFERENCE_MODELS.md §1.6 (oumi recipe README; head_dim DERIVED)",
+        sources={"geometry": "oumi-ai/oumi configs/recipes/llama3_3/README.md; head_dim "
+                             "DERIVED",
                  "weights": "DERIVED from the geometry (commonly quoted 70.6B)"}),
         draft=artifact(
             hub("RedHatAI/Llama-3.3-70B-Instruct-speculator.eagle3", "main"), dg, {"BF16": dp},

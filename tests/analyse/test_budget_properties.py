@@ -84,7 +84,8 @@ def test_kv_heads_are_replicated_when_fewer_than_ranks() -> None:
 
 
 def test_vllm_block_pool_matches_the_worked_example() -> None:
-    # ENGINE_NOTES_VLLM §4.4: TP 2, block 16, 40 GiB of KV → 17,133 blocks = 274,128 tokens
+    # by hand from vllm 0.33.0's kv_cache_interface.py page sizes: TP 2, block 16, 40 GiB
+    # of KV → 17,133 blocks = 274,128 tokens
     pair = make_pair(QWEN3_32B_LIKE, DSPARK_5L, engine="vllm", version="0.33.0",
                      speculation={"method": "STANDALONE", "num_speculative_tokens": 4},
                      deployment={"parallel": {"tensor": 2}, "kv_cache_memory_bytes": 40 << 30})
@@ -107,7 +108,8 @@ def test_vllm_mla_page_is_not_split_by_tp() -> None:
     pair = make_pair(mla, None, engine="vllm", version="0.33.0",
                      speculation={"method": "NGRAM", "num_speculative_tokens": 3},
                      deployment={"gpu": "H200-141GB", "parallel": {"tensor": 8}})
-    # 1,152 B per token per layer in bf16 × 61 layers = 70,272 B (ENGINE_NOTES_VLLM §4.3)
+    # 1,152 B per token per layer in bf16 × 61 layers = 70,272 B (vllm 0.33.0's
+    # mla_attention.py: one latent per rank, not split by TP)
     assert compute(pair).baseline.cell_target == 70_272
 
 

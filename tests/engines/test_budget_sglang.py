@@ -1,8 +1,9 @@
-"""SGLang 0.5.23 pool sizing, reproducing the engine notes' worked examples to the byte.
+"""SGLang 0.5.23 pool sizing, reproducing worked examples to the byte.
 
-Expected numbers are the ones the notes derived from the engine's code
-(ENGINE_NOTES_SGLANG.md §4.7-4.8, ENGINE_NOTES_SGLANG_HYBRID.md §1-§6), not outputs of
-this module.
+Expected numbers were derived by hand from the engine's code (sglang 0.5.23:
+srt/arg_groups/memory_hook.py::handle_gpu_memory_settings, srt/mem_cache/
+kv_cache_configurator.py, srt/model_executor/pool_configurator.py), not outputs of this
+module.
 """
 
 from __future__ import annotations
@@ -65,8 +66,8 @@ def test_qwen3_32b_like_on_h200() -> None:
 
 def test_without_speculation_requests_come_from_the_estimate() -> None:
     # resolve_max_num_reqs in the 0.5.23 source: clamp(int(226,670 / 40,960 · 512), 2048,
-    # 4096) = 2,833. (ENGINE_NOTES_SGLANG §4.8 prints 2,790, which no token count of that
-    # example gives; the source formula is what the engine runs.)
+    # 4096) = 2,833. (An earlier hand calculation printed 2,790, which no token count of
+    # that example gives; the source formula is what the engine runs.)
     scenario = size_pool("x", _qwen_inputs(), 131_072, 25_600, speculative=False)
     assert scenario.max_total_tokens == 226_670
     assert scenario.max_running_requests == 2_833

@@ -33,7 +33,8 @@ def test_the_catalog_covers_the_common_gpus(name: str) -> None:
 
 
 def test_catalog_figures_agree_with_the_reference_sheet() -> None:
-    # REFERENCE_MODELS.md §5 (vendor data sheets): bandwidth and dense BF16 peak
+    # the vendors' data sheets (NVIDIA H100/H200/B200/A100/L40S, AMD MI300X): bandwidth
+    # and dense BF16 peak
     published = {"H100-80GB": (3.35, 989.4), "H200-141GB": (4.8, 989.0),
                  "B200-180GB": (8.0, 2250.0), "A100-80GB": (2.039, 312.0),
                  "L40S-48GB": (0.864, 362.05), "MI300X-192GB": (5.3, 1307.4)}

@@ -1,5 +1,5 @@
-"""Geometry from real config.json files, checked against the published model tables
-(REFERENCE_MODELS.md §1), not against this code's own output."""
+"""Geometry from real config.json files, checked against the published model cards and
+configs (tests/fixtures/configs/SOURCES.md), not against this code's own output."""
 
 from __future__ import annotations
 

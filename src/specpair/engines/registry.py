@@ -2,10 +2,9 @@
 
 Each supported release is one package beside this module
 (`specpair/engines/<name>_<version>/`, see README.md) with its flag spellings, method
-names, launch, budget and metrics, read from that release's source
-(../shared/ENGINE_NOTES_*.md). An unknown version is an error that lists the supported
-ones: never a silent fallback to another release's rules. Adding a release is adding its
-package and one line below.
+names, launch, budget and metrics, read from that release's source (its wheel). An
+unknown version is an error that lists the supported ones: never a silent fallback to
+another release's rules. Adding a release is adding its package and one line below.
 """
 
 from __future__ import annotations

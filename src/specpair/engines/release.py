@@ -1,8 +1,8 @@
 """The interface of one engine release: what a package under `specpair/engines/` provides.
 
 A release is known by (engine name, exact version). Its package holds everything specpair
-knows about it, read from that release's own code (../shared/ENGINE_NOTES_*.md); nothing
-outside the engine packages branches on an engine name or version.
+knows about it, read from that release's own code (its wheel's files, named where each
+fact is used); nothing outside the engine packages branches on an engine name or version.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Every number is per GPU rank and in bytes (ints); renderers convert to GiB and say so.
 Each `Line` names the rule it follows and the engine release, so a reviewer can trace
-any figure back to the engine's code (ENGINE_NOTES_*.md).
+any figure back to that release's code (the file and function each engine package names).
 """
 
 from __future__ import annotations

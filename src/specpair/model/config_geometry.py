@@ -260,7 +260,9 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
     Head counts follow SGLang's `get_total_num_kv_heads` order; head_dim is the config's
     `head_dim` when present (Qwen3-32B: 128, not 5120/64 = 80), else hidden/heads.
     Draft blocks (`dflash_config`, `dspark_*`, `speculators_config`) are read in the
-    engines' lookup order (ENGINE_NOTES_SGLANG §3).
+    engines' lookup order (sglang 0.5.23: `srt/speculative/dflash_utils.py::
+    parse_dflash_draft_config`, `srt/speculative/dspark_components/dspark_config.py::
+    parse_dspark_draft_config`).
     """
     # through transformers' class for the model type (defaults and derived fields as the
     # engines see them); text_config (multimodal wrappers) and transformer_layer_config

@@ -1,4 +1,4 @@
-"""SGLang 0.5.18 (ENGINE_NOTES_SGLANG.md), the release that made DFlash, DSpark and MTP
+"""SGLang 0.5.18, the release that made DFlash, DSpark and MTP
 generally available, as it differs from 0.5.23: read in the
 `sglang-0.5.18-cp311-cp311-manylinux_2_34_x86_64.whl` against 0.5.23 (paths in 0.5.18's
 wheel, under `sglang/srt/`). Everything specpair's commands and budget read and not listed

@@ -1,4 +1,5 @@
-"""SGLang 0.5.23's server arguments for one pair, resolved once (ENGINE_NOTES_SGLANG.md).
+"""SGLang 0.5.23's server arguments for one pair, resolved once (sglang 0.5.23:
+`srt/server_args.py::ServerArgs.resolve_once`, the pipeline in `srt/arg_groups/`).
 
 Every default of this release that the launch passes and the budget reads is applied here
 and nowhere else: the launch renders `ServerArgs`, the budget computes from it.

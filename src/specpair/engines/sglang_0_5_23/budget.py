@@ -1,8 +1,8 @@
 """SGLang 0.5.23: the KV pools as the engine sizes them, per GPU rank.
 
-Follows, in order, what the engine does at start-up (ENGINE_NOTES_SGLANG.md §4,
-ENGINE_NOTES_SGLANG_HYBRID.md, and the 0.5.23 wheel's `arg_groups/memory_hook.py` and
-`mem_cache/kv_cache_configurator.py`):
+Follows, in order, what the engine does at start-up (the 0.5.23 wheel's
+`srt/managers/scheduler.py::init_memory_pools`, `srt/arg_groups/memory_hook.py`,
+`srt/mem_cache/kv_cache_configurator.py` and `srt/model_executor/pool_configurator.py`):
 
 1. resolve `--mem-fraction-static` f (the user's, or the GPU-size heuristic);
 2. measure P, the free memory before weights load (an assumption here);
@@ -101,7 +101,8 @@ def _assumptions(pair: EngineInput, gpu: GPU) -> tuple[list[Assumption], int, in
             key="other_allocations", label="other allocations before KV profiling",
             value=other, unit="B", source="declared in runbook"
             if a.other_allocations_bytes is not None
-            else "default 0.6 GiB (ENGINE_NOTES_SGLANG §4.8)"),
+            else "specpair's assumption: 0.6 GiB; calibrate from the engine's start-up "
+                 "log"),
     ]
     return assumptions, p_bytes, other
 

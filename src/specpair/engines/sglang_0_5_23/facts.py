@@ -1,4 +1,4 @@
-"""SGLang 0.5.23 (ENGINE_NOTES_SGLANG.md, ENGINE_NOTES_SGLANG_HYBRID.md)."""
+"""SGLang 0.5.23, as read in its wheel (`pip download --no-deps sglang==0.5.23`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`sglang serve` for SGLang 0.5.23, every value explicit (ENGINE_NOTES_SGLANG.md §1-§5).
+"""`sglang serve` for SGLang 0.5.23, every value explicit (sglang 0.5.23: the flags in
+`srt/arg_groups/fields/*.py`, their defaults in `srt/arg_groups/*_hook.py`).
 
 Nothing is left to an engine default that depends on something the engine may fail to
 read: the block size of DFLASH/DSPARK (DSPARK silently uses gamma 7 when the draft config

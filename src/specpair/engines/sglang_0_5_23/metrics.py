@@ -1,5 +1,5 @@
-"""SGLang 0.5.23 metrics, served with --enable-metrics (`srt/observability/
-metrics_collector.py`; ../shared/ENGINE_NOTES_SGLANG.md §6.3). `spec_verify_calls_total`
+"""SGLang 0.5.23 metrics, served with --enable-metrics (sglang 0.5.23:
+`srt/observability/metrics_collector.py`). `spec_verify_calls_total`
 and `generation_tokens_total` grow when a request finishes, by its verify count and its
 completion tokens; the verify counter's series appears with the first speculative request,
 so a server that lost its draft has none."""

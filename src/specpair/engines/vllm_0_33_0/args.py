@@ -1,4 +1,5 @@
-"""vLLM 0.33.0's server arguments for one pair, resolved once (ENGINE_NOTES_VLLM.md).
+"""vLLM 0.33.0's server arguments for one pair, resolved once (vllm 0.33.0:
+`vllm/engine/arg_utils.py::EngineArgs`).
 
 Every default of this release that the launch passes and the budget reads is applied here
 and nowhere else: the launch renders `ServerArgs`, the budget computes from it, so the

@@ -1,5 +1,6 @@
 """vLLM 0.33.0: the layers' pages in the shared KV block pool and how the pool lays them
-out, before any memory is counted (ENGINE_NOTES_VLLM.md §4, `v1/kv_cache_interface.py`).
+out, before any memory is counted (vllm 0.33.0: `vllm/v1/kv_cache_interface.py`,
+`vllm/v1/core/kv_cache_planning.py::get_kv_cache_groups`).
 
 One block id addresses `block_size` tokens in every layer, so a block costs each layer's
 page: `LayerSpec` is one attention layer's spec, `BlockPlan` the KV cache groups the layers

@@ -1,6 +1,7 @@
 """vLLM 0.33.0: the shared KV block pool as the engine sizes it, per GPU rank.
 
-ENGINE_NOTES_VLLM.md §4: `requested = ceil(total · gpu_memory_utilization)` is the whole
+vllm 0.33.0 (`vllm/v1/worker/utils.py`, `vllm/v1/worker/gpu_worker.py::
+determine_available_memory`): `requested = ceil(total · gpu_memory_utilization)` is the whole
 instance's budget; weights (target and draft), non-torch allocations, the profiled
 activation peak and the CUDA-graph estimate come out of it, and the rest is KV. Draft
 attention layers are registered next to the target's and share the block pool: one block

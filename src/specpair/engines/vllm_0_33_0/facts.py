@@ -1,4 +1,4 @@
-"""vLLM 0.33.0 (ENGINE_NOTES_VLLM.md)."""
+"""vLLM 0.33.0, as read in its wheel (`pip download --no-deps vllm==0.33.0`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`vllm serve` for vLLM 0.33.0 with a `--speculative-config` JSON (ENGINE_NOTES_VLLM.md).
+"""`vllm serve` for vLLM 0.33.0 with a `--speculative-config` JSON (vllm 0.33.0:
+`vllm/engine/arg_utils.py`, `vllm/config/speculative.py::SpeculativeConfig`).
 
 SpeculativeConfig forbids unknown keys, so the JSON is built only from `SPEC_CONFIG_KEYS`,
 the 0.33.0 field names we use (the engines session checks them against the real class).

@@ -1,5 +1,5 @@
 """vLLM 0.33.0 metrics (`vllm/v1/spec_decode/metrics.py` SpecDecodingProm,
-`vllm/v1/metrics/loggers.py`; ../shared/ENGINE_NOTES_VLLM.md §5). prometheus_client adds
+`vllm/v1/metrics/loggers.py`). prometheus_client adds
 `_total` to counters. The spec-decode counters are registered only when a speculative
 config exists, so a server started without its draft has no such series at all."""
 
