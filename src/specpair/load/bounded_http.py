@@ -111,7 +111,23 @@ def bounded_transport(http: ModuleType, inner: Any,
     return Transport()
 
 
+def bounded_client(http: ModuleType, limits_for: Callable[[Any], Limits],
+                   **options: Any) -> Any:
+    """An `http.Client` (httpx or httpx2) whose every request is bounded by
+    `limits_for(request)`. Built as the library builds it, so that the proxies the
+    environment names (HTTPS_PROXY, NO_PROXY, ...) still apply (a client given its own
+    transport ignores them: users behind a proxy could not reach the hub), then its
+    transport and each proxy's are wrapped. No public API reaches them;
+    tests/load/test_bounded_http.py fails if these attributes move."""
+    client = http.Client(**options)
+    client._transport = bounded_transport(http, client._transport, limits_for)
+    mounts = client._mounts
+    for pattern, transport in mounts.items():
+        if transport is not None:
+            mounts[pattern] = bounded_transport(http, transport, limits_for)
+    return client
+
+
 def client(http: ModuleType, limits: Limits, **options: Any) -> Any:
     """An `http.Client` (httpx or httpx2) whose every request is bounded by `limits`."""
-    transport = bounded_transport(http, http.HTTPTransport(), lambda _request: limits)
-    return http.Client(transport=transport, **options)
+    return bounded_client(http, lambda _request: limits, **options)

@@ -42,7 +42,7 @@ from huggingface_hub.errors import (
     SafetensorsParsingError,
 )
 
-from specpair.load.bounded_http import AnswerRefused, Limits, bounded_transport
+from specpair.load.bounded_http import AnswerRefused, Limits, bounded_client
 from specpair.model.errors import SpecpairError
 from specpair.model.lock import Source
 
@@ -96,9 +96,9 @@ def _bounded_client() -> httpx.Client:
         hooks = {"request": [hf_request_event_hook]}
     except ImportError:
         hooks = {}
-    transport = bounded_transport(httpx, httpx.HTTPTransport(), limits_for)
-    return httpx.Client(transport=transport, event_hooks=hooks, follow_redirects=True,
-                        timeout=None)
+    client: httpx.Client = bounded_client(httpx, limits_for, event_hooks=hooks,
+                                          follow_redirects=True, timeout=None)
+    return client
 
 
 _installed = False
