@@ -24,6 +24,7 @@ from specpair.cli import main
 from specpair.load.document import load_document
 from specpair.load.runbooks import load_lock, load_runbook
 from specpair.model.errors import SpecpairError
+from tests.support.json_paths import leaves
 from tests.support.paths import REPO
 
 EXIT_CODES = {0, 1, 2, 3}
@@ -56,14 +57,6 @@ OPTIONAL = [  # fields the examples leave at their defaults: mutated too
 ]
 INLINE_GPU = {"name": "Fuzz GPU", "memory_mib": 81559, "bandwidth_tb_s": 3.35,
               "bf16_dense_tflops": 989}
-
-
-def _leaves(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    if isinstance(value, dict):
-        return [path] + [p for k, v in value.items() for p in _leaves(v, (*path, k))]
-    if isinstance(value, list):
-        return [path] + [p for i, v in enumerate(value) for p in _leaves(v, (*path, i))]
-    return [path]
 
 
 def _set(data: Any, path: tuple[Any, ...], value: Any) -> None:
@@ -114,7 +107,7 @@ def mutated(draw: st.DrawFn) -> tuple[str, Any, Any]:
     for _ in range(draw(st.sampled_from([1, 1, 2, 3]))):
         target = draw(st.sampled_from(["runbook", "runbook", "runbook", "lock"]))
         data = runbook if target == "runbook" else lock
-        paths = [p for p in _leaves(data) if p] + (OPTIONAL if target == "runbook" else [])
+        paths = [p for p in leaves(data) if p] + (OPTIONAL if target == "runbook" else [])
         path = draw(st.sampled_from(paths))
         action = draw(st.sampled_from(["scale", "scale", "scale", "set", "set", "delete",
                                        "unknown"]))
@@ -203,7 +196,7 @@ def renumbered(draw: st.DrawFn) -> tuple[str, Any, Any]:
     where the overflows and divisions by zero were."""
     name, runbook, lock = draw(st.sampled_from(EXAMPLES))
     runbook = json.loads(json.dumps(runbook))
-    numeric = [p for p in _leaves(runbook) if isinstance(_get(runbook, p), (int, float))
+    numeric = [p for p in leaves(runbook) if isinstance(_get(runbook, p), (int, float))
                and not isinstance(_get(runbook, p), bool)] + NUMERIC
     for _ in range(draw(st.sampled_from([1, 1, 2]))):
         _set(runbook, draw(st.sampled_from(numeric)), draw(st.sampled_from(EDGES)))

@@ -12,9 +12,7 @@ import contextlib
 import hashlib
 import json
 import shutil
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,9 @@ from specpair.bench.replay import load as load_replay
 from specpair.cli import main
 from specpair.commands import slo
 from specpair.model.errors import SpecpairError
+from tests.support.answer_server import Answer, serving
 from tests.support.examples import example
+from tests.support.json_paths import leaves
 from tests.support.paths import FIXTURES
 
 EXIT_CODES = {0, 1, 2, 3}
@@ -38,14 +38,6 @@ SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=N
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
 RECORD = FIXTURES / "bench" / "tiny-vllm"
-
-
-def _leaves(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    if isinstance(value, dict):
-        return [path] + [p for k, v in value.items() for p in _leaves(v, (*path, k))]
-    if isinstance(value, list):
-        return [path] + [p for i, v in enumerate(value) for p in _leaves(v, (*path, i))]
-    return [path]
 
 
 def _set(data: Any, path: tuple[Any, ...], value: Any) -> Any:
@@ -63,7 +55,7 @@ def mutated_json(draw: st.DrawFn, base: Any) -> bytes:
     """One leaf replaced by a hostile value, or the text cut and spliced."""
     data = json.loads(json.dumps(base))
     if draw(st.booleans()):
-        path = draw(st.sampled_from(_leaves(data)))
+        path = draw(st.sampled_from(leaves(data)))
         data = _set(data, path, draw(VALUES))
         return json.dumps(data, allow_nan=True).encode()
     text = json.dumps(data).encode()
@@ -145,24 +137,8 @@ SERVED: dict[str, bytes] = {}
 
 @pytest.fixture(scope="module")
 def prometheus() -> Iterator[str]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def do_GET(self) -> None:
-            body = SERVED.get("body", b"")
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(lambda _path: Answer(body=SERVED.get("body", b""))) as url:
+        yield url
 
 
 PAIR = example("llama33-70b-eagle3-vllm")  # per_batch SLO

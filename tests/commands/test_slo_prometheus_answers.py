@@ -6,16 +6,15 @@ Prometheus is in tests/engine/test_replay_gate.py."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 from specpair.commands import slo
 from specpair.model.errors import SpecpairError
+from tests.support.answer_server import Answer, serving
 from tests.support.examples import example
 
 PAIR = example("llama33-70b-eagle3-vllm")  # per_batch SLO, EAGLE-3 at depth 3: τ ≤ 4
@@ -49,40 +48,16 @@ ANSWERS: dict[str, dict[str, Any]] = {
 }
 
 
+def _answer(path: str) -> Answer:  # the case is the first path segment
+    case = ANSWERS[path.split("/")[1]]
+    return Answer(body=case.get("body", b""), status=case.get("status", 200),
+                  drip_s=case.get("drip_s", 0.0), endless=case.get("endless", False))
+
+
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def do_GET(self) -> None:  # the case is the first path segment
-            case = ANSWERS[self.path.split("/")[1]]
-            body = case.get("body", b"")
-            self.send_response(case.get("status", 200))
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(1 << 40 if case.get("endless") else len(body)))
-            self.end_headers()
-            try:
-                if case.get("endless"):
-                    for _ in range(1 << 16):
-                        self.wfile.write(b"[" * 65536)
-                elif case.get("drip_s"):
-                    for i in range(len(body)):
-                        self.wfile.write(body[i:i + 1])
-                        self.wfile.flush()
-                        time.sleep(case["drip_s"])
-                else:
-                    self.wfile.write(body)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(_answer) as url:
+        yield url.removeprefix("http://")
 
 
 def test_a_good_answer_gives_a_proposal(server: str) -> None:

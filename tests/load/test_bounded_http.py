@@ -7,9 +7,7 @@ the client must give up at its size limit, for both HTTP clients specpair uses."
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import ModuleType
 
 import httpx
@@ -17,34 +15,20 @@ import httpx2
 import pytest
 
 from specpair.load.bounded_http import AnswerRefused, Limits, client, redact
+from tests.support.answer_server import Answer, serving
 
 SEEN: list[str] = []
 
 
+def _endless(path: str) -> Answer:  # a forward proxy sees the absolute URL
+    SEEN.append(path)
+    return Answer(endless=True)
+
+
 @pytest.fixture(scope="module")
 def proxy() -> Iterator[str]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def do_GET(self) -> None:  # a forward proxy sees the absolute URL
-            SEEN.append(self.path)
-            self.send_response(200)
-            self.send_header("Content-Length", str(1 << 40))
-            self.end_headers()
-            try:
-                for _ in range(1 << 14):
-                    self.wfile.write(b"x" * 65536)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(_endless) as url:
+        yield url
 
 
 @pytest.mark.parametrize("http", [httpx, httpx2], ids=["httpx", "httpx2"])

@@ -19,6 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from tests.support.answer_server import Answer, send
+
 
 @dataclass
 class Repo:
@@ -190,26 +192,9 @@ class HubServer:
             def hostile(self, fault: Fault) -> None:
                 """What a broken or hostile server sends: a drip, an endless body, or
                 a body that is not the hub's answer."""
-                body = fault.body or b""
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("X-Repo-Commit", "0" * 40)
-                self.send_header("Content-Length", str(1 << 40 if fault.endless else len(body)))
-                self.end_headers()
-                try:
-                    if fault.endless:
-                        chunk = b"[" * 65536
-                        for _ in range(1 << 16):  # 4 GiB at most, if nobody hangs up
-                            self.wfile.write(chunk)
-                    elif fault.drip_s:
-                        for i in range(len(body)):
-                            self.wfile.write(body[i:i + 1])
-                            self.wfile.flush()
-                            time.sleep(fault.drip_s)
-                    else:
-                        self.wfile.write(body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client hung up: what a bounded client does
+                send(self, Answer(body=fault.body or b"", drip_s=fault.drip_s,
+                                  endless=fault.endless,
+                                  headers={"X-Repo-Commit": "0" * 40}))
 
             def send_file(self, data: bytes, commit: str, head: bool) -> None:
                 headers = {"X-Repo-Commit": commit,
