@@ -50,7 +50,8 @@ def offline_requested(flag: bool) -> bool:
     return flag or os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes")
 
 
-def _checkpoint(art: Artifact, offline: bool) -> Checkpoint:
+def checkpoint_of(art: Artifact, offline: bool) -> Checkpoint:
+    """The artifact's checkpoint: its local folder, else its hub repo (never offline)."""
     if art.path is not None:
         return LocalCheckpoint(Path(art.path), art.path)
     if offline:
@@ -126,7 +127,7 @@ def _vocab_mapping(target_art: Artifact, draft_art: Artifact, target: ArtifactLo
         return existing.vocab_mapping
     facts = []
     for art in (target_art, draft_art):
-        checkpoint = _checkpoint(art, offline)
+        checkpoint = checkpoint_of(art, offline)
         present = checkpoint.files()
         files = {name: checkpoint.read(name) for name in TOKENIZER_FILES if name in present}
         facts.append(load_tokenizer(files, checkpoint.where))
@@ -143,8 +144,8 @@ def _resolve(art: Artifact, locked: ArtifactLock | None, offline: bool, refresh:
     if art.path is None and offline:
         if locked is not None and _same_source(art, locked):
             return locked, None
-        _checkpoint(art, offline)  # raises the offline error
-    checkpoint = _checkpoint(art, offline)
+        checkpoint_of(art, offline)  # raises the offline error
+    checkpoint = checkpoint_of(art, offline)
     resolved, headers = resolve_checkpoint(checkpoint)
     if locked is not None and _same_source(art, locked) and locked.source.commit and \
             resolved.source.commit and locked.source.commit != resolved.source.commit:

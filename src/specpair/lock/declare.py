@@ -37,8 +37,15 @@ def _source(art: Artifact) -> Source:
 
 
 def declared_artifact(source: Source, config: Path, weight_bytes: int) -> ArtifactLock:
-    text = read_text(config)
-    geometry = geometry_from_config(text, str(config))
+    return declared_from_text(source, read_text(config), str(config), weight_bytes,
+                              f"{config.name} given to `specpair lock --declare`")
+
+
+def declared_from_text(source: Source, text: str, where: str, weight_bytes: int,
+                       given: str) -> ArtifactLock:
+    """A declared artifact from a config.json's text (`given`: where it came from) and
+    weight bytes the user states."""
+    geometry = geometry_from_config(text, where)
     dtype = TORCH_TO_SAFETENSORS.get(geometry.dtype.lower())
     params = {dtype: weight_bytes // BYTES_PER[dtype]} if dtype else {}
     return ArtifactLock(
@@ -49,8 +56,7 @@ def declared_artifact(source: Source, config: Path, weight_bytes: int) -> Artifa
         tokenizer=Tokenizer(vocab_size=geometry.vocab_size, provenance="declared"),
         unconfirmed=list(UNCONFIRMED),
         # which class read it, or that its custom config code was not run (facts as written)
-        sources={"geometry": f"declared: {config.name} given to `specpair lock --declare`; "
-                             f"{config_source(text)}",
+        sources={"geometry": f"declared: {given}; {config_source(text)}",
                  "weights": "declared: weight bytes given on the command line; parameters "
                             f"= bytes / {geometry.dtype} size",
                  "tokenizer": "declared: config.json vocab_size",

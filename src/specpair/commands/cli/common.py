@@ -114,3 +114,14 @@ def fraction(text: str) -> float:
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"{value:g} is not between 0 and 1 (exclusive)")
     return value
+
+
+def byte_count(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("a size in bytes must be positive (a draft bundled "
+                                         "in the target needs no --draft-bytes)")
+    return value

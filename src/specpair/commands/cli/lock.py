@@ -7,22 +7,17 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from specpair.commands.cli.common import EXIT_OK, EXIT_PROBLEMS, PATHS_HELP, paths_of
+from specpair.commands.cli.common import (
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    PATHS_HELP,
+    byte_count,
+    paths_of,
+)
 from specpair.model.errors import SpecpairError
 
 if TYPE_CHECKING:
     from specpair.commands.cli.common import Subparsers
-
-
-def _bytes(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("a size in bytes must be positive (a draft bundled "
-                                         "in the target needs no --draft-bytes)")
-    return value
 
 
 def register(sub: Subparsers) -> None:
@@ -35,9 +30,9 @@ def register(sub: Subparsers) -> None:
                    help="write a declared lock for one runbook from config.json files and "
                         "declared sizes, every fact listed as unconfirmed (no hub, no weights)")
     p.add_argument("--target-config", help="--declare: the target's config.json")
-    p.add_argument("--target-bytes", type=_bytes, help="--declare: the target's weight bytes")
+    p.add_argument("--target-bytes", type=byte_count, help="--declare: the target's weight bytes")
     p.add_argument("--draft-config", help="--declare: the draft's config.json")
-    p.add_argument("--draft-bytes", type=_bytes,
+    p.add_argument("--draft-bytes", type=byte_count,
                    help="--declare: the draft's weight bytes (a draft bundled in the target "
                         "needs none: its weights are inside the target's; given, they are "
                         "the bundled layers' share)")
