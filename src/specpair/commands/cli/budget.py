@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from specpair.commands.cli.common import EXIT_OK, ROOT_HELP, fraction, one_pair, positive, root_of
+from specpair.commands.cli.common import (
+    EXIT_OK,
+    ROOT_HELP,
+    UsageError,
+    byte_count,
+    fraction,
+    one_pair,
+    positive,
+    root_of,
+)
 from specpair.model.errors import Location, Problem, SpecpairError
 
 if TYPE_CHECKING:
@@ -21,9 +30,21 @@ def _gpu(text: str) -> str:
     return text
 
 
+ONE_COMMAND = ("target", "draft", "engine", "method", "revision", "draft_revision",
+               "target_bytes", "draft_bytes", "max_running_requests", "num_speculative_tokens",
+               "block_size", "slo", "sets", "write_runbook")
+"""Options of the budget without a runbook; given with RUNBOOK they are a usage error."""
+
+
 def register(sub: Subparsers) -> None:
-    p = sub.add_parser("budget", help="the two-model memory budget of one pair, with what-ifs")
-    p.add_argument("runbook", help="runbook file")
+    p = sub.add_parser(
+        "budget", help="the two-model memory budget of one pair, with what-ifs; or of two "
+        "checkpoints without a runbook (--target … --draft …)",
+        usage="%(prog)s RUNBOOK [--gpu KEY] [--tp N] [what-if options] [--json]\n"
+              "       %(prog)s --target REPO_OR_DIR [--draft REPO_OR_DIR|bundled] --engine "
+              "NAME==VERSION --method METHOD --gpu KEY --tp N [options] [--json] "
+              "[--write-runbook DIR]")
+    p.add_argument("runbook", nargs="?", help="runbook file (or use --target … instead)")
     p.add_argument("--root", help=ROOT_HELP)
     p.add_argument("--gpu", type=_gpu, help="GPU catalog key, e.g. H100-80GB")
     p.add_argument("--tp", type=positive, help="tensor-parallel size")
@@ -31,12 +52,56 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--kv-dtype", choices=kv_choices, help="KV dtype of the target pool")
     p.add_argument("--draft-kv-dtype", choices=kv_choices, help="KV dtype of the draft pool")
     p.add_argument("--memory-fraction", type=fraction, help="memory fraction (0-1)")
-    p.add_argument("--context-length", type=positive, help="serving context length")
+    p.add_argument("--context-length", type=positive,
+                   help="serving context length (without a runbook: default the target's "
+                        "max_position_embeddings, as the engines default it)")
     p.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    one = p.add_argument_group("without a runbook", "a pair from two checkpoints: a hub "
+                               "repository (range reads, as `specpair lock`) or a local "
+                               "folder holding config.json")
+    one.add_argument("--target", help="hub repository owner/name, or a checkpoint folder")
+    one.add_argument("--draft", help="hub repository or folder of the draft; `bundled` for "
+                                     "layers inside the target (MTP); none for NGRAM")
+    one.add_argument("--engine", help="engine release, NAME==VERSION, e.g. sglang==0.5.23")
+    one.add_argument("--method", help="speculative method, e.g. EAGLE3, MTP, DFLASH, NGRAM")
+    one.add_argument("--revision", help="the target's hub revision (default main)")
+    one.add_argument("--draft-revision", help="the draft's hub revision (default main)")
+    one.add_argument("--target-bytes", type=byte_count,
+                     help="the target's weight bytes, where the checkpoint has neither "
+                          "safetensors files nor their index (declared, as `lock --declare`)")
+    one.add_argument("--draft-bytes", type=byte_count, help="the draft's weight bytes")
+    one.add_argument("--max-running-requests", type=positive, help="default: the engine's")
+    one.add_argument("--num-speculative-tokens", type=positive, help="draft tokens per step")
+    one.add_argument("--block-size", type=positive, help="block drafters (DFLASH, DSPARK)")
+    one.add_argument("--slo", type=float, metavar="TAU",
+                     help="acceptance length to evaluate at (TPOT, tokens/s, speedup)")
+    one.add_argument("--set", dest="sets", action="append", default=[], metavar="FIELD=VALUE",
+                     help="any other runbook field, e.g. --set speculation.topk=4 (repeatable)")
+    one.add_argument("--offline", action="store_true",
+                     help="ask no hub (also HF_HUB_OFFLINE=1); local folders still resolve")
+    one.add_argument("--write-runbook", metavar="DIR",
+                     help="write DIR/runbook.yaml and DIR/lock.json of this pair (pair name: "
+                          "DIR's name); an existing different file is never overwritten")
     p.set_defaults(func=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
+    one_command = [f"--{k.replace('_', '-')}" for k in ONE_COMMAND if getattr(args, k)]
+    if args.runbook is not None and one_command:
+        raise UsageError("budget", f"RUNBOOK and {', '.join(one_command)} are two forms: "
+                         "give a runbook file (what-ifs: --gpu, --tp, --kv-dtype, …), or "
+                         "--target … without one")
+    if args.runbook is None and not one_command:
+        raise UsageError("budget", "give a runbook file, or --target REPO_OR_DIR --engine "
+                         "NAME==VERSION --method METHOD --gpu KEY --tp N")
+    if args.runbook is None:
+        from specpair.commands.cli.budget_quick import handle_quick
+
+        return handle_quick(args)
+    return _handle_runbook(args)
+
+
+def _handle_runbook(args: argparse.Namespace) -> int:
     import json
 
     from pydantic import ValidationError
