@@ -70,7 +70,7 @@ class Flags:
 
 # the runbook field each flag sets: a problem with the field is reported on the flag
 FLAG_OF = {"engine": "--engine", "speculation.method": "--method", "deployment.gpu": "--gpu",
-           "deployment.parallel.tensor": "--tp", "target": "--target", "draft": "--draft",
+           "deployment.parallel": "--tp", "target": "--target", "draft": "--draft",
            "deployment.kv_cache_dtype": "--kv-dtype",
            "deployment.draft_kv_cache_dtype": "--draft-kv-dtype",
            "deployment.context_length": "--context-length",
@@ -84,7 +84,7 @@ FLAG_OF = {"engine": "--engine", "speculation.method": "--method", "deployment.g
 
 def flag_of(field_path: str, sets: list[str]) -> str:
     """The flag that set a runbook field: a --set of it or above it, else the longest
-    flag-owned prefix, else --set (defaults are only wrong through another value)."""
+    flag-owned prefix (the parallel sizes: only --tp sets one), else the command line."""
     for item in reversed(sets):
         key = item.partition("=")[0]
         if field_path == key or field_path.startswith(key + "."):
@@ -94,7 +94,7 @@ def flag_of(field_path: str, sets: list[str]) -> str:
         found = FLAG_OF.get(".".join(parts[:end]))
         if found:
             return found
-    return "--set"
+    return WHERE
 
 
 def _located(problems: list[Problem], sets: list[str]) -> SpecpairError:
