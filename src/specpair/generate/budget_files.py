@@ -44,7 +44,9 @@ def served(m: LatencyModel) -> str:
             ["expected speedup at the SLO", f"{here.speedup_at_slo:.2f}× "
                                             f"[{here.speedup_at_slo_range[0]:.2f}–"
                                             f"{here.speedup_at_slo_range[1]:.2f}]"]]
-    return ("\n## What this budget serves\n\nBy the step model at the headline concurrency; "
+    return ("\n## What this budget serves\n\nBy the step model at the headline concurrency, "
+            f"at an expected context of {m.expected_context:,} tokens per sequence "
+            f"({cell(m.expected_context_source)}); "
             "[lo–hi] is its cross-validated error (speedup and τ*: "
             f"{cell(m.uncertainty.speedup_basis)}; TPOT: "
             f"{cell(m.uncertainty.throughput_basis)}). The curve is in `breakeven.md`.\n\n"
