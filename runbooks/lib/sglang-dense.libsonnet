@@ -19,8 +19,12 @@
     warmup: { prompt: 'Say hello.', max_tokens: 16, timeout_s: 180 },
     cold_start_budget_s: 600,
   },
+  // token lengths of the traffic to serve: the latency model, the plan and `specpair bench`
+  // size prompts and answers from them (bench pads its prompts to these lengths)
   workloads: [
-    { name: 'short-homogeneous', kind: 'short-homogeneous', prompts: 200, max_tokens: 64, seed: 1 },
-    { name: 'long-diverse', kind: 'long-diverse', prompts: 100, max_tokens: 1024, seed: 2 },
+    { name: 'short-homogeneous', kind: 'short-homogeneous', prompts: 200, max_tokens: 64, seed: 1,
+      prompt_tokens: 256, output_tokens: 64 },
+    { name: 'long-diverse', kind: 'long-diverse', prompts: 100, max_tokens: 1024, seed: 2,
+      prompt_tokens: { min: 512, max: 2048 }, output_tokens: { min: 256, max: 1024 } },
   ],
 }

@@ -43,8 +43,7 @@ def recommended() -> list[tuple[str, ResolvedPair, Row]]:
             result = plan(pair, Options(gpus=gpus))
             rows = {r.key: r for r in result.rows if r.passes_check}
             keys = {f.key for f in result.front}
-            if result.best is not None:
-                keys.add(result.best.key)
+            keys |= {r.key for r in (result.best, result.recommended) if r is not None}
             for key in sorted(keys):
                 out.append((f"{pair.name} {'common' if gpus else 'own'} {key}", pair,
                             rows[key]))
@@ -83,7 +82,7 @@ def test_recommendations_pass_the_engines_start_up_validation_and_the_gate(
     for base_name, base in BASES.items():
         example = examples[Path(base.example).parent.name]
         for gpus in ((), ("H100-80GB", "H200-141GB")):
-            best = plan(example, Options(gpus=gpus)).best
+            best = plan(example, Options(gpus=gpus)).recommended  # what --write applies
             assert best is not None
             if best.depth == 0:
                 continue  # no runbook describes the target alone

@@ -23,21 +23,16 @@ from specpair.analyse.stepmodel import (
     drafter_family,
     shape_for,
 )
-from specpair.bench.workloads import generate
+from specpair.bench.workloads import CHARS_PER_TOKEN, generate
 from specpair.engines.pair_input import ResolvedArtifact
 from specpair.model.budget import Budget
 from specpair.model.common import Method, Strict
 from specpair.model.errors import SpecpairError
 from specpair.model.geometry import Geometry
 from specpair.model.memo import value_memo
-from specpair.model.runbook import Workload
+from specpair.model.runbook import Workload, length_text, mean_length
 from specpair.model.step_refusals import NotModelled, deployment_refusal
 from specpair.resolve.pair import ResolvedPair
-
-CHARS_PER_TOKEN = 4
-"""Prompt tokens of the synthetic workloads, estimated from their characters (no
-tokenizer is loaded to build outputs)."""
-
 
 FP8_DTYPES = ("F8_E4M3", "F8_E5M2", "F8_E4M3FN", "FP8")
 
@@ -159,14 +154,32 @@ def forwards(pair: ResolvedPair, budget: Budget) -> tuple[Forward, Forward | Non
 
 
 @cache  # a frozen Workload hashes by value; its prompts are generated, not read
-def workload_context(w: Workload) -> float | None:
-    """Mean prompt tokens (≈4 characters per token) plus half the output of one synthetic
-    workload; None for a replay (its file is read by `specpair bench` only)."""
+def workload_lengths(w: Workload) -> tuple[float, float, str] | None:
+    """Mean prompt and output tokens of one synthetic workload, and the words naming them
+    and what was assumed where the workload does not state them; None for a replay (its
+    file is read by `specpair bench` only)."""
     if w.kind == "replay" or w.max_tokens is None:
         return None
-    prompts = generate(w)
-    return sum(len(r.prompt) for r in prompts) / len(prompts) / CHARS_PER_TOKEN \
-        + w.max_tokens / 2
+    if w.prompt_tokens is not None:
+        prompt, p_text = mean_length(w.prompt_tokens), f"{length_text(w.prompt_tokens)} prompt"
+    else:
+        prompts = generate(w)
+        prompt = sum(len(r.prompt) for r in prompts) / len(prompts) / CHARS_PER_TOKEN
+        p_text = (f"≈{prompt:.0f} prompt (assumed: the generated prompts' characters / "
+                  f"{CHARS_PER_TOKEN}; no prompt_tokens)")
+    if w.output_tokens is not None:
+        out, o_text = mean_length(w.output_tokens), f"{length_text(w.output_tokens)} output"
+    else:
+        out, o_text = float(w.max_tokens), (f"{w.max_tokens:,} output (assumed: max_tokens; "
+                                            "no output_tokens)")
+    return prompt, out, f"{w.name} at {p_text} + {o_text} tokens"
+
+
+def workload_context(w: Workload) -> float | None:
+    """Mean prompt tokens plus half the output of one synthetic workload (a sequence is
+    halfway through its answer on average while decoding); None for a replay."""
+    lengths = workload_lengths(w)
+    return None if lengths is None else lengths[0] + lengths[1] / 2
 
 
 def expected_context(pair: ResolvedPair) -> tuple[int, str]:
@@ -188,8 +201,8 @@ def _expected_context(mean_context: int | None, context_length: int,
         return context_length, "the context length (no synthetic workload to average)"
     mean = max(1, round(sum(per_workload) / len(per_workload)))
     return min(mean, context_length), (
-        "mean over the runbook's workloads of prompt (≈4 characters per token) + half of "
-        "max_tokens: " + ", ".join(w.name for w in synthetic))
+        "mean over the runbook's workloads of prompt + half the output: " + "; ".join(
+            lengths[2] for w in synthetic if (lengths := workload_lengths(w)) is not None))
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,11 @@
 - long-diverse: varied instructions asking for long answers on mixed topics. Acceptance
   is lower and varies more: closer to open chat traffic.
 
-The same prompts, sampling and stop rule go to the baseline and the speculative server.
+A workload that states `prompt_tokens` pads each prompt to about that many tokens with
+text of its own kind (4 characters per token, the estimate the latency model uses too),
+and one that states `output_tokens` sends each request's as its max_tokens; lengths given
+as {min, max} are drawn evenly from the seed. The same prompts, sampling and stop rule go
+to the baseline and the speculative server.
 """
 
 from __future__ import annotations
@@ -15,7 +19,10 @@ import json
 import random
 from dataclasses import dataclass
 
-from specpair.model.runbook import Workload
+from specpair.model.runbook import TokenLength, Workload
+
+CHARS_PER_TOKEN = 4
+"""Characters per token of English text: the estimate every token count here rests on."""
 
 SUBJECTS = ("rivers", "prime numbers", "medieval trade", "compilers", "bread baking",
             "volcanoes", "jazz harmony", "sorting algorithms", "tidal energy", "bees",
@@ -40,10 +47,35 @@ class Request:
     temperature: float
 
 
+def _draw(rng: random.Random, length: TokenLength) -> int:
+    return length if isinstance(length, int) else rng.randint(length.min, length.max)
+
+
+def _padded(prompt: str, tokens: int, rng: random.Random, kind: str) -> str:
+    """`prompt` lengthened to about `tokens` tokens with material of the same kind (more
+    of the sequence, or background paragraphs on other subjects), the question last."""
+    want = tokens * CHARS_PER_TOKEN
+    parts: list[str] = []
+    size = len(prompt)
+    while size < want:
+        if kind == "short-homogeneous":
+            n = rng.randint(1, 500)
+            part = ", ".join(str(n + j) for j in range(12)) + "."
+        else:
+            part = (f"Background on {rng.choice(SUBJECTS)}: "
+                    + rng.choice(TASKS).format(s=rng.choice(SUBJECTS)))
+        parts.append(part)
+        size += len(part) + 1
+    return " ".join([*parts, prompt])[-want:] if parts else prompt
+
+
 def generate(workload: Workload) -> list[Request]:
     if workload.prompts is None or workload.max_tokens is None:
         raise ValueError(f"workload {workload.name} is a {workload.kind}, not generated")
     rng = random.Random(workload.seed)
+    # lengths and padding from a stream of their own: a workload without token lengths
+    # keeps the prompts it always had
+    lengths = random.Random(f"{workload.seed}:lengths")
     requests = []
     for i in range(workload.prompts):
         if workload.kind == "short-homogeneous":
@@ -51,7 +83,12 @@ def generate(workload: Workload) -> list[Request]:
             prompt = rng.choice(SEQUENCES).format(n=n, m=n + 40, k=k, k2=2 * k, k3=3 * k)
         else:
             prompt = rng.choice(TASKS).format(s=rng.choice(SUBJECTS))
-        requests.append(Request(i, prompt, workload.max_tokens, workload.temperature))
+        if workload.prompt_tokens is not None:
+            prompt = _padded(prompt, _draw(lengths, workload.prompt_tokens), lengths,
+                             workload.kind)
+        out = workload.max_tokens if workload.output_tokens is None else _draw(
+            lengths, workload.output_tokens)
+        requests.append(Request(i, prompt, out, workload.temperature))
     return requests
 
 

@@ -49,7 +49,9 @@ def served(m: LatencyModel, at_slo: bool = True) -> str:
     if not at_slo:
         rows = [rows[0], rows[3], ["at your acceptance", "give `--slo TAU` for TPOT, "
                                    "tokens/s and the speedup at τ"]]
-    return ("\n## What this budget serves\n\nBy the step model at the headline concurrency; "
+    return ("\n## What this budget serves\n\nBy the step model at the headline concurrency, "
+            f"at an expected context of {m.expected_context:,} tokens per sequence "
+            f"({cell(m.expected_context_source)}); "
             "[lo–hi] is its cross-validated error (speedup and τ*: "
             f"{cell(m.uncertainty.speedup_basis)}; TPOT: "
             f"{cell(m.uncertainty.throughput_basis)}). The curve is in `breakeven.md`.\n\n"

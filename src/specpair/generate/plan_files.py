@@ -98,7 +98,8 @@ def breakeven_markdown(pair: ResolvedPair, m: LatencyModel) -> str:
            f"Method **{m.method}**: {m.draft_passes} draft forward(s) of "
            f"{m.tokens_per_draft_pass} token(s) per sequence, verify width {m.verify_width}, "
            f"at most {m.max_tokens_per_step} tokens per step. Expected context "
-           f"{m.expected_context:,} tokens per sequence; the deployment holds {m.capacity} "
+           f"{m.expected_context:,} tokens per sequence ({cell(m.expected_context_source)}); "
+           f"the deployment holds {m.capacity} "
            f"concurrent sequences at that context ({cell(m.capacity_reason)}).\n\n",
            table(["", "value"], [
                ["break-even τ* at " + at, _rng(here.break_even, here.break_even_range)],

@@ -18,7 +18,7 @@ from specpair.load.file_policy import inside_folder
 from specpair.model.catalogue import rule_ids, unwaivable
 from specpair.model.common import Method
 from specpair.model.findings import Finding
-from specpair.model.runbook import Artifact, Runbook
+from specpair.model.runbook import Artifact, Runbook, TokenRange, Workload
 from specpair.model.step_refusals import deployment_refusal
 
 Add = Callable[[PathKey, str, str], None]
@@ -84,6 +84,7 @@ def check_runbook(rb: Runbook, folder_name: str | None = None) -> list[Finding]:
                 add(("workloads", i, key), f"a {w.kind} workload takes no {key}",
                     "a replay's requests carry their own count and max_tokens; a "
                     "synthetic set reads no file")
+        _token_lengths(w, i, add)
         if w.file is not None and not inside_folder(w.file):
             add(("workloads", i, "file"), f"{w.file!r} lies outside the pair's folder",
                 "a replay file is committed beside its runbook: a path relative to the "
@@ -95,6 +96,28 @@ def check_runbook(rb: Runbook, folder_name: str | None = None) -> list[Finding]:
             "traffic; `specpair bench --workloads NAME` runs the replay alone")
     _check_waivers(rb, add)
     return found
+
+
+def _token_lengths(w: Workload, i: int, add: Add) -> None:
+    """A synthetic workload's token lengths: ranges in order, output within max_tokens;
+    a replay's requests carry their own."""
+    for key in ("prompt_tokens", "output_tokens"):
+        value = getattr(w, key)
+        if value is None:
+            continue
+        if w.kind == "replay":
+            add(("workloads", i, key), f"a replay workload takes no {key}",
+                "a replay's requests carry their own prompts and max_tokens")
+        elif isinstance(value, TokenRange) and value.min > value.max:
+            add(("workloads", i, key, "min"), f"{key} min {value.min} is above its max "
+                f"{value.max}", "swap them")
+    out = w.output_tokens
+    if out is not None and w.max_tokens is not None and w.kind != "replay":
+        top = out if isinstance(out, int) else out.max
+        if top > w.max_tokens:
+            add(("workloads", i, "output_tokens"), f"output_tokens reaches {top}, above "
+                f"max_tokens {w.max_tokens}", "raise max_tokens or lower output_tokens: a "
+                "request stops at max_tokens")
 
 
 def _check_waivers(rb: Runbook, add: Add) -> None:

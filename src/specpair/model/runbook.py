@@ -379,10 +379,40 @@ class Codesign(Strict):
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 
 
+TokenCount = Annotated[int, Field(ge=1, le=1_048_576)]
+
+
+class TokenRange(Strict):
+    """Lengths spread evenly over [min, max]: each request's drawn from the workload's seed."""
+
+    min: TokenCount
+    max: TokenCount
+
+    @property
+    def mean(self) -> float:
+        return (self.min + self.max) / 2
+
+    def text(self) -> str:
+        return f"{self.min:,}–{self.max:,}"
+
+
+TokenLength = TokenCount | TokenRange
+"""A token length: fixed (an integer) or spread evenly ({min, max})."""
+
+
+def mean_length(length: TokenLength) -> float:
+    return float(length) if isinstance(length, int) else length.mean
+
+
+def length_text(length: TokenLength) -> str:
+    return f"{length:,}" if isinstance(length, int) else length.text()
+
+
 class Workload(Strict):
     """A synthetic set (generated from `seed`: `prompts`, `max_tokens` required) or a
     replay of captured requests (`file`, `sha256`; each request carries its own sampling
-    and stop rule)."""
+    and stop rule). A synthetic set states its token lengths (`prompt_tokens`,
+    `output_tokens`): the latency model, the plan and `specpair bench` use them."""
 
     name: Slug
     kind: Literal["short-homogeneous", "long-diverse", "replay"]
@@ -394,6 +424,15 @@ class Workload(Strict):
     sha256: Sha256 | None = Field(default=None, description="replay: the file's sha256")
     seed: NonNegativeInt = 0
     temperature: Annotated[float, Field(ge=0, le=2)] = 0.0
+    prompt_tokens: TokenLength | None = Field(
+        default=None, description="synthetic: tokens per prompt, fixed or {min, max} (each "
+        "request's drawn evenly from the seed); bench pads its prompts to about this length "
+        "(4 characters per token). Unset: the generated prompts' own length (about 12 "
+        "tokens), and every figure says it assumed that")
+    output_tokens: TokenLength | None = Field(
+        default=None, description="synthetic: tokens each request generates, fixed or {min, "
+        "max}, at most max_tokens; bench sends each request's as its max_tokens. Unset: "
+        "max_tokens, and every figure says it assumed that")
 
 
 class Waiver(Strict):
@@ -429,4 +468,4 @@ class Runbook(Strict):
     waivers: list[Waiver] = Field(default_factory=list)
 
 
-__all__ = ["CommitSha", "Runbook"]
+__all__ = ["CommitSha", "Runbook", "TokenLength", "TokenRange"]

@@ -3,13 +3,11 @@ lengths, and the step model's cross-validated error on the pair's GPU family and
 
 from __future__ import annotations
 
-import functools
 from typing import Literal
 
 from specpair.analyse import calibrated_params, calibration_data
-from specpair.analyse.step_inputs import CHARS_PER_TOKEN
+from specpair.analyse.step_inputs import workload_lengths
 from specpair.analyse.stepmodel import drafter_family
-from specpair.bench.workloads import generate
 from specpair.model.errors import SpecpairError
 from specpair.model.runbook import Workload
 from specpair.resolve.pair import ResolvedPair
@@ -36,23 +34,17 @@ def _synthetic(pair: ResolvedPair) -> list[Workload]:
     return [w for w in pair.runbook.workloads if w.kind != "replay"]
 
 
-@functools.cache
-def _prompt_lengths(workload: Workload) -> tuple[int, ...]:
-    """A generated workload's prompt lengths: a function of the (frozen) workload alone,
-    and most pairs keep the default workloads, so a site build generates each once."""
-    return tuple(len(r.prompt) for r in generate(workload))
-
-
 def mean_prompt_tokens(pair: ResolvedPair) -> int:
-    prompts = [n for w in _synthetic(pair) for n in _prompt_lengths(w)]
-    if not prompts:  # the split of prompt and answer is not guessed
+    lengths = [x for w in _synthetic(pair) if (x := workload_lengths(w)) is not None]
+    if not lengths:  # the split of prompt and answer is not guessed
         raise SpecpairError.single(pair.source_file, "the plan needs a synthetic workload "
                                    "for the split of prompt and answer tokens; this runbook "
                                    "has replay workloads only", "add a short-homogeneous or "
                                    "long-diverse workload sized like the replayed traffic")
-    return max(1, round(sum(prompts) / len(prompts) / CHARS_PER_TOKEN))
+    # each workload weighs as one, as in the expected context (`expected_context`)
+    return max(1, round(sum(x[0] for x in lengths) / len(lengths)))
 
 
 def mean_output_tokens(pair: ResolvedPair) -> float:
-    ws = [w.max_tokens for w in _synthetic(pair) if w.max_tokens is not None]
+    ws = [x[1] for w in _synthetic(pair) if (x := workload_lengths(w)) is not None]
     return sum(ws) / max(1, len(ws))

@@ -13,6 +13,13 @@ from specpair.analyse.plan.evaluators import Evaluator, Operating
 from specpair.analyse.plan.options import Targets
 from specpair.analyse.plan.results import Mode
 
+# The plan's own exclusion rules, named in each row's notes as the gate's are ("id: why")
+LOAD = "plan-load"          # the KV pool holds the concurrency at the expected context
+TARGETS = "plan-targets"    # --tpot-ms / --ttft-ms
+SLO = "plan-slo-margin"     # the SLO clears break-even + 10%
+TAU = "plan-tau-below-slo"  # the expected acceptance at this depth reaches its SLO
+GPUS = "plan-max-gpus"      # the replicas a rate needs fit --max-gpus
+
 
 @dataclass(frozen=True)
 class Goal:
@@ -47,20 +54,21 @@ class Goal:
             c = self.concurrency
             assert c is not None
             if c > cap:
-                return f"holds {cap} sequences, not {c}"
+                return f"{LOAD}: holds {cap} sequences, not {c}"
             op = ev.at(c)
             if not self.meets(op):
                 return self.missed(op)
             if not self.pays(op, tau_slo):
-                return f"the SLO is below break-even + 10% at {c} (τ* {op.break_even:.2f})"
+                return (f"{SLO}: the SLO is below break-even + 10% at {c} "
+                        f"(τ* {op.break_even:.2f})")
             return op, 1
         top = largest(good, cap)
         if top is None:
             op = ev.at(1)
             if not self.meets(op):
                 return self.missed(op) + " even at concurrency 1"
-            return f"the SLO is below break-even + 10% at every concurrency (τ* at 1: " \
-                   f"{op.break_even:.2f})"
+            return f"{SLO}: the SLO is below break-even + 10% at every concurrency " \
+                   f"(τ* at 1: {op.break_even:.2f})"
         if self.mode == "max":
             return ev.at(top), 1
         assert self.targets.rate is not None
@@ -68,8 +76,8 @@ class Goal:
         best = ev.at(top)
         replicas = max(1, math.ceil(demand / best.throughput - 1e-9))
         if replicas * gpus > self.max_gpus:
-            return (f"needs {replicas} replicas of {gpus} GPU(s) for {demand:,.0f} tokens/s; "
-                    f"--max-gpus is {self.max_gpus}")
+            return (f"{GPUS}: needs {replicas} replicas of {gpus} GPU(s) for "
+                    f"{demand:,.0f} tokens/s; --max-gpus is {self.max_gpus}")
         load = demand / replicas
         c = smallest(lambda n: ev.at(n).throughput >= load, top)
         assert c is not None
@@ -82,7 +90,7 @@ class Goal:
             parts.append(f"TPOT {op.tpot_s * 1e3:.1f} ms > {t.tpot_ms:g}")
         if t.ttft_ms is not None and op.ttft_s * 1e3 > t.ttft_ms:
             parts.append(f"TTFT {op.ttft_s * 1e3:.0f} ms > {t.ttft_ms:g}")
-        return "misses " + ", ".join(parts)
+        return f"{TARGETS}: misses " + ", ".join(parts)
 
 
 def largest(ok: Callable[[int], bool], hi: int) -> int | None:

@@ -29,7 +29,7 @@ from specpair.analyse.plan.evaluators import (
     ScheduledEvaluator,
 )
 from specpair.analyse.plan.inputs import mean_output_tokens, mean_prompt_tokens, validation
-from specpair.analyse.plan.operating import Goal
+from specpair.analyse.plan.operating import TAU, Goal
 from specpair.analyse.plan.options import Options, PlanError
 from specpair.analyse.plan.results import Mode, Row
 from specpair.analyse.plan.variants import (
@@ -286,7 +286,7 @@ class Planner:
             chosen = self.goal.operate(ev, cap, gpus_per_replica, tau_slo)
             if tau is not None and tau_slo is not None and tau < tau_slo - 1e-9:
                 # the SLO at this depth is a floor the expected acceptance does not reach
-                chosen = (f"expected τ {tau:.2f} is below the SLO at this depth "
+                chosen = (f"{TAU}: expected τ {tau:.2f} is below the SLO at this depth "
                           f"({tau_slo:.2f}): the SLO would fire")
             if isinstance(chosen, str):
                 op, replicas = ev.at(min(self.concurrency or cap, cap)), 1
@@ -336,6 +336,7 @@ class Planner:
         if tau_slo is not None and op.break_even:
             margin = round(100 * (tau_slo / op.break_even - 1), 1)
         r_lo, r_hi = ev.throughput_ratio()
+        full = _full_context(scenario, self.pair.runbook.deployment.context_length)
         per_gpu = op.throughput * replicas / total_gpus
         even_range = None
         if op.break_even is not None and ev.speedup_band is not None:
@@ -345,6 +346,8 @@ class Planner:
             key=key, gpu=d.gpu, gpus=total_gpus, replicas=replicas,
             tensor=d.tensor, kv_cache_dtype=d.kv.value, memory_fraction=d.memory_fraction,
             shape=s.label, depth=s.depth, concurrency=op.concurrency, capacity=point.cap,
+            full_context_sequences=full, holds_concurrency=(
+                full >= op.concurrency if self.mode == "concurrency" else None),
             tokens_per_s_per_gpu=round(per_gpu, 1),
             tokens_per_s_per_gpu_range=(round(per_gpu / r_hi, 1), round(per_gpu / r_lo, 1)),
             tokens_per_s_per_request=round(op.per_request, 1),
@@ -454,6 +457,13 @@ class Planner:
         for d in deployment_choices(self.pair, self.opts):
             for s in [BASELINE, *shapes(self.pair)]:
                 yield d, s
+
+
+def _full_context(scenario: Scenario, context_length: int) -> int:
+    """Sequences the pool holds with every one at the context length (none: 0, not the
+    one `_kv_capacity` lets a search run at)."""
+    n = scenario.max_total_tokens // max(context_length, 1)
+    return n if scenario.state_slots is None else min(n, scenario.state_slots)
 
 
 def _kv_capacity(scenario: Scenario, context: int) -> int:

@@ -1,12 +1,14 @@
-"""Ranking a plan's rows: the score, one row per distinct prediction, the recommendation
-among rows the model cannot tell apart, and the throughput/latency front."""
+"""Ranking a plan's rows: the score, one row per distinct prediction, the best (no passing
+candidate beats it on both tokens/s per GPU and per request), the recommendation among
+rows whose difference from the best the model cannot resolve, and the front."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from specpair.analyse.plan.evaluators import Evaluator
-from specpair.analyse.plan.results import FrontPoint, Mode, Row
+from specpair.analyse.plan.results import Comparison, FrontPoint, Mode, Row
 
 
 def score(mode: Mode, r: Row) -> tuple[float, ...]:
@@ -40,11 +42,6 @@ def front(mode: Mode, evaluators: dict[str, tuple[Evaluator, Row]]) -> list[Fron
     return found
 
 
-def _tied(a: tuple[float, float], b: tuple[float, float]) -> bool:
-    """Two predictions whose cross-validated intervals overlap: the model cannot rank them."""
-    return a[0] <= b[1] and b[0] <= a[1]
-
-
 def _change_count(r: Row) -> int:
     return len(r.changes) + (1 if r.depth == 0 else 0)  # dropping the draft is a change
 
@@ -56,8 +53,9 @@ def dedupe(rows: list[Row]) -> list[Row]:
     best: dict[tuple[Any, ...], Row] = {}
     order: list[tuple[Any, ...]] = []
     for r in rows:
+        # holding full contexts or not is a difference, though the throughput is the same
         k = (r.gpu, r.gpus, r.replicas, r.tensor, r.kv_cache_dtype, r.shape, r.concurrency,
-             r.tokens_per_s_per_gpu, r.tokens_per_s_per_request)
+             r.tokens_per_s_per_gpu, r.tokens_per_s_per_request, r.holds_concurrency)
         if k not in best:
             order.append(k)
             best[k] = r
@@ -66,25 +64,46 @@ def dedupe(rows: list[Row]) -> list[Row]:
     return [best[k] for k in order]
 
 
-def recommended_first(rows: list[Row], mode: Mode) -> list[Row]:
-    """The rows with the recommendation first: of the rows the model cannot tell from the
-    best, the one with the fewest changes to the runbook."""
-    if not rows:
-        return rows
-    top = rows[0]
-    if mode == "rate":
-        # replicas are counted, not predicted: ties among the fewest GPUs on per-request speed
-        ties = [r for r in rows if r.gpus == top.gpus and _tied(
-            _scaled(r, r.tokens_per_s_per_request), _scaled(top, top.tokens_per_s_per_request))]
-    else:
-        ties = [r for r in rows if _tied(r.tokens_per_s_per_gpu_range,
-                                         top.tokens_per_s_per_gpu_range)]
-    pick = min(ties, key=lambda r: (_change_count(r), rows.index(r)))
-    return [pick] + [r for r in rows if r is not pick]
+def ranked(mode: Mode, rows: list[Row]) -> list[Row]:
+    """Passing rows first, then the rest; in each, the candidates that hold the asked
+    concurrency at full context before those that do not, then by score."""
+    return sorted(rows, key=lambda r: (not r.passes_check, r.holds_concurrency is False,
+                                       *score(mode, r)))
 
 
-def _scaled(r: Row, value: float) -> tuple[float, float]:
-    """`value`'s interval with the row's relative throughput interval."""
-    lo, hi = r.tokens_per_s_per_gpu_range
-    base = r.tokens_per_s_per_gpu or 1.0
-    return value * lo / base, value * hi / base
+def beats(a: Row, b: Row) -> bool:
+    """`a` serves more tokens/s per GPU and per request than `b`, and holds the asked
+    concurrency at full context wherever `b` does (one that cannot hold it is not better
+    than one that can, whatever its throughput at the mean context)."""
+    return (a.tokens_per_s_per_gpu > b.tokens_per_s_per_gpu
+            and a.tokens_per_s_per_request > b.tokens_per_s_per_request
+            and (a.holds_concurrency is not False or b.holds_concurrency is False))
+
+
+def best_first(rows: list[Row]) -> tuple[Row | None, list[Row]]:
+    """The best (the first ranked passing row that no passing row beats) and the rows
+    with it first."""
+    passing = [r for r in rows if r.passes_check]
+    best = next((r for r in passing if not any(beats(o, r) for o in passing)), None)
+    if best is None:
+        return None, rows
+    return best, [best] + [r for r in rows if r is not best]
+
+
+def recommend(mode: Mode, best: Row, rows: list[Row],
+              against: Callable[[Row, Row], Comparison]) -> tuple[Row, Comparison | None]:
+    """Of the passing rows whose difference from the best the model cannot resolve (the
+    best's advantage, under the model that scored both: `paired.compare`), the one with
+    the fewest changes to the runbook; with the best against it where it is not the best.
+    For a rate the GPUs are counted, not predicted: only rows with the best's GPUs tie."""
+    found: list[tuple[Row, Comparison | None]] = [(best, None)]
+    for r in rows:
+        if r is best or not r.passes_check or (r.holds_concurrency is False
+                                                and best.holds_concurrency is not False):
+            continue
+        if mode == "rate" and r.gpus != best.gpus:
+            continue
+        c = against(best, r)
+        if not c.resolved:
+            found.append((r, c))
+    return min(found, key=lambda f: (_change_count(f[0]), rows.index(f[0])))

@@ -25,6 +25,13 @@ class Row(Strict):
     concurrency: int = Field(description="sequences in flight per replica")
     capacity: int = Field(description="most sequences one replica holds at the expected "
                                       "context")
+    full_context_sequences: int = Field(
+        default=0, description="most sequences one replica holds at the runbook's "
+        "context_length (every sequence at its longest)")
+    holds_concurrency: bool | None = Field(
+        default=None, description="whether full_context_sequences reaches the concurrency "
+        "the plan is asked for (None: no concurrency is asked). A candidate that does not "
+        "is ranked below every one that does, and never beats one that does")
     tokens_per_s_per_gpu: float
     tokens_per_s_per_gpu_range: tuple[float, float] = Field(
         description="interval from the step model's cross-validated error")
@@ -65,6 +72,18 @@ class FrontPoint(Strict):
     label: str
 
 
+class Comparison(Strict):
+    """One candidate against another under the model that scored both (`plan.paired`)."""
+
+    per_gpu: float = Field(description="ratio of tokens/s per GPU")
+    per_gpu_interval: tuple[float, float]
+    per_request: float = Field(description="ratio of tokens/s per request")
+    per_request_interval: tuple[float, float]
+    resolved: bool = Field(description="whether the model orders the two: the interval of "
+                           "tokens/s per GPU (for a rate: per request) excludes 1")
+    basis: str
+
+
 class Counts(Strict):
     candidates: int
     deployments: int
@@ -96,7 +115,17 @@ class Plan(Strict):
     rows: list[Row] = Field(description="ranked, best first (only what passes the engine "
                                         "rules and the budget)")
     front: list[FrontPoint]
-    best: Row | None
+    context_length: int = Field(default=0, description="the runbook's context_length: "
+                                "full_context_sequences are counted at it")
+    best: Row | None = Field(description="the first ranked passing candidate: no passing "
+                             "candidate that holds the concurrency as well beats it on both "
+                             "tokens/s per GPU and tokens/s per request")
+    recommended: Row | None = Field(
+        default=None, description="what --write applies: the best, or the candidate with "
+        "the fewest changes whose difference from the best the model cannot resolve "
+        "(recommended_against)")
+    recommended_against: Comparison | None = Field(
+        default=None, description="the best against the recommended, where they differ")
     best_speculative: Row | None
     current: Row | None = Field(description="the runbook as written, evaluated the same way")
     current_not_modelled: str | None = Field(

@@ -9,9 +9,10 @@ from specpair.analyse.acceptance import shape_depth
 from specpair.analyse.plan.candidates import BASELINE, DeploymentChoice, deployment_choices, shapes
 from specpair.analyse.plan.evaluators import Evaluator
 from specpair.analyse.plan.options import Options
+from specpair.analyse.plan.paired import compare, paired_bands
 from specpair.analyse.plan.planner import Planner, Stats
-from specpair.analyse.plan.ranking import dedupe, front, recommended_first, score
-from specpair.analyse.plan.results import Counts, Plan, Row
+from specpair.analyse.plan.ranking import best_first, dedupe, front, ranked, recommend
+from specpair.analyse.plan.results import Comparison, Counts, Plan, Row
 from specpair.analyse.step_inputs import (
     not_modelled_text,
     unmodelled,
@@ -35,12 +36,11 @@ def plan(pair: ResolvedPair, opts: Options | None = None) -> Plan:
         row = planner.evaluate(d, s)
         if row is not None:
             rows.append(row)
-    def key(r: Row) -> tuple[float, ...]:
-        return score(planner.mode, r)
-
-    good = recommended_first(dedupe(sorted((r for r in rows if r.passes_check), key=key)),
-                             planner.mode)
-    rest = dedupe(sorted((r for r in rows if not r.passes_check), key=key))
+    best, order = best_first(dedupe(ranked(planner.mode, rows)))
+    good = [r for r in order if r.passes_check]
+    rest = [r for r in order if not r.passes_check]
+    recommended, against = (None, None) if best is None else recommend(
+        planner.mode, best, good, lambda a, b: _against(planner, a, b))
     # the front is drawn from what passes
     for r in good:
         evaluators[r.key] = (planner.evaluators[r.key], r)
@@ -55,7 +55,6 @@ def plan(pair: ResolvedPair, opts: Options | None = None) -> Plan:
                     fail_other_rules=st.other, ranked=len(good), not_modelled=st.not_modelled)
     refusal = unmodelled(pair)
     t = planner.targets
-    best = good[0] if good else None
     return Plan(
         pair=pair.name, runbook=pair.source_file, engine=pair.engine, mode=planner.mode,
         concurrency_source=planner.concurrency_source,
@@ -65,11 +64,34 @@ def plan(pair: ResolvedPair, opts: Options | None = None) -> Plan:
         acceptance_source=planner.curve.source, slo_source=planner.slo_curve.source,
         expected_context=planner.context, prompt_tokens=planner.prompt,
         output_tokens=planner.output, rows=good + rest, front=drawn, best=best,
+        context_length=pair.runbook.deployment.context_length, recommended=recommended,
+        recommended_against=against,
         best_speculative=next((r for r in good if r.depth > 0), None), current=current,
         current_not_modelled=None if refusal is None else not_modelled_text(refusal),
         counts=counts, refusals=dict(sorted(st.refusals.items())), seconds=round(elapsed, 3),
         ms_per_candidate=round(1e3 * elapsed / max(1, st.candidates), 2),
         assumptions=_assumptions(planner), unverified=verified_layouts.declared_notes(pair))
+
+
+def _against(planner: Planner, a: Row, b: Row) -> Comparison:
+    """`a` against `b` under the model that scored both (`paired.compare`)."""
+    ev_a, ev_b = planner.evaluators[a.key], planner.evaluators[b.key]
+    gpu = hardware.lookup(a.gpu)
+    bands = paired_bands(gpu.family if gpu is not None else None,
+                         planner.pair.runbook.engine.name.value)
+    per_gpu = compare(a, b, ev_a, ev_b, a.tokens_per_s_per_gpu, b.tokens_per_s_per_gpu, bands)
+    per_req = compare(a, b, ev_a, ev_b, a.tokens_per_s_per_request,
+                      b.tokens_per_s_per_request, bands)
+    primary = per_req if planner.mode == "rate" else per_gpu
+    shared = (a.params_source, a.validation) == (b.params_source, b.validation)
+    return Comparison(
+        per_gpu=round(per_gpu.ratio, 4),
+        per_gpu_interval=(round(per_gpu.lo, 4), round(per_gpu.hi, 4)),
+        per_request=round(per_req.ratio, 4),
+        per_request_interval=(round(per_req.lo, 4), round(per_req.hi, 4)),
+        resolved=primary.resolved,
+        basis=bands.describe() if shared else "scored by different fits or error bands: "
+        "the two candidates' cross-validated intervals, independent")
 
 
 def _current(planner: Planner) -> Row | None:

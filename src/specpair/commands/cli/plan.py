@@ -86,7 +86,7 @@ def handle(args: argparse.Namespace) -> int:
         sys.stdout.write(plan_report.as_json(result))
     else:
         sys.stdout.write(plan_report.markdown(result, args.top))
-    best = result.best
+    best = result.recommended  # the best, or fewer changes the model cannot tell from it
     if best is None:
         return EXIT_PROBLEMS
     if best.depth == 0 or not best.changes:
