@@ -78,3 +78,19 @@ def test_a_deployment_that_does_not_fit_shows_no_headroom_or_capacity_share() ->
     assert "does not fit:" in result.stdout  # the verdict, with the engine's reason
     assert "of the token capacity and holds" not in result.stdout
     assert "No capacity to compare" in result.stdout
+
+
+def test_a_what_if_the_budget_refuses_is_located_at_the_option() -> None:
+    """Issue 51: `--tp 3` was refused "at runbook.yaml:24", a line that says tensor: 4.
+    The heads do not split over the option's 3 ranks: the option is where to change it."""
+    result = cli("budget", "runbooks/llama33-70b-eagle3-vllm/runbook.yaml", "--tp", "3")
+    assert result.returncode != 0
+    located = [x for x in result.stderr.splitlines() if "do not split over 3 ranks" in x]
+    assert located, result.stderr
+    assert all(x.startswith("command line: --tp (deployment.parallel.tensor): ")
+               for x in located), located
+    assert "runbook.yaml:" not in result.stderr
+    # a rule `validate` applies names the option too
+    wide = cli("budget", "runbooks/ling-3-flash-dspark/runbook.yaml", "--tp", "16")
+    assert "command line: --tp (deployment.parallel): tensor × pipeline × data = 16 " \
+        "ranks" in wide.stderr, wide.stderr
