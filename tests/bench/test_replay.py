@@ -193,7 +193,7 @@ def test_gate_sarif_validates_against_the_sarif_2_1_0_schema() -> None:
 
 
 def test_impact_checklist_of_a_draft_change_names_the_gate(tmp_path: Path) -> None:
-    from specpair.commands.impact import checklist
+    from specpair.commands.impact_checklist import checklist
     from tests.support.pairs import good
 
     base = good()

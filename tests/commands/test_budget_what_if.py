@@ -78,3 +78,44 @@ def test_a_deployment_that_does_not_fit_shows_no_headroom_or_capacity_share() ->
     assert "does not fit:" in result.stdout  # the verdict, with the engine's reason
     assert "of the token capacity and holds" not in result.stdout
     assert "No capacity to compare" in result.stdout
+
+
+def test_a_what_if_the_budget_refuses_is_located_at_the_option() -> None:
+    """Issue 51: `--tp 3` was refused "at runbook.yaml:24", a line that says tensor: 4.
+    The heads do not split over the option's 3 ranks: the option is where to change it."""
+    result = cli("budget", "runbooks/llama33-70b-eagle3-vllm/runbook.yaml", "--tp", "3")
+    assert result.returncode != 0
+    located = [x for x in result.stderr.splitlines() if "do not split over 3 ranks" in x]
+    assert located, result.stderr
+    assert all(x.startswith("command line: --tp (deployment.parallel.tensor): ")
+               for x in located), located
+    assert "runbook.yaml:" not in result.stderr
+    # a rule `validate` applies names the option too
+    wide = cli("budget", "runbooks/ling-3-flash-dspark/runbook.yaml", "--tp", "16")
+    assert "command line: --tp (deployment.parallel): tensor × pipeline × data = 16 " \
+        "ranks" in wide.stderr, wide.stderr
+
+
+def test_a_smaller_draft_kv_dtype_on_sglang_is_said_truthfully() -> None:
+    """Issue 51: `--draft-kv-dtype fp8_e4m3` on SGLang's EAGLE family printed "the
+    difference of -2048 B per token comes out of the slack". SGLang 0.5.23 reserves the
+    draft pool by scaling the target's cell at the target's dtype (engines/sglang_0_5_23/
+    kv_cells.py), so the capacity stays; the draft runner allocates less, reserved for
+    nothing. A larger draft dtype still takes its excess from the slack."""
+    runbook = "runbooks/llama31-8b-eagle3/runbook.jsonnet"
+    plain = cli("budget", runbook)
+    smaller = cli("budget", runbook, "--draft-kv-dtype", "fp8_e4m3")
+    assert smaller.returncode == 0, smaller.stderr
+    assert not re.search(r"-[0-9,]+ B per token", smaller.stdout), smaller.stdout
+
+    def capacity(text: str) -> list[str]:
+        return [x for x in text.splitlines() if x.startswith("| token capacity")]
+    assert capacity(smaller.stdout) == capacity(plain.stdout)
+    notes = [x for x in smaller.stdout.splitlines() if "draft runner allocates" in x]
+    assert notes
+    for note in notes:
+        assert "2048 B per token are reserved for the draft and stay unused" in note, note
+        assert "comes out of the slack" not in note
+        assert "the token capacity stays that of the target's dtype (auto)" in note
+    larger = cli("budget", runbook, "--kv-dtype", "fp8_e4m3", "--draft-kv-dtype", "bf16")
+    assert "the difference of 2048 B per token comes out of the slack" in larger.stdout

@@ -403,7 +403,7 @@ def test_a_deployment_the_latency_model_refuses_keeps_its_checklist(repo: Path) 
 
 def test_checklists_say_fits_in_words_not_booleans() -> None:
     """Issue 51: a deployment change printed "fits: True" in the checklist."""
-    from specpair.commands.impact import checklist
+    from specpair.commands.impact_checklist import checklist
     from tests.support.examples import example
     from tests.support.pairs import with_runbook
 

@@ -314,10 +314,12 @@ def test_an_ingested_start_up_log_gives_the_measured_capacity_to_the_budget_and_
 
 
 def test_impact_names_a_measured_capacity_an_estimate() -> None:
-    from specpair.commands.impact import _numbers
+    from specpair.analyse.analysis import Analysis
+    from specpair.commands.impact_checklist import _numbers
 
     measured = with_runbook(example("llama33-70b-eagle3-vllm-0-34-0"),
                             deployment={"kv_cache_sizing": "measured", "memory_fraction": None})
-    tokens = _numbers(measured)["tokens"]
+    tokens = _numbers(Analysis(measured))["tokens"]
     assert isinstance(tokens, str) and tokens.startswith("≈ ") and "(estimate)" in tokens
-    assert isinstance(_numbers(example("llama33-70b-eagle3-vllm-0-34-0"))["tokens"], int)
+    assert isinstance(_numbers(Analysis(example("llama33-70b-eagle3-vllm-0-34-0")))["tokens"],
+                      int)

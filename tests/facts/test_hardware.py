@@ -227,3 +227,24 @@ def test_a_plan_names_each_searched_gpus_bandwidth_and_whether_it_was_measured()
     (line,) = [a for a in search._assumptions(planner) if a.startswith("memory bandwidth")]
     assert "H100-80GB: 3.35 TB/s peak, 3.18 TB/s measured" in line
     assert "B200-180GB" in line and "assumed" in line and "NVIDIA HBM GPUs: H100-80GB" in line
+
+
+@pytest.mark.parametrize(("device", "key"), [
+    # as `nvidia-smi --query-gpu=name` and `rocm-smi --showproductname` print them
+    ("NVIDIA H100 80GB HBM3", "H100-80GB"),
+    ("NVIDIA H100 PCIe", "H100-PCIe-80GB"),
+    ("NVIDIA A100-SXM4-40GB", "A100-40GB"),
+    ("NVIDIA GH200 480GB", "GH200-96GB"),
+    ("NVIDIA L4", "L4-24GB"),
+    ("NVIDIA GeForce RTX 4090", "RTX-4090-24GB"),
+    ("AMD Instinct MI300X", "MI300X-192GB"),
+])
+def test_a_drivers_device_name_gets_its_catalog_key(tmp_path: Path, device: str,
+                                                     key: str) -> None:
+    """Issue 51: nvidia-smi's names got no suggestion, or another chip's first."""
+    with pytest.raises(SpecpairError) as info:
+        load_runbook(write(tmp_path / "runbooks" / "demo" / "runbook.yaml",
+                           MINIMAL.replace("gpu: H100-80GB", f"gpu: {device}")))
+    (problem,) = info.value.problems
+    assert problem.location.field == "deployment.gpu"
+    assert problem.hint.startswith(f"did you mean {key}? "), problem.hint

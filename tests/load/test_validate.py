@@ -128,3 +128,27 @@ def test_a_replay_file_outside_the_pair_folder_is_refused_at_its_field(
     problems = _problems(tmp_path, MINIMAL + replay)
     assert any(p.startswith("workloads[1].file: ") and "outside the pair's folder" in p
                for p in problems), problems
+
+
+@pytest.mark.parametrize(("old", "new", "field", "hint"), [
+    # vLLM's and SGLang's own spellings of a method
+    ("method: DFLASH", "method: draft_model", "speculation.method",
+     "did you mean `STANDALONE` (vLLM calls it draft_model)?"),
+    ("method: DFLASH", "method: NEXTN", "speculation.method",
+     "did you mean `MTP` (SGLang calls it NEXTN)?"),
+    ("method: DFLASH", "method: dflash", "speculation.method", "did you mean `DFLASH`?"),
+    # an engine as its project writes its name
+    ("name: sglang", "name: SGLang", "engine.name", "did you mean `sglang`?"),
+    ("name: sglang", "name: vLLM", "engine.name", "did you mean `vllm`?"),
+    ("method: DFLASH", "method: speculate", "speculation.method",
+     "use one of the listed values"),
+])
+def test_a_value_from_an_engines_own_words_gets_a_did_you_mean(
+        tmp_path: Path, old: str, new: str, field: str, hint: str) -> None:
+    """Issue 51: `draft_model` and "SGLang" were answered "use one of the listed values"."""
+    path = write(tmp_path / "runbooks" / "demo" / "runbook.yaml", MINIMAL.replace(old, new))
+    with pytest.raises(SpecpairError) as info:
+        load_runbook(path)
+    (problem,) = info.value.problems
+    assert problem.location.field == field
+    assert problem.hint == hint

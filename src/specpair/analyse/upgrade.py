@@ -129,9 +129,10 @@ def _budget_line(base: ResolvedPair, head: ResolvedPair) -> str:
     b, h = _numbers(base), _numbers(head)
     if isinstance(b, str) or isinstance(h, str):
         return f"budget before: {b}; after: {h}"
+    fits = ["fits" if side[2] else "does not fit" for side in (b, h)]  # words, not bools
     return (f"budget: KV token capacity {b[0]} → {h[0]}, full-context sequences "
-            f"{b[3]} → {h[3]}, max running requests {b[1]:,} → {h[1]:,}, fits {b[2]} → "
-            f"{h[2]}")
+            f"{b[3]} → {h[3]}, max running requests {b[1]:,} → {h[1]:,}, {fits[0]} → "
+            f"{fits[1]}")
 
 
 def upgrade_items(base: ResolvedPair, head: ResolvedPair) -> list[str]:

@@ -26,12 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from specpair.analyse.analysis import Analysis
-from specpair.analyse.upgrade import upgrade_items
+from specpair.commands.impact_checklist import as_code, checklist
 from specpair.load import file_policy
 from specpair.load.project import ADOPTED, Commands
 from specpair.load.project import commands as repo_commands
-from specpair.load.runbooks import latest_measurement_file
 from specpair.model.common import inert
 from specpair.model.errors import SpecpairError
 from specpair.model.runbook import Runbook
@@ -213,112 +211,6 @@ def classify(key: str) -> str:
             "waivers": "waivers"}.get(head, "metadata")
 
 
-def _numbers(pair: ResolvedPair) -> dict[str, Any]:
-    try:
-        a = Analysis(pair)
-        budget = a.budget
-        scenario = budget.speculative or budget.baseline
-        latency = a.modelled  # a deployment the latency model refuses still has a budget
-        tau = a.not_modelled if latency is None else latency.at_concurrency.break_even
-        tokens: int | str = scenario.max_total_tokens if scenario.capacity_estimate is None \
-            else f"≈ {scenario.max_total_tokens:,} (estimate)"
-        return {"cell_draft": scenario.cell_draft, "tokens": tokens,
-                "lost": budget.capacity_lost_pct, "fits": scenario.fits,
-                "tau": tau, "cold": a.staging.cold_start_s,
-                # the alert rules' other thresholds (specpair.analyse.alerts)
-                "slo": pair.runbook.acceptance.slo.min_length,
-                "cold_budget": pair.runbook.staging.cold_start_budget_s}
-    except SpecpairError as exc:
-        return {"error": exc.problems[0].message}
-
-
-def _fit(value: Any) -> str | None:  # in words: a checklist is read, not parsed
-    return None if value is None else "fits" if value else "does not fit"
-
-
-def _arrow(before: Any, after: Any, unit: str = "") -> str:
-    def show(value: Any) -> str:
-        return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else \
-            str(value)
-    if before == after:
-        return f"{show(after)}{unit} (unchanged)"
-    return f"{show(before)}{unit} → {show(after)}{unit}"
-
-
-def checklist(classes: set[str], base: ResolvedPair, head: ResolvedPair,
-              commands: Commands = ADOPTED) -> list[str]:
-    b, h = _numbers(base), _numbers(head)
-    items: list[str] = []
-    if "error" in h:
-        items.append(f"Fix the pair: {h['error']}")
-        return items
-    budget = (f"draft cell {_arrow(b.get('cell_draft'), h['cell_draft'], ' B/token')}, token "
-              f"capacity {_arrow(b.get('tokens'), h['tokens'])}, capacity lost to the draft "
-              f"{_arrow(b.get('lost'), h['lost'], '%')}, "
-              f"{_arrow(_fit(b.get('fits')), _fit(h['fits']))}")
-    if {"target", "draft"} <= classes:
-        items.append("Both models changed: redo the whole two-model plan (budget, co-design, "
-                     f"acceptance, staging, measurement). {budget}")
-    else:
-        if "target" in classes:
-            items.append("Target changed: re-check acceptance against the SLO (break-even τ* "
-                         f"{_arrow(b.get('tau'), h['tau'])}) and re-run the measurement "
-                         "protocol (`specpair bench`)")
-        if "draft" in classes:
-            # a new draft changes τ first of all, and its weights must be staged again
-            items.append("Draft changed: re-measure acceptance against the SLO (break-even "
-                         f"τ* {_arrow(b.get('tau'), h['tau'])}) with the measurement "
-                         "protocol (`specpair bench`), re-stage the new draft (cold start "
-                         f"{_arrow(b.get('cold'), h['cold'], ' s')}), re-budget KV ({budget}) "
-                         "and re-check co-design (`specpair check`)")
-    if classes & {"target", "draft", "engine"} and (gate := _replay_gate(head)):
-        items.append(gate)
-    if "deployment" in classes:
-        items.append(f"Deployment changed: re-budget memory ({budget})")
-    if "engine" in classes:
-        items.append(f"Engine changed ({base.engine} → {head.engine}): re-validate flags and "
-                     f"defaults ({_code(commands.engines)})")
-        items += upgrade_items(base, head)
-    if "slo" in classes:
-        slo_b, slo_h = base.runbook.acceptance.slo, head.runbook.acceptance.slo
-        items.append(f"SLO changed: update the SLO dashboard (min τ "
-                     f"{_arrow(slo_b.min_length, slo_h.min_length)}, {slo_h.scope}, "
-                     f"p{slo_h.percentile}; break-even τ* {h['tau']})")
-    if "speculation" in classes:
-        items.append(f"Speculation parameters changed: re-check break-even (τ* "
-                     f"{_arrow(b.get('tau'), h['tau'])})")
-    if "staging" in classes:
-        items.append(f"Staging changed: re-estimate cold start "
-                     f"({_arrow(b.get('cold'), h['cold'], ' s')}, budget "
-                     f"{head.runbook.staging.cold_start_budget_s:g} s)")
-    if "codesign" in classes and "draft" not in classes:
-        items.append("Co-design hooks changed: re-check co-design (`specpair check`)")
-    if "workloads" in classes:
-        items.append("Workloads changed: re-run the measurement protocol")
-    if any(b.get(key) != h[key] for key in ("slo", "tau", "cold_budget")):
-        items.append("Alert thresholds changed: apply the regenerated prometheus-rules.yaml "
-                     "and monitoring.k8s.yaml, re-import dashboard.grafana.json (SLO min τ "
-                     f"{_arrow(b.get('slo'), h['slo'])}, break-even τ* "
-                     f"{_arrow(b.get('tau'), h['tau'])}, cold-start budget "
-                     f"{_arrow(b.get('cold_budget'), h['cold_budget'], ' s')})")
-    return items
-
-
-def _replay_gate(pair: ResolvedPair) -> str | None:
-    """The regression gate of a candidate target, draft or engine: replay the pair's
-    recorded traffic (`specpair.commands.bench_against`) against the latest record."""
-    record = pair.measurement
-    if record is None or not any(c.replay is not None for c in record.cells):
-        return None
-    folder = Path(pair.source_file).parent
-    found = latest_measurement_file(folder) if folder.is_dir() else None
-    recorded = f"{folder}/measurements/{found[0].name if found else '<latest record>.json'}"
-    return ("Gate the candidate on the recorded traffic before rollout: `specpair bench "
-            f"{pair.source_file} --against {recorded} --baseline URL --spec URL` (τ per "
-            "class and depth, fallback share, throughput, greedy answers token for token, "
-            "JSON-schema validity)")
-
-
 def _same_artifacts(a: ResolvedPair, b: ResolvedPair) -> bool:
     def key(p: ResolvedPair) -> tuple[Any, ...]:
         return (p.target.source.model_dump_json(),
@@ -344,11 +236,6 @@ def _stale_fact(message: str) -> str:
     return f"{role} {rest.removeprefix(' (draft)').lstrip(' :')}"
 
 
-def _code(command: str) -> str:
-    """A command in Markdown code, unless the text already marks its commands."""
-    return command if "`" in command else f"`{command}`"
-
-
 def _unresolved_impact(name: str, base: ResolvedPair | None, head: Unresolved,
                        commands: Commands = ADOPTED) -> PairImpact:
     """A pair that no longer resolves is not a removed pair: say why it does not resolve,
@@ -365,7 +252,7 @@ def _unresolved_impact(name: str, base: ResolvedPair | None, head: Unresolved,
                  "where the hub is reachable, or re-declare it offline (`specpair lock "
                  f"--declare {head.folder} --target-config PATH/config.json --target-bytes N "
                  "[--draft-config PATH/config.json --draft-bytes N]`); commit the new "
-                 f"lock.json and rebuild ({_code(commands.build)}); until then this checklist "
+                 f"lock.json and rebuild ({as_code(commands.build)}); until then this checklist "
                  "covers the runbook only, not budgets or artifacts")
     else:
         first = (f"Pair does not resolve: {head.messages[0]}; fix it before merging "

@@ -10,6 +10,7 @@ dense (without 2:4 sparsity). `memory_bytes` is what the driver reports as total
 from __future__ import annotations
 
 import difflib
+import re
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -223,8 +224,48 @@ def lookup(key: str) -> GPU | None:
     return _BY_NAME.get(key.strip().casefold())
 
 
+# words a driver's device name carries that no catalog key does ("NVIDIA GeForce RTX 4090",
+# "AMD Instinct MI300X"), and the memory and package words that tell no model apart
+_VENDOR_WORDS = {"nvidia", "amd", "geforce", "instinct", "tesla", "radeon"}
+_DETAIL = re.compile(r"^(\d+gb|hbm\d*e?|sxm\d*|ac)$")
+
+
+def _words(name: str) -> list[str]:
+    return [w for w in re.split(r"[\s_\-]+", name.casefold())
+            if w and w not in _VENDOR_WORDS]
+
+
+def _model_word(words: list[str]) -> str | None:
+    """The word that names the chip ("h100", "mi300x", "4090"): the first with a digit
+    that is not a memory size or a package."""
+    return next((w for w in words if any(c.isdigit() for c in w) and not _DETAIL.match(w)),
+                None)
+
+
+def _by_model_word(key: str) -> list[str]:
+    """Catalog keys of the chip a device name (as nvidia-smi or rocm-smi prints it) names,
+    the closest variant first: the words they share, less the variant words (PCIe, NVL)
+    the name does not say."""
+    words = _words(key)
+    chip = _model_word(words)
+    if chip is None:
+        return []
+    scored = []
+    for gpu in CATALOG.values():
+        own = _words(gpu.key)
+        if _model_word(own) != chip:
+            continue
+        extra = [w for w in own if w not in words and not _DETAIL.match(w)]
+        scored.append((len(set(own) & set(words)) - len(extra), gpu.key))
+    best = max((score for score, _ in scored), default=None)
+    return [k for score, k in scored if score == best]
+
+
 def suggestions(key: str) -> list[str]:
-    """Catalog keys close to a misspelled one, best first."""
+    """Catalog keys close to a misspelled one or to a driver's device name, best first."""
+    chip = _by_model_word(key)
+    if chip:
+        return chip[:3]
     names = {n: g.key for n, g in _BY_NAME.items()}
     close = difflib.get_close_matches(key.strip().casefold(), list(names), n=6, cutoff=0.5)
     return list(dict.fromkeys(names[c] for c in close))[:3]

@@ -27,6 +27,7 @@ from specpair.load.document import (
     read_text,
     render_path,
 )
+from specpair.load.near_values import did_you_mean, listed_values
 from specpair.load.record_files import by_start, record_paths
 from specpair.model.common import UNSAFE
 from specpair.model.errors import Location, Problem, SpecpairError
@@ -261,10 +262,9 @@ def _explain(kind: str, error: Any, model: type[BaseModel], loc: PathKey,
     shown = repr(given) if not isinstance(given, (dict, list)) else type(given).__name__
     if len(shown) > 60:
         shown = shown[:57] + "..."
-    if kind == "enum":
-        return f"{msg}; got {shown}", "use one of the listed values"
-    if kind == "literal_error":
-        return f"{msg}; got {shown}", "use one of the listed values"
+    if kind in ("enum", "literal_error"):
+        return f"{msg}; got {shown}", did_you_mean(given, listed_values(error)) or \
+            "use one of the listed values"
     if kind == "string_pattern_mismatch" and isinstance(given, str):
         bad = UNSAFE.search(given)
         if bad:

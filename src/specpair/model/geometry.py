@@ -11,9 +11,15 @@ from __future__ import annotations
 
 import operator
 from collections import Counter
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import (
+    BeforeValidator,
+    Field,
+    FieldSerializationInfo,
+    field_serializer,
+    model_validator,
+)
 
 from specpair.model.common import NonNegativeInt, PositiveInt, Strict
 from specpair.model.memo import value_memo
@@ -102,6 +108,61 @@ class LayerKV(Strict):
                                        "attention chunk of chunked local attention")
 
 
+class LayerRun(Strict):
+    """`repeat` consecutive copies of `layers`: how a lock writes a run of identical layers
+    (94 full-attention layers) or of a repeating pattern (sliding, full, sliding, …), so
+    that a lock's diff shows what changed, not one dict per layer."""
+
+    repeat: Annotated[int, Field(ge=2)]
+    layers: Annotated[list[LayerKV], Field(min_length=1)]
+
+
+def expand_runs(value: Any) -> Any:
+    """The layer list with every run written out (a lock's `layers` may hold runs; older
+    locks list each layer, which passes through unchanged)."""
+    if not isinstance(value, list):
+        return value
+    out: list[Any] = []
+    for item in value:
+        if isinstance(item, LayerRun) or (isinstance(item, dict) and "repeat" in item):
+            run = item if isinstance(item, LayerRun) else LayerRun.model_validate(item)
+            out += list(run.layers) * run.repeat
+        else:
+            out.append(item)
+    return out
+
+
+def _longest_run(layers: list[LayerKV], start: int) -> tuple[int, int]:
+    """(period, copies) of the repetition starting at `start` that covers the most layers,
+    the shortest period on a tie; (1, 1) where nothing repeats."""
+    best = (1, 1)
+    for period in range(1, (len(layers) - start) // 2 + 1):
+        block = layers[start:start + period]
+        copies = 1
+        while layers[start + copies * period:start + (copies + 1) * period] == block:
+            copies += 1
+        if copies > 1 and period * copies > best[0] * best[1]:
+            best = (period, copies)
+    return best
+
+
+def compact_runs(layers: list[LayerKV], exclude_none: bool) -> list[dict[str, Any]]:
+    """`layers` as a lock writes them: repetitions as runs, the rest one dict per layer;
+    `expand_runs` gives back exactly `layers`."""
+    def dump(layer: LayerKV) -> dict[str, Any]:
+        return layer.model_dump(mode="json", exclude_none=exclude_none)
+    out: list[dict[str, Any]] = []
+    at = 0
+    while at < len(layers):
+        period, copies = _longest_run(layers, at)
+        if copies == 1:
+            out.append(dump(layers[at]))
+        else:
+            out.append({"repeat": copies, "layers": [dump(x) for x in layers[at:at + period]]})
+        at += period * copies
+    return out
+
+
 @value_memo  # the budgets list a geometry's layers for every candidate of a plan
 def _layer_kv(kind: LayerKind, kv_heads: int | None, head_dim: int, v_head_dim: int,
               window: int | None) -> LayerKV:
@@ -146,11 +207,18 @@ class Geometry(Strict):
     draft_vocab_size: PositiveInt | None = None
     verifier: str | None = Field(default=None,
                                  description="target named by speculators_config.verifier")
-    layers: list[LayerKV] | None = Field(
+    layers: Annotated[list[LayerKV] | None, BeforeValidator(
+        expand_runs, json_schema_input_type=list[LayerKV | LayerRun] | None)] = Field(
         default=None, description="each decoder layer's cache, in layer order, as read "
-                                  "from the config; unset (hand-declared or older locks): "
+                                  "from the config, a run of repeated layers written once "
+                                  "with `repeat`; unset (hand-declared or older locks): "
                                   "the counts above in the order linear, full, sliding, "
                                   "chunked")
+
+    @field_serializer("layers", when_used="json")
+    def _runs(self, layers: list[LayerKV] | None, info: FieldSerializationInfo
+              ) -> list[dict[str, Any]] | None:
+        return None if layers is None else compact_runs(layers, info.exclude_none)
 
     @model_validator(mode="after")
     def _consistent(self) -> Geometry:

@@ -107,6 +107,7 @@ def _handle_runbook(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from specpair.analyse.budget import compute
+    from specpair.commands.what_if import locate
     from specpair.generate.budget_files import markdown
     from specpair.load import rules
     from specpair.model.common import KVDtype
@@ -124,22 +125,26 @@ def _handle_runbook(args: argparse.Namespace) -> int:
     for key in ("memory_fraction", "context_length"):
         if getattr(args, key) is not None:
             deployment[key] = getattr(args, key)
-    try:
-        what_if = rb.model_validate({**rb.model_dump(), "deployment": deployment})
-    except ValidationError as exc:
-        raise SpecpairError([Problem(Location("command line", 0, 0, ".".join(
-            str(p) for p in e["loc"])), e["msg"], "change the option's value")
-            for e in exc.errors(include_url=False)]) from None
-    # the rules `validate` applies: a what-if the engine could not run is refused, not budgeted
-    refused = rules.check_runbook(what_if, folder_name=pair.name)
-    if refused:
-        raise SpecpairError([Problem(Location("command line", 0, 0, f.field),
-                                     f.message, f.hint) for f in refused])
-    pair = pair.model_copy(update={"runbook": what_if, "gpu": deployment["gpu"]})
-    result = compute(pair)
     overrides = {f"--{flag.replace('_', '-')}": str(getattr(args, flag)) for flag in (
         "gpu", "tp", "kv_dtype", "draft_kv_dtype", "memory_fraction", "context_length")
         if getattr(args, flag) is not None}
+    try:
+        what_if = rb.model_validate({**rb.model_dump(), "deployment": deployment})
+    except ValidationError as exc:
+        raise SpecpairError(locate([Problem(Location("command line", 0, 0, ".".join(
+            str(p) for p in e["loc"])), e["msg"], "change the option's value")
+            for e in exc.errors(include_url=False)], set(overrides))) from None
+    # the rules `validate` applies: a what-if the engine could not run is refused, not budgeted
+    refused = rules.check_runbook(what_if, folder_name=pair.name)
+    if refused:
+        raise SpecpairError(locate([Problem(Location("command line", 0, 0, f.field),
+                                            f.message, f.hint) for f in refused],
+                                   set(overrides)))
+    pair = pair.model_copy(update={"runbook": what_if, "gpu": deployment["gpu"]})
+    try:
+        result = compute(pair)
+    except SpecpairError as exc:  # the option's value is refused, not the runbook's line
+        raise SpecpairError(locate(exc.problems, set(overrides))) from None
     if args.json:
         data = result.model_dump(mode="json")
         if overrides:  # a what-if never passes for the committed budget.json

@@ -179,10 +179,28 @@ def pool_cells(pair: EngineInput, defaults: Defaults = DEFAULTS) -> PoolCells:
         rule = (f"{spec.method.value}: layer scaling of the target cell, "
                 f"int(cell_t · {d_layers} / {layers_t}); "
                 "pool_configurator.py (EAGLE family)")
-        if exact != cell_d:
-            note = (f"The draft runner allocates its own geometry ({exact_rule} = {exact} "
-                    f"B/token) but the budget scales the target cell ({cell_d} B/token): "
-                    f"the difference of {exact - cell_d} B per token comes out of the "
-                    "slack [inferred from the 0.5.23 pool code].")
+        note = _scaled_draft_note(exact, exact_rule, cell_d, draft_kv, dep.kv_cache_dtype)
     return PoolCells(cell_t, cell_t_rule, layers_t, cell_d, rule, swa, baseline_swa, fb_cell,
                      note)
+
+
+def _scaled_draft_note(exact: int, exact_rule: str, cell_d: int, draft_kv: KVDtype | None,
+                       target_kv: KVDtype) -> str | None:
+    """An EAGLE-family draft pool: what the draft runner allocates (its own geometry, at
+    --speculative-draft-kv-cache-dtype: the worker copies it into the draft's
+    kv_cache_dtype) against what the budget reserves (the target cell, layer-scaled, at
+    the target's dtype). Only more than the reservation comes out of the slack; less is
+    reserved for nothing, and the token capacity does not move with the draft's dtype."""
+    if exact == cell_d:
+        return None
+    allocates = (f"The draft runner allocates its own geometry ({exact_rule} = {exact} "
+                 f"B/token) but the budget scales the target cell ({cell_d} B/token): ")
+    if exact > cell_d:
+        return (allocates + f"the difference of {exact - cell_d} B per token comes out of "
+                "the slack [inferred from the 0.5.23 pool code].")
+    own = draft_kv is not None and draft_kv is not target_kv
+    return (allocates + f"{cell_d - exact} B per token are reserved for the draft and stay "
+            "unused [inferred from the 0.5.23 pool code]."
+            + (f" The draft KV dtype ({draft_kv.value}) shrinks what the draft runner "
+               "allocates, not the reservation: the token capacity stays that of the "
+               f"target's dtype ({target_kv.value})." if own and draft_kv else ""))

@@ -1,0 +1,43 @@
+""""Did you mean" for a value outside a listed set (an engine name, a method): the words
+users bring from elsewhere are an engine's own spelling ("SGLang", vLLM's `draft_model`,
+SGLang's `NEXTN`), which a string distance alone misses."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+from specpair.engines.registry import RELEASES
+
+
+def _engine_spellings(allowed: list[str]) -> dict[str, str]:
+    """casefolded engine spelling → 'VALUE (ENGINE calls it SPELLING)', for the methods
+    among `allowed` (each release's method_names)."""
+    found: dict[str, str] = {}
+    for release in RELEASES.values():
+        for method, spelled in release.profile.method_names.items():
+            if method.value in allowed and spelled != method.value:
+                found.setdefault(spelled.casefold(), f"`{method.value}` "
+                                 f"({release.profile.display_name} calls it {spelled})")
+    return found
+
+
+def listed_values(error: dict[str, Any]) -> list[str]:
+    """The values a pydantic enum or literal error lists ("'a', 'b' or 'c'")."""
+    return re.findall(r"'([^']*)'", str(error.get("ctx", {}).get("expected", "")))
+
+
+def did_you_mean(given: object, allowed: list[str]) -> str | None:
+    """The listed value `given` most likely means, in a hint's words; None if none is near."""
+    if not isinstance(given, str) or not allowed:
+        return None
+    folded = {value.casefold(): value for value in allowed}
+    key = given.strip().casefold()
+    if key in folded:  # a capitalised spelling: the schema's values are exact
+        return f"did you mean `{folded[key]}`?"
+    spelled = _engine_spellings(allowed).get(key)
+    if spelled is not None:
+        return f"did you mean {spelled}?"
+    close = difflib.get_close_matches(key, list(folded), n=1, cutoff=0.6)
+    return f"did you mean `{folded[close[0]]}`?" if close else None
