@@ -22,7 +22,7 @@ from specpair.model.errors import SpecpairError
 CONFIG = "specpair.toml"
 # specpair is not on PyPI: teams install it from a git repository at the tag v<version>.
 # No canonical public repository is named yet (pyproject has no project.urls), so this is
-# a placeholder under example.com, which can never resolve to someone else's code; the
+# a placeholder under example.com, reserved for examples: never someone else's code; the
 # README's install line says to replace it, and `init` writes the URL specpair was
 # really installed from where pip recorded one.
 PLACEHOLDER_SOURCE = "https://git.example.com/your-org/specpair"
