@@ -8,14 +8,17 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
 
 from specpair import __version__
+from specpair.load.project import PLACEHOLDER_SOURCE, SOURCE_PATTERN, requirement
 from tests.support import proc
 from tests.support.paths import REPO
+from tests.support.readme import install_line, install_url
 
 SCAFFOLD = [".github/workflows/specpair.yml", ".gitignore", "runbooks/deepseek-v3-mtp/lock.json",
             "runbooks/deepseek-v3-mtp/runbook.yaml",
@@ -24,8 +27,13 @@ SCAFFOLD = [".github/workflows/specpair.yml", ".gitignore", "runbooks/deepseek-v
             "site/docs/stylesheets/specpair.css", "site/mkdocs.yml", "specpair.toml"]
 
 
-def specpair(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1"}
+def specpair(root: Path, *args: str, site: Path | None = None
+             ) -> subprocess.CompletedProcess[str]:
+    """specpair from this source tree; `site`, a folder of distributions, is searched
+    first for the installed specpair's metadata (see `installed_as`)."""
+    path = [str(site)] if site else []
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*path, str(REPO / "src")]),
+           "HF_HUB_OFFLINE": "1"}
     return proc.run([sys.executable, "-m", "specpair", *args], cwd=root, env=env,
                           capture_output=True, text=True, check=False, cpu_s=600)
 
@@ -120,7 +128,8 @@ def test_a_repository_pinned_to_another_release_is_refused_by_name(repo: Path) -
     assert result.returncode == 1
     assert f"this repository pins specpair 0.0.1; this is specpair {__version__}" in \
         result.stderr
-    assert "pip install 'specpair==0.0.1'" in result.stderr
+    # the install that works: from the repository specpair.toml names, at the tag
+    assert f"pip install 'specpair[site] @ git+{PLACEHOLDER_SOURCE}@v0.0.1'" in result.stderr
     config.write_text(f'[specpair]\nversion = "{__version__}"\nrunbooks = "pairs"\n')
     moved = specpair(repo, "check")
     assert moved.returncode == 1 and "keeps runbooks in runbooks/" in moved.stderr
@@ -168,3 +177,82 @@ def test_the_packages_exact_pins_are_the_development_pins() -> None:
     pinned = {norm(k): v for k, v in constraints.items()}
     for name, version in exact.items():
         assert pinned[norm(name)] == version, name
+
+
+def installed_as(tmp: Path, direct_url: dict[str, object] | None) -> Path:
+    """A folder holding specpair's metadata as pip writes it for an install, with the
+    PEP 610 record of where it came from; on PYTHONPATH ahead of site-packages,
+    importlib.metadata finds this specpair first."""
+    site = tmp / "site"
+    info = site / f"specpair-{__version__}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: specpair\n"
+                                   f"Version: {__version__}\n")
+    if direct_url is not None:
+        (info / "direct_url.json").write_text(json.dumps(direct_url))
+    return site
+
+
+GIT = {"vcs": "git", "requested_revision": f"v{__version__}", "commit_id": "0" * 40}
+
+
+def test_init_pins_the_repository_specpair_was_installed_from(repo: Path) -> None:
+    """Installed as the README says, from a git URL at the tag: CI installs from there."""
+    site = installed_as(repo.parent, {"url": "https://git.acme.test/platform/specpair",
+                                      "vcs_info": GIT})
+    result = specpair(repo, "init", site=site)
+    assert result.returncode == 0, result.stderr
+    table = tomllib.loads((repo / "specpair.toml").read_text())["specpair"]
+    assert table == {"version": __version__, "source": "https://git.acme.test/platform/specpair",
+                     "runbooks": "runbooks", "schema": "schema", "site": "site"}
+    assert "note" not in result.stdout
+
+
+@pytest.mark.parametrize("direct_url", [
+    None,  # installed from a wheel file or an index: pip records nothing
+    {"url": "file:///work/specpair", "dir_info": {"editable": True}},  # `pip install -e .`
+    {"url": "file:///home/me/specpair", "vcs_info": GIT},  # a clone CI cannot reach
+    {"url": "https://me:token@git.acme.test/specpair", "vcs_info": GIT},  # never a secret
+    {"url": "https://git.acme.test/specpair.tar.gz", "archive_info": {}},  # not a repository
+])
+def test_init_writes_the_placeholder_and_says_so_when_the_source_is_unknown(
+        repo: Path, direct_url: dict[str, object] | None) -> None:
+    site = installed_as(repo.parent, direct_url)
+    result = specpair(repo, "init", site=site)
+    assert result.returncode == 0, result.stderr
+    table = tomllib.loads((repo / "specpair.toml").read_text())["specpair"]
+    assert table["source"] == PLACEHOLDER_SOURCE and table["version"] == __version__
+    assert "note      specpair.toml: set source to the git repository you install " \
+        f"specpair from (CI installs its tag v{__version__})" in result.stdout
+    # idempotent: the file is as init would write it, and the note is not repeated
+    again = specpair(repo, "init", site=site)
+    assert "unchanged specpair.toml" in again.stdout and "note" not in again.stdout
+
+
+@pytest.mark.parametrize("source", ["git@github.com:acme/specpair.git",
+                                    "http://git.acme.test/specpair",
+                                    "https://me:token@git.acme.test/specpair",
+                                    "https://git.acme.test/specpair?ref=main", 7])
+def test_a_source_ci_could_not_install_from_is_refused_by_name(repo: Path,
+                                                               source: object) -> None:
+    value = json.dumps(source)  # a TOML basic string or integer
+    (repo / "specpair.toml").write_text(f'[specpair]\nversion = "{__version__}"\n'
+                                        f"source = {value}\n")
+    result = specpair(repo, "check")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"source = {source!r}: not the https URL of a git repository" in result.stderr
+
+
+def test_the_readmes_install_line_is_the_release_init_pins() -> None:
+    """One version: the package's. pyproject takes it, init pins it, and the README
+    installs its tag, from the repository init writes when it cannot tell (the
+    placeholder the README says to replace)."""
+    source, tag = install_url()
+    assert tag == f"v{__version__}" and source == PLACEHOLDER_SOURCE
+    assert SOURCE_PATTERN.fullmatch(source)
+    assert install_line() == f'python -m pip install "{requirement(source, __version__)}"'
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert "version" not in pyproject["project"] and pyproject["project"]["dynamic"] == \
+        ["version"]
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == \
+        {"attr": "specpair.__version__"}

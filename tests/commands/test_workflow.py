@@ -13,6 +13,7 @@ import yaml
 
 from specpair.commands.impact import PairImpact, impact, markdown
 from specpair.commands.init import template
+from specpair.load.project import SOURCE_PATTERN, requirement
 from tests.support.git_repo import commit, edit, examples_repo
 
 WORKFLOW: dict[str, Any] = yaml.safe_load(template("workflow.yml"))
@@ -45,7 +46,7 @@ def test_every_python_starts_isolated_and_the_install_runs_outside_the_checkout(
     """A `python` started in the checkout without -I imports the pull request's
     tomllib.py, pip/ or specpair/ first (the current folder leads sys.path)."""
     calls = 0
-    command = re.compile(r'(?:^|\$\(|\|\||&&)\s*("?\$\w+(?:/bin/python)?"?|python[\d.]*)(\s+\S+)?')
+    command = re.compile(r'(?:^|\$\(|\|\|?|&&)\s*("?\$\w+(?:/bin/python)?"?|python[\d.]*)(\s+\S+)?')
     for name, script in scripts():
         for line in script.splitlines():
             for program, first in command.findall(line):
@@ -54,7 +55,7 @@ def test_every_python_starts_isolated_and_the_install_runs_outside_the_checkout(
                     assert first.strip() == "-I", (name, line)
             # specpair and mkdocs only as modules of the isolated interpreter
             assert not re.match(r"\s*(specpair|mkdocs) ", line), (name, line)
-    assert calls >= 10
+    assert calls >= 13
     (install,) = [s for s in STEPS if s.get("id") == "install"]
     assert install["working-directory"] == "${{ runner.temp }}"
     assert '"$GITHUB_WORKSPACE/specpair.toml"' in install["run"]
@@ -64,7 +65,7 @@ def test_outputs_go_to_a_fresh_folder_and_a_failing_check_fails_its_step() -> No
     for name, script in scripts():
         assert "|| true" not in script and "|| :" not in script, name
         for out in re.findall(r"--output (\S+)", script):
-            assert out in ('"$sarif"', '"$checklist"'), (name, out)
+            assert out in ('"$findings"', '"$sarif"', '"$checklist"'), (name, out)
     (install,) = [s for s in STEPS if s.get("id") == "install"]
     assert 'out=$(mktemp -d "$RUNNER_TEMP/specpair-out.XXXXXX")' in install["run"]
     (sarif,) = [s for s in STEPS if s.get("id") == "sarif"]
@@ -72,6 +73,47 @@ def test_outputs_go_to_a_fresh_folder_and_a_failing_check_fails_its_step() -> No
     assert sarif["run"].rstrip().endswith('exit "$status"')
     (upload,) = [s for s in STEPS if "upload-sarif" in s.get("uses", "")]
     assert upload["with"]["sarif_file"] == "${{ steps.sarif.outputs.file }}"
+
+
+def _install_script() -> list[str]:
+    (install,) = [s for s in STEPS if s.get("id") == "install"]
+    return [line.strip() for line in install["run"].splitlines()
+            if not line.strip().startswith("#")]
+
+
+def test_specpair_is_installed_from_the_base_branchs_source_at_the_release_tag() -> None:
+    """Installing runs the package's code: the pull request picks only the release
+    number (a tag of the trusted repository); the repository comes from the base
+    branch's specpair.toml, as git holds it, never from the checkout."""
+    script = _install_script()
+    (pip,) = [line for line in script if " -m pip install " in line]
+    assert pip.endswith(f'"{requirement("${source}", "${version}")}"'), pip
+    (read_version,) = [line for line in script if line.startswith("version=")]
+    assert '["specpair"]["version"]' in read_version and "source" not in read_version
+    (read_source,) = [line for line in script if line.startswith("source=")]
+    assert read_source.startswith('source=$(git -C "$GITHUB_WORKSPACE" cat-file blob '
+                                  '"${trusted}:specpair.toml" | python -I -c ')
+    assert 'trusted="origin/${BASE_REF}"' in script and "trusted=HEAD" in script
+    # the same pattern as `specpair`'s own check of specpair.toml, and the version's
+    assert f"if ! [[ $source =~ ^{SOURCE_PATTERN.pattern}$ ]]; then" in script
+    assert "if ! [[ $version =~ ^[0-9]+(\\.[0-9]+){1,3}$ ]]; then" in script
+    (install,) = [s for s in STEPS if s.get("id") == "install"]
+    assert install["env"] == {"BASE_REF": "${{ github.base_ref }}"}
+
+
+def test_no_step_fails_a_repository_without_code_scanning() -> None:
+    """Most private repositories have no code scanning, and GitHub refuses their SARIF
+    upload: that step may fail without failing the job, and the findings reach the job
+    summary, which every repository has."""
+    scanning = [s for s in STEPS if "codeql-action" in s.get("uses", "")]
+    assert [s["uses"].split("@")[0] for s in scanning] == ["github/codeql-action/upload-sarif"]
+    assert all(s.get("continue-on-error") is True for s in scanning)
+    assert [s for s in STEPS if s.get("continue-on-error")] == scanning  # the gate fails
+    (findings,) = [s for s in STEPS if s.get("id") == "sarif"]
+    assert '--format markdown --output "$findings"' in findings["run"]
+    assert 'cat "$findings" >> "$GITHUB_STEP_SUMMARY"' in findings["run"]
+    # the summary before the upload is even attempted
+    assert STEPS.index(findings) < STEPS.index(scanning[0])
 
 
 def test_the_site_is_built_with_the_packaged_config_not_the_pull_requests() -> None:
@@ -133,3 +175,27 @@ def test_a_runbook_title_in_a_real_change_reaches_the_checklist_inert(repo: Path
     html = _rendered(markdown(impacts, problems, "HEAD~1", "HEAD"))
     assert "evil.example" in html and "<a " not in html, html
     assert "@octocat" not in re.sub(r"<code>.*?</code>", "", html, flags=re.S)
+
+
+@pytest.mark.parametrize("hostile", HOSTILE)
+def test_the_findings_in_the_job_summary_are_inert_markdown(hostile: str) -> None:
+    """The job summary renders Markdown and HTML: each place runbook text reaches the
+    findings there (the file, the message, the fix, a waiver's reason) stays text."""
+    from specpair.commands.check import Report, markdown
+    from specpair.model.errors import Location
+    from specpair.model.findings import Finding
+
+    where = Location(f"runbooks/{hostile}/runbook.yaml", 3, 5)
+    findings = [Finding("SP101", "error", f"pinned to {hostile!r}", "target.revision",
+                        f"pin `{hostile}` to a commit", where=where),
+                Finding("SP104", "warning", hostile, "target", hostile, waived=hostile),
+                Finding("SP602", "note", f"`specpair lock {hostile}`", "x", "", where=where)]
+    text = markdown([Report(f"runbooks/{hostile}/runbook.yaml", hostile, findings)])
+    html = _rendered(text)
+    assert "<a " not in html and "<img" not in html and "<script" not in html, html
+    assert "<h1" not in html and html.count("<h2") == 1 and "<h3" not in html, html
+    assert html.count("<li>") == 3, html
+    outside_code = re.sub(r"<code>.*?</code>", "", html, flags=re.S)
+    assert not re.search(r"[@#][\w/]", outside_code), outside_code
+    assert text.startswith("## specpair check: 1 pair(s) checked, 1 failing finding(s), "
+                           "3 in all\n")

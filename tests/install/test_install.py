@@ -1,13 +1,16 @@
-"""A plain install of the built wheel: outputs independent of how specpair was installed,
-and a team repository that has nothing but what `specpair init` wrote."""
+"""specpair installed by the README's own commands, from a git clone at the release tag:
+what they installed and set up, outputs independent of how specpair was installed, and a
+team repository that has nothing but what `specpair init` wrote."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
-from tests.install.support import Run
+from tests.install.support import Adopted, Run, Served
 from tests.support.paths import FIXTURES, REPO, write
 
 QWEN3_8B = FIXTURES / "configs" / "Qwen__Qwen3-8B" / "config.json"
@@ -37,6 +40,33 @@ def ok(result: subprocess.CompletedProcess[str]) -> str:
     return result.stdout
 
 
+def test_the_readmes_commands_install_the_tagged_release_and_init_pins_its_source(
+        adopted: Adopted, served: Served, fresh: Path) -> None:
+    """The README's lines, run as written, installed specpair from the repository URL
+    (here the served clone) at the tag, and `specpair init` pinned that release and
+    that URL for CI."""
+    probe = subprocess.run(
+        [str(fresh / "bin" / "python"), "-I", "-c",
+         "import importlib.metadata as m, specpair; d = m.distribution('specpair'); "
+         "print(specpair.__version__, d.version, specpair.__file__); "
+         "print(d.read_text('direct_url.json'))"],
+        capture_output=True, text=True, check=True).stdout.splitlines()
+    version, metadata_version, where = probe[0].split()
+    assert f"v{version}" == served.tag and metadata_version == version
+    assert Path(where).is_relative_to(fresh)  # the installed package, not the source tree
+    direct = json.loads(probe[1])
+    tagged = git(served.clone, "rev-parse", f"{served.tag}^{{commit}}").strip()
+    assert direct["url"] == served.url
+    assert direct["vcs_info"] == {"vcs": "git", "requested_revision": served.tag,
+                                  "commit_id": tagged}
+    repo = adopted.folder / "team-runbooks"
+    table = tomllib.loads((repo / "specpair.toml").read_text())["specpair"]
+    assert (table["version"], table["source"]) == (version, served.url)
+    assert git(repo, "log", "--format=%s") == "specpair init\n"
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+    assert "1 pair(s) checked: 0 failing finding(s)" in adopted.output
+
+
 def test_an_unpinned_install_writes_the_committed_outputs(run: Run, tmp_path: Path) -> None:
     """The examples' committed outputs were written by the pinned development install;
     the wheel installed without constraints must find them current."""
@@ -45,7 +75,8 @@ def test_an_unpinned_install_writes_the_committed_outputs(run: Run, tmp_path: Pa
     ok(run("specpair", "build", "--check", cwd=tmp_path))
 
 
-def test_a_team_repository_from_init_alone(run: Run, tmp_path: Path) -> None:
+def test_a_team_repository_from_init_alone(run: Run, actionlint: Path,
+                                          tmp_path: Path) -> None:
     repo = tmp_path / "team-runbooks"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
@@ -78,7 +109,7 @@ def test_a_team_repository_from_init_alone(run: Run, tmp_path: Path) -> None:
     assert "New pair: review the whole two-model plan" in \
         (built / "pairs" / "qwen3-8b-dflash.html").read_text()
     # the workflow init wrote, checked by actionlint (and shellcheck, where installed)
-    ok(run("actionlint", "-color=false", ".github/workflows/specpair.yml", cwd=repo))
+    ok(run(str(actionlint), "-color=false", ".github/workflows/specpair.yml", cwd=repo))
     # nothing of this repository's own files was needed: the tree holds only what init,
     # the team and specpair's commands wrote
     tracked = set(git(repo, "ls-files").split())

@@ -1,5 +1,6 @@
 """`specpair check`: run the pre-deployment gate over runbooks and report the findings
-as text, JSON or SARIF 2.1.0 (code hosts show SARIF results on pull requests)."""
+as text, JSON, SARIF 2.1.0 (code hosts show SARIF results on pull requests) or Markdown
+(the CI job summary, which shows them where code scanning is off)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from specpair import __version__
 from specpair.analyse.checks.gate import RULES, Context, failing, run
+from specpair.commands.impact import code_span, inline, prose
 from specpair.load.runbooks import (
     LOCK_NAME,
     LoadedRunbook,
@@ -123,6 +125,28 @@ def text(reports: list[Report], strict: bool = False) -> str:
     lines.append(f"{len(reports)} pair(s) checked: {failed} failing finding(s), "
                  f"{sum(len(r.findings) for r in reports)} in all")
     return "\n".join(lines) + "\n"
+
+
+def markdown(reports: list[Report], strict: bool = False) -> str:
+    """The findings for GitHub's job summary, which renders Markdown and HTML: runbook text
+    (messages, hints, waiver reasons, paths) only as inert text or code spans, as in the
+    change-impact checklist."""
+    failed = sum(len(failing(r.findings, strict)) for r in reports)
+    total = sum(len(r.findings) for r in reports)
+    out = [f"## specpair check: {len(reports)} pair(s) checked, {failed} failing "
+           f"finding(s), {total} in all\n\n"]
+    for report in reports:
+        for f in report.findings:
+            loc = _where(report, f)
+            where = f"{loc.file}:{loc.line}:{loc.column}" if loc.line else loc.file
+            mark = "❌" if failing([f], strict) else "⚠️" if f.severity == "warning" and \
+                not f.waived else "➖"
+            tag = f"waived: {prose(f.waived)}" if f.waived else inline(f.severity)
+            line = f"- {mark} {code_span(f.rule)} ({tag}) {code_span(where)}: {prose(f.message)}"
+            if f.hint and not f.waived:
+                line += f" Fix: {prose(f.hint)}"
+            out.append(line + "\n")
+    return "".join(out)
 
 
 def as_json(reports: list[Report]) -> str:

@@ -1,8 +1,9 @@
 """`specpair init [DIR]`: scaffold a runbook repository that uses specpair.
 
 Everything comes from the installed package (templates/init/), nothing from specpair's
-own repository: `specpair.toml` (the pinned release and the layout), a CI workflow that
-runs the gate, uploads SARIF and posts the change-impact checklist, the site's
+own repository: `specpair.toml` (the pinned release, the git repository CI installs it
+from, and the layout), a CI workflow that runs the gate, uploads SARIF (and writes the
+findings to the job summary) and posts the change-impact checklist, the site's
 `mkdocs.yml` (the Material theme as specpair's own site uses it) and home page,
 `.gitignore` entries, and one example pair whose lock is declared as `specpair lock
 --declare` declares it (DeepSeek-V3's published config.json; its README's sizes).
@@ -27,7 +28,7 @@ from pathlib import Path
 from specpair import __version__
 from specpair.generate.render import dump_json
 from specpair.load import file_policy
-from specpair.load.project import CONFIG
+from specpair.load.project import CONFIG, PLACEHOLDER_SOURCE, installed_source
 
 EXAMPLE = "deepseek-v3-mtp"
 # DeepSeek-V3's README: 685B parameters in the FP8 release, 14B of them the MTP module
@@ -60,7 +61,8 @@ class InitResult:
 
 def template(name: str) -> bytes:
     data = resources.files("specpair").joinpath("templates", "init", name).read_bytes()
-    return data.replace(b"@SPECPAIR_VERSION@", __version__.encode())
+    return data.replace(b"@SPECPAIR_VERSION@", __version__.encode()).replace(
+        b"@SPECPAIR_SOURCE@", installed_source().encode())
 
 
 def _place(root: Path, rel: str, content: bytes, force: bool, result: InitResult) -> None:
@@ -127,6 +129,10 @@ def init(root: Path, *, force: bool = False) -> InitResult:
         file_policy.check_below(root, root / rel)
     for rel, name in FILES.items():
         _place(root, rel, template(name), force, result)
+    if CONFIG in result.written and installed_source() == PLACEHOLDER_SOURCE:
+        result.notes.append(f"{CONFIG}: set source to the git repository you install specpair "
+                            f"from (CI installs its tag v{__version__}); "
+                            f"{PLACEHOLDER_SOURCE} is a placeholder")
     _gitignore(root, result)
     pairs = discover([root / "runbooks"]) if (root / "runbooks").is_dir() else []
     if (root / example).exists() or not pairs:
