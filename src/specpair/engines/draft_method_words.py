@@ -43,7 +43,7 @@ def vllm_draft_architecture(method: str, architecture: str) -> str:
     return architecture
 
 
-def _two_marks(name: str) -> bool:
+def two_marks(name: str) -> bool:
     """A renamed architecture that carries two methods' marks (EagleLlamaForCausalLMEagle3,
     Eagle3DFlashDraftModel): no release registers such a class."""
     rest = name
@@ -85,7 +85,7 @@ def _vllm(version: str, name: str, architecture: str) -> str:
                 "matching draft checkpoint.\" (v1/worker/gpu/spec_decode/"
                 "speculator_config.py _resolve_checkpoint_config_class)")
     renamed = vllm_draft_architecture(name, architecture)
-    if renamed != architecture and _two_marks(renamed):
+    if renamed != architecture and two_marks(renamed):
         return (f"vllm {version} reads the draft as {renamed} for method={name!r} "
                 "(transformers_utils/configs/eagle.py EAGLEConfig.__init__) and refuses it "
                 f"at start-up: \"Model architectures ['{renamed}'] are not supported for "
