@@ -131,6 +131,11 @@ BREAKERS: dict[str, Callable[[], tuple[ResolvedPair, dict[str, Any]]]] = {
     "SP105": lambda: (_artifact(good(), "draft", provenance="declared"), {}),
     "SP307": lambda: (_draft(make_pair(dense(36, hidden=5120), dense(1), speculation={
         "method": "EAGLE3", "num_speculative_tokens": 3}), hidden_size=4096), {}),
+    # a DSpark draft launched as EAGLE-3; a one-layer head under its base architecture
+    "SP309": lambda: (make_pair(dense(36), DRAFT, speculation={
+        "method": "EAGLE3", "num_speculative_tokens": 3}), {}),
+    "SP310": lambda: (make_pair(dense(36), dense(1), speculation={
+        "method": "EAGLE3", "num_speculative_tokens": 3}), {}),
     "SP402": lambda: (with_runbook(good(), deployment={"context_length": 131072}), {}),
     "SP902": lambda: (make_pair(dense(36), dense(1, kv_heads=8).model_copy(
         update={"num_nextn_predict_layers": 1}), engine="vllm", version="0.33.0",

@@ -57,6 +57,14 @@ def declared_speculators() -> dict[str, str]:
     return found
 
 
+def registered(architectures: list[str]) -> dict[str, bool]:
+    """Whether vLLM's registry lists each architecture at all (`ModelRegistry.models`, what
+    `_ModelRegistry._raise_for_unsupported` refuses without)."""
+    from vllm.model_executor.models import ModelRegistry
+
+    return {arch: arch in ModelRegistry.models for arch in architectures}
+
+
 def sglang_support(architectures: list[str]) -> dict[str, bool | None]:
     from sglang.srt.models.registry import ModelRegistry
 
@@ -76,8 +84,11 @@ def main() -> None:
         # after the engine's core is imported, so that only the model files see it
         if importlib.util.find_spec("torchvision") is None:  # NO_TORCHVISION
             sys.meta_path.append(InertModules("torchvision"))
-        print(json.dumps(declared_speculators() if request.get("declared")
-                         else vllm_support(request["architectures"])))
+        if request.get("registered"):
+            print(json.dumps(registered(request["architectures"])))
+        else:
+            print(json.dumps(declared_speculators() if request.get("declared")
+                             else vllm_support(request["architectures"])))
     else:
         from sglang_pools import _install_torchvision_placeholder
 

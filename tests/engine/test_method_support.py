@@ -66,3 +66,47 @@ def test_the_declared_speculators_are_vllm_0_34_0s() -> None:
     assert result.returncode == 0, result.stderr[-4000:]
     declared = json.loads(result.stdout.strip().splitlines()[-1])
     assert declared == DECLARED_SPECULATOR
+
+
+def _corpus_draft_architectures() -> dict[str, str]:
+    """folder → architecture of every corpus draft whose method the config names."""
+    from specpair.model.config_geometry import from_hf_config
+    from specpair.model.draft_method import classify
+    from tests.support.paths import FIXTURES
+
+    found = {}
+    for entry in json.loads((FIXTURES / "corpus" / "SOURCES.json").read_text()):
+        if entry["role"] != "draft":
+            continue
+        config = json.loads((FIXTURES / "corpus" / entry["folder"] / "config.json").read_text())
+        try:
+            geometry = from_hf_config(config)
+        except ValueError:
+            continue
+        if classify(geometry).known:
+            found[entry["folder"]] = geometry.architecture
+    return found
+
+
+@pytest.mark.parametrize("engine", sorted(releases.VLLM))
+def test_vllm_refuses_the_renamed_heads_sp309_says_it_refuses(engine: str) -> None:
+    """SP309 quotes `_raise_for_unsupported` where EAGLEConfig gives a head a second method's
+    mark: each such name, for every corpus draft under every other method, is one the
+    release's registry does not list; under its own method the name is kept or listed."""
+    from specpair.engines.draft_method_words import two_marks, vllm_draft_architecture
+
+    architectures = _corpus_draft_architectures()
+    renamed = {(folder, method): vllm_draft_architecture(method, arch)
+               for folder, arch in architectures.items()
+               for method in ("eagle", "eagle3", "dflash")}
+    refused = sorted({name for (folder, _), name in renamed.items()
+                      if name != architectures[folder] and two_marks(name)})
+    assert "EagleLlamaForCausalLMEagle3" in refused and "Eagle3DFlashDraftModel" in refused
+    result = subprocess.run([sys.executable, str(HERE / "eagle3_support.py")],
+                            input=json.dumps({"engine": "vllm", "registered": True,
+                                              "architectures": refused}),
+                            capture_output=True, text=True, check=False, timeout=1200,
+                            env={**os.environ, **releases.env(engine)})
+    assert result.returncode == 0, result.stderr[-4000:]
+    listed = json.loads(result.stdout.strip().splitlines()[-1])
+    assert not [name for name in refused if listed[name]], listed

@@ -132,6 +132,17 @@ CATALOGUE: tuple[RuleSpec, ...] = (
              "EAGLE-3 reads auxiliary hidden states that only some target classes expose; the "
              "engine refuses the pair at model load, after both checkpoints are downloaded.",
              waivable=False),
+    RuleSpec("SP309", "draft-method", "error", "lock",
+             "The method is the one the draft was trained for",
+             "Engines load the draft class its config names whatever the method flag says: an "
+             "EAGLE-3 head under EAGLE runs with acceptance near nothing and no error (SGLang), "
+             "a DFlash draft under another method accepts about 0%; vLLM refuses some "
+             "pairings only at start-up."),
+    RuleSpec("SP310", "draft-method-unknown", "warning", "lock",
+             "The draft's config says which method it was trained for",
+             "SP309 reads the method from the draft's architecture and draft keys; a one-layer "
+             "head published under its base architecture (EAGLE or EAGLE-3?) or a draft kind "
+             "no method covers leaves the pairing unchecked, and the warning says so."),
     RuleSpec("SP401", "draft-context", "warning", "lock",
              "The draft covers the serving context length",
              "Drafts trained at 2k positions lose acceptance beyond it; vLLM's V2 runner even "

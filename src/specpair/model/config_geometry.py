@@ -319,6 +319,7 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
         draft_vocab_size=int(config["draft_vocab_size"])
         if config.get("draft_vocab_size") else None,
         verifier=draft.verifier,
+        projector_type=str(draft.projector) if draft.projector else None,
     ).in_layer_order(layout.kinds)
 
 
@@ -375,6 +376,7 @@ class _DraftBlock:
     mask: Any
     num_target: Any
     verifier: Any
+    projector: Any
 
 
 def _draft_block(config: Mapping[str, Any]) -> _DraftBlock:
@@ -399,4 +401,7 @@ def _draft_block(config: Mapping[str, Any]) -> _DraftBlock:
     if isinstance(speculators.get("verifier"), dict):
         verifier = speculators["verifier"].get("name_or_path")
     num_target = dflash.get("num_target_layers") or config.get("num_target_layers")
-    return _DraftBlock(block_size, target_ids, mask, num_target, verifier)
+    # sglang 0.5.23 reads it the same way (srt/speculative/dflash_utils.py::
+    # parse_dflash_draft_config: dflash_config first, then the top level)
+    projector = dflash.get("projector_type", config.get("projector_type"))
+    return _DraftBlock(block_size, target_ids, mask, num_target, verifier, projector)

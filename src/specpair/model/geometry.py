@@ -207,6 +207,11 @@ class Geometry(Strict):
     draft_vocab_size: PositiveInt | None = None
     verifier: str | None = Field(default=None,
                                  description="target named by speculators_config.verifier")
+    projector_type: str | None = Field(
+        default=None, description="dflash_config.projector_type of a block drafter (dspark: "
+                                  "a DSpark head under the DFlash architecture name; domino: "
+                                  "a DFlash variant); unset where the config names none, and "
+                                  "in locks written before it was read")
     layers: Annotated[list[LayerKV] | None, BeforeValidator(
         expand_runs, json_schema_input_type=list[LayerKV | LayerRun] | None)] = Field(
         default=None, description="each decoder layer's cache, in layer order, as read "

@@ -1,12 +1,14 @@
 """Rules about the draft's co-design with its target: feature layers, block size,
-hidden size, mask token and verifier."""
+hidden size, mask token, verifier, and the method the draft was trained for."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from specpair.analyse.checks.gate import Context, rule
+from specpair.engines.draft_method_words import engine_words
 from specpair.model.common import Method
+from specpair.model.draft_method import TrainedMethod, classify
 
 
 def _target_ids(ctx: Context) -> list[int] | None:
@@ -107,3 +109,39 @@ def _eagle_hidden(ctx: Context) -> Iterator[tuple[str, str, str]]:
                f"the target's {t}: the draft cannot read the target's hidden states",
                "draft", "use the EAGLE draft trained for this target (same hidden size)")
 
+
+
+def _trained(ctx: Context) -> TrainedMethod | None:
+    p = ctx.pair
+    if p.draft is None or p.runbook.speculation.method is Method.NGRAM:
+        return None
+    return classify(p.draft.geometry, bundled=p.draft.bundled)
+
+
+@rule("SP309")
+def _draft_method(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    p = ctx.pair
+    trained = _trained(ctx)
+    method = p.runbook.speculation.method
+    if trained is None or not trained.known or method in trained.methods:
+        return
+    assert p.draft is not None
+    own = sorted(m.value for m in trained.methods)
+    # a bundled draft is loaded from the target checkpoint, under the target's name
+    architecture = (p.target if p.draft.bundled else p.draft).geometry.architecture
+    yield (f"the draft was trained for {' or '.join(own)} ({trained.evidence}), the runbook "
+           f"runs it as {method.value}: "
+           f"{engine_words(p.engine, method, architecture, trained.methods)}",
+           "speculation.method",
+           f"set speculation.method: {own[0]}, or use a draft trained for {method.value}")
+
+
+@rule("SP310")
+def _draft_method_unknown(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    trained = _trained(ctx)
+    if trained is not None and not trained.known:
+        method = ctx.pair.runbook.speculation.method.value
+        yield (f"not checked whether the draft was trained for {method}: {trained.evidence}",
+               "draft", f"confirm on the draft's model card that it is a {method} head (a "
+               "head under another method runs at acceptance near nothing), then waive "
+               "SP310 with the card as the reason")
