@@ -19,7 +19,7 @@ from tests.engine import releases, workers
 
 ENGINES = Path(__file__).resolve().parents[1] / "src" / "specpair" / "engines"
 # the releases whose decisions are read, and the harness entry reading them
-READERS = {**dict.fromkeys(releases.SGLANG, "sglang")}
+READERS = {**dict.fromkeys(releases.SGLANG, "sglang"), **dict.fromkeys(releases.VLLM, "vllm")}
 
 
 def render(engine: str, lists: dict[str, object]) -> str:

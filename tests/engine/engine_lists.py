@@ -2,7 +2,7 @@
 tests/engine/test_copied_decisions.py and by tools/engine_lists.py, which writes them into
 each release's `engine_lists.yaml`).
 
-    python tests/engine/engine_lists.py sglang   (the release's folder first on PYTHONPATH)
+    python tests/engine/engine_lists.py sglang|vllm   (the release's folder first on PYTHONPATH)
 
 prints one JSON object. Nothing here is a copy: the candidates are every architecture
 name the release's deciding functions and module-level name lists spell, and each is put
@@ -20,10 +20,13 @@ SGLang (srt/configs/model_config.py, srt/arg_groups/overrides.py):
 - `built_in_mtp_layers`: what `ModelConfig._config_draft_model` sets
   `num_nextn_predict_layers` to for each architecture (draft mode), whether or not the
   config names a count.
+
+vLLM: `ssm_dtype_from_config` (the function `vllm` below).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import types
@@ -128,5 +131,25 @@ def sglang(_: Any = None) -> dict[str, Any]:
             "built_in_mtp_layers": _built_in_mtp_layers(mc)}
 
 
+def _ssm_dtype_from_config(arch: str, cls: Any) -> bool:
+    text = _Config(mamba_ssm_dtype="float16", architectures=[arch])
+    vllm_config = _Config(cache_config=_Config(mamba_ssm_cache_dtype="auto"),
+                          model_config=_Config(hf_text_config=text, hf_config=text))
+    # a hook reading more than the stand-in has is judged by what it set before
+    with contextlib.suppress(Exception):
+        cls.verify_and_update_config(vllm_config)
+    return bool(vllm_config.cache_config.mamba_ssm_cache_dtype == "float16")
+
+
+def vllm(_: Any = None) -> dict[str, Any]:
+    """`ssm_dtype_from_config`: the architectures whose config hook
+    (model_executor/models/config.py MODELS_CONFIG_MAP, verify_and_update_config) makes
+    the config's `mamba_ssm_dtype` the SSM state cache dtype under `auto`."""
+    from vllm.model_executor.models import config as mc
+
+    return {"ssm_dtype_from_config": sorted(
+        arch for arch, cls in mc.MODELS_CONFIG_MAP.items() if _ssm_dtype_from_config(arch, cls))}
+
+
 if __name__ == "__main__":
-    print(json.dumps({"sglang": sglang}[sys.argv[1]](None), indent=1))
+    print(json.dumps({"sglang": sglang, "vllm": vllm}[sys.argv[1]](None), indent=1))

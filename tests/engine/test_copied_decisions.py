@@ -16,9 +16,10 @@ from tests.engine import releases, workers
 from tests.support.geometries import dense
 
 
-@pytest.mark.parametrize("engine", releases.SGLANG)
-def test_sglang_lists_are_the_release_s(engine: str) -> None:
-    found = workers.call("engine_lists", "sglang", releases.env(engine), None, timeout=900)
+@pytest.mark.parametrize("engine", (*releases.SGLANG, *releases.VLLM))
+def test_lists_are_the_release_s(engine: str) -> None:
+    entry = engine.split()[0]
+    found = workers.call("engine_lists", entry, releases.env(engine), None, timeout=900)
     ours = engine_lists.raw(engine)
     differ = {key: {"only the release": sorted(set(found[key]) - set(ours.get(key) or ())),
                     "only ours": sorted(set(ours.get(key) or ()) - set(found[key])),

@@ -10,6 +10,11 @@ SGLang (srt/configs/model_config.py, srt/arg_groups/overrides.py at the release)
 - `extra_buffer`: `_MAMBA_EXTRA_BUFFER_ARCHS` (the `auto` mamba radix cache strategy);
 - `built_in_mtp_layers`: `ModelConfig._config_draft_model`'s `num_nextn_predict_layers`
   for a config that names none (`unset`) and for one that names 3 (`configured_3`).
+
+vLLM (vllm/model_executor/models/config.py at the release):
+- `ssm_dtype_from_config`: the architectures whose MODELS_CONFIG_MAP hook
+  (`verify_and_update_config`, Qwen3_5ForConditionalGenerationConfig and its subclasses)
+  makes the config's `mamba_ssm_dtype` the SSM state dtype; elsewhere it follows the model.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ class EngineLists:
     hybrid_swa: Mapping[str, str] = field(default_factory=dict)
     extra_buffer: frozenset[str] = frozenset()
     built_in_mtp_layers: Mapping[str, BuiltInLayers] = field(default_factory=dict)
+    ssm_dtype_from_config: frozenset[str] = frozenset()
 
 
 def raw(engine: str) -> dict[str, Any]:
@@ -63,4 +69,5 @@ def of(engine: str) -> EngineLists:
         extra_buffer=frozenset(data.get("extra_buffer") or ()),
         built_in_mtp_layers={arch: BuiltInLayers(entry["unset"], entry["configured_3"])
                              for arch, entry in (data.get("built_in_mtp_layers")
-                                                 or {}).items()})
+                                                 or {}).items()},
+        ssm_dtype_from_config=frozenset(data.get("ssm_dtype_from_config") or ()))
