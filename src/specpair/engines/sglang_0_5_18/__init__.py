@@ -4,8 +4,8 @@ its defaults, its rule sources, the start-up refusals only it has, its metrics' 
 from __future__ import annotations
 
 from specpair.engines.release import EngineRelease
-from specpair.engines.sglang_0_5_18 import args, budget, facts, launch, metrics
-from specpair.engines.sglang_0_5_23 import bench, draft_mode, logs, schedule
+from specpair.engines.sglang_0_5_18 import args, budget, draft_mode, facts, launch, metrics
+from specpair.engines.sglang_0_5_23 import bench, logs, schedule
 
 RELEASE = EngineRelease(
     profile=facts.PROFILE,
@@ -20,8 +20,7 @@ RELEASE = EngineRelease(
     log_timings=logs.TIMINGS,
     bench=bench.PROBE,
     image="lmsysorg/sglang:v0.5.18",
-    # the same draft-mode rewrites of Qwen3-Next and Qwen3.5 to one built-in MTP layer
-    # (0.5.18's configs/model_config.py:698-700, :706-728)
+    # its own draft-mode layer counts (its engine_lists.yaml)
     draft_mode=draft_mode.geometry,
     # 0.5.23's schedule, read in 0.5.18's code: the same `adaptive_unsupported_reason` for
     # what specpair renders (EAGLE/EAGLE3 only, NEXTN already EAGLE by

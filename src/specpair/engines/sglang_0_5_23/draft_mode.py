@@ -1,19 +1,11 @@
 """How SGLang 0.5.23 reads a target's config for the draft that lives in its checkpoint
-(`ModelConfig(..., is_draft_model=True)`, srt/configs/model_config.py)."""
+(`ModelConfig(..., is_draft_model=True)`, sglang 0.5.23 python/sglang/srt/configs/
+model_config.py ModelConfig._config_draft_model): the layer counts it sets per
+architecture are read from that code into engine_lists.yaml."""
 
 from __future__ import annotations
 
-from specpair.engines.draft_mode import built_in_layers
+from specpair.engines.draft_mode import engine_rewrites
+from specpair.engines.sglang_0_5_23.facts import PROFILE
 
-# Checkpoints that ship one built-in MTP layer without `num_nextn_predict_layers` in their
-# config: draft mode sets it to 1 for these architectures (configs/model_config.py: the
-# Qwen3-Next rewrite to Qwen3NextForCausalLMMTP and the Qwen3.5 rewrite to
-# Qwen3_5ForCausalLMMTP)
-BUILT_IN_MTP_LAYERS = {
-    "Qwen3NextForCausalLM": 1,
-    "Qwen3_5ForConditionalGeneration": 1,
-    "Qwen3_5MoeForConditionalGeneration": 1,
-}
-
-
-geometry = built_in_layers(BUILT_IN_MTP_LAYERS)
+geometry = engine_rewrites(PROFILE.label)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from specpair.engines import engine_lists
 from specpair.engines.kv_arithmetic import kv_bytes, kv_heads_per_rank, kv_layers
 from specpair.engines.pair_input import EngineInput
 from specpair.engines.sglang_0_5_23.args import DEFAULTS, Defaults
@@ -19,21 +20,34 @@ from specpair.model.common import KVDtype, Method
 from specpair.model.errors import SpecpairError
 from specpair.model.geometry import Geometry
 
-# configs/model_config.py::is_hybrid_swa_model, the architectures whose layers come from
-# `layer_types` with one head geometry (SWA_SINK_ARCHS and the Gemma 4 family): they get
-# HybridSWAPoolConfigurator unless --disable-hybrid-swa-memory. Other sliding-window
-# models (Gemma 3, ...) go through DefaultPoolConfigurator, every layer at full length.
-HYBRID_SWA_ARCHS = frozenset({
-    "GptOssForCausalLM", "GraniteSWAForCausalLM", "GraniteMoeSWAForCausalLM",
-    "IQuestQ1ForCausalLM", "Gemma4ForCausalLM", "Gemma4ForConditionalGeneration",
-    # chunked local attention is kept in the SWA pool, its window the attention chunk
-    # (load_model_utils.py::resolve_sliding_window_size; get_hybrid_layer_ids)
-    "Llama4ForConditionalGeneration"})
+
+def uses_hybrid_swa_pools(g: Geometry, enabled: bool, engine: str) -> bool:
+    """Whether the engine splits this target's KV into a full and a SWA pool: the
+    release's `is_hybrid_swa_model` architectures (engine_lists.yaml, read from its
+    configs/model_config.py), with their SWA layers placed by `get_hybrid_layer_ids`.
+    Other sliding-window models (Gemma 3, ...) go through DefaultPoolConfigurator, every
+    layer at full length; so does any model under --disable-hybrid-swa-memory."""
+    rule = engine_lists.of(engine).hybrid_swa.get(g.architecture)
+    if not enabled or rule is None:
+        return False
+    if rule == "every_fourth_full":
+        # Llama 4: chunked local attention in the SWA pool, every 4th layer full
+        # (get_hybrid_layer_ids; load_model_utils.py::resolve_sliding_window_size)
+        kinds = [layer.kind for layer in g.layer_list() if layer.kind != "linear"]
+        if swa_layers(g) and kinds != ["full" if (i + 1) % 4 == 0 else kinds[i]
+                                       for i in range(len(kinds))]:
+            raise _own_rule(g, engine, "every 4th layer full, the others in the SWA pool")
+    elif rule != "layer_types":
+        raise _own_rule(g, engine, "a rule of its own (not the config's layer_types)")
+    return swa_layers(g) > 0
 
 
-def uses_hybrid_swa_pools(g: Geometry, enabled: bool) -> bool:
-    """Whether the engine splits this target's KV into a full and a SWA pool."""
-    return enabled and g.architecture in HYBRID_SWA_ARCHS and swa_layers(g) > 0
+def _own_rule(g: Geometry, engine: str, how: str) -> SpecpairError:
+    return SpecpairError.single(
+        "runbook", f"not modelled: {engine} gives {g.architecture} hybrid-SWA pools and "
+        f"places its SWA layers by {how} (configs/model_config.py::get_hybrid_layer_ids)",
+        "set deployment.hybrid_kv_pools: false (--disable-hybrid-swa-memory), or budget "
+        "the pair by measurement", field_path="deployment.hybrid_kv_pools")
 
 
 def swa_layers(g: Geometry) -> int:
@@ -126,7 +140,7 @@ def pool_cells(pair: EngineInput, defaults: Defaults = DEFAULTS) -> PoolCells:
     attn_tp = tp  # attention DP is not used by specpair runbooks
     target, draft = pair.target.geometry, pair.draft.geometry if pair.draft else None
     t_bytes_kv = kv_bytes(dep.kv_cache_dtype, target)
-    hybrid = uses_hybrid_swa_pools(target, dep.hybrid_kv_pools)
+    hybrid = uses_hybrid_swa_pools(target, dep.hybrid_kv_pools, defaults.engine)
     if hybrid and pp > 1:
         raise SpecpairError.single(
             "runbook", f"hybrid-SWA pools under pipeline parallelism are not modelled for "
@@ -156,7 +170,7 @@ def pool_cells(pair: EngineInput, defaults: Defaults = DEFAULTS) -> PoolCells:
     elif hybrid:
         # EAGLE family: draft layers at the TARGET's per-layer full (or SWA) cell
         d_layers = eagle_draft_layers(draft)
-        d_swa = swa_layers(draft) if uses_hybrid_swa_pools(draft, True) else 0
+        d_swa = swa_layers(draft) if uses_hybrid_swa_pools(draft, True, defaults.engine) else 0
         per_layer = per_layer_cell(target, attn_tp, t_bytes_kv)
         cell_d = per_layer * (d_layers - d_swa)
         swa = swa_split(target, attn_tp, t_bytes_kv, ratio, d_swa)

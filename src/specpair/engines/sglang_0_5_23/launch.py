@@ -10,6 +10,7 @@ limit (48 under speculation).
 
 from __future__ import annotations
 
+from specpair.engines import engine_lists
 from specpair.engines.kv_arithmetic import kv_layers
 from specpair.engines.launch_model import EnvRef, Launch, Preflights
 from specpair.engines.pair_input import EngineInput
@@ -22,7 +23,6 @@ from specpair.engines.sglang_0_5_23.args import (
     verify_width,
 )
 from specpair.engines.sglang_0_5_23.facts import PROFILE
-from specpair.engines.sglang_0_5_23.state_pool import EXTRA_BUFFER_ARCHS
 from specpair.model.common import KVDtype, Method
 from specpair.model.runbook import Artifact, Runbook, Speculation
 
@@ -218,7 +218,8 @@ def _linear_state_args(pair: EngineInput, args: ServerArgs, speculate: bool, ver
         argv += ["--max-mamba-cache-size", str(ls.max_cache_size)]
     strategy = ls.radix_cache_strategy
     if strategy == "auto" and not ls.disable_radix_cache \
-            and pair.target.geometry.architecture in EXTRA_BUFFER_ARCHS:
+            and pair.target.geometry.architecture \
+            in engine_lists.of(args.defaults.engine).extra_buffer:
         strategy = "extra_buffer"  # what `auto` resolves to with the overlap scheduler
     if strategy != "auto":
         argv += ["--mamba-radix-cache-strategy", strategy]

@@ -7,18 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from specpair.engines import engine_lists
 from specpair.engines.sglang_0_5_23.args import DEFAULTS, Defaults
 from specpair.model.budget import Line, line
 from specpair.model.errors import SpecpairError
 from specpair.model.geometry import Geometry, LinearAttention
 from specpair.model.runbook import Runbook
-
-# the architectures whose `auto` radix-cache strategy is extra_buffer (state_plan, and the
-# launch spells the strategy out); BailingMoeV3 is in both _MAMBA_RADIX_CACHE_ARCHS and
-# _MAMBA_EXTRA_BUFFER_ARCHS
-EXTRA_BUFFER_ARCHS = frozenset({"BailingMoeV3ForCausalLM", "Qwen3NextForCausalLM",
-                                "Qwen3_5ForConditionalGeneration",
-                                "Qwen3_5MoeForConditionalGeneration"})
 
 
 @dataclass(frozen=True)
@@ -99,7 +93,10 @@ def state_plan(rb: Runbook, g: Geometry, attn_tp: int, rest_gib: float, speculat
     else:
         strategy = ls.radix_cache_strategy
         if strategy == "auto":
-            strategy = "extra_buffer" if g.architecture in EXTRA_BUFFER_ARCHS else "no_buffer"
+            # the release's _MAMBA_EXTRA_BUFFER_ARCHS (arg_groups/overrides.py), with the overlap
+            # scheduler on and the triton linear-attention backend
+            extra = engine_lists.of(defaults.engine).extra_buffer
+            strategy = "extra_buffer" if g.architecture in extra else "no_buffer"
         ratio = 5 if strategy == "extra_buffer" else 3  # base 3 + 2 tracking slots (overlap)
     r = ls.full_memory_ratio or defaults.mamba_full_memory_ratio.resolved
     reserves_spec_state = speculative and not replay

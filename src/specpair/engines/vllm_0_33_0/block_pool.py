@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from specpair.engines import engine_lists
 from specpair.engines.kv_arithmetic import kv_heads_per_rank, model_dtype_bytes
 from specpair.model.errors import SpecpairError
 from specpair.model.geometry import Geometry
@@ -27,10 +28,6 @@ ATTENTION_KERNEL_BLOCK = 16
 # there the GDN layers on Hopper prefill with FlashInfer and checkpoint the state every
 # FLASHINFER_GDN_CHECKPOINT_ALIGNMENT tokens (gdn_attn.py), so blocks are a multiple of it
 GDN_CHECKPOINT_ALIGNMENT = 64
-# Architectures whose config hook makes the config's `mamba_ssm_dtype` the SSM state dtype
-# (models/config.py, Qwen3_5ForConditionalGenerationConfig); elsewhere it follows the model
-SSM_DTYPE_FROM_CONFIG = ("Qwen3_5ForConditionalGeneration", "Qwen3_5ForCausalLM",
-                         "Qwen3_5MoeForConditionalGeneration", "Qwen3_5MoeForCausalLM")
 STATE_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 
@@ -113,11 +110,13 @@ class StatePlan:
     rule: str
 
 
-def gdn_state_bytes(g: Geometry, tp: int, num_spec: int) -> tuple[int, str]:
+def gdn_state_bytes(g: Geometry, tp: int, num_spec: int, engine: str) -> tuple[int, str]:
     """`MambaSpec.page_size_bytes` of one GDN layer: the shapes of
     `MambaStateShapeCalculator.gated_delta_net_state_shape` (conv window over q, k and v,
     widened by the draft tokens; value heads × value head size × key head size), the
-    dtypes of `gated_delta_net_state_dtype` (conv: the model's; SSM: `auto` follows it)."""
+    dtypes of `gated_delta_net_state_dtype` (conv: the model's; SSM: `auto` follows it,
+    or the config's `mamba_ssm_dtype` for the architectures whose config hook says so:
+    the release's engine_lists.yaml `ssm_dtype_from_config`)."""
     la = g.linear_attention
     assert la is not None
     key_heads = la.num_key_heads or la.num_heads
@@ -128,7 +127,8 @@ def gdn_state_bytes(g: Geometry, tp: int, num_spec: int) -> tuple[int, str]:
             f"not split over TP {tp}", "use a tensor-parallel size that divides both",
             field_path="deployment.parallel.tensor")
     conv_bytes = model_dtype_bytes(g)
-    ssm_dtype = la.ssm_dtype if g.architecture in SSM_DTYPE_FROM_CONFIG else None
+    from_config = engine_lists.of(engine).ssm_dtype_from_config
+    ssm_dtype = la.ssm_dtype if g.architecture in from_config else None
     ssm_bytes = STATE_DTYPE_BYTES[ssm_dtype] if ssm_dtype else conv_bytes
     conv_dim = key_dim * key_heads * 2 + la.head_dim * la.num_heads
     conv = conv_dim // tp * (la.conv_kernel - 1 + num_spec) * conv_bytes

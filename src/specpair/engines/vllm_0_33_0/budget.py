@@ -106,7 +106,7 @@ class Rules:
         """`Platform._align_hybrid_block_size` (mode `align`): the block size is the smallest
         multiple of lcm(max(kernel block, block), checkpoint alignment) whose attention page
         holds the state page, then the state page is padded to the attention page."""
-        state, shape_rule = gdn_state_bytes(g, tp, num_spec)
+        state, shape_rule = gdn_state_bytes(g, tp, num_spec, self.engine)
         per_token, _ = page_bytes(g, tp, 1, dtype_bytes)
         checkpoint = self.gdn_checkpoint_alignment
         align = max(ATTENTION_KERNEL_BLOCK, block)

@@ -1,0 +1,155 @@
+"""The lists an engine release decides for itself, read from its own code (run by
+tests/engine/test_copied_decisions.py and by tools/engine_lists.py, which writes them into
+each release's `engine_lists.yaml`).
+
+    python tests/engine/engine_lists.py sglang|vllm   (the release's folder first on PYTHONPATH)
+
+prints one JSON object. Nothing here is a copy: the candidates are every architecture
+name the release's deciding functions and module-level name lists spell, and each is put
+to the release's own function, so an entry the release adds to a set literal inside a
+function is found too.
+
+SGLang (srt/configs/model_config.py, srt/arg_groups/overrides.py):
+- `hybrid_swa`: architectures `is_hybrid_swa_model` gives the hybrid-SWA pools for a text
+  config with sliding layers and a window, each with how `get_hybrid_layer_ids` places its
+  SWA layers: `layer_types` (the config's sliding layers), `every_fourth_full` (Llama 4's
+  chunked layers: every layer but each 4th) or `own` (a rule of its own: MTP layer 0 only,
+  `local_layer_ids`, `hybrid_layer_pattern`, every layer).
+- `extra_buffer`: `_MAMBA_EXTRA_BUFFER_ARCHS`, the architectures whose `auto` mamba radix
+  cache strategy resolves to extra_buffer.
+- `built_in_mtp_layers`: what `ModelConfig._config_draft_model` sets
+  `num_nextn_predict_layers` to for each architecture (draft mode), whether or not the
+  config names a count.
+
+vLLM: `ssm_dtype_from_config` (the function `vllm` below).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import types
+from typing import Any
+
+LAYERS = 8
+LAYER_TYPES = ["sliding_attention", "full_attention", "sliding_attention", "sliding_attention",
+               "full_attention", "full_attention", "sliding_attention", "full_attention"]
+
+
+class _Config(types.SimpleNamespace):
+    """A text config stand-in: an attribute it was not given reads as None."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return None
+
+
+def _strings(value: Any) -> set[str]:
+    """Every string constant of a function's code, nested code and collections included."""
+    found: set[str] = set()
+    if isinstance(value, types.FunctionType):
+        value = value.__code__
+    if isinstance(value, types.CodeType):
+        for const in value.co_consts:
+            found |= _strings(const) if not isinstance(const, str) else {const}
+    elif isinstance(value, (frozenset, set, tuple, list)):
+        found |= {v for v in value if isinstance(v, str)}
+    return found
+
+
+def _candidates(module: types.ModuleType, *functions: Any) -> set[str]:
+    names: set[str] = set()
+    for function in functions:
+        names |= _strings(function)
+    for value in vars(module).values():
+        if isinstance(value, (frozenset, set, tuple, list)) and value \
+                and all(isinstance(v, str) for v in value):
+            names |= set(value)
+    return {n for n in names if n.isidentifier() and n[:1].isupper()}
+
+
+def _layer_rule(mc: types.ModuleType, arch: str) -> str:
+    config = _Config(num_hidden_layers=LAYERS, layer_types=list(LAYER_TYPES),
+                     sliding_window=128)
+    try:
+        swa, full = mc.get_hybrid_layer_ids([arch], config)
+    except Exception:  # a rule reading keys the stand-in lacks: not layer_types
+        return "own"
+    by_types = ([i for i, t in enumerate(LAYER_TYPES) if t == "sliding_attention"],
+                [i for i, t in enumerate(LAYER_TYPES) if t == "full_attention"])
+    fourth = ([i for i in range(LAYERS) if (i + 1) % 4], [i for i in range(LAYERS)
+                                                          if not (i + 1) % 4])
+    if (swa, full) == by_types:
+        return "layer_types"
+    if (swa, full) == fourth:
+        return "every_fourth_full"
+    return "own"
+
+
+def _hybrid_swa(mc: types.ModuleType) -> dict[str, str]:
+    config = _Config(num_hidden_layers=LAYERS, layer_types=list(LAYER_TYPES),
+                     sliding_window=128)
+    names = _candidates(mc, mc.is_hybrid_swa_model, mc.get_hybrid_layer_ids)
+    return {a: _layer_rule(mc, a) for a in sorted(names)
+            if mc.is_hybrid_swa_model([a], config)}
+
+
+def _draft_layers(mc: types.ModuleType, arch: str, configured: int | None) -> int | None:
+    config = _Config(architectures=[arch], num_nextn_predict_layers=configured,
+                     layer_types=[], mtp_local_layer_ids=[])
+    runner = _Config(is_draft_model=True, speculative_algorithm="EAGLE", hf_config=config,
+                     hf_text_config=config, quantization=None)
+    try:
+        mc.ModelConfig._config_draft_model(runner)
+    except Exception:  # a rewrite that needs a real config class: no count set here
+        return configured
+    layers = runner.hf_config.num_nextn_predict_layers
+    text = runner.hf_text_config.num_nextn_predict_layers
+    return layers if layers is not None else text
+
+
+def _built_in_mtp_layers(mc: types.ModuleType) -> dict[str, dict[str, int]]:
+    found = {}
+    for arch in sorted(_candidates(mc, mc.ModelConfig._config_draft_model)):
+        unset, configured = _draft_layers(mc, arch, None), _draft_layers(mc, arch, 3)
+        if unset is not None or configured != 3:
+            found[arch] = {"unset": unset, "configured_3": configured}
+    return found
+
+
+def sglang(_: Any = None) -> dict[str, Any]:
+    from engine_startup import TorchvisionStandIn
+
+    sys.meta_path.insert(0, TorchvisionStandIn())
+    from sglang.srt.arg_groups import overrides
+    from sglang.srt.configs import model_config as mc
+
+    return {"hybrid_swa": _hybrid_swa(mc),
+            "extra_buffer": sorted(overrides._MAMBA_EXTRA_BUFFER_ARCHS),
+            "built_in_mtp_layers": _built_in_mtp_layers(mc)}
+
+
+def _ssm_dtype_from_config(arch: str, cls: Any) -> bool:
+    text = _Config(mamba_ssm_dtype="float16", architectures=[arch])
+    vllm_config = _Config(cache_config=_Config(mamba_ssm_cache_dtype="auto"),
+                          model_config=_Config(hf_text_config=text, hf_config=text))
+    # a hook reading more than the stand-in has is judged by what it set before
+    with contextlib.suppress(Exception):
+        cls.verify_and_update_config(vllm_config)
+    return bool(vllm_config.cache_config.mamba_ssm_cache_dtype == "float16")
+
+
+def vllm(_: Any = None) -> dict[str, Any]:
+    """`ssm_dtype_from_config`: the architectures whose config hook
+    (model_executor/models/config.py MODELS_CONFIG_MAP, verify_and_update_config) makes
+    the config's `mamba_ssm_dtype` the SSM state cache dtype under `auto`."""
+    from vllm.model_executor.models import config as mc
+
+    return {"ssm_dtype_from_config": sorted(
+        arch for arch, cls in mc.MODELS_CONFIG_MAP.items() if _ssm_dtype_from_config(arch, cls))}
+
+
+if __name__ == "__main__":
+    print(json.dumps({"sglang": sglang, "vllm": vllm}[sys.argv[1]](None), indent=1))

@@ -1,0 +1,59 @@
+"""Nothing an engine decides by architecture name is copied by hand (issue 54): each
+release's engine_lists.yaml must be what the release's own code answers
+(tests/engine/engine_lists.py reads it; tools/engine_lists.py rewrites the file), and the
+budget and launch must follow the file."""
+
+from __future__ import annotations
+
+import pytest
+
+from specpair.engines import engine_lists
+from specpair.engines.draft_mode import engine_rewrites
+from specpair.engines.sglang_0_5_23.kv_cells import uses_hybrid_swa_pools
+from specpair.model.errors import SpecpairError
+from specpair.model.geometry import Geometry, LayerKind
+from tests.engine import releases, workers
+from tests.support.geometries import dense
+
+
+@pytest.mark.parametrize("engine", (*releases.SGLANG, *releases.VLLM))
+def test_lists_are_the_release_s(engine: str) -> None:
+    entry = engine.split()[0]
+    found = workers.call("engine_lists", entry, releases.env(engine), None, timeout=900)
+    ours = engine_lists.raw(engine)
+    differ = {key: {"only the release": sorted(set(found[key]) - set(ours.get(key) or ())),
+                    "only ours": sorted(set(ours.get(key) or ()) - set(found[key])),
+                    "changed": sorted(a for a in set(found[key]) & set(ours.get(key) or ())
+                                      if isinstance(found[key], dict)
+                                      and found[key][a] != ours[key][a])}
+              for key in found}
+    assert all(not any(d.values()) for d in differ.values()), (
+        f"{engine}'s engine_lists.yaml differs from the release (rerun tools/engine_lists.py)"
+        f": {differ}")
+    assert set(ours) == set(found)
+
+
+def _sliding(architecture: str, kinds: list[LayerKind]) -> Geometry:
+    return dense(len(kinds)).model_copy(update={
+        "architecture": architecture, "full_attention_layers": kinds.count("full"),
+        "sliding_window_layers": kinds.count("sliding"), "sliding_window": 128,
+    }).in_layer_order(kinds)
+
+
+@pytest.mark.parametrize("engine", releases.SGLANG)
+def test_sglang_budget_follows_the_lists(engine: str) -> None:
+    lists = engine_lists.of(engine)
+    kinds: list[LayerKind] = ["sliding", "full"] * 4
+    for arch, rule in lists.hybrid_swa.items():
+        g = _sliding(arch, kinds)
+        assert not uses_hybrid_swa_pools(g, False, engine)
+        if rule == "layer_types":
+            assert uses_hybrid_swa_pools(g, True, engine), arch
+        elif rule == "own":
+            with pytest.raises(SpecpairError, match="not modelled"):
+                uses_hybrid_swa_pools(g, True, engine)
+    assert not uses_hybrid_swa_pools(_sliding("Gemma3ForCausalLM", kinds), True, engine)
+    draft_mode = engine_rewrites(engine)
+    for arch, entry in lists.built_in_mtp_layers.items():
+        g = dense(4).model_copy(update={"architecture": arch})
+        assert draft_mode(g).num_nextn_predict_layers == (entry.unset or 0), arch
