@@ -1,6 +1,7 @@
 """How good is the latency model: cross-validated, then in-sample, on every published point.
 
     python benchmarks/latency_validation.py                 # leave-one-source-out, then in-sample
+    python benchmarks/latency_validation.py --stored        # the same, from the stored evaluation
     python benchmarks/latency_validation.py --refit --write # refit, store fits and error bands
                                                             # (tools/refit_calibration.py)
     python benchmarks/latency_validation.py --points FILE [--json]
@@ -127,7 +128,14 @@ def main() -> int:
                         "and cross-validated error bands in this repository's "
                         "src/specpair/data (tools/refit_calibration.py)")
     parser.add_argument("--quiet", action="store_true", help="summaries only, no point rows")
+    parser.add_argument("--stored", action="store_true",
+                        help="report the cross-validated figures the package stores "
+                             "(data/cross_validation.json, which the tests check against a "
+                             "fresh computation) instead of refitting every source (minutes)")
     args = parser.parse_args()
+    if args.stored and (args.refit or args.points is not None):
+        parser.error("--stored reports the package's stored evaluation: not with --refit "
+                     "or --points")
     started = time.perf_counter()
     if args.points is not None:
         try:
@@ -147,7 +155,8 @@ def main() -> int:
     if args.refit:
         fits = step_fits.refit(data)
         data = data.model_copy(update={"fitted": fits})
-    cv = cross_validation.cross_validate(data)
+    cv = (cross_validation.stored_cross_validation() if args.stored
+          else cross_validation.cross_validate(data))
     ins = cross_validation.evaluate(data, mode="in-sample")
     if args.refit and args.write:
         write_fits(data.fitted, cross_validation.error_bands(cv), cv)

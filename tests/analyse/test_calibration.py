@@ -400,8 +400,10 @@ def test_every_interval_contains_its_point_estimate() -> None:
 
 
 def test_the_validation_script_leads_with_cross_validated_figures() -> None:
-    result = proc.run([sys.executable, str(SCRIPT), "--quiet"], capture_output=True,
-                            text=True, check=False, cpu_s=600)
+    # the stored evaluation: test_the_stored_cross_validation_is_what_the_points_give
+    # recomputes it, and the script's own recomputation is that same code (2–3 min of CPU)
+    result = proc.run([sys.executable, str(SCRIPT), "--quiet", "--stored"],
+                      capture_output=True, text=True, check=False, cpu_s=300)
     out = result.stdout
     assert result.returncode in (0, 1), result.stderr[-2000:]
     assert out.index("== cross-validated") < out.index("== in-sample")
