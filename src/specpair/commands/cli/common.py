@@ -38,11 +38,15 @@ class UsageError(Exception):
 
 def find_root(start: Path | None = None) -> Path:
     """The repository root, found as git finds its top level: the nearest folder from
-    `start` (the working directory) upwards that holds `runbooks/`. Outside any such tree
-    the working directory itself, so errors name the folder the user is in."""
+    `start` (the working directory) upwards that holds `runbooks/` or a `specpair.toml`
+    (a repository whose first pair is yet to come is still one, and must not borrow the
+    runbooks of a tree it sits in). Outside any such tree the working directory itself,
+    so errors name the folder the user is in."""
+    from specpair.load.project import CONFIG
+
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
-        if (folder / "runbooks").is_dir():
+        if (folder / "runbooks").is_dir() or (folder / CONFIG).is_file():
             return folder
     return here
 
