@@ -46,7 +46,7 @@ def test_the_calibrated_cost_spans_the_published_interval() -> None:
     assert cost.slowdown("high") == pytest.approx(93.820 / 77.164, abs=1e-4)
     assert cost.slowdown("low") == pytest.approx(18.546 / 17.713, abs=1e-4)
     assert cost.label.startswith("K = 0 cost: +4.7%–21.6% TPOT against the target alone")
-    assert "vllm 0.27.1" in cost.label and cost.url in cost.label
+    assert "vllm 0.27.1's V1 model runner" in cost.label and cost.url in cost.label
 
 
 def test_a_misprinted_tax_is_refused() -> None:

@@ -49,6 +49,7 @@ class K0Measurement(Strict):
 
     release: str
     runner: str
+    runner_name: str
     gpu: str
     target: str
     draft: str
@@ -67,6 +68,7 @@ class K0Cost:
     low: float
     high: float
     release: str
+    runner: str
     gpu: str
     concurrencies: tuple[int, int]
     url: str
@@ -80,8 +82,8 @@ class K0Cost:
     def label(self) -> str:
         lo, hi = self.concurrencies
         return (f"K = 0 cost: +{self.low:.1%}–{self.high:.1%} TPOT against the target alone "
-                f"(published for {self.engine} {self.release} on {self.gpu}, {lo}–{hi} "
-                f"running requests: {self.url})")
+                f"(published for {self.engine} {self.release}'s {self.runner} on {self.gpu}, "
+                f"{lo}–{hi} running requests: {self.url})")
 
 
 @cache
@@ -100,7 +102,8 @@ def cost(engine: str) -> K0Cost | None:
     taxes = [p.tax_pct / 100 for p in m.points]
     crowd = [p.concurrency for p in m.points]
     return K0Cost(engine=engine, low=min(taxes), high=max(taxes), release=m.release,
-                  gpu=m.gpu, concurrencies=(min(crowd), max(crowd)), url=m.url)
+                  runner=m.runner_name, gpu=m.gpu, concurrencies=(min(crowd), max(crowd)),
+                  url=m.url)
 
 
 def label(engine: str) -> str:
