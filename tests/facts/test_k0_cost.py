@@ -57,5 +57,14 @@ def test_a_misprinted_tax_is_refused() -> None:
 
 def test_an_engine_without_a_measurement_is_unmodelled() -> None:
     assert k0_cost.cost("sglang") is None
-    assert k0_cost.label("sglang") == \
+    assert k0_cost.label("sglang", "0.5.23") == \
         "K = 0 cost: unmodelled (no published measurement for sglang)"
+
+
+def test_a_cost_measured_on_another_release_is_said_unverified_for_this_one() -> None:
+    # measured on vLLM 0.27.1's V1 runner (vllm#49548); 0.33.0 runs the V2 runner
+    measured = k0_cost.label("vllm", "0.27.1")
+    assert "unverified" not in measured
+    assert k0_cost.label("vllm", "0.33.0") == (
+        f"{measured}; unverified for vllm 0.33.0, which nobody has measured: a "
+        "measurement of it replaces this")

@@ -225,7 +225,7 @@ def derive(pair: ResolvedPair, budget: Budget | None = None,
     budget = budget or compute(pair)
     return _derived(goodput(pair, budget, curve, params), max_batch(budget),
                     "the planner" if params else parameters(pair, budget).source,
-                    k0_cost.label(pair.runbook.engine.name.value))
+                    k0_cost.label(pair.runbook.engine.name.value, pair.runbook.engine.version))
 
 
 @value_memo  # of its inputs' values (a Goodput compares by its setup, curve and depths):
@@ -302,7 +302,7 @@ def pinned(pair: ResolvedPair) -> ResolvedSchedule | None:
         ranges=[ScheduledRange(start=r.start, end=r.end, k=r.k, candidates=[r.k])
                 for r in written],
         source="pinned in the runbook (speculation.schedule)",
-        k0_cost=k0_cost.label(pair.runbook.engine.name.value))
+        k0_cost=k0_cost.label(pair.runbook.engine.name.value, pair.runbook.engine.version))
 
 
 def attach(pair: ResolvedPair, budget: Budget | None = None) -> ResolvedPair:

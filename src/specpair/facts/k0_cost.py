@@ -106,8 +106,14 @@ def cost(engine: str) -> K0Cost | None:
                   url=m.url)
 
 
-def label(engine: str) -> str:
-    """What an output says of the K = 0 ranges of a schedule on `engine`."""
+def label(engine: str, release: str) -> str:
+    """What an output says of the K = 0 ranges of a schedule on `engine` `release`: the
+    published cost, said unverified where it was measured on another release (the
+    release's runner may not pay it), or unmodelled."""
     known = cost(engine)
-    return known.label if known else (
-        f"K = 0 cost: unmodelled (no published measurement for {engine})")
+    if known is None:
+        return f"K = 0 cost: unmodelled (no published measurement for {engine})"
+    if known.release == release:
+        return known.label
+    return (f"{known.label}; unverified for {engine} {release}, which nobody has measured: "
+            "a measurement of it replaces this")
