@@ -5,7 +5,17 @@ sequence and K draft forwards grow with the batch while the acceptance per step 
 The break-even curve (`specpair.analyse.latency`) says where one K stops paying; a schedule turns
 the curves of every K into the choice an engine can run: for each batch-size range the K
 whose expected speedup S_K(B) = τ(K) · T_decode(B) / T_step(K, B) is highest, and K = 0
-(drafting off) where no depth beats the target alone.
+(drafting off) where no depth beats it.
+
+K = 0 is not the target alone: the draft stays loaded and the engine's speculative
+machinery on (vLLM 0.27.1 with a schedule: +4.7–21.6% TPOT at K = 0 against the same
+server without a speculative config, `data/k0_cost.yaml`). Where an engine's K = 0 cost is
+published (`specpair.facts.k0_cost`), a K = 0 range costs its upper end, so a schedule turns
+drafting off only where that pays across the whole published interval; a speculative range
+where K = 0 would pay at the interval's lower end lists 0 among its candidates, and every
+range says whether serving the target alone (no speculator) is faster there. Where no
+measurement is published, K = 0 is priced as the target alone and the schedule says that
+cost is unmodelled.
 
 Inputs, all as the rest of specpair reads them: the step model of the pair's GPU family ×
 engine (its own bench fit when it has one: `latency.parameters`), acceptance by depth
@@ -41,6 +51,8 @@ from specpair.analyse.step_inputs import _Setup
 from specpair.analyse.step_params import StepParams
 from specpair.analyse.stepmodel import memo_step_times, shape_for
 from specpair.engines.schedule_model import ResolvedSchedule, ScheduledRange
+from specpair.facts import k0_cost
+from specpair.facts.k0_cost import K0Cost
 from specpair.model.budget import Budget
 from specpair.model.common import Strict
 from specpair.model.memo import value_memo
@@ -78,13 +90,16 @@ class Goodput:
     curve: AcceptanceCurve
     depths: tuple[int, ...]    # 0 first; depths past a measured curve are left out
     band: Interval
+    k0: K0Cost | None  # the engine's published K = 0 cost; None: unmodelled (free here)
     _speedups: dict[tuple[int, int], float] = field(
         default_factory=dict, init=False, repr=False, compare=False)
     _best: dict[int, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def speedup(self, k: int, batch: int) -> float:
+        """Expected speedup of depth `k` over the target alone at `batch`; K = 0 at the
+        upper end of its published cost (1 where none is published)."""
         if k == 0:
-            return 1.0
+            return 1.0 / self.k0.slowdown("high") if self.k0 else 1.0
         known = self._speedups.get((k, batch))
         if known is not None:
             return known
@@ -103,6 +118,11 @@ class Goodput:
                                     key=lambda k: (round(self.speedup(k, batch), 9), -k))
         return self._best[batch]
 
+    def k0_may_pay(self, k: int, batch: int) -> bool:
+        """Whether K = 0 at the lower end of its published cost beats depth `k` > 0."""
+        return k > 0 and self.k0 is not None and \
+            1.0 / self.k0.slowdown("low") > self.speedup(k, batch)
+
     def tied(self, k: int, batch: int) -> bool:
         """Whether depth `k`'s speedup lies within the interval of the best depth's."""
         best = self.speedup(self.best(batch), batch)
@@ -117,17 +137,25 @@ def goodput(pair: ResolvedPair, budget: Budget, curve: AcceptanceCurve | None = 
     curve = curve or by_depth(pair)[0]
     ceiling = min(shape_depth(pair), DEPTH_LIMIT)
     depths = (0, *(k for k in range(1, ceiling + 1) if curve.tau(k) is not None))
-    return _goodput(s, pair.runbook.speculation.method.value, curve, depths, s.speedup_band)
+    return _goodput(s, pair.runbook.speculation.method.value, curve, depths, s.speedup_band,
+                    k0_cost.cost(pair.runbook.engine.name.value))
 
 
 @lru_cache(maxsize=256)
 def _goodput(s: _Setup, method: str, curve: AcceptanceCurve, depths: tuple[int, ...],
-             band: Interval) -> Goodput:
+             band: Interval, k0: K0Cost | None) -> Goodput:
     """One `Goodput` per distinct input, keyed on its values (every one is frozen and
     compared by value): the planner's candidates that differ only in what the step model
     does not read (the memory fraction, the request cap) share one, and with it the
     speedups already computed."""
-    return Goodput(s, method, curve, depths, band)
+    return Goodput(s, method, curve, depths, band, k0)
+
+
+def k0_slowdown(pair: ResolvedPair) -> float:
+    """The factor a K = 0 step's TPOT is of the target alone's on the pair's engine: 1 + the
+    upper end of its published K = 0 cost, as `Goodput.speedup` prices it (1: unmodelled)."""
+    known = k0_cost.cost(pair.runbook.engine.name.value)
+    return known.slowdown("high") if known else 1.0
 
 
 def max_batch(budget: Budget) -> int:
@@ -196,14 +224,15 @@ def derive(pair: ResolvedPair, budget: Budget | None = None,
     """The derived schedule of a pair (see the module docstring)."""
     budget = budget or compute(pair)
     return _derived(goodput(pair, budget, curve, params), max_batch(budget),
-                    "the planner" if params else parameters(pair, budget).source)
+                    "the planner" if params else parameters(pair, budget).source,
+                    k0_cost.label(pair.runbook.engine.name.value, pair.runbook.engine.version))
 
 
 @value_memo  # of its inputs' values (a Goodput compares by its setup, curve and depths):
 # a plan's candidates that differ in the memory fraction alone derive the same schedule
-def _derived(g: Goodput, top: int, step_source: str) -> ResolvedSchedule:
-    """`derive` once the goodput, the engine's batch limit and where the step model's
-    parameters come from are known."""
+def _derived(g: Goodput, top: int, step_source: str, k0_label: str) -> ResolvedSchedule:
+    """`derive` once the goodput, the engine's batch limit, where the step model's
+    parameters come from and what the engine's K = 0 costs are known."""
     points = grid(top)
     cache: dict[int, int] = {}
 
@@ -224,26 +253,44 @@ def _derived(g: Goodput, top: int, step_source: str) -> ResolvedSchedule:
         edge = _boundary(prev, p, best)
         ranges[-1].end = edge - 1
         ranges.append(_Range(edge, p, best(p)))
-    ranges = _merge(g, ranges, points)
-    out = []
-    for r in ranges:
-        batches = r.samples(points)
-        candidates = [r.k] if r.k == 0 else sorted(
-            {r.k} | {k for k in g.depths if k > 0
-                     and all(g.tied(k, b) for b in batches)})
-        uncertain = any(g.band.around(g.speedup(r.k, b))[0] < 1 <
-                        g.band.around(g.speedup(r.k, b))[1] for b in batches if r.k)
-        if uncertain:
-            candidates = sorted({0, *candidates})
-        out.append(ScheduledRange(start=r.start, end=r.end, k=r.k, candidates=candidates,
-                                  uncertain=uncertain))
-    return ResolvedSchedule(ranges=out, source=(
+    out = [_scheduled(g, r, r.samples(points)) for r in _merge(g, ranges, points)]
+    return ResolvedSchedule(ranges=out, k0_cost=k0_label, source=(
         f"derived: the K of most expected speedup per batch range, batches 1–{top} (the "
         f"engine's max running requests), K 0–{max(g.depths)} (num_speculative_tokens); "
         f"acceptance by depth: {g.curve.source}; step model: "
         f"{step_source}; "
         f"ranges merged where the optimum is flat within the model's interval "
         f"({g.band.label})"))
+
+
+def _scheduled(g: Goodput, r: _Range, batches: list[int]) -> ScheduledRange:
+    """One derived range as the engines render it: its K, the depths the model cannot tell
+    from it (0 among them where the speedup's interval contains 1, or where K = 0 pays at
+    the lower end of its published cost), and whether the target alone is faster there."""
+    candidates = [r.k] if r.k == 0 else sorted(
+        {r.k} | {k for k in g.depths if k > 0 and all(g.tied(k, b) for b in batches)})
+    uncertain = any(g.band.around(g.speedup(r.k, b))[0] < 1 <
+                    g.band.around(g.speedup(r.k, b))[1] for b in batches if r.k)
+    if uncertain or any(g.k0_may_pay(r.k, b) for b in batches):
+        candidates = sorted({0, *candidates})
+    return ScheduledRange(start=r.start, end=r.end, k=r.k, candidates=candidates,
+                          uncertain=uncertain, target_alone_faster_from=_loses_from(g, r))
+
+
+def _loses_from(g: Goodput, r: _Range) -> int | None:
+    """The smallest batch of `r` from which its K is expected to be slower than the target
+    alone (no speculator loaded) up to the range's end; None where it is not at the end
+    (a speedup falls with the batch: the verify grows with it, the acceptance does not)."""
+    if g.speedup(r.k, r.end) >= 1.0:
+        return None
+    lo, hi = r.start - 1, r.end  # speedup(hi) < 1; lo: at or past it, or before the range
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if g.speedup(r.k, mid) < 1.0:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def pinned(pair: ResolvedPair) -> ResolvedSchedule | None:
@@ -254,7 +301,8 @@ def pinned(pair: ResolvedPair) -> ResolvedSchedule | None:
     return ResolvedSchedule(
         ranges=[ScheduledRange(start=r.start, end=r.end, k=r.k, candidates=[r.k])
                 for r in written],
-        source="pinned in the runbook (speculation.schedule)")
+        source="pinned in the runbook (speculation.schedule)",
+        k0_cost=k0_cost.label(pair.runbook.engine.name.value, pair.runbook.engine.version))
 
 
 def attach(pair: ResolvedPair, budget: Budget | None = None) -> ResolvedPair:

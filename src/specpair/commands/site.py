@@ -205,8 +205,12 @@ def _memory_section(a: Analysis) -> list[str]:
 
 
 def ranges_text(schedule: ResolvedSchedule) -> str:
-    """A schedule's ranges in one line of the page ("1–8: K 3, 9–64: K 1")."""
-    return ", ".join(f"{r.start}–{r.end}: K {r.k}" for r in schedule.ranges)
+    """A schedule's ranges in one line of the page ("1–8: K 3, 9–64: K 1"), and what its
+    K = 0 ranges cost where it has one."""
+    out = ", ".join(f"{r.start}–{r.end}: K {r.k}" for r in schedule.ranges)
+    if schedule.k0_cost and any(r.k == 0 for r in schedule.ranges):
+        out += f" ({text(schedule.k0_cost)})"
+    return out
 
 
 def _break_even_section(a: Analysis, latency: LatencyModel, charts_out: dict[str, bytes]) -> str:

@@ -23,11 +23,19 @@ class ScheduledRange(Strict):
                     "observes (SGLang's adaptive tiers) gets these; k among them")
     uncertain: bool = Field(default=False, description="the interval of the best depth's "
                             "speedup contains 1 here: measure before relying on the range")
+    target_alone_faster_from: PositiveInt | None = Field(
+        default=None, description="the smallest batch of the range from which serving the "
+        "target without the speculator is expected to be faster: the K's expected speedup "
+        "is below 1 from there to the range's end (for K = 0: its published cost, "
+        "`ResolvedSchedule.k0_cost`); None: nowhere in the range, or not modelled")
 
 
 class ResolvedSchedule(Strict):
     ranges: list[ScheduledRange]
     source: str = Field(description="derived (from what) or pinned in the runbook")
+    k0_cost: str | None = Field(default=None, description="what a K = 0 range costs against "
+                                "the target alone on this engine, with the published "
+                                "measurement, or that it is unmodelled")
 
     @property
     def max_k(self) -> int:

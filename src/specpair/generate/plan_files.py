@@ -13,7 +13,7 @@ from specpair.analyse.schedule import ScheduleReport
 from specpair.analyse.staging import StagingPlan
 from specpair.analyse.staging_calibration import Comparison, StagingCalibration, calibrate, compare
 from specpair.analyse.step_inputs import NOT_MODELLED_HINT
-from specpair.engines.schedule_model import ResolvedSchedule
+from specpair.engines.schedule_model import ResolvedSchedule, ScheduledRange
 from specpair.engines.verified_layouts import UNVERIFIED_MARK, UNVERIFIED_MEANING, declared_notes
 from specpair.generate.render import cell, dump_json, num, table
 from specpair.generate.stage_script import stage_script
@@ -160,11 +160,12 @@ def schedule_markdown(r: ScheduleReport) -> str:
     elif r.requested == "static":
         out.append("The runbook keeps a static K; `speculation.schedule: derived` would run "
                    "the schedule below.\n\n")
-    out += [f"{cell(r.schedule.source)}.\n\n",
-            table(["batch sizes", "K", "candidates (SGLang tiers)", "note"],
+    out.append(f"{cell(r.schedule.source)}.\n\n")
+    if r.schedule.k0_cost:
+        out.append(f"{cell(r.schedule.k0_cost)}.\n\n")
+    out += [table(["batch sizes", "K", "candidates (SGLang tiers)", "note"],
                   [[f"{x.start}–{x.end}", str(x.k), ", ".join(map(str, x.candidates)),
-                    "⚠️ speedup interval contains 1: measure" if x.uncertain else ""]
-                   for x in r.schedule.ranges]),
+                    range_note(x)] for x in r.schedule.ranges]),
             f"\nExpected speedup over the target alone by concurrency, at the expected "
             f"acceptance by depth ({cell(r.acceptance_source)}):\n\n",
             table(["concurrency", *(f"K = {k}" for k in r.static), "schedule"],
@@ -172,6 +173,18 @@ def schedule_markdown(r: ScheduleReport) -> str:
                     f"{r.scheduled[i]:.2f}" if r.scheduled else "–"]
                    for i, c in enumerate(r.concurrencies)])]
     return "".join(out)
+
+
+def range_note(x: ScheduledRange) -> str:
+    """The note column of a schedule's range: what to measure, and where the target alone
+    (no speculator loaded) is expected to be faster than the range's K."""
+    notes = ["⚠️ speedup interval contains 1: measure"] if x.uncertain else []
+    if x.target_alone_faster_from is not None:
+        where = "here" if x.target_alone_faster_from == x.start else \
+            f"from batch {x.target_alone_faster_from}"
+        notes.append(f"the target alone (no speculator) is faster {where}" if x.k else
+                     f"K = 0 still pays for the speculator: the target alone is faster {where}")
+    return "; ".join(notes)
 
 
 def staging_markdown(pair: ResolvedPair, s: StagingPlan) -> str:

@@ -90,12 +90,15 @@ class Evaluator:
 @dataclass
 class ScheduledEvaluator(Evaluator):
     """A schedule's predictions: at each concurrency the K its ranges give there (vLLM's
-    lookup: past the last range, its K), with that depth's shape and acceptance."""
+    lookup: past the last range, its K), with that depth's shape and acceptance; at K = 0
+    the target's decode step slowed by the engine's published K = 0 cost (`k0_slowdown`:
+    1 + the upper end of that cost, as the schedule prices it; 1 where unmodelled)."""
 
     schedule: ResolvedSchedule | None = None
     method: str = ""
     curve: AcceptanceCurve | None = None
     slo_curve: AcceptanceCurve | None = None
+    k0_slowdown: float = 1.0
 
     def at(self, batch: int) -> Operating:
         assert self.schedule is not None and self.curve is not None
@@ -104,5 +107,9 @@ class ScheduledEvaluator(Evaluator):
         shape = shape_for(self.method, k, None, None, 1, None) if k else self.shape
         fixed = replace(self, tau=tau, shape=shape)  # a plain Evaluator of this depth
         op = Evaluator.at(fixed, batch)
+        if not k and self.k0_slowdown != 1.0:  # drafting off, the draft still loaded
+            step = op.tpot_s * self.k0_slowdown
+            op = replace(op, per_request=1 / step, throughput=batch / step, tpot_s=step,
+                         ttft_s=op.ttft_s + step - op.tpot_s)
         slo = self.slo_curve.tau(k) if k and self.slo_curve is not None else None
         return replace(op, depth=k, tau_slo=slo)

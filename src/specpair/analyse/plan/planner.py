@@ -41,7 +41,7 @@ from specpair.analyse.plan.variants import (
     hashable,
     variant,
 )
-from specpair.analyse.schedule import derive, pinned
+from specpair.analyse.schedule import derive, k0_slowdown, pinned
 from specpair.analyse.staging import StagingPlan
 from specpair.analyse.staging import plan as staging_plan
 from specpair.analyse.step_inputs import (
@@ -206,7 +206,7 @@ class Planner:
                 s.speedup_band, s.throughput_band,
                 schedule=pinned(pair) or derive(pair, budget, self.curve, params),
                 method=pair.runbook.speculation.method.value, curve=self.curve,
-                slo_curve=self.slo_curve), source, validation)
+                slo_curve=self.slo_curve, k0_slowdown=k0_slowdown(pair)), source, validation)
         return (Evaluator(s.target, s.draft, s.shape, s.hw, params, s.context, self.prompt,
                           tau, s.speedup_band, s.throughput_band), source, validation)
 
