@@ -16,6 +16,7 @@ from typing import Any
 
 from specpair.engines.kv_arithmetic import check_tensor_parallel
 from specpair.engines.registry import get_release
+from specpair.lock.hub import engine_classes
 from specpair.model.config_geometry import from_hf_config
 from specpair.model.errors import SpecpairError
 from specpair.model.geometry import Geometry
@@ -108,7 +109,7 @@ def config(folder: str, root: Path = CONFIGS) -> dict[str, Any]:
 @cache
 def geometry(folder: str, root: Path = CONFIGS) -> Geometry:
     """The config's geometry (read once: pairs are made per TP size and KV dtype)."""
-    return from_hf_config(config(folder, root))
+    return from_hf_config(config(folder, root), engine_classes())
 
 
 def corpus_targets() -> list[CorpusPair]:

@@ -21,7 +21,11 @@ SGLang (srt/configs/model_config.py, srt/arg_groups/overrides.py):
   `num_nextn_predict_layers` to for each architecture (draft mode), whether or not the
   config names a count.
 
-vLLM: `ssm_dtype_from_config` (the function `vllm` below).
+vLLM: `ssm_dtype_from_config` (the function `vllm` below), and the built-in MTP layer
+counts of its draft mode.
+
+Both: `config_classes`, the model types each reads with a config class of its own
+registry (tests/engine/engine_lists_configs.py says how they are read).
 """
 
 from __future__ import annotations
@@ -120,15 +124,19 @@ def _built_in_mtp_layers(mc: types.ModuleType) -> dict[str, dict[str, int]]:
 
 
 def sglang(_: Any = None) -> dict[str, Any]:
+    import engine_lists_configs
     from engine_startup import TorchvisionStandIn
 
     sys.meta_path.insert(0, TorchvisionStandIn())
     from sglang.srt.arg_groups import overrides
     from sglang.srt.configs import model_config as mc
+    from sglang.srt.utils.hf_transformers import common
 
     return {"hybrid_swa": _hybrid_swa(mc),
             "extra_buffer": sorted(overrides._MAMBA_EXTRA_BUFFER_ARCHS),
-            "built_in_mtp_layers": _built_in_mtp_layers(mc)}
+            "built_in_mtp_layers": _built_in_mtp_layers(mc),
+            "config_classes": engine_lists_configs.config_classes(
+                common._CONFIG_REGISTRY, common._CONFIG_REGISTRY.__getitem__)}
 
 
 def _ssm_dtype_from_config(arch: str, cls: Any) -> bool:
@@ -145,10 +153,19 @@ def vllm(_: Any = None) -> dict[str, Any]:
     """`ssm_dtype_from_config`: the architectures whose config hook
     (model_executor/models/config.py MODELS_CONFIG_MAP, verify_and_update_config) makes
     the config's `mamba_ssm_dtype` the SSM state cache dtype under `auto`."""
+    import engine_lists_configs
+    from vllm.config.speculative import SpeculativeConfig
     from vllm.model_executor.models import config as mc
+    from vllm.model_executor.models import registry
+    from vllm.transformers_utils import config as tc
 
+    override = SpeculativeConfig.hf_config_override
     return {"ssm_dtype_from_config": sorted(
-        arch for arch, cls in mc.MODELS_CONFIG_MAP.items() if _ssm_dtype_from_config(arch, cls))}
+        arch for arch, cls in mc.MODELS_CONFIG_MAP.items() if _ssm_dtype_from_config(arch, cls)),
+        **engine_lists_configs.vllm_mtp_layers(override, _strings(override),
+                                                registry._SPECULATIVE_DECODING_MODELS),
+        "config_classes": engine_lists_configs.config_classes(
+            tc._CONFIG_REGISTRY, tc._CONFIG_REGISTRY.__getitem__)}
 
 
 if __name__ == "__main__":

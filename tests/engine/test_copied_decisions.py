@@ -10,6 +10,8 @@ import pytest
 from specpair.engines import engine_lists
 from specpair.engines.draft_mode import engine_rewrites
 from specpair.engines.sglang_0_5_23.kv_cells import uses_hybrid_swa_pools
+from specpair.lock.hub import engine_classes
+from specpair.model import hf_config
 from specpair.model.errors import SpecpairError
 from specpair.model.geometry import Geometry, LayerKind
 from tests.engine import releases, workers
@@ -57,3 +59,42 @@ def test_sglang_budget_follows_the_lists(engine: str) -> None:
     for arch, entry in lists.built_in_mtp_layers.items():
         g = dense(4).model_copy(update={"architecture": arch})
         assert draft_mode(g).num_nextn_predict_layers == (entry.unset or 0), arch
+
+
+@pytest.mark.parametrize("engine", releases.VLLM)
+def test_vllm_draft_mode_follows_the_lists(engine: str) -> None:
+    lists = engine_lists.of(engine)
+    draft_mode = engine_rewrites(engine)
+    assert lists.built_in_mtp_layers or lists.built_in_mtp_layers_by_model_type
+    for arch, entry in lists.built_in_mtp_layers.items():
+        g = dense(4).model_copy(update={"architecture": arch, "model_type": "unlisted"})
+        assert draft_mode(g).num_nextn_predict_layers == (entry.unset or 0), arch
+        assert draft_mode(g.model_copy(update={"num_nextn_predict_layers": 3})
+                          ).num_nextn_predict_layers == entry.layers(3), arch
+    for model_type, entry in lists.built_in_mtp_layers_by_model_type.items():
+        g = dense(4).model_copy(update={"architecture": "UnlistedForCausalLM",
+                                        "model_type": model_type})
+        assert draft_mode(g).num_nextn_predict_layers == (entry.unset or 0), model_type
+
+
+def test_the_lock_reads_configs_as_the_registries_do() -> None:
+    """Each model type a release reads with a class of its own registry is read through
+    what the lock records of it: renamed keys under their attributes (where transformers
+    has no class), aliases through the transformers class they name."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    classes = engine_classes()
+    assert any(e.renamed for e in classes.values()) and any(e.reads_as for e in classes.values())
+    for model_type, entry in classes.items():
+        renamed = {key: 1000 + i for i, key in enumerate(sorted(set(entry.renamed.values())))}
+        read = hf_config.renamed({"model_type": model_type, **renamed}, classes)
+        # where transformers has a class, a release without its own reads through it: the
+        # renamed keys are not every release's, and the own-class refusal names them
+        if entry.conflict is None and hf_config.reading_class(model_type, classes) is None:
+            for attribute, key in entry.renamed.items():
+                if attribute in renamed:  # a key another attribute is read from: as given
+                    continue
+                assert read[attribute] == renamed[key], (model_type, attribute)
+        if entry.reads_as and entry.reads_as in CONFIG_MAPPING:
+            assert hf_config.reading_class(model_type, classes) == \
+                CONFIG_MAPPING[entry.reads_as].__name__, model_type

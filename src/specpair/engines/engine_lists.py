@@ -11,10 +11,20 @@ SGLang (srt/configs/model_config.py, srt/arg_groups/overrides.py at the release)
 - `built_in_mtp_layers`: `ModelConfig._config_draft_model`'s `num_nextn_predict_layers`
   for a config that names none (`unset`) and for one that names 3 (`configured_3`).
 
-vLLM (vllm/model_executor/models/config.py at the release):
+vLLM (vllm/model_executor/models/config.py, vllm/config/speculative.py at the release):
 - `ssm_dtype_from_config`: the architectures whose MODELS_CONFIG_MAP hook
   (`verify_and_update_config`, Qwen3_5ForConditionalGenerationConfig and its subclasses)
   makes the config's `mamba_ssm_dtype` the SSM state dtype; elsewhere it follows the model.
+- `built_in_mtp_layers` (by architecture) and `built_in_mtp_layers_by_model_type`: the
+  layers of the MTP draft `SpeculativeConfig.hf_config_override` selects, as that MTP
+  model class sets `num_mtp_layers` (Qwen3NextMTP: one where the config names none).
+
+Both: `config_classes`, each model type of the release's config registry (SGLang
+srt/utils/hf_transformers/common.py `_CONFIG_REGISTRY`, vLLM
+vllm/transformers_utils/config.py `_CONFIG_REGISTRY`) with the transformers model type
+its class is or aliases (`reads_as`; None: a class of the release's own) and an own
+class's renamed keys (`attribute_map`). `config_classes(labels)` merges them for the
+lock, which reads configs once for every release (`specpair.model.hf_config.EngineClass`).
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ from typing import Any
 
 from specpair.facts.release_data import release_text
 from specpair.facts.yaml_data import safe_load
+from specpair.model.hf_config import EngineClass
 
 FILE = "engine_lists.yaml"
 
@@ -51,7 +62,10 @@ class EngineLists:
     hybrid_swa: Mapping[str, str] = field(default_factory=dict)
     extra_buffer: frozenset[str] = frozenset()
     built_in_mtp_layers: Mapping[str, BuiltInLayers] = field(default_factory=dict)
+    built_in_mtp_layers_by_model_type: Mapping[str, BuiltInLayers] = field(
+        default_factory=dict)
     ssm_dtype_from_config: frozenset[str] = frozenset()
+    config_classes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def raw(engine: str) -> dict[str, Any]:
@@ -67,7 +81,42 @@ def of(engine: str) -> EngineLists:
     return EngineLists(
         hybrid_swa=dict(data.get("hybrid_swa") or {}),
         extra_buffer=frozenset(data.get("extra_buffer") or ()),
-        built_in_mtp_layers={arch: BuiltInLayers(entry["unset"], entry["configured_3"])
-                             for arch, entry in (data.get("built_in_mtp_layers")
-                                                 or {}).items()},
-        ssm_dtype_from_config=frozenset(data.get("ssm_dtype_from_config") or ()))
+        built_in_mtp_layers=_layers(data.get("built_in_mtp_layers")),
+        built_in_mtp_layers_by_model_type=_layers(
+            data.get("built_in_mtp_layers_by_model_type")),
+        ssm_dtype_from_config=frozenset(data.get("ssm_dtype_from_config") or ()),
+        config_classes=dict(data.get("config_classes") or {}))
+
+
+def _layers(entries: Mapping[str, Any] | None) -> dict[str, BuiltInLayers]:
+    return {name: BuiltInLayers(entry["unset"], entry["configured_3"])
+            for name, entry in (entries or {}).items()}
+
+
+@cache
+def config_classes(labels: tuple[str, ...]) -> dict[str, EngineClass]:
+    """How releases `labels` read each model type of their config registries, as one
+    reading: an alias they agree on, the renamed keys of their own classes, and which
+    release reads it with a class of its own; a conflict where they differ."""
+    found: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+    for label in labels:
+        for model_type, entry in of(label).config_classes.items():
+            found.setdefault(model_type, []).append((label, entry))
+    return {model_type: _merged(entries) for model_type, entries in found.items()}
+
+
+def _merged(entries: list[tuple[str, Mapping[str, Any]]]) -> EngineClass:
+    aliases = sorted({str(e["reads_as"]) for _, e in entries if e.get("reads_as")})
+    own = [(label, e) for label, e in entries if not e.get("reads_as")]
+    renamed: dict[str, str] = {}
+    conflicts = []
+    for label, entry in own:
+        for attribute, key in (entry.get("renamed") or {}).items():
+            if renamed.setdefault(attribute, key) != key:
+                conflicts.append(f"{label} {entry['class']} reads {attribute} from {key}, "
+                                 f"another release from {renamed[attribute]}")
+    if len(aliases) > 1:
+        conflicts.append(f"the releases read it as {' and '.join(aliases)}")
+    return EngineClass(reads_as=aliases[0] if len(aliases) == 1 else None, renamed=renamed,
+                       readers=tuple(f"{label} {entry['class']}" for label, entry in own),
+                       conflict="; ".join(conflicts) or None)

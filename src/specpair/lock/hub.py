@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from specpair.engines import engine_lists, registry
 from specpair.model import hf_config
 from specpair.model.config_geometry import NotModelled, from_hf_config
 from specpair.model.errors import SpecpairError
@@ -39,6 +40,12 @@ SAFETENSORS_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4
                      "U32": 4, "U64": 8, "F8_E8M0": 1, "F4": 1}
 
 
+def engine_classes() -> hf_config.EngineClasses:
+    """How the supported releases' own config registries read model types: a lock is
+    read once for every release (each release's engine_lists.yaml `config_classes`)."""
+    return engine_lists.config_classes(tuple(registry.labels()))
+
+
 def geometry_from_config(text: str, where: str) -> Any:
     try:
         config = json.loads(text)
@@ -50,7 +57,7 @@ def geometry_from_config(text: str, where: str) -> Any:
         raise SpecpairError.single(where, "config.json is not a JSON object",
                                    "the checkpoint's config.json is corrupt")
     try:
-        return from_hf_config(config)
+        return from_hf_config(config, engine_classes())
     except NotModelled as exc:
         raise SpecpairError.single(
             where, f"config.json: {exc}", f"specpair cannot budget this layout; the key "
@@ -70,7 +77,7 @@ def config_source(text: str) -> str:
     """Where the lock's geometry came from: the transformers class that read config.json,
     or that the file was read as written (its custom config code is never run)."""
     try:
-        decoder = hf_config.read(json.loads(text))
+        decoder = hf_config.read(json.loads(text), engine_classes())
     except (ValueError, TypeError, AttributeError):
         return "config.json"
     custom = " (ships custom config code: auto_map not run)" if decoder.custom_code and \

@@ -254,8 +254,10 @@ def _first(config: Mapping[str, Any], *keys: str) -> Any:
     return None
 
 
-def from_hf_config(config: dict[str, Any]) -> Geometry:
-    """Derive the geometry from a config.json as the engines read it.
+def from_hf_config(config: dict[str, Any],
+                   classes: hf_config.EngineClasses = hf_config.NO_ENGINE_CLASSES) -> Geometry:
+    """Derive the geometry from a config.json as the engines read it (`classes`: how the
+    supported releases' own config registries read model types, `hf_config.EngineClass`).
 
     Head counts follow SGLang's `get_total_num_kv_heads` order; head_dim is the config's
     `head_dim` when present (Qwen3-32B: 128, not 5120/64 = 80), else hidden/heads.
@@ -267,7 +269,7 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
     # through transformers' class for the model type (defaults and derived fields as the
     # engines see them); text_config (multimodal wrappers) and transformer_layer_config
     # (speculators format) hold the decoder geometry; their keys win over the wrapper's
-    decoder = hf_config.read(config)
+    decoder = hf_config.read(config, classes)
     base = decoder.merged
     _refuse_missing_defaults(decoder)
     hidden = int(base["hidden_size"])
@@ -279,7 +281,7 @@ def from_hf_config(config: dict[str, Any]) -> Geometry:
     architecture = (config.get("architectures") or ["unknown"])[0]
 
     layout = _layer_layout(base, layers, heads, head_dim)
-    _refuse_engine_class_defaults(decoder)
+    _refuse_engine_class_defaults(decoder, classes)
 
     is_mla = all(base.get(k) is not None for k in _MLA_KEYS)
     moe = _mixture_of_experts(config, base, hidden, layers)
@@ -336,16 +338,25 @@ def _refuse_missing_defaults(decoder: hf_config.DecoderConfig) -> None:
                 "(custom config code is not run): declare the geometry in the lock")
 
 
-def _refuse_engine_class_defaults(decoder: hf_config.DecoderConfig) -> None:
-    """Where SGLang reads the model type with its own config class, a layout fact that
-    only transformers' default supplied may not be the engine's."""
+def _refuse_engine_class_defaults(decoder: hf_config.DecoderConfig,
+                                  classes: hf_config.EngineClasses) -> None:
+    """Where an engine release reads the model type with its own config class, a layout
+    fact that only transformers' default supplied may not be the engine's; where the
+    releases read it in ways that cannot be one, nothing is."""
     base = decoder.merged
-    if base.get("model_type") in hf_config.ENGINE_OWN_CLASSES:
-        for key in hf_config.LAYOUT_FACTS:
-            if key not in decoder.written and base.get(key) is not None:
-                raise NotModelled(key, f"not in config.json; SGLang reads model_type "
-                                  f"{base.get('model_type')} with its own config class, whose "
-                                  "default need not be transformers'")
+    model_type = base.get("model_type")
+    entry = classes.get(model_type) if isinstance(model_type, str) else None
+    if entry is None:
+        return
+    if entry.conflict:
+        raise NotModelled("model_type", f"{model_type}: {entry.conflict}")
+    if not entry.readers:
+        return
+    for key in hf_config.LAYOUT_FACTS:
+        if key not in decoder.written and base.get(key) is not None:
+            raise NotModelled(key, f"not in config.json; {', '.join(entry.readers)} read "
+                              f"model_type {model_type} with a config class of its own, "
+                              "whose default need not be transformers'")
 
 
 def _mixture_of_experts(config: Mapping[str, Any], base: Mapping[str, Any], hidden: int,

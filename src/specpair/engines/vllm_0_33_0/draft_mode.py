@@ -1,20 +1,11 @@
 """How vLLM 0.33.0 reads a target's config for the MTP layers that live in its checkpoint
-(`SpeculativeConfig.hf_config_override`, vllm/config/speculative.py, and the MTP model
-classes it selects)."""
+(vllm/config/speculative.py `SpeculativeConfig.hf_config_override`, and the MTP model
+class it selects, which sets `num_mtp_layers`: Qwen3NextMTP one layer where the config
+names none): the counts are read from that code into engine_lists.yaml."""
 
 from __future__ import annotations
 
-from specpair.engines.draft_mode import built_in_layers
+from specpair.engines.draft_mode import engine_rewrites
+from specpair.engines.vllm_0_33_0.facts import PROFILE
 
-# Checkpoints whose MTP model class takes one layer when the config names none:
-# Qwen3NextMTP.num_mtp_layers = getattr(config, "num_nextn_predict_layers", 1)
-# (models/qwen3_next_mtp.py:63); Qwen3_5MTP / Qwen3_5MoeMTP count `mtp_num_hidden_layers`,
-# default 1 (models/qwen3_5_mtp.py:82), which the published Qwen3.5 configs set to 1
-BUILT_IN_MTP_LAYERS = {
-    "Qwen3NextForCausalLM": 1,
-    "Qwen3_5ForConditionalGeneration": 1,
-    "Qwen3_5MoeForConditionalGeneration": 1,
-}
-
-
-geometry = built_in_layers(BUILT_IN_MTP_LAYERS)
+geometry = engine_rewrites(PROFILE.label)

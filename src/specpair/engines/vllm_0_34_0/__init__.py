@@ -3,13 +3,15 @@
 sizing mode, the DFlash/DSpark running-sequence cap), launch (pinned KV bytes, the
 speculative-config keys, no heterogeneous mode, the declared speculator), budget (the two
 sizing modes), schedule (no V1 guard), logs (the graph-capture line's file). Its bench
-probe and draft-mode MTP layer counts are 0.33.0's: the code they read is the same in both
-wheels (K per method; models/qwen3_next_mtp.py:71, models/qwen3_5_mtp.py:84)."""
+probe is 0.33.0's: the code it reads is the same in both wheels (K per method). Its
+draft-mode MTP layer counts are its own engine_lists.yaml's, read from its
+hf_config_override."""
 
 from __future__ import annotations
 
+from specpair.engines.draft_mode import engine_rewrites
 from specpair.engines.release import EngineRelease
-from specpair.engines.vllm_0_33_0 import bench, draft_mode
+from specpair.engines.vllm_0_33_0 import bench
 from specpair.engines.vllm_0_34_0 import args, budget, facts, launch, logs, metrics, schedule
 
 RELEASE = EngineRelease(
@@ -25,7 +27,7 @@ RELEASE = EngineRelease(
     bench=bench.PROBE,
     schedule_refusal=schedule.refusal,
     image="vllm/vllm-openai:v0.34.0",
-    draft_mode=draft_mode.geometry,
+    draft_mode=engine_rewrites(facts.PROFILE.label),
     differences=facts.DIFFERENCES,
     compared_with=facts.COMPARED_WITH,
 )
