@@ -54,7 +54,6 @@ COMPARED_WITH = "vllm 0.33.0"
 # (v1/spec_decode/metrics.py byte-identical; v1/metrics/loggers.py differs only in
 # f-strings of its log prefixes), "Loading weights took" (model_loader/default_loader.py:544)
 # and "init engine (profile, create kv cache, warmup model) took" (v1/engine/core.py:459),
-# the built-in MTP layer counts (models/qwen3_next_mtp.py:71, models/qwen3_5_mtp.py:84),
 # the GDN prefill checkpoint alignment (v1/attention/backends/gdn_attn.py:35, 64).
 DIFFERENCES = (
     ReleaseFact("default", "KV cache sizing",
