@@ -30,6 +30,10 @@ HERE = Path(__file__).resolve().parent
 MAX_LIVE = 4  # about 0.6–1 GiB each with the engine imported
 KEEP = os.environ.get("SPECPAIR_ENGINE_WORKERS", "1") != "0"
 STARTED = {"processes": 0, "calls": 0}
+# Tests never use the network. Offline, huggingface_hub refuses at once where it would
+# otherwise retry with back-off: vLLM's config classes (Ultravox's text model id) look a
+# repository up on the hub, and an unreachable hub cost 96 s of sleeping per release.
+OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
 class Worker:
@@ -39,7 +43,7 @@ class Worker:
         self.process = subprocess.Popen(
             [sys.executable, str(HERE / "engine_worker.py"), script, entry],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-            env={**os.environ, **env})
+            env={**os.environ, **OFFLINE, **env})
         STARTED["processes"] += 1
 
     def log_tail(self) -> str:
