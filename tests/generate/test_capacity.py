@@ -19,12 +19,14 @@ from typing import Any
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from specpair.analyse.alerts import PAIR_LABEL
 from specpair.analyse.analysis import Analysis
 from specpair.analyse.monitoring import EngineMetrics, for_engine
 from specpair.commands.build import load_pairs
 from specpair.generate import autoscaler_files, monitoring_files
+from specpair.model.autoscaling import Autoscaling
 from specpair.resolve.pair import ResolvedPair
 from tests.support.kubernetes import api_name_problems, documents, validate, workload
 from tests.support.multinode import vllm_two_nodes
@@ -235,3 +237,9 @@ def test_a_deployment_the_step_model_refuses_gets_no_capacity_and_says_why() -> 
     assert a.not_modelled in rules
     scaler = autoscaler_files.generate(a)[autoscaler_files.AUTOSCALER].decode()
     assert documents(scaler) == [] and a.not_modelled in scaler
+
+
+def test_max_replicas_below_min_is_refused() -> None:
+    with pytest.raises(ValidationError, match="max_replicas 2 is below min_replicas 3"):
+        Autoscaling(min_replicas=3, max_replicas=2)
+    assert Autoscaling(min_replicas=2, max_replicas=2).max_replicas == 2
