@@ -4,11 +4,12 @@ Kubernetes: each minor release's OpenAPI v2 document, as the official Python cli
 it (`kubernetes/swagger.json.unprocessed` at the client tag built from that release
 branch), cut down to the definitions reachable from the kinds specpair writes, with their
 descriptions removed (the rest verbatim). CRDs: the CustomResourceDefinition files of the
-LeaderWorkerSet and prometheus-operator releases, copied unchanged.
+LeaderWorkerSet, prometheus-operator and KEDA releases, copied unchanged.
 
 Run with a clone of each repository (any clone that has the tags):
 
-    python tools/vendor_kubernetes_schemas.py CLIENT_PYTHON_CLONE LWS_CLONE PROM_OP_CLONE
+    python tools/vendor_kubernetes_schemas.py CLIENT_PYTHON_CLONE LWS_CLONE PROM_OP_CLONE \
+        KEDA_CLONE
 
 It rewrites tests/fixtures/kubernetes/; SOURCES.md there names every file's origin.
 """
@@ -30,6 +31,8 @@ ROOTS = ("io.k8s.api.apps.v1.Deployment", "io.k8s.api.core.v1.PersistentVolumeCl
 LWS_TAG = "v0.10.0"
 LWS_CRD = "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml"
 PROM_OP_TAG = "v0.93.0"
+KEDA_TAG = "v2.20.2"
+KEDA_CRD = "config/crd/bases/keda.sh_scaledobjects.yaml"
 PROM_OP_CRDS = ("example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml",
                 "example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml")
 
@@ -70,7 +73,7 @@ def closure(definitions: dict[str, Any]) -> dict[str, Any]:
     return dict(sorted(keep.items()))
 
 
-def main(client: str, lws: str, prom_op: str) -> None:
+def main(client: str, lws: str, prom_op: str, keda: str) -> None:
     (OUT / "crds").mkdir(parents=True, exist_ok=True)
     for minor, tag in CLIENT_TAGS.items():
         spec = json.loads(show(client, tag, "kubernetes/swagger.json.unprocessed"))
@@ -82,7 +85,8 @@ def main(client: str, lws: str, prom_op: str) -> None:
     (OUT / "crds" / Path(LWS_CRD).name).write_bytes(show(lws, LWS_TAG, LWS_CRD))
     for path in PROM_OP_CRDS:
         (OUT / "crds" / Path(path).name).write_bytes(show(prom_op, PROM_OP_TAG, path))
+    (OUT / "crds" / Path(KEDA_CRD).name).write_bytes(show(keda, KEDA_TAG, KEDA_CRD))
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])

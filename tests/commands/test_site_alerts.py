@@ -25,9 +25,11 @@ def test_pair_pages_show_thresholds_and_link_the_monitoring_files() -> None:
         assert f"{breakeven['at_concurrency']['break_even']:.2f} at concurrency" in section
         staging = json.loads((generated / "staging.json").read_text())
         assert f"{staging['budget_s']:g} s" in section
+        assert "Capacity and autoscaling: Capacity: specpair:replica\\_token\\_capacity" in section
         links = re.findall(r"\]\(([^)]+)\)", section)
         assert sorted(links) == sorted(f"{pair.name}/{n}" for n in (
-            "dashboard.grafana.json", "monitoring.k8s.yaml", "prometheus-rules.yaml"))
+            "autoscaling.k8s.yaml", "dashboard.grafana.json", "monitoring.k8s.yaml",
+            "prometheus-rules.yaml"))
         for link in links:
             # the site's copy is the committed generated file
             assert files[(PAGES / link).as_posix()] == (generated / Path(link).name).read_bytes()

@@ -27,7 +27,8 @@ CRDS = {("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"):
         "leaderworkerset.x-k8s.io_leaderworkersets.yaml",
         ("monitoring.coreos.com/v1", "PodMonitor"): "monitoring.coreos.com_podmonitors.yaml",
         ("monitoring.coreos.com/v1", "PrometheusRule"):
-        "monitoring.coreos.com_prometheusrules.yaml"}
+        "monitoring.coreos.com_prometheusrules.yaml",
+        ("keda.sh/v1alpha1", "ScaledObject"): "keda.sh_scaledobjects.yaml"}
 INT_OR_STRING = {"oneOf": [{"type": "string"}, {"type": "integer"}]}
 QUANTITY = {"oneOf": [{"type": "string"}, {"type": "number"}]}
 

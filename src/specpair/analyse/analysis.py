@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from specpair.analyse import alerts
+from specpair.analyse import alerts, capacity
 from specpair.analyse.budget import compute, rescheduled
 from specpair.analyse.checks.gate import Context, run
 from specpair.analyse.latency import LatencyModel, model
@@ -112,6 +112,13 @@ class Analysis:
     def thresholds(self) -> alerts.Thresholds:
         return alerts.thresholds(self.pair, self.budget, self.modelled, self.staging,
                                  self.not_modelled)
+
+    @cached_property
+    def capacity(self) -> capacity.Capacity | None:
+        """A replica's token capacity by acceptance length (`analyse.capacity`), or None
+        where the deployment is not modelled (`refusal`)."""
+        latency = self.modelled
+        return None if latency is None else capacity.compute(self.pair, self.budget, latency)
 
     @cached_property
     def findings(self) -> list[Finding]:

@@ -24,7 +24,14 @@ from specpair.analyse.latency import LatencyModel
 from specpair.engines import registry
 from specpair.engines.schedule_model import ResolvedSchedule
 from specpair.engines.verified_layouts import UNVERIFIED_MARK, UNVERIFIED_MEANING
-from specpair.generate import card_files, charts, dashboard_files, launch_files, monitoring_files
+from specpair.generate import (
+    autoscaler_files,
+    card_files,
+    charts,
+    dashboard_files,
+    launch_files,
+    monitoring_files,
+)
 from specpair.generate.render import gib, num
 from specpair.model.common import inert
 from specpair.model.errors import SpecpairError
@@ -300,10 +307,12 @@ def _alerts_section(a: Analysis, files: dict[str, bytes]) -> str:
     """The alert thresholds and links to the rules, manifest and dashboard (copied beside
     the page so the links resolve on the site)."""
     from specpair.analyse.alerts import detection, watches_first_request
+    from specpair.analyse.capacity import notes
     from specpair.analyse.monitoring import for_engine
 
     pair, t = a.pair, a.thresholds
-    generated = {**monitoring_files.generate(a), **dashboard_files.generate(a)}
+    generated = {**monitoring_files.generate(a), **dashboard_files.generate(a),
+                 **autoscaler_files.generate(a)}
     files.update(generated)
     metrics = for_engine(pair.engine, pair.source_file)
     w = pair.runbook.alerts
@@ -338,7 +347,9 @@ def _alerts_section(a: Analysis, files: dict[str, bytes]) -> str:
             + "Detection delay (the runbook's `alerts` windows): "
             + "; ".join(text(line) for line in detection(pair)
                         if t.break_even is not None or not line.startswith(BELOW_BREAK_EVEN))
-            + f".\n\nFiles: {links} (also in `generated/`).\n")
+            + ".\n\nCapacity and autoscaling: "
+            + " ".join(text(line) for line in notes(pair, a.capacity, a.not_modelled))
+            + f"\n\nFiles: {links} (also in `generated/`).\n")
 
 
 def vocabulary_section(m: VocabMapping) -> str:

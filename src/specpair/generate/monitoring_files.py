@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from specpair.analyse import capacity
 from specpair.analyse.alerts import (
     PAIR_LABEL,
     Thresholds,
@@ -115,8 +116,12 @@ def prometheus_rule(pair: ResolvedPair, rule_groups: list[dict[str, Any]]) -> di
 
 def generate(a: Analysis) -> dict[str, bytes]:
     pair = a.pair
-    head = header(pair, a.thresholds)
+    cap = a.capacity
+    head = header(pair, a.thresholds) + "".join(
+        f"# {line}\n" for line in capacity.notes(pair, cap, a.not_modelled))
     rule_groups = groups(pair, a.thresholds)
+    if cap is not None:
+        rule_groups.append(capacity.group(pair, cap))
     rules = head + dump({"groups": rule_groups})
     manifest = head + dump(prometheus_rule(pair, rule_groups)) + "---\n" + dump(pod_monitor(pair))
     return {RULES: rules.encode(), MANIFEST: manifest.encode()}

@@ -22,6 +22,8 @@ LabelKey = Annotated[str, StringConstraints(
             r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$", max_length=316)]
 LabelValue = Annotated[str, StringConstraints(
     pattern=r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")]
+PrometheusURL = Annotated[str, StringConstraints(pattern=r"^https?://[^\s/?#]+(/[^\s?#]*)?$",
+                                                 max_length=2048)]
 SecretKey = Annotated[str, StringConstraints(pattern=r"^[-._a-zA-Z0-9]{1,253}$")]
 Quantity = Annotated[str, StringConstraints(
     pattern=r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
@@ -44,6 +46,11 @@ def bounded(name: str, limit: int) -> str:
         return name
     digest = hashlib.sha256(name.encode()).hexdigest()[:8]
     return f"{name[:limit - len(digest) - 1].rstrip('-.')}-{digest}"
+
+
+def workload_name(pair: str, nodes: int) -> str:
+    """The name of the pair's Deployment (one node) or LeaderWorkerSet (several)."""
+    return bounded(pair, LABEL_VALUE_MAX if nodes == 1 else GROUP_NAME_MAX)
 
 
 def pair_labels(pair: str) -> dict[str, str]:
@@ -97,6 +104,10 @@ class Kubernetes(Strict):
     monitor_labels: dict[LabelKey, LabelValue] = Field(
         default_factory=dict, description="extra labels on the PrometheusRule and PodMonitor, "
         "for the operator's ruleSelector/podMonitorSelector (kube-prometheus-stack: release)")
+    prometheus_url: PrometheusURL = Field(
+        default="http://prometheus-operated.monitoring.svc:9090", description="the Prometheus "
+        "the autoscaler queries (KEDA's serverAddress): one that evaluates the pair's rules; "
+        "default: the prometheus-operator's governing Service in the namespace monitoring")
 
 
 __all__ = ["Kubernetes", "ModelsVolume", "TokenSecret"]

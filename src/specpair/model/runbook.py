@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from specpair.model.alerting import AlertWindows
+from specpair.model.autoscaling import Autoscaling
 from specpair.model.common import (
     ArchitectureName,
     CommitSha,
@@ -267,6 +268,9 @@ class Deployment(Strict):
         default=None, description="the server's HTTP port; unset: the engine release's own "
         "default (SGLang 30000, vLLM 8000), so a vLLM pair is not moved to SGLang's port")
     assumptions: Assumptions = Assumptions()
+    autoscaling: Autoscaling | None = Field(
+        default=Autoscaling(), description="replicas that follow demand over the token "
+        "capacity at the live acceptance length (a KEDA ScaledObject); null: no autoscaler")
 
 
 class AcceptanceReference(Strict):
