@@ -10,10 +10,9 @@ B·1000 / TPOT(τ): the same step times as the verdict's TPOT at the SLO, which 
 τ = SLO, and B / T_decode (the target alone) at τ = τ*. A drop in acceptance lowers it, so
 demand over it rises and the autoscaler adds replicas before latency breaks.
 
-The recording rule evaluates it as chords between knots computed here (every half token
-(every half token, or a tenth of the range where that is wider, from 1 to the most
-tokens a step yields, plus the SLO, the reference τ and τ*), at the
-live 5-minute τ; the chords lie under the concave curve, by at most `Capacity.chord_gap`,
+The recording rule evaluates it as chords between knots computed here (every half token,
+or a tenth of the range where that is wider, from 1 to the most tokens a step yields, plus
+the SLO, the reference τ and τ*), at the live 5-minute τ; the chords lie under the concave curve, by at most `Capacity.chord_gap`,
 so the rule errs towards more replicas. Its interval is the TPOT's (`latency.tpot_range`:
 the throughput band widened by the speedup band), recorded as separate series
 (`bound="lower"`, `"upper"`). A replica that reports no τ (idle, or generating without
