@@ -114,11 +114,18 @@ class Analysis:
                                  self.not_modelled)
 
     @cached_property
+    def capacity_omitted(self) -> str | None:
+        """Why the pair has no capacity records (`capacity.omitted`), or None."""
+        return capacity.omitted(self.modelled, self.not_modelled)
+
+    @cached_property
     def capacity(self) -> capacity.Capacity | None:
         """A replica's token capacity by acceptance length (`analyse.capacity`), or None
-        where the deployment is not modelled (`refusal`)."""
+        where `capacity_omitted` says why not."""
         latency = self.modelled
-        return None if latency is None else capacity.compute(self.pair, self.budget, latency)
+        if latency is None or self.capacity_omitted is not None:
+            return None
+        return capacity.compute(self.pair, self.budget, latency)
 
     @cached_property
     def findings(self) -> list[Finding]:

@@ -12,11 +12,12 @@ demand over it rises and the autoscaler adds replicas before latency breaks.
 
 The recording rule evaluates it as chords between knots computed here (every half token,
 or a tenth of the range where that is wider, from 1 to the most tokens a step yields, plus
-the SLO, the reference τ and τ*), at the live 5-minute τ; the chords lie under the concave curve, by at most `Capacity.chord_gap`,
-so the rule errs towards more replicas. Its interval is the TPOT's (`latency.tpot_range`:
-the throughput band widened by the speedup band), recorded as separate series
-(`bound="lower"`, `"upper"`). A replica that reports no τ (idle, or generating without
-drafting) counts at the target alone's capacity, B / T_decode with the throughput band.
+the SLO, the reference τ and τ*), at the live 5-minute τ; the chords lie under the concave
+curve, by at most `Capacity.chord_gap`, so the rule errs towards more replicas. Its
+interval is the TPOT's (`latency.tpot_range`: the throughput band widened by the speedup
+band), recorded as separate series (`bound="lower"`, `"upper"`). A replica that reports no
+τ (idle, or generating without drafting) counts at the target alone's capacity, B /
+T_decode with the throughput band.
 
 Demand is the pair's served token rate (the engine's generated-tokens counter); the
 replicas it needs are demand / (target utilization × the mean capacity of its replicas),
@@ -84,8 +85,25 @@ def _knot_taus(latency: LatencyModel) -> list[float]:
                    if t is not None and 1 <= t <= top})
 
 
+def omitted(latency: LatencyModel | None, not_modelled: str | None) -> str | None:
+    """Why a pair gets no capacity records (None where it gets them): the step model does
+    not represent the deployment, the deployment holds no running request (its weights
+    leave no KV cache: the gate's SP601), or the step times are not finite positive
+    numbers, so no capacity is a number to scale on."""
+    if latency is None:
+        return f"they need the step model, and the latency is {not_modelled}"
+    p = latency.at_concurrency
+    if p.concurrency < 1:
+        return "the deployment holds no running request (budget.md; the gate's SP601)"
+    times = (p.t_decode_s, p.t_draft_s + p.t_verify_s, p.t_per_token_s)
+    if not all(math.isfinite(t) for t in times) or min(times[:2]) <= 0:
+        return "the step model gives no finite, positive step time for this deployment"
+    return None
+
+
 def compute(pair: ResolvedPair, budget: Budget, latency: LatencyModel) -> Capacity:
-    """The capacity curve at the latency model's operating point (its concurrency)."""
+    """The capacity curve at the latency model's operating point (its concurrency), for a
+    deployment `omitted` has no reason to leave out."""
     s = setup(pair, budget, latency.parameters.values)
     p = latency.at_concurrency
     t = StepTimes(p.t_decode_s, p.t_draft_s, p.t_verify_s, p.t_per_token_s)
@@ -157,11 +175,11 @@ def group(pair: ResolvedPair, cap: Capacity) -> dict[str, Any]:
     return {"name": f"specpair-{pair.name}-capacity", "rules": records(pair, cap)}
 
 
-def notes(pair: ResolvedPair, cap: Capacity | None, not_modelled: str | None) -> list[str]:
-    """What the rule file says of the capacity records, the autoscaler and their basis."""
+def notes(pair: ResolvedPair, cap: Capacity | None, why_omitted: str | None) -> list[str]:
+    """What the rule file says of the capacity records, the autoscaler and their basis
+    (`why_omitted`: `omitted`'s reason where `cap` is None)."""
     if cap is None:
-        return [f"Omitted, the capacity records and the autoscaler: they need the step "
-                f"model, and the latency is {not_modelled}."]
+        return [f"Omitted, the capacity records and the autoscaler: {why_omitted}."]
     b = cap.concurrency
     lines = [
         f"Capacity: {CAPACITY} is one replica's tokens/s at concurrency {b} and the live "

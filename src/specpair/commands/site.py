@@ -348,7 +348,7 @@ def _alerts_section(a: Analysis, files: dict[str, bytes]) -> str:
             + "; ".join(text(line) for line in detection(pair)
                         if t.break_even is not None or not line.startswith(BELOW_BREAK_EVEN))
             + ".\n\nCapacity and autoscaling: "
-            + " ".join(text(line) for line in notes(pair, a.capacity, a.not_modelled))
+            + " ".join(text(line) for line in notes(pair, a.capacity, a.capacity_omitted))
             + f"\n\nFiles: {links} (also in `generated/`).\n")
 
 

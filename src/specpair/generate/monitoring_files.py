@@ -118,7 +118,7 @@ def generate(a: Analysis) -> dict[str, bytes]:
     pair = a.pair
     cap = a.capacity
     head = header(pair, a.thresholds) + "".join(
-        f"# {line}\n" for line in capacity.notes(pair, cap, a.not_modelled))
+        f"# {line}\n" for line in capacity.notes(pair, cap, a.capacity_omitted))
     rule_groups = groups(pair, a.thresholds)
     if cap is not None:
         rule_groups.append(capacity.group(pair, cap))

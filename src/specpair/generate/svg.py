@@ -97,8 +97,15 @@ class Plot:
               dash: str | None = None) -> None:
         self.series.append(Series(label, color, [(x, math.nan)], "vline", dash))
 
+    def _placed(self, points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+        """The points the x axis can place: on a log axis, those at x > 0 (a deployment
+        that holds no request has a curve point at concurrency 0, which a log axis has no
+        place for; the tables beside the chart state it)."""
+        return [p for p in points if not self.xlog2 or math.isnan(p[0]) or p[0] > 0]
+
     def _range(self, axis: int) -> tuple[float, float]:
-        values = [p[axis] for s in self.series for p in s.points if not math.isnan(p[axis])]
+        values = [p[axis] for s in self.series for p in self._placed(s.points)
+                  if not math.isnan(p[axis])]
         if not values:
             return 0.0, 1.0
         return min(values), max(values)
@@ -165,16 +172,16 @@ class Plot:
                            f'y2="{fmt(bottom)}" stroke="{s.color}" stroke-width="1.2"{dash}/>')
             elif s.kind == "line":
                 d = "".join(f"{'M' if i == 0 else 'L'}{fmt(sx(x))} {fmt(sy(y))}"
-                            for i, (x, y) in enumerate(s.points))
+                            for i, (x, y) in enumerate(self._placed(s.points)))
                 out.append(f'<path d="{d}" fill="none" stroke="{s.color}" '
                            f'stroke-width="1.6"{dash}/>')
                 if s.marker:
                     out += [f'<circle cx="{fmt(sx(x))}" cy="{fmt(sy(y))}" r="3" '
-                            f'fill="{s.color}"/>' for x, y in s.points]
+                            f'fill="{s.color}"/>' for x, y in self._placed(s.points)]
             else:
                 opacity = f' fill-opacity="{fmt(s.opacity)}"' if s.opacity < 1 else ""
                 out += [f'<circle cx="{fmt(sx(x))}" cy="{fmt(sy(y))}" r="3" '
-                        f'fill="{s.color}"{opacity}/>' for x, y in s.points]
+                        f'fill="{s.color}"{opacity}/>' for x, y in self._placed(s.points)]
         entries = [(s.label, s.color, s.dash, s.kind) for s in self.series if s.label]
         legend, height = _legend(entries, self.height + 4)
         return document(out + legend, height)
