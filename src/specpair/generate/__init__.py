@@ -14,6 +14,7 @@ from pathlib import Path
 from specpair.analyse.analysis import Analysis
 from specpair.generate import (
     budget_files,
+    canary_files,
     card_files,
     dashboard_files,
     launch_files,
@@ -30,5 +31,5 @@ TreeGenerator = Callable[[list[ResolvedPair]], dict[Path, bytes]]
 PAIR_GENERATORS: list[PairGenerator] = [pair_json.generate, budget_files.generate,
                                        launch_files.generate, plan_files.generate,
                                        card_files.generate, monitoring_files.generate,
-                                       dashboard_files.generate]
+                                       dashboard_files.generate, canary_files.generate]
 TREE_GENERATORS: list[TreeGenerator] = [schema_files.generate]
