@@ -221,7 +221,12 @@ def exchange(url: str, body: dict[str, Any] | None, limit: int, deadline: float
             raise ValueError(f"an answer of {int(size):,} bytes; at most {limit:,} are read")
         chunks: list[bytes] = []
         got = 0
-        while chunk := response.read(min(65536, limit + 1 - got) or 1):
+        # read1: what has arrived (read(n) would wait for n bytes, past the deadline)
+        # (an HTTPError wraps the HTTPResponse; an HTTPResponse's own fp is the raw socket)
+        source = response.fp if isinstance(response, urllib.error.HTTPError) and \
+            response.fp is not None else response
+        read = getattr(source, "read1", source.read)
+        while chunk := read(min(65536, limit + 1 - got) or 1):
             chunks.append(chunk)
             got += len(chunk)
             if got > limit:

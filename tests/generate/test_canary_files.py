@@ -1,0 +1,60 @@
+"""generated/canary.py and canary.json: the canary a deployment runs without specpair is
+the code `specpair canary` runs, with the pair's own threshold and pinned requests."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from specpair.bench import canary_probe
+from tests.support.canary_standin import Behaviour, standin
+from tests.support.paths import REPO
+
+EXAMPLES = sorted(p.parents[1].name for p in (REPO / "runbooks").glob("*/generated/canary.json"))
+
+
+def test_every_example_has_a_canary() -> None:
+    pairs = sorted(p.name for p in (REPO / "runbooks").iterdir()
+                   if (p / "generated").is_dir())
+    assert EXAMPLES == pairs
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_the_generated_canary_is_the_command_s_code_and_the_pair_s_threshold(
+        name: str) -> None:
+    generated = REPO / "runbooks" / name / "generated"
+    assert (generated / "canary.py").read_bytes() == Path(canary_probe.__file__).read_bytes()
+    config = json.loads((generated / "canary.json").read_text())
+    canary_probe.check_config(config)
+    here = json.loads((generated / "breakeven.json").read_text())["at_concurrency"]
+    threshold = config["threshold"]
+    assert threshold["break_even"] == here["break_even"]
+    assert threshold["min_tau"] == pytest.approx(here["break_even"] * (1 + threshold["margin"]),
+                                                 abs=1e-4)
+    assert config["concurrency"] == here["concurrency"]
+    # pinned and bounded: greedy, at most the canary's tokens, a few per class
+    bodies = [r["body"] for c in config["classes"] for r in c["requests"]]
+    assert {b["temperature"] for b in bodies} == {0}
+    assert max(b["max_tokens"] for b in bodies) <= 64
+    assert all(len(c["requests"]) <= 4 for c in config["classes"])
+
+
+def test_the_generated_file_runs_alone_without_specpair(tmp_path: Path) -> None:
+    """canary.py copied to a folder of its own and run isolated (`-I`: no user site, no
+    PYTHONPATH), as a pod without specpair runs it."""
+    generated = REPO / "runbooks" / "llama33-70b-eagle3-vllm-0-32-0" / "generated"
+    shutil.copy(generated / "canary.py", tmp_path / "canary.py")
+    config = (generated / "canary.json").read_text()
+    for behaviour, status in ((Behaviour(steps=10, accepted=20), 0),
+                              (Behaviour(speculative=False), 4)):
+        with standin(behaviour) as url:
+            done = subprocess.run([sys.executable, "-I", "canary.py", "--url", url],
+                                  input=config, capture_output=True, text=True,
+                                  cwd=tmp_path, timeout=120, check=False)
+        assert done.returncode == status, done.stderr
+        assert json.loads(done.stdout)["verdict"] == ("pass" if status == 0 else "fail")
