@@ -1,32 +1,23 @@
 """The canary before traffic: a short, pinned request set replayed on a new server, judged
-on the engine's own speculative counters. Standard library only, and one file: `specpair
-canary` imports it, and the build writes it beside `canary.json` (generated/canary.py), so
-a pod or a VM without specpair runs the same code:
+on the engine's own speculative counters. Standard library only and one file: `specpair
+canary` imports it, and the build writes it as generated/canary.py beside canary.json, so
+a pod without specpair runs the same code:
 
     python3 canary.py --url http://127.0.0.1:8000 < canary.json > report.json
 
-For each class of `canary.json` (a workload, or a class of captured traffic) in turn: a
-scrape of /metrics, the class's requests at the deployment's concurrency, a second scrape;
-τ of the class is the counters' growth between the two (`tau` in `metrics`: 1 + accepted
-draft tokens / verify steps where the engine counts accepted tokens, else generated tokens
-/ verify steps). The canary fails, naming class and depth, when
-
-- the server exports no speculative counter, or they did not move (no draft verified:
-  speculation is off, or the engine fell back silently);
-- τ is below break-even τ* × (1 + margin) (`threshold`; none where the pair's latency
-  model does not represent the deployment, and the report says so);
-- the server drafts another number of tokens than the runbook (the per-position counter);
-- a request failed, or the deadline passed;
-- where the engine can answer without speculation on the same server (`lossless`), a
-  temperature-0 answer differs from that answer. Where it cannot, the report says "not
-  checked" and why.
-
-Answers are input: each exchange has a deadline and a size limit checked as bytes arrive,
-the whole run a deadline; the report holds no prompt or answer text, only counts, τ, the
-first differing character of a divergence and errors cut short, and its size is bounded.
-
-Exit status: 0 pass, 4 fail, 1 an input error (canary.json, or a server that does not
-answer as an OpenAI-compatible engine), 2 usage.
+Per class of canary.json (a workload, or a class of captured traffic), in turn: a scrape
+of /metrics, the class's requests at the deployment's concurrency, a second scrape; τ is
+the counters' growth (1 + accepted / verify steps, or generated / verify steps where the
+engine counts no accepted tokens). It fails, naming class and depth, when the server has
+no speculative counter or they did not move (speculation off, a silent fallback), τ is
+below break-even τ* × (1 + margin), the server drafts another length than the runbook, a
+request fails or the deadline passes, or (where the engine can answer without speculation
+on the same server, `lossless`) a temperature-0 answer differs; where it cannot, the
+report says "not checked" and why. Answers are input: each exchange has a deadline and a
+size limit checked as bytes arrive; the report holds no prompt or answer text and its size
+is bounded. Exit status: 0 pass, 4 fail, 1 input error (canary.json, or a server that
+does not answer as an OpenAI-compatible engine), 2 usage. `--serve PORT` serves a
+report's verdict as Prometheus metrics (the deployment's gate, generate/canary_gate.py).
 """
 
 from __future__ import annotations
@@ -43,15 +34,10 @@ from typing import Any
 
 FORMAT = "specpair.canary/1"
 EXIT_PASS, EXIT_INPUT, EXIT_USAGE, EXIT_FAIL = 0, 1, 2, 4
-MAX_CLASSES = 16
-MAX_REQUESTS = 256          # in all classes together
-MAX_CONCURRENCY = 256
-MAX_REASONS = 32
-MAX_ERRORS_PER_CLASS = 4
+MAX_CLASSES, MAX_REQUESTS, MAX_CONCURRENCY = 16, 256, 256  # requests: all classes
+MAX_REASONS, MAX_ERRORS_PER_CLASS, MAX_DEPTH = 32, 4, 64
 MAX_TEXT = 160              # characters of an error or reason kept in the report
-MAX_DEPTH = 64              # draft positions reported
-MAX_REPORT_BYTES = 32 << 10
-"""The report's size, whatever the server answers (tests/bench/test_canary_probe.py)."""
+MAX_REPORT_BYTES = 32 << 10  # whatever the server answers (tests/bench/test_canary_probe.py)
 
 _LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 _POSITION = re.compile(r'position="(\d+)"')
@@ -64,8 +50,6 @@ class CanaryInputError(Exception):
         super().__init__(f"{where}: {what}")
         self.where, self.what = where, what
 
-
-# ---- Prometheus text (also specpair.bench.metrics' parser: one implementation) ----------
 
 def parse(text: str) -> dict[str, dict[str, float]]:
     """{metric: {labels: value}}; `*_created` timestamps are skipped."""
@@ -89,10 +73,8 @@ def total(series: dict[str, dict[str, float]], name: str) -> float:
 
 
 def per_position(series: dict[str, dict[str, float]], name: str) -> list[float]:
-    """The values of a counter labelled by `position="k"`, ordered by k (summed over its
-    other labels, e.g. vLLM's `engine`); empty when the server exports no such counter.
-    Positions must run 0..K-1 without a gap, as vLLM labels them (`range(num_spec_tokens)`
-    in `SpecDecodingProm.__init__`, vllm/v1/spec_decode/metrics.py)."""
+    """A counter labelled `position="k"` by k (summed over other labels), [] without it;
+    positions run 0..K-1 as vLLM labels them (SpecDecodingProm, v1/spec_decode/metrics.py)."""
     by_position: dict[int, float] = {}
     for labels, value in series.get(name, {}).items():
         match = _POSITION.search(labels)
@@ -104,8 +86,6 @@ def per_position(series: dict[str, dict[str, float]], name: str) -> list[float]:
         raise ValueError(f"{name} positions are not 0..K-1: {sorted(by_position)}")
     return [by_position[k] for k in range(len(by_position))]
 
-
-# ---- canary.json ------------------------------------------------------------------------
 
 def _need(value: Any, kind: type | tuple[type, ...], where: str, what: str) -> Any:
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
@@ -125,14 +105,11 @@ def check_config(config: Any, where: str = "canary.json") -> dict[str, Any]:
     if not 1 <= c <= MAX_CONCURRENCY:
         raise CanaryInputError(f"{where}: field concurrency", f"expected 1 to {MAX_CONCURRENCY}")
     for key in ("depth", "positions"):
-        if config.get(key) is not None:
-            _need(config[key], int, f"{where}: field {key}", "a whole number or null")
+        _need(config.get(key, 0), (int, type(None)), f"{where}: field {key}", "a whole number")
     metrics = _need(config.get("metrics"), dict, f"{where}: field metrics", "an object")
-    for key in ("prefix", "verify_steps", "generated"):
-        _need(metrics.get(key), str, f"{where}: field metrics.{key}", "a metric name")
-    for key in ("accepted", "drafted", "per_position"):
-        if metrics.get(key) is not None:
-            _need(metrics[key], str, f"{where}: field metrics.{key}", "a metric name or null")
+    for key in ("prefix", "verify_steps", "generated", "accepted", "drafted", "per_position"):
+        _need(metrics.get(key), str if key in ("prefix", "verify_steps", "generated") else
+              (str, type(None)), f"{where}: field metrics.{key}", "a metric name")
     _check_threshold(config.get("threshold"), f"{where}: field threshold")
     bounds = _need(config.get("bounds"), dict, f"{where}: field bounds", "an object")
     for key in ("deadline_s", "request_timeout_s", "max_answer_bytes", "max_metrics_bytes"):
@@ -185,15 +162,12 @@ def _check_classes(classes: Any, where: str) -> None:
                                f"{MAX_REQUESTS}")
 
 
-# ---- bounded HTTP -----------------------------------------------------------------------
-
 def _cut(text: str, n: int = MAX_TEXT) -> str:
     text = "".join(ch if ch.isprintable() else " " for ch in text)
     return text if len(text) <= n else text[:n - 1] + "…"
 
 
-def shown(url: str) -> str:
-    """`url` without user and password, for messages and the report."""
+def shown(url: str) -> str:  # without user and password, for messages and the report
     parts = urllib.parse.urlsplit(url)
     if parts.username is None and parts.password is None:
         return url
@@ -221,8 +195,7 @@ def exchange(url: str, body: dict[str, Any] | None, limit: int, deadline: float
             raise ValueError(f"an answer of {int(size):,} bytes; at most {limit:,} are read")
         chunks: list[bytes] = []
         got = 0
-        # read1: what has arrived (read(n) would wait for n bytes, past the deadline)
-        # (an HTTPError wraps the HTTPResponse; an HTTPResponse's own fp is the raw socket)
+        # read1: what has arrived (read(n) waits for n bytes); HTTPError wraps the response
         source = response.fp if isinstance(response, urllib.error.HTTPError) and \
             response.fp is not None else response
         read = getattr(source, "read1", source.read)
@@ -236,30 +209,32 @@ def exchange(url: str, body: dict[str, Any] | None, limit: int, deadline: float
         return int(response.status), b"".join(chunks)
 
 
-def scrape(url: str, config: dict[str, Any], deadline: float) -> dict[str, dict[str, float]]:
-    where = f"{shown(url)}/metrics"
+def _get(url: str, path: str, limit: int, deadline: float) -> bytes:
+    """The 200 answer of a GET, else CanaryInputError at the URL and path."""
     try:
-        status, data = exchange(url + "/metrics", None,
-                                int(config["bounds"]["max_metrics_bytes"]), deadline)
+        status, data = exchange(url + path, None, limit, deadline)
     except (OSError, ValueError) as exc:
-        raise CanaryInputError(where, _cut(f"{type(exc).__name__}: {exc}")) from None
+        raise CanaryInputError(shown(url) + path, _cut(f"{type(exc).__name__}: {exc}")) from None
     if status != 200:
-        raise CanaryInputError(where, f"answered HTTP {status}")
+        raise CanaryInputError(shown(url) + path, f"answered HTTP {status}")
+    return data
+
+
+def scrape(url: str, config: dict[str, Any], deadline: float) -> dict[str, dict[str, float]]:
+    data = _get(url, "/metrics", int(config["bounds"]["max_metrics_bytes"]), deadline)
     return parse(data.decode("utf-8", errors="replace"))
 
 
 def served_model(url: str, config: dict[str, Any], deadline: float) -> str:
-    where = f"{shown(url)}/v1/models"
+    data = _get(url, "/v1/models", int(config["bounds"]["max_answer_bytes"]), deadline)
     try:
-        status, data = exchange(url + "/v1/models", None,
-                                int(config["bounds"]["max_answer_bytes"]), deadline)
-        answer = json.loads(data) if status == 200 else None
-    except (OSError, ValueError) as exc:
-        raise CanaryInputError(where, _cut(f"{type(exc).__name__}: {exc}")) from None
+        answer = json.loads(data)
+    except ValueError:
+        answer = None
     listed = answer.get("data") if isinstance(answer, dict) else None
     first = listed[0] if isinstance(listed, list) and listed else None
     if not isinstance(first, dict) or not isinstance(first.get("id"), str):
-        raise CanaryInputError(where, f"answered HTTP {status} with no served model")
+        raise CanaryInputError(f"{shown(url)}/v1/models", "lists no served model")
     return str(first["id"])
 
 
@@ -296,8 +271,6 @@ def ask_all(url: str, requests: list[dict[str, Any]], model: str, extras: dict[s
         return list(pool.map(lambda r: ask(url, r, model, extras, config, deadline), requests))
 
 
-# ---- the run ----------------------------------------------------------------------------
-
 def counters(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]],
              metrics: dict[str, Any]) -> dict[str, Any]:
     """The speculative counters' growth over one class: verify steps, accepted, drafted,
@@ -311,17 +284,14 @@ def counters(before: dict[str, dict[str, float]], after: dict[str, dict[str, flo
     name = metrics.get("per_position")
     if name and name in after:
         now, then = per_position(after, name), per_position(before, name)
+        if len(then or now) != len(now):
+            raise ValueError(f"{name} changed its positions during the canary: restarted?")
         then = then or [0.0] * len(now)
-        if len(then) != len(now):
-            raise ValueError(f"{name} changed its positions during the canary: the server "
-                             "restarted")
         positions = [a - b for a, b in zip(now, then, strict=True)]
-    if steps > 0:
-        tau = 1 + accepted / steps if metrics.get("accepted") else generated / steps
-        by_depth = [round(1 + sum(positions[:g]) / steps, 4)
-                    for g in range(1, min(len(positions), MAX_DEPTH) + 1)]
-    else:
-        tau, by_depth = None, []
+    tau = None if steps <= 0 else (1 + accepted / steps if metrics.get("accepted")
+                                   else generated / steps)
+    by_depth = [round(1 + sum(positions[:g]) / steps, 4)
+                for g in range(1, min(len(positions), MAX_DEPTH) + 1)] if steps > 0 else []
     return {"verify_steps": steps, "accepted": accepted, "drafted": grew(metrics.get("drafted")),
             "generated": generated, "positions": len(positions),
             "tau": None if tau is None else round(tau, 4), "tau_by_depth": by_depth}
@@ -368,22 +338,18 @@ def _lossless(url: str, model: str, config: dict[str, Any], answers: dict[tuple[
               for j, request in enumerate(entry["requests"])
               if request["body"].get("temperature") == 0 and (key := (i, j)) in answers]
     again = ask_all(url, [r for _, r in greedy], model, dict(how["extras"]), config, deadline)
-    reasons, compared = [], 0
+    reasons = []
     for ((i, j), _), (text, error) in zip(greedy, again, strict=True):
-        name = config["classes"][i]["name"]
-        if error is not None:
-            reasons.append({"check": "lossless", "class": name, "depth": config.get("depth"),
-                            "message": f"request {j} without speculation failed: {error}"})
-            continue
-        compared += 1
-        mine = answers[(i, j)]
-        if text != mine:
-            theirs = text or ""
-            at = next((n for n, (a, b) in enumerate(zip(theirs, mine, strict=False))
-                       if a != b), min(len(theirs), len(mine)))
-            reasons.append({"check": "lossless", "class": name, "depth": config.get("depth"),
-                            "message": f"request {j}: the speculative answer differs from the "
-                            f"non-speculative one at character {at}"})
+        mine, theirs = answers[(i, j)], text or ""
+        at = next((n for n, (a, b) in enumerate(zip(theirs, mine, strict=False)) if a != b),
+                  min(len(theirs), len(mine)))
+        if error is not None or theirs != mine:
+            reasons.append({"check": "lossless", "class": config["classes"][i]["name"],
+                            "depth": config.get("depth"), "message": _cut(
+                                f"request {j} without speculation failed: {error}" if error
+                                else f"request {j}: the speculative answer differs from the "
+                                f"non-speculative one at character {at}")})
+    compared = sum(1 for _, error in again if error is None)
     return {"checked": True, "compared": compared}, reasons
 
 
@@ -442,24 +408,51 @@ def run(config: dict[str, Any], url: str) -> dict[str, Any]:
     return report
 
 
-def summary(report: dict[str, Any]) -> str:
-    """The report for people: the verdict, each reason, τ per class."""
-    lines = [f"canary {report['verdict'].upper()}: {report['pair']} at {report['url']} "
-             f"(concurrency {report['concurrency']}, depth {report['depth']})"]
-    floor = report["threshold"].get("min_tau")
-    lines += [f"  {c['class']}: τ {c['tau'] if c['tau'] is not None else '—'}"
-              + (f" (needs ≥ {floor:.3f})" if floor is not None else "")
-              + f", {c['succeeded']}/{c['requests']} answered, "
-              f"{int(c['verify_steps'])} verify steps" for c in report["classes"]]
-    if "note" in report["threshold"]:
-        lines.append(f"  note: {report['threshold']['note']}")
-    if "checked" in report["threshold"]:
-        lines.append(f"  τ threshold {report['threshold']['checked']}")
-    if not report["lossless"]["checked"]:
-        lines.append(f"  lossless: {report['lossless']['reason']}")
-    lines += [f"  FAIL {r['check']}: class {r['class']} depth {r['depth']}: {r['message']}"
-              for r in report["reasons"]]
+STATES = ("speculative", "fallback", "failed")
+"""What serves after the canary: the pair; the target alone (its baseline launch); nothing."""
+
+
+def _label(value: object) -> str:
+    return _cut(str(value), 64).replace("\\", "\\\\").replace('"', '\\"')
+
+
+def verdict_metrics(report: dict[str, Any], state: str) -> str:
+    """The verdict as Prometheus text, for dashboards and alerts: which launch serves, and
+    each reason with its check, class and depth (bounded as the report is)."""
+    pair = _label(report.get("pair", ""))
+    lines = ["# TYPE specpair_canary_state gauge"]  # what serves after the canary
+    lines += [f'specpair_canary_state{{pair="{pair}",state="{s}"}} {int(s == state)}'
+              for s in STATES]
+    lines += ["# TYPE specpair_canary_reason gauge"]  # why it failed: check, class, depth
+    lines += [f'specpair_canary_reason{{pair="{pair}",check="{_label(r.get("check"))}",class='
+              f'"{_label(r.get("class"))}",depth="{_label(r.get("depth"))}"}} 1'
+              for r in list(report.get("reasons") or [])[:MAX_REASONS] if isinstance(r, dict)]
+    lines += ["# TYPE specpair_canary_tau gauge"]  # τ each class reached
+    lines += [f'specpair_canary_tau{{pair="{pair}",class="{_label(c.get("class"))}"}} '
+              f'{float(c["tau"]):g}' for c in list(report.get("classes") or [])[:MAX_CLASSES]
+              if isinstance(c, dict) and isinstance(c.get("tau"), int | float)]
     return "\n".join(lines) + "\n"
+
+
+def serve(report: dict[str, Any], state: str, host: str, port: int) -> None:
+    """Serve the verdict on /metrics until stopped."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    body = verdict_metrics(report, state).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            answer = body if self.path.split("?")[0] == "/metrics" else b""
+            self.send_response(200 if answer else 404)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+    ThreadingHTTPServer((host, port), Handler).serve_forever()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -467,9 +460,25 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="canary.py", description="the canary before "
                                      "traffic; canary.json on stdin, the report on stdout")
-    parser.add_argument("--url", required=True, help="the new server, e.g. "
-                        "http://127.0.0.1:8000")
+    parser.add_argument("--url", help="the new server, e.g. http://127.0.0.1:8000")
+    parser.add_argument("--serve", type=int, metavar="PORT", help="instead: serve the "
+                        "verdict of a report (on stdin) as Prometheus metrics on PORT")
+    parser.add_argument("--state", choices=STATES, default="failed",
+                        help="with --serve: what serves after the canary")
+    parser.add_argument("--host", default="0.0.0.0", help="with --serve: the address")
     args = parser.parse_args(argv)
+    if (args.url is None) == (args.serve is None):
+        parser.error("give --url (run the canary) or --serve (serve a report's verdict)")
+    if args.serve is not None:
+        try:
+            report = json.loads(sys.stdin.read(MAX_REPORT_BYTES * 2))
+        except ValueError:  # no report (the canary could not judge): the state alone
+            report = None
+        report = report if isinstance(report, dict) else {}
+        if args.state != "speculative" and not report.get("reasons"):
+            report["reasons"] = [{"check": "error", "class": "-", "depth": "-"}]
+        serve(report, args.state, args.host, args.serve)
+        return EXIT_PASS
     try:
         config = json.loads(sys.stdin.read(4 << 20))
     except ValueError as exc:
@@ -481,7 +490,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{exc.where}: {exc.what}", file=sys.stderr)
         return EXIT_INPUT
     print(json.dumps(report, sort_keys=True, ensure_ascii=False))
-    print(summary(report), end="", file=sys.stderr)
+    for r in report["reasons"]:
+        print(f"FAIL {r['check']}: class {r['class']} depth {r['depth']}: {r['message']}",
+              file=sys.stderr)
     return EXIT_PASS if report["verdict"] == "pass" else EXIT_FAIL
 
 

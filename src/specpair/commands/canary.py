@@ -98,5 +98,25 @@ def run(pair: ResolvedPair, folder: Path, url: str, record: Path | None,
     if as_json:
         print(json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False))
     else:
-        print(canary_probe.summary(report), end="")
+        print(summary(report), end="")
     return EXIT_FAILED if report["verdict"] == "fail" else 0
+
+
+def summary(report: dict[str, Any]) -> str:
+    """The report for people: the verdict, each reason, τ per class."""
+    lines = [f"canary {report['verdict'].upper()}: {report['pair']} at {report['url']} "
+             f"(concurrency {report['concurrency']}, depth {report['depth']})"]
+    floor = report["threshold"].get("min_tau")
+    lines += [f"  {c['class']}: τ {c['tau'] if c['tau'] is not None else '—'}"
+              + (f" (needs ≥ {floor:.3f})" if floor is not None else "")
+              + f", {c['succeeded']}/{c['requests']} answered, "
+              f"{int(c['verify_steps'])} verify steps" for c in report["classes"]]
+    if "note" in report["threshold"]:
+        lines.append(f"  note: {report['threshold']['note']}")
+    if "checked" in report["threshold"]:
+        lines.append(f"  τ threshold {report['threshold']['checked']}")
+    if not report["lossless"]["checked"]:
+        lines.append(f"  lossless: {report['lossless']['reason']}")
+    lines += [f"  FAIL {r['check']}: class {r['class']} depth {r['depth']}: {r['message']}"
+              for r in report["reasons"]]
+    return "\n".join(lines) + "\n"

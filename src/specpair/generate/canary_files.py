@@ -120,5 +120,13 @@ def config(a: Analysis) -> dict[str, Any]:
     return out
 
 
+def config_text(a: Analysis) -> str:
+    return dump_json(config(a)).decode("utf-8")
+
+
+def probe_text() -> str:
+    return canary_probe_source()
+
+
 def generate(a: Analysis) -> dict[str, bytes]:
-    return {"canary.json": dump_json(config(a)), "canary.py": canary_probe_source().encode()}
+    return {"canary.json": config_text(a).encode(), "canary.py": probe_text().encode()}

@@ -24,6 +24,10 @@ class Canary(Strict):
     max_tokens: Annotated[int, Field(ge=8, le=1024)] = Field(
         default=64, description="tokens each canary request generates at most (temperature "
         "0); the workload's own max_tokens where smaller")
+    metrics_port: Annotated[int, Field(ge=1, le=65535)] = Field(
+        default=9471, description="where the deployment serves the canary's verdict for "
+        "Prometheus (specpair_canary_state, specpair_canary_reason): which launch serves "
+        "and why; the PodMonitor scrapes it, the canary alerts read it")
     timeout_s: Annotated[float, Field(ge=10, le=3600)] = Field(
         default=300.0, description="the whole canary's deadline; past it the canary fails")
 
