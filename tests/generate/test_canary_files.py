@@ -14,6 +14,7 @@ import pytest
 from specpair.bench import canary_probe
 from tests.support.canary_standin import Behaviour, standin
 from tests.support.paths import REPO
+from tests.support.promtool import check_rules, rule_groups, run_unit_tests
 
 EXAMPLES = sorted(p.parents[1].name for p in (REPO / "runbooks").glob("*/generated/canary.json"))
 
@@ -21,7 +22,7 @@ EXAMPLES = sorted(p.parents[1].name for p in (REPO / "runbooks").glob("*/generat
 def test_every_example_has_a_canary() -> None:
     pairs = sorted(p.name for p in (REPO / "runbooks").iterdir()
                    if (p / "generated").is_dir())
-    assert EXAMPLES == pairs
+    assert pairs == EXAMPLES
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -58,3 +59,56 @@ def test_the_generated_file_runs_alone_without_specpair(tmp_path: Path) -> None:
                                   cwd=tmp_path, timeout=120, check=False)
         assert done.returncode == status, done.stderr
         assert json.loads(done.stdout)["verdict"] == ("pass" if status == 0 else "fail")
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_promtool_accepts_the_canary_rules(name: str) -> None:
+    generated = REPO / "runbooks" / name / "generated"
+    assert "SUCCESS: 2 rules found" in check_rules(generated / "canary-rules.yaml")
+    # the PrometheusRule holds the same group (the CRD schema: test_manifests.py)
+    assert rule_groups((generated / "canary-monitoring.k8s.yaml").read_text()) == rule_groups(
+        (generated / "canary-rules.yaml").read_text())
+
+
+def test_the_canary_alerts_name_the_reason_and_what_serves(tmp_path: Path) -> None:
+    """promtool evaluates the rules on the series the gate serves (canary_probe's
+    verdict_metrics, relabelled with the pair as the PodMonitor does)."""
+    name = "llama33-70b-eagle3-vllm-0-32-0"
+    rules = REPO / "runbooks" / name / "generated" / "canary-rules.yaml"
+    report = {"pair": name, "reasons": [{"check": "tau", "class": "long-diverse", "depth": 3}]}
+
+    def series(state: str, instance: str) -> list[dict[str, str]]:
+        out = []
+        for line in canary_probe.verdict_metrics(report, state).splitlines():
+            if line.startswith("specpair_canary_") and "_tau" not in line.split("{")[0]:
+                metric, value = line.rsplit(" ", 1)
+                labels = metric.replace("{", f'{{specpair_pair="{name}",instance="{instance}",')
+                out.append({"series": labels, "values": f"{value}x10"})
+        return out
+
+    labels = {"specpair_pair": name, "instance": "a", "pair": name, "check": "tau",
+              "class": "long-diverse", "depth": "3"}
+    annotations = {}
+    for rule in rule_groups(rules.read_text())[0]["rules"]:
+        text = rule["annotations"]["description"]
+        for key in ("check", "class", "depth"):
+            text = text.replace(f"{{{{ $labels.{key} }}}}", labels[key])
+        assert "failed: tau, class long-diverse, depth 3 " in text  # the reason, named
+        annotations[rule["alert"]] = {**rule["annotations"], "description": text}
+
+    def fired(alert: str, severity: str) -> dict[str, object]:
+        return {"exp_labels": {**labels, "severity": severity},
+                "exp_annotations": annotations[alert]}
+
+    tests = [{"interval": "1m",
+              "input_series": [*series("fallback", "a"), *series("speculative", "b")],
+              "alert_rule_test": [
+                  {"eval_time": "5m", "alertname": "SpecpairCanaryFallback", "exp_alerts": [
+                      fired("SpecpairCanaryFallback", "warning")]},
+                  {"eval_time": "5m", "alertname": "SpecpairCanaryFailed", "exp_alerts": []}]},
+             {"interval": "1m", "input_series": series("failed", "a"),
+              "alert_rule_test": [
+                  {"eval_time": "5m", "alertname": "SpecpairCanaryFailed", "exp_alerts": [
+                      fired("SpecpairCanaryFailed", "critical")]}]}]
+    result = run_unit_tests(rules, tests, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -186,3 +186,28 @@ def ungate(container: dict[str, Any]) -> None:
     container["ports"] = [p for p in container["ports"] if p["name"] != "canary"]
     container["volumeMounts"] = [m for m in container["volumeMounts"]
                                  if not m["name"].startswith("canary")]
+
+
+def rule_group(pair_name: str, window: str = "1m") -> dict[str, Any]:
+    """The canary's alerts, one per reason the served verdict carries (check, class and
+    depth as labels, named in the description): a failed canary (the pod stays unready)
+    and a fallback (the target alone serves)."""
+    s = f'{{specpair_pair="{pair_name}"}}'
+
+    def alert(state: str, severity: str, summary: str, what: str) -> dict[str, Any]:
+        return {"alert": f"SpecpairCanary{state.capitalize()}",
+                "expr": f"(specpair_canary_reason{s} == 1) and on(specpair_pair, instance) "
+                        f"(specpair_canary_state{{specpair_pair=\"{pair_name}\", "
+                        f"state=\"{state}\"}} == 1)",
+                "for": window, "labels": {"severity": severity},
+                "annotations": {"summary": f"{pair_name}: {summary}", "description": (
+                    "The canary before traffic failed: {{ $labels.check }}, class "
+                    "{{ $labels.class }}, depth {{ $labels.depth }} " + what)}}
+
+    return {"name": f"specpair-{pair_name}-canary", "rules": [
+        alert("failed", "critical", "the canary failed; the pod takes no traffic",
+              "(canary.on_failure: fail). The pod stays unready; the report is "
+              "/specpair/state/canary-report.json in the server container."),
+        alert("fallback", "warning", "serving the target alone after a failed canary",
+              "(canary.on_failure: fallback). The baseline launch serves: no speculation, "
+              "the target's capacity.")]}
