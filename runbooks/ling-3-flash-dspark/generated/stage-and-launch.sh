@@ -27,6 +27,7 @@ CANARY_DIR="$HERE"
 STATE_DIR="${STATE_DIR:-specpair-state}"
 CANARY_PORT=9471
 CANARY_HOST=0.0.0.0
+KEEP_FAILED=0  # a failed canary ends the script: nothing is left serving
 JSON_ONLY=0
 case "${1:-}" in
   --json) JSON_ONLY=1 ;;
@@ -205,9 +206,11 @@ canary_gate() {  # the canary on the healthy server, then serve as the runbook c
       "\"phase\":\"canary\",\"seconds\":$(secs "$t"),\"status\":\"failed\",\"exit\":$code,\
 \"error\":$(jstr "$reason"),\"on_failure\":$(jstr "$ON_FAILURE")"
   fi
-  python3 "$CANARY_DIR/canary.py" --serve "$CANARY_PORT" --host "$CANARY_HOST" \
-    --state "$state" <"$STATE_DIR/canary-report.json" >/dev/null 2>&1 &
-  CANARY_METRICS=$!
+  if [ "$state" != failed ] || [ "$KEEP_FAILED" = 1 ]; then  # the verdict, for Prometheus
+    python3 "$CANARY_DIR/canary.py" --serve "$CANARY_PORT" --host "$CANARY_HOST" \
+      --state "$state" <"$STATE_DIR/canary-report.json" >/dev/null 2>&1 &
+    CANARY_METRICS=$!
+  fi
   [ "$state" = failed ] && return 1
   if [ "$state" = fallback ]; then
     kill "$server" 2>/dev/null || true

@@ -20,6 +20,7 @@ from typing import Any
 from specpair.analyse.analysis import Analysis
 from specpair.bench.canary_probe import FORMAT, MAX_CLASSES
 from specpair.bench.workloads import generate as prompts
+from specpair.engines.verified_layouts import declared_notes
 from specpair.generate.render import dump_json
 from specpair.load.packaged import canary_probe_source
 from specpair.model.kubernetes import pair_labels
@@ -119,6 +120,8 @@ def config(a: Analysis) -> dict[str, Any]:
         "classes": synthetic_classes(rb)}
     if note is not None:
         out["concurrency_note"] = note
+    if declared_notes(pair):  # τ* rests on a budget of an unverified layout
+        out["unverified"] = declared_notes(pair)
     return out
 
 

@@ -10,7 +10,8 @@ server, then, by the runbook's `canary.on_failure`:
 - passed: writes `$STATE_DIR/ready` ("speculative"), which the readiness probe requires;
 - fallback: stops the engine, starts the generated baseline launch (the target alone,
   lossless), and once it is healthy writes `ready` ("fallback");
-- fail: writes nothing: the server never becomes ready (the script stops it and exits 6).
+- fail: writes nothing: the server never becomes ready (the script stops it and exits 6;
+  the pod keeps it, unready, for its metrics and log, and serves the verdict).
 
 Either way it serves the verdict on `canary.metrics_port` (specpair_canary_state, which
 launch serves; specpair_canary_reason, check, class and depth), which the PodMonitor
@@ -74,9 +75,11 @@ canary_gate() {  # the canary on the healthy server, then serve as the runbook c
       "\"phase\":\"canary\",\"seconds\":$(secs "$t"),\"status\":\"failed\",\"exit\":$code,\
 \"error\":$(jstr "$reason"),\"on_failure\":$(jstr "$ON_FAILURE")"
   fi
-  python3 "$CANARY_DIR/canary.py" --serve "$CANARY_PORT" --host "$CANARY_HOST" \
-    --state "$state" <"$STATE_DIR/canary-report.json" >/dev/null 2>&1 &
-  CANARY_METRICS=$!
+  if [ "$state" != failed ] || [ "$KEEP_FAILED" = 1 ]; then  # the verdict, for Prometheus
+    python3 "$CANARY_DIR/canary.py" --serve "$CANARY_PORT" --host "$CANARY_HOST" \
+      --state "$state" <"$STATE_DIR/canary-report.json" >/dev/null 2>&1 &
+    CANARY_METRICS=$!
+  fi
   [ "$state" = failed ] && return 1
   if [ "$state" = fallback ]; then
     kill "$server" 2>/dev/null || true
@@ -137,7 +140,7 @@ def server_command(pair: ResolvedPair, launch: Launch, spec: list[str],
     script = ("PAIR=$1 PORT=$2 HEALTH=$3 ON_FAILURE=$4 CANARY_PORT=$5 HEALTH_TIMEOUT=$6 N=$7; "
               "shift 7\n"
               f"LOG_FORMAT={LOG_FORMAT}; JSON_ONLY=0; CANARY_DIR={CANARY_DIR}; "
-              f"STATE_DIR={STATE_DIR}; CANARY_HOST=0.0.0.0\n"
+              f"STATE_DIR={STATE_DIR}; CANARY_HOST=0.0.0.0; KEEP_FAILED=1\n"
               + log_functions + "\n" + GATE_FUNCTIONS.strip("\n") + "\n"
               + SERVER_MAIN.strip("\n") + "\n")
     return ["bash", "-c", k8s_literal(script), "specpair-serve", k8s_literal(pair.name),

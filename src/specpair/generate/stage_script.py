@@ -223,6 +223,7 @@ def _script_header(pair: ResolvedPair, s: StagingPlan) -> list[str]:
             'STATE_DIR="${STATE_DIR:-specpair-state}"',
             f"CANARY_PORT={rb.canary.metrics_port}",
             f"CANARY_HOST={shlex.quote(rb.deployment.host)}",
+            "KEEP_FAILED=0  # a failed canary ends the script: nothing is left serving",
             "JSON_ONLY=0",
             'case "${1:-}" in',
             "  --json) JSON_ONLY=1 ;;",
