@@ -47,8 +47,9 @@ def test_a_pair_above_break_even_passes(capsys: pytest.CaptureFixture[str]) -> N
     assert report["concurrency"] == breakeven["concurrency"]
     assert report["verdict"] == "pass"
     assert [c["class"] for c in report["classes"]] == ["short-homogeneous", "long-diverse"]
-    # the runbook's canary section: 4 requests per class, at most 64 tokens each
-    assert len(behaviour.bodies) == 8
+    # at the deployment's concurrency: as many requests per class as it (16, above the
+    # runbook's 4), at most 64 tokens each
+    assert len(behaviour.bodies) == 2 * breakeven["concurrency"] == 32
     assert max(b["max_tokens"] for b in behaviour.bodies) == 64
 
 
@@ -119,10 +120,11 @@ def test_record_replays_the_captured_classes_from_memory(
     report = json.loads(capsys.readouterr().out)
     assert status == 0, report
     assert [c["class"] for c in report["classes"]] == ["chat", "code"]
-    assert [c["requests"] for c in report["classes"]] == [4, 2]   # requests_per_class 4
+    # every captured request of both classes: fewer than the concurrency (16)
+    assert [c["requests"] for c in report["classes"]] == [6, 2]
     chat = [b for b in behaviour.bodies if "messages" in b]
     code = [b for b in behaviour.bodies if "prompt" in b]
-    assert len(chat) == 4 and len(code) == 2
+    assert len(chat) == 6 and len(code) == 2
     # each request's own sampling; max tokens capped by the canary; no class field sent
     assert {b["max_tokens"] for b in chat} == {64} and {b["max_tokens"] for b in code} == {9}
     assert {b["temperature"] for b in code} == {0.7}

@@ -38,11 +38,13 @@ def test_the_generated_canary_is_the_command_s_code_and_the_pair_s_threshold(
     assert threshold["min_tau"] == pytest.approx(here["break_even"] * (1 + threshold["margin"]),
                                                  abs=1e-4)
     assert config["concurrency"] == here["concurrency"]
-    # pinned and bounded: greedy, at most the canary's tokens, a few per class
+    # pinned and bounded: greedy, at most the canary's tokens; per class the runbook's 4
+    # requests, or as many as the concurrency where that is more (the workloads hold more)
     bodies = [r["body"] for c in config["classes"] for r in c["requests"]]
     assert {b["temperature"] for b in bodies} == {0}
     assert max(b["max_tokens"] for b in bodies) <= 64
-    assert all(len(c["requests"]) <= 4 for c in config["classes"])
+    assert [len(c["requests"]) for c in config["classes"]] == [max(4, here["concurrency"])] * 2
+    assert len(bodies) <= canary_probe.MAX_REQUESTS
 
 
 def test_the_generated_file_runs_alone_without_specpair(tmp_path: Path) -> None:

@@ -6,8 +6,8 @@ writes as generated/canary.py for deployments without specpair; its config is th
 build writes as generated/canary.json (specpair.generate.canary_files), computed here from
 the same analysis. With `--record`, the request set is the captured traffic the bench
 record replayed (its replay workloads, checked by sha256 against the runbook's files), the
-first `canary.requests_per_class` requests of each class, read into memory only: no prompt
-or answer text reaches the report.
+first requests of each class (as many as for a synthetic workload, `per_class`), read into
+memory only: no prompt or answer text reaches the report.
 
 Exit status: 0 the canary passed, 4 it failed (each reason names class and depth), 1 an
 input error located (runbook, record, replay line, or a server that does not answer as an
@@ -39,12 +39,14 @@ def config(pair: ResolvedPair, folder: Path, record: Path | None) -> dict[str, A
 
     out = generated(Analysis(pair))
     if record is not None:
-        out["classes"] = replay_classes(pair.runbook, folder, record)
+        out["classes"] = replay_classes(pair.runbook, folder, record, out["concurrency"])
     return out
 
 
-def replay_classes(rb: Runbook, folder: Path, record_path: Path) -> list[dict[str, Any]]:
+def replay_classes(rb: Runbook, folder: Path, record_path: Path,
+                   concurrency: int) -> list[dict[str, Any]]:
     from specpair.bench import replay
+    from specpair.generate.canary_files import per_class
     from specpair.load.runbooks import load_record
 
     shown = str(record_path)
@@ -74,7 +76,7 @@ def replay_classes(rb: Runbook, folder: Path, record_path: Path) -> list[dict[st
                                    f"classes; the canary replays at most "
                                    f"{canary_probe.MAX_CLASSES}",
                                    "record a replay with fewer classes for the canary")
-    n, cap = rb.canary.requests_per_class, rb.canary.max_tokens
+    n, cap = per_class(rb, len(by_label), concurrency), rb.canary.max_tokens
     return [{"name": label, "requests": [_request(r, cap) for r in requests[:n]]}
             for label, requests in sorted(by_label.items())]
 

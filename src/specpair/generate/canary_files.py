@@ -2,8 +2,9 @@
 specpair installed. canary.py is specpair.bench.canary_probe's source, byte for byte (the
 code `specpair canary` runs); canary.json pins what it sends and how it judges:
 
-- the requests: the first `canary.requests_per_class` prompts of each synthetic workload
-  at temperature 0, at most `canary.max_tokens` each (captured traffic never goes into a
+- the requests: the first prompts of each synthetic workload (`canary.requests_per_class`,
+  or the concurrency where that is more: `per_class`) at temperature 0, at most
+  `canary.max_tokens` each (captured traffic never goes into a
   generated file: `specpair canary --record` replays it from memory);
 - the concurrency: the deployment's (where a speculation schedule drafts nothing there,
   the largest concurrency at which it drafts, said in `concurrency_note`);
@@ -18,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from specpair.analyse.analysis import Analysis
-from specpair.bench.canary_probe import FORMAT, MAX_CLASSES
+from specpair.bench.canary_probe import FORMAT, MAX_CLASSES, MAX_REQUESTS
 from specpair.bench.workloads import generate as prompts
 from specpair.engines.verified_layouts import declared_notes
 from specpair.generate.render import dump_json
@@ -82,18 +83,27 @@ def threshold(a: Analysis, depth: int) -> dict[str, Any]:
     return out
 
 
-def _requests(workload: Workload, rb: Runbook) -> list[dict[str, Any]]:
-    chosen = prompts(workload)[:rb.canary.requests_per_class]
+def per_class(rb: Runbook, classes: int, concurrency: int) -> int:
+    """Requests per class: the runbook's, or enough to run at the concurrency, within the
+    canary's bound on requests in all."""
+    return max(1, min(max(rb.canary.requests_per_class, concurrency),
+                      MAX_REQUESTS // max(1, classes)))
+
+
+def _requests(workload: Workload, rb: Runbook, n: int) -> list[dict[str, Any]]:
+    chosen = prompts(workload)[:n]
     return [{"path": "/v1/completions", "body": {
         "prompt": r.prompt, "max_tokens": min(r.max_tokens, rb.canary.max_tokens),
         "temperature": 0, "ignore_eos": True}} for r in chosen]
 
 
-def synthetic_classes(rb: Runbook) -> list[dict[str, Any]]:
+def synthetic_classes(rb: Runbook, concurrency: int) -> list[dict[str, Any]]:
     """One class per synthetic workload (the runbook's default set where it has none)."""
     workloads = [w for w in rb.workloads if w.kind != "replay"] or list(
         Runbook.model_fields["workloads"].get_default(call_default_factory=True))
-    return [{"name": w.name, "requests": _requests(w, rb)} for w in workloads[:MAX_CLASSES]]
+    chosen = workloads[:MAX_CLASSES]
+    n = per_class(rb, len(chosen), concurrency)
+    return [{"name": w.name, "requests": _requests(w, rb, n)} for w in chosen]
 
 
 def config(a: Analysis) -> dict[str, Any]:
@@ -117,7 +127,7 @@ def config(a: Analysis) -> dict[str, Any]:
         "bounds": {"deadline_s": rb.canary.timeout_s,
                    "request_timeout_s": min(rb.canary.timeout_s, rb.staging.warmup.timeout_s),
                    "max_answer_bytes": MAX_ANSWER_BYTES, "max_metrics_bytes": MAX_METRICS_BYTES},
-        "classes": synthetic_classes(rb)}
+        "classes": synthetic_classes(rb, concurrency)}
     if note is not None:
         out["concurrency_note"] = note
     if declared_notes(pair):  # τ* rests on a budget of an unverified layout

@@ -19,8 +19,10 @@ class Canary(Strict):
         "capacity stays while the alert names the reason; fail: the server never becomes "
         "ready (with the Recreate rollout no replica of the pair serves until it is fixed)")
     requests_per_class: Annotated[int, Field(ge=1, le=16)] = Field(
-        default=4, description="pinned requests per class: the first of each synthetic "
-        "workload (or of each class of the captured traffic with `specpair canary --record`)")
+        default=4, description="pinned requests per class, at least: the first of each "
+        "synthetic workload (or of each class of the captured traffic with `specpair canary "
+        "--record`); as many as the deployment's concurrency where that is more, so the "
+        "server runs at it (at most 256 requests in all)")
     max_tokens: Annotated[int, Field(ge=8, le=1024)] = Field(
         default=64, description="tokens each canary request generates at most (temperature "
         "0); the workload's own max_tokens where smaller")
