@@ -11,8 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from specpair.analyse.analysis import Analysis
 from specpair.bench import canary_probe
+from specpair.generate import canary_files
 from tests.support.canary_standin import Behaviour, standin
+from tests.support.geometries import dense
+from tests.support.pairs import make_pair
 from tests.support.paths import REPO
 from tests.support.promtool import check_rules, rule_groups, run_unit_tests
 
@@ -114,3 +118,23 @@ def test_the_canary_alerts_name_the_reason_and_what_serves(tmp_path: Path) -> No
                       fired("SpecpairCanaryFailed", "critical")]}]}]
     result = run_unit_tests(rules, tests, tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_schedule_that_drafts_nothing_at_the_concurrency_moves_the_canary() -> None:
+    """K = 0 from 5 running requests on: at the deployment's 16 the canary would see no
+    draft, so it runs at 4 (the largest concurrency that drafts), at K = 3, against τ* of
+    the curve there."""
+    draft = dense(1).model_copy(update={"architecture": "LlamaForCausalLMEagle3"})
+    pair = make_pair(dense(32), draft, engine="vllm", version="0.33.0", speculation={
+        "method": "EAGLE3", "num_speculative_tokens": 3,
+        "schedule": [{"start": 1, "end": 4, "k": 3}, {"start": 5, "end": 64, "k": 0}]},
+        deployment={"concurrency": 16, "max_running_requests": 64})
+    analysis = Analysis(pair)
+    config = canary_files.config(analysis)
+    assert (config["concurrency"], config["depth"]) == (4, 3)
+    assert "drafts nothing at concurrency 16" in config["concurrency_note"]
+    curve = {p.concurrency: p.break_even for p in analysis.latency.curve}
+    assert config["threshold"]["break_even"] == curve[4]
+    assert "at concurrency 4 " in config["threshold"]["source"]
+    # enough requests per class to run at 4 (the runbook's 4 already)
+    assert {len(c["requests"]) for c in config["classes"]} == {4}

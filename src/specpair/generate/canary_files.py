@@ -67,15 +67,22 @@ def _depth(a: Analysis, concurrency: int) -> tuple[int, int, str | None]:
                               f"the canary runs at {last.end}, the largest that drafts")
 
 
-def threshold(a: Analysis, depth: int) -> dict[str, Any]:
+def threshold(a: Analysis, depth: int, concurrency: int) -> dict[str, Any]:
+    """τ* × (1 + margin) at the canary's concurrency: the deployment's (breakeven.json's
+    headline), or where a schedule moved it, the curve's point there (else the next one
+    above: the stricter)."""
     found = a.thresholds
     if found.break_even is None:
         return {"min_tau": None, "why_none": a.not_modelled or "no break-even τ* for this "
                 "deployment", "source": "breakeven.json"}
+    at, tau = found.concurrency, found.break_even
+    if concurrency != at and found.curve:
+        at, tau = min(((c, t) for c, t in found.curve if c >= concurrency),
+                      default=found.curve[-1])
     m, why = margin(a.pair.runbook)
-    floor = round(found.break_even * (1 + m), 4)
-    out: dict[str, Any] = {"min_tau": floor, "break_even": found.break_even, "margin": m,
-                           "source": f"break-even τ* at concurrency {found.concurrency} "
+    floor = round(tau * (1 + m), 4)
+    out: dict[str, Any] = {"min_tau": floor, "break_even": tau, "margin": m,
+                           "source": f"break-even τ* at concurrency {at} "
                            f"(breakeven.json) × (1 + {why})"}
     if floor > 1 + depth:
         out["note"] = (f"τ cannot exceed 1 + K = {1 + depth} at depth {depth}: the pair "
@@ -121,7 +128,7 @@ def config(a: Analysis) -> dict[str, Any]:
                     "accepted": metrics.accepted, "drafted": metrics.drafted,
                     "generated": metrics.generated_tokens,
                     "per_position": metrics.accepted_per_position},
-        "threshold": threshold(a, depth),
+        "threshold": threshold(a, depth, concurrency),
         "request_extras": dict(probe.request_extras), "lossless": lossless,
         "on_failure": rb.canary.on_failure,
         "bounds": {"deadline_s": rb.canary.timeout_s,
