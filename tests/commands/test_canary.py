@@ -148,3 +148,16 @@ def test_record_errors_name_the_record(tmp_path: Path,
     assert main(["canary", str(runbook), "--url", "http://127.0.0.1:1", "--record",
                  str(plain), "--root", str(root)]) == 1
     assert "the record has no replay workload" in capsys.readouterr().err
+
+
+def test_a_bad_canary_section_is_located_in_the_runbook(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root, runbook, _ = _replay_repo(tmp_path)
+    text = runbook.read_text() + "canary:\n  on_failure: retry\n"
+    runbook.write_text(text)
+    line = text.splitlines().index("  on_failure: retry") + 1
+    assert main(["canary", str(runbook), "--url", "http://127.0.0.1:1",
+                 "--root", str(root)]) == 1
+    err = capsys.readouterr().err
+    shown = runbook.relative_to(root)  # paths are shown relative to the repository
+    assert err.startswith(f"{shown}:{line}:15: canary.on_failure: "), err
