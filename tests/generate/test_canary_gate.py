@@ -33,7 +33,10 @@ from specpair.analyse.analysis import Analysis
 from specpair.generate import canary_files, launch_files, plan_files
 from specpair.generate.canary_gate import EXIT_CANARY
 from specpair.resolve.pair import ResolvedPair
+from tests.support.canary_gate import served
 from tests.support.hubserver import HubServer
+from tests.support.k8s_expansion import expand_all
+from tests.support.kubernetes import workload
 from tests.support.pairs import _eagle, with_runbook
 from tests.support.staging import free_port, publish
 
@@ -202,3 +205,56 @@ def test_a_passing_canary_serves_the_pair(tmp_path: Path, hub: HubServer) -> Non
         assert (tmp_path / "state" / "ready").read_text() == "speculative\n"
         assert len(starts(tmp_path)) == 1
         assert 'state="speculative"} 1' in verdict(pair)
+
+
+def test_the_manifest_s_server_is_ready_only_after_the_gate(tmp_path: Path,
+                                                            hub: HubServer) -> None:
+    """The server container's command and readiness probe of the generated
+    deployment.k8s.yaml, expanded as the kubelet expands them and run by a real bash
+    (CANARY_DIR and STATE_DIR moved from /specpair into this test's folder; the stand-in
+    engine as above): unready while the canary runs, then the baseline takes over and the
+    probe passes; SIGTERM reaches the engine."""
+    deploy(hub, tmp_path, "fallback")
+    pod = workload((tmp_path / "deployment.k8s.yaml").read_bytes())["spec"]["template"]["spec"]
+    server = pod["containers"][0]
+    command = expand_all(server["command"], {})
+    probe = expand_all(server["readinessProbe"]["exec"]["command"], {})
+    probe[3] = str(tmp_path / "state")
+    (tmp_path / "canary").mkdir()
+    for name in ("canary.py", "canary.json"):  # what the canary-files init container writes
+        (tmp_path / "canary" / name).write_bytes((tmp_path / name).read_bytes())
+    env = {**os.environ, "FAKE_TAU": "1.05", "ENGINE_STARTS": str(tmp_path / "starts.jsonl"),
+           "CANARY_DIR": str(tmp_path / "canary"), "STATE_DIR": str(tmp_path / "state"),
+           "PATH": f"{tmp_path / 'bin'}:{Path(sys.executable).parent}:{os.environ['PATH']}"}
+
+    def ready() -> bool:
+        return subprocess.run(probe, env=env, capture_output=True, timeout=30,
+                              check=False).returncode == 0
+
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               env=env, text=True, start_new_session=True)
+    assert process.stdout is not None
+    watchdog = threading.Timer(120, os.killpg, (process.pid, signal.SIGKILL))
+    watchdog.start()
+    out: list[str] = []
+    try:
+        for line in process.stdout:
+            out.append(line)
+            if '"phase":"canary"' in line:
+                assert not ready()  # the verdict is in, the baseline not yet up
+            if '"phase":"serving"' in line:
+                break
+        assert lines(out)["serving"]["serving"] == "fallback", "".join(out)
+        assert ready()
+        gated = served(server["command"])
+        spec, base = starts(tmp_path)
+        assert spec == expand_all(gated["engine"], {})[1:]
+        assert base == expand_all(gated["baseline"], {})[1:]
+        os.kill(process.pid, signal.SIGTERM)  # the kubelet stops the container's PID 1
+        assert process.wait(timeout=30) == 143
+        assert not ready()  # the engine went with it
+    finally:
+        watchdog.cancel()
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()

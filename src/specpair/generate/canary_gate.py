@@ -139,8 +139,8 @@ def server_command(pair: ResolvedPair, launch: Launch, spec: list[str],
     on_failure = rb.canary.on_failure if baseline is not None else "fail"
     script = ("PAIR=$1 PORT=$2 HEALTH=$3 ON_FAILURE=$4 CANARY_PORT=$5 HEALTH_TIMEOUT=$6 N=$7; "
               "shift 7\n"
-              f"LOG_FORMAT={LOG_FORMAT}; JSON_ONLY=0; CANARY_DIR={CANARY_DIR}; "
-              f"STATE_DIR={STATE_DIR}; CANARY_HOST=0.0.0.0; KEEP_FAILED=1\n"
+              f"LOG_FORMAT={LOG_FORMAT}; JSON_ONLY=0; CANARY_DIR=${{CANARY_DIR:-{CANARY_DIR}}}; "
+              f"STATE_DIR=${{STATE_DIR:-{STATE_DIR}}}; CANARY_HOST=0.0.0.0; KEEP_FAILED=1\n"
               + log_functions + "\n" + GATE_FUNCTIONS.strip("\n") + "\n"
               + SERVER_MAIN.strip("\n") + "\n")
     return ["bash", "-c", k8s_literal(script), "specpair-serve", k8s_literal(pair.name),
