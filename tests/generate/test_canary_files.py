@@ -138,3 +138,18 @@ def test_a_schedule_that_drafts_nothing_at_the_concurrency_moves_the_canary() ->
     assert "at concurrency 4 " in config["threshold"]["source"]
     # enough requests per class to run at 4 (the runbook's 4 already)
     assert {len(c["requests"]) for c in config["classes"]} == {4}
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_the_dashboard_shows_what_serves_after_the_canary(name: str) -> None:
+    board = json.loads((REPO / "runbooks" / name / "generated" / "dashboard.grafana.json")
+                       .read_text())
+    (panel,) = [p for p in board["panels"] if p["title"] == "What serves after the canary"]
+    exprs = [t["expr"] for t in panel["targets"]]
+    assert any(e.startswith("max by (instance, state) (specpair_canary_state{"
+                            f'specpair_pair="{name}"') for e in exprs), exprs
+    assert any("specpair_canary_reason{" in e for e in exprs), exprs
+    # the served series' labels (canary_probe.verdict_metrics) are the ones it groups by
+    served = canary_probe.verdict_metrics(
+        {"pair": name, "reasons": [{"check": "tau", "class": "c", "depth": 3}]}, "fallback")
+    assert 'state="fallback"} 1' in served and 'check="tau",class="c",depth="3"' in served
