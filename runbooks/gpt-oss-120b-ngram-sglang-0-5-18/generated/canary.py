@@ -273,8 +273,7 @@ def ask_all(url: str, requests: list[dict[str, Any]], model: str, extras: dict[s
 
 def counters(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]],
              metrics: dict[str, Any]) -> dict[str, Any]:
-    """The speculative counters' growth over one class: verify steps, accepted, drafted,
-    generated, accepted per position, and τ (None without a verify step)."""
+    """The speculative counters' growth over one class, and τ (None without a verify step)."""
     def grew(name: str | None) -> float:
         return total(after, name) - total(before, name) if name else 0.0
 
@@ -329,8 +328,7 @@ def judge(name: str, grown: dict[str, Any], speculating: bool, errors: list[str]
 
 def _lossless(url: str, model: str, config: dict[str, Any], answers: dict[tuple[int, int], str],
               deadline: float) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Temperature-0 answers against the same server's non-speculative ones, where the
-    engine gives them."""
+    """Temperature-0 answers against the same server's non-speculative ones, where given."""
     how = config["lossless"]
     if "not_checked" in how:
         return {"checked": False, "reason": "not checked: " + _cut(how["not_checked"], 400)}, []
@@ -417,8 +415,7 @@ def _label(value: object) -> str:
 
 
 def verdict_metrics(report: dict[str, Any], state: str) -> str:
-    """The verdict as Prometheus text, for dashboards and alerts: which launch serves, and
-    each reason with its check, class and depth (bounded as the report is)."""
+    """The verdict as Prometheus text: which launch serves, each reason (check, class, depth)."""
     pair = _label(report.get("pair", ""))
     lines = ["# TYPE specpair_canary_state gauge"]  # what serves after the canary
     lines += [f'specpair_canary_state{{pair="{pair}",state="{s}"}} {int(s == state)}'
