@@ -20,6 +20,7 @@ from specpair.generate import launch_files
 from specpair.generate.launch_files import LWS_ENV
 from specpair.resolve.pair import ResolvedPair
 from tests.support import proc
+from tests.support.canary_gate import served
 from tests.support.geometries import dense
 from tests.support.k8s_expansion import expand, expand_all
 from tests.support.kubernetes import workload
@@ -120,9 +121,15 @@ def test_the_script_args_json_and_manifest_run_the_same_argv(pair: ResolvedPair)
     # the pod's environment holds HF_TOKEN (a Secret): it must never be expanded in
     pod_env = {"HF_TOKEN": "hf_secret", "X": "x", "LWS_WORKER_INDEX": "1",
                "LWS_LEADER_ADDRESS": "leader"}
-    pod = expand_all(spec["containers"][0]["command"], pod_env)
+    # the server runs the engine under the canary gate, the baseline launch beside it
+    gated = served(spec["containers"][0]["command"])
+    pod = expand_all(gated["engine"], pod_env)
     assert pod == [expand(LWS_ENV[a["env"]], pod_env) if isinstance(a, dict) else a
                    for a in argv]
+    if pair.runbook.deployment.nodes == 1:
+        assert expand_all(gated["baseline"], pod_env) == index["baseline"]["argv"]
+    else:  # a baseline on the leader cannot replace a multi-node group
+        assert gated["baseline"] == [] and gated["on_failure"] == "fail"
     assert "hf_secret" not in json.dumps(expand_all(json.loads(json.dumps(
         spec["initContainers"][0]["command"])), pod_env))
     if pair.runbook.target.path is not None:

@@ -25,6 +25,9 @@ NOT_BUDGETED = {
     "launch-vllm.sh": "a translation to the other engine: not budgeted, not gated",
     "staging.json": "the cold-start plan: downloads and load times, no KV number",
     "staging.md": "the cold-start plan: downloads and load times, no KV number",
+    "canary.py": "the canary's code, the same file for every pair",
+    "canary-rules.yaml": "the canary's alerts: which launch serves and why, no number",
+    "canary-monitoring.k8s.yaml": "the same alerts and their PodMonitor, no number",
 }
 
 

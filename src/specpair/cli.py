@@ -14,6 +14,7 @@ from specpair.commands.cli import (
     budget,
     build,
     calibrate,
+    canary,
     check,
     impact,
     init,
@@ -29,8 +30,8 @@ from specpair.commands.cli.common import EXIT_PROBLEMS, UsageError
 from specpair.model.errors import SpecpairError
 from specpair.write.streams import PipeGuard
 
-COMMANDS = (init, validate, build, check, impact, bench, slo, plan, staging, site, lock,
-            calibrate, budget, schema)
+COMMANDS = (init, validate, build, check, impact, bench, canary, slo, plan, staging, site,
+            lock, calibrate, budget, schema)
 """In the order `specpair --help` lists them."""
 
 

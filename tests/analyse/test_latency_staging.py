@@ -20,6 +20,7 @@ from specpair.analyse.latency import (
 from specpair.analyse.staging import download_seconds, plan
 from specpair.analyse.stepmodel import Forward
 from specpair.generate import plan_files
+from specpair.generate.canary_gate import EXIT_CANARY
 from tests.support import proc
 from tests.support.geometries import dense
 from tests.support.pairs import _eagle, make_pair, with_runbook
@@ -156,11 +157,15 @@ FAKE_ENGINE = textwrap.dedent("""\
 
 
 def run_stage(tmp_path: Path, fail: str = "") -> subprocess.CompletedProcess[str]:
-    pair = with_runbook(_eagle(), deployment={"port": 39123, "host": "127.0.0.1"})
+    # on_failure fail: the stand-in stops after the warmup, so the canary that follows
+    # finds no server and the script ends (tests/generate/test_canary_gate.py runs the
+    # canary on a stand-in that stays)
+    pair = with_runbook(_eagle(), deployment={"port": 39123, "host": "127.0.0.1"},
+                        canary={"on_failure": "fail", "timeout_s": 10})
     files = {**plan_files.generate(Analysis(pair))}
-    from specpair.generate import launch_files
+    from specpair.generate import canary_files, launch_files
 
-    files |= launch_files.generate(Analysis(pair))
+    files |= launch_files.generate(Analysis(pair)) | canary_files.generate(Analysis(pair))
     for name, content in files.items():
         (tmp_path / name).write_bytes(content)
     bin_dir = tmp_path / "bin"
@@ -176,12 +181,14 @@ def run_stage(tmp_path: Path, fail: str = "") -> subprocess.CompletedProcess[str
 
 def test_stage_and_launch_stages_both_then_serves_and_warms_up(tmp_path: Path) -> None:
     result = run_stage(tmp_path)
-    assert result.returncode == 0, result.stderr + result.stdout
     downloads = (tmp_path / "snap" / "downloads.log").read_text().split()
     assert sorted(downloads) == [f"org/draft@{'0123456789abcdef' * 2}01234567",
                                  f"org/target@{'0123456789abcdef' * 2}01234567"]
-    total = result.stdout.splitlines()[-1]
-    assert '"phase":"total"' in total and '"status":"ok"' in total, result.stdout
+    assert result.returncode == EXIT_CANARY, result.stderr + result.stdout
+    (total,) = [line for line in result.stdout.splitlines() if '"phase":"total"' in line]
+    assert '"status":"ok"' in total, result.stdout
+    # then the canary, which finds the stand-in gone: no traffic, the script ends
+    assert '"phase":"canary"' in result.stdout.splitlines()[-1]
 
 
 def test_stage_and_launch_fails_loudly_before_launching(tmp_path: Path) -> None:

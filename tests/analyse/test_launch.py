@@ -17,6 +17,7 @@ from specpair.generate import launch_files
 from specpair.generate.stage_script import stage_script
 from specpair.model.errors import SpecpairError
 from specpair.resolve.pair import ResolvedPair
+from tests.support.canary_gate import served
 from tests.support.geometries import DSPARK_5L, LING, QWEN3_32B_LIKE, dense
 from tests.support.kubernetes import workload
 from tests.support.launch_script import HOSTILE, run_script
@@ -85,7 +86,9 @@ def test_single_node_manifest_probes_and_stages() -> None:
     server = spec["containers"][0]
     # SGLang 0.5.23's routes (sglang/srt/entrypoints/http_server.py): /ready answers
     # whether requests are taken, /health generates a token
-    assert server["readinessProbe"]["httpGet"]["path"] == "/ready"
+    # ready once the canary gate wrote its marker and /ready answers (canary_gate)
+    assert server["readinessProbe"]["exec"]["command"][3:] == ["/specpair/state", "30000",
+                                                               "/ready"]
     assert server["livenessProbe"]["httpGet"]["path"] == "/health"
     assert server["startupProbe"]["httpGet"]["path"] == "/health"
     assert server["startupProbe"]["failureThreshold"] == 120  # 1200 s budget / 10 s
@@ -229,6 +232,8 @@ def test_an_unset_port_is_the_engine_releases_own(engine: str, version: str,
     assert f"PORT={port}\n" in stage_script(pair, analysis.staging)
     (container,) = workload(files["deployment.k8s.yaml"])["spec"]["template"]["spec"][
         "containers"]
-    assert container["ports"] == [{"containerPort": port, "name": "http"}]
+    assert container["ports"] == [{"containerPort": port, "name": "http"},
+                                  {"containerPort": 9471, "name": "canary"}]
+    assert served(container["command"])["port"] == str(port)
     declared = with_runbook(pair, deployment={"port": 9123})
     assert build_for(declared, speculate=True).port == 9123

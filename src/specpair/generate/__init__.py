@@ -15,6 +15,7 @@ from specpair.analyse.analysis import Analysis
 from specpair.generate import (
     autoscaler_files,
     budget_files,
+    canary_files,
     card_files,
     dashboard_files,
     launch_files,
@@ -31,5 +32,6 @@ TreeGenerator = Callable[[list[ResolvedPair]], dict[Path, bytes]]
 PAIR_GENERATORS: list[PairGenerator] = [pair_json.generate, budget_files.generate,
                                        launch_files.generate, plan_files.generate,
                                        card_files.generate, monitoring_files.generate,
-                                       autoscaler_files.generate, dashboard_files.generate]
+                                       autoscaler_files.generate, dashboard_files.generate,
+                                       canary_files.generate]
 TREE_GENERATORS: list[TreeGenerator] = [schema_files.generate]

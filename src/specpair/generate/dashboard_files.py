@@ -7,7 +7,8 @@ Three rows, all from the recorded series of `prometheus-rules.yaml` and the budg
   deployment the latency model refuses, a text panel with the refusal in their place;
 - memory, per GPU rank: weights and both KV pools as budgeted, beside the KV bytes in use
   and what the engine itself reports where it does (SGLang);
-- staging: the cold-start budget and plan beside the engine's start-up and `up`.
+- staging: the cold-start budget and plan beside the engine's start-up and `up`, and what
+  serves after the canary before traffic (its verdict and reasons).
 Variables: the Prometheus data source, and the deployment's namespace and scrape targets.
 The JSON is written with sorted keys and fixed ids, so it is byte-identical run to run.
 """
@@ -151,7 +152,19 @@ def staging_panels(pair: str, t: Thresholds, m: EngineMetrics,
         "for the whole budget."), "s", queries, width=16)
     up = stat.Panel().id(7).title("Engine up").datasource(DATASOURCE).height(8).span(8) \
         .with_target(_query("A", f"up{selector(pair, TARGETS)}", "{{instance}}"))
-    return [cold, up]
+    # the canary gate's verdict (generate/canary_gate.py, canary-monitoring.k8s.yaml)
+    canary = stat.Panel().id(8).title("What serves after the canary").description(
+        "speculative: the canary passed; fallback: it failed and the target alone serves "
+        "(the baseline launch); failed: it failed and the pod takes no traffic. The reasons "
+        "name check, class and depth (alerts SpecpairCanaryFallback, SpecpairCanaryFailed)."
+    ).datasource(DATASOURCE).height(6).span(24) \
+        .with_target(_query("A", f"max by (instance, state) ("
+                                 f"{_series('specpair_canary_state', pair)}) == 1",
+                            "{{instance}}: {{state}}")) \
+        .with_target(_query("B", f"max by (instance, check, class, depth) ("
+                                 f"{_series('specpair_canary_reason', pair)})",
+                            "{{instance}}: {{check}}, class {{class}}, depth {{depth}}"))
+    return [cold, up, canary]
 
 
 def build(a: Analysis) -> dict[str, object]:

@@ -24,10 +24,10 @@ from specpair.analyse.analysis import Analysis
 from specpair.analyse.launch import EnvRef, Launch
 from specpair.engines import registry as engines
 from specpair.engines.verified_layouts import declared_notes, marks
-from specpair.generate import stage_script
+from specpair.generate import canary_files, canary_gate, stage_script
 from specpair.generate.pod_resources import pod_resources, ranks_per_pod
 from specpair.generate.render import dump_json
-from specpair.generate.shell_text import cell_text, slug
+from specpair.generate.shell_text import cell_text, k8s_literal, slug
 from specpair.model.kubernetes import GROUP_NAME_MAX, LABEL_VALUE_MAX, bounded, pair_labels
 from specpair.resolve.pair import ResolvedPair
 
@@ -178,15 +178,12 @@ def manifest_notes(pair: ResolvedPair) -> list[str]:
     return notes + pod_resources(pair).notes
 
 
-def k8s_literal(value: str) -> str:
-    """A literal in a container's command, args or env value: Kubernetes expands
-    `$(NAME)` there (and reduces `$$` to `$`), so every `$` is doubled; the only
-    references left are the per-node ones (LWS_ENV) the manifest writes itself."""
-    return value.replace("$", "$$")
-
-
 def _k8s_words(words: list[str]) -> list[str]:
     return [k8s_literal(w) for w in words]
+
+
+def _argv_words(launch: Launch) -> list[str]:
+    return [LWS_ENV[a.name] if isinstance(a, EnvRef) else k8s_literal(a) for a in launch.argv]
 
 
 
@@ -198,8 +195,7 @@ def _server_container(pair: ResolvedPair, launch: Launch, image: str,
     return {
         "name": "server",
         "image": image,
-        "command": [LWS_ENV[a.name] if isinstance(a, EnvRef) else k8s_literal(a)
-                    for a in launch.argv],
+        "command": _argv_words(launch),
         "env": [*env, *({"name": k, "value": k8s_literal(v)}
                         for k, v in sorted(launch.env.items()))],
         "ports": [{"containerPort": launch.port, "name": "http"}],
@@ -220,7 +216,11 @@ def _server_container(pair: ResolvedPair, launch: Launch, image: str,
     }
 
 
-def manifest(pair: ResolvedPair, launch: Launch) -> str:
+def manifest(pair: ResolvedPair, launch: Launch, baseline: Launch | None = None,
+             canary: dict[str, str] | None = None) -> str:
+    """`canary`: the canary's files (canary.py, canary.json); with them the server takes no
+    traffic before the canary passes (`canary_gate`), `baseline` taking over on failure
+    where the runbook says fallback (one node only)."""
     rb = pair.runbook
     dep = rb.deployment
     k8s = rb.kubernetes
@@ -247,6 +247,11 @@ def manifest(pair: ResolvedPair, launch: Launch) -> str:
         pod["nodeSelector"] = dict(sorted(k8s.node_selector.items()))
     labels = pair_labels(rb.pair.name)
     _launch_files(launch, image, container, pod)
+    if canary is not None:  # no traffic before the canary passes (canary_gate)
+        one_node = dep.nodes == 1
+        canary_gate.gate(pair, launch, container, pod, image, canary,
+                         _argv_words(baseline) if baseline is not None and one_node else None,
+                         stage_script.log_functions())
     docs: list[dict[str, Any]]
     if dep.nodes == 1:
         claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
@@ -268,6 +273,7 @@ def manifest(pair: ResolvedPair, launch: Launch) -> str:
                             if k not in ("startupProbe", "livenessProbe", "readinessProbe",
                                          "lifecycle")}
         worker_container["command"] = [*command, *_k8s_words(launch.follower_argv)]
+        canary_gate.ungate(worker_container)  # the leader serves; a worker has no gate
         worker = {**pod, "containers": [worker_container]}
         docs = [{
             "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
@@ -288,6 +294,8 @@ def manifest(pair: ResolvedPair, launch: Launch) -> str:
     return header + "---\n".join(
         yaml.dump(doc, Dumper=_NoAliasDumper, sort_keys=False, width=100, allow_unicode=True)
         for doc in docs)
+
+
 
 
 def _launch_files(launch: Launch, image: str, container: dict[str, Any],
@@ -325,7 +333,10 @@ def generate(a: Analysis) -> dict[str, bytes]:
                                     **args_data(launch)}
         files[f"launch-{slug(engine)}.sh"] = shell_script(pair, launch, primary).encode()
         if primary:
-            files["deployment.k8s.yaml"] = manifest(pair, launch).encode()
+            canary = {"canary.json": canary_files.config_text(a),
+                      "canary.py": canary_files.probe_text()}
+            files["deployment.k8s.yaml"] = manifest(pair, launch, launches.baseline,
+                                                    canary).encode()
             baseline = launches.baseline
             files[f"launch-{slug(engine)}-baseline.sh"] = shell_script(
                 pair, baseline, primary, baseline=True).encode()

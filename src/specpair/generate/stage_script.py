@@ -16,6 +16,7 @@ import shlex
 
 from specpair.analyse.staging import HF_DOWNLOAD_WORKERS, StagingPlan
 from specpair.engines.verified_layouts import marks
+from specpair.generate.canary_gate import EXIT_CANARY, GATE_FUNCTIONS
 from specpair.generate.shell_text import cell_text, slug
 from specpair.load.staging_log import EXIT_STATUS, LOG_FORMAT
 from specpair.resolve.pair import ResolvedPair
@@ -136,14 +137,6 @@ echo OVER)); longest phase: $top" "\"phase\":\"total\",\"seconds\":$(secs "$t"),
 \"status\":\"failed\",\"failed_phase\":\"$2\""
   exit "$code"
 }
-healthy() {  # one GET of $HEALTH over bash's /dev/tcp: true when it answers 200
-  local line=""
-  { exec 3<>"/dev/tcp/127.0.0.1/$PORT"; } 2>/dev/null || return 1
-  printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' "$HEALTH" >&3 2>/dev/null || true
-  IFS= read -r -t 5 line <&3 || true
-  exec 3<&-
-  [[ $line == HTTP/1.?" 200"* ]]
-}
 warmup() {  # the warmup completion, within WARMUP_TIMEOUT; prints its completion tokens
   python3 - "$PORT" "$WARMUP_PROMPT" "$WARMUP_TOKENS" "$WARMUP_TIMEOUT" <<'PY'
 import json, signal, sys, urllib.request as u
@@ -169,8 +162,14 @@ PY
 '''
 
 
+def log_functions() -> str:
+    """The deployment log's functions (emit, jstr, us, secs), as the scripts include them."""
+    return _codes(LOG_FUNCTIONS.strip("\n"))
+
+
 def _functions() -> str:
-    return _codes(LOG_FUNCTIONS.strip("\n")) + "\n" + _codes(SCRIPT_FUNCTIONS.strip("\n"))
+    return (_codes(LOG_FUNCTIONS.strip("\n")) + "\n" + _codes(SCRIPT_FUNCTIONS.strip("\n"))
+            + "\n" + GATE_FUNCTIONS.strip("\n"))
 
 
 def stage_script(pair: ResolvedPair, s: StagingPlan) -> str:
@@ -201,7 +200,10 @@ def _script_header(pair: ResolvedPair, s: StagingPlan) -> list[str]:
             *(f"# {cell_text(m)}" for m in marks(pair)),
             "# Deployment log on stdout: a human line, then a JSON line, per phase (--json:",
             "# JSON lines only); `specpair staging ingest` reads it. The engine's output goes",
-            f"# to $LOG. Exit status when a phase fails: {codes}; 2 usage.",
+            f"# to $LOG. Exit status when a phase fails: {codes}; {EXIT_CANARY} canary "
+            "(canary.on_failure: fail);",
+            "# 2 usage. No traffic before the canary passes: $STATE_DIR/ready is written then",
+            "# (\"speculative\"), or once the baseline launch took over (\"fallback\").",
             "set -euo pipefail",
             'HERE=$(cd "$(dirname "$0")" && pwd)',
             f"LOG_FORMAT={LOG_FORMAT}",
@@ -216,6 +218,12 @@ def _script_header(pair: ResolvedPair, s: StagingPlan) -> list[str]:
             f"WARMUP_TIMEOUT={rb.staging.warmup.timeout_s:g}",
             f"BUDGET_S={int(rb.staging.cold_start_budget_s)}",
             'LOG="${LOG:-server.log}"',
+            f"ON_FAILURE={rb.canary.on_failure}",
+            'CANARY_DIR="$HERE"',
+            'STATE_DIR="${STATE_DIR:-specpair-state}"',
+            f"CANARY_PORT={rb.canary.metrics_port}",
+            f"CANARY_HOST={shlex.quote(rb.deployment.host)}",
+            "KEEP_FAILED=0  # a failed canary ends the script: nothing is left serving",
             "JSON_ONLY=0",
             'case "${1:-}" in',
             "  --json) JSON_ONLY=1 ;;",
@@ -273,9 +281,11 @@ def _launch_lines(engine: str, hub: bool) -> list[str]:
     offline = "HF_HUB_OFFLINE=1 " if hub else ""
     return [
         "t0=$(us)",
+        f'start_baseline() {{ {offline}bash "$HERE/launch-{engine}-baseline.sh" >>"$LOG" 2>&1 & '
+        'server=$!; }',
         f'{offline}bash "$HERE/launch-{engine}.sh" >"$LOG" 2>&1 &',
         "server=$!",
-        "trap 'kill \"$server\" 2>/dev/null || true' EXIT",
+        "trap 'kill \"$server\" $CANARY_METRICS 2>/dev/null || true' EXIT",
         "until healthy; do",
         '  if ! kill -0 "$server" 2>/dev/null; then',
         '    code=0; wait "$server" || code=$?',
@@ -292,8 +302,11 @@ def _launch_lines(engine: str, hub: bool) -> list[str]:
         'if ! out=$(warmup 2>&1); then phase warmup "$t0" "${out##*$\'\\n\'}"; fi',
         'phase warmup "$t0"',
         "total ok",
+        f"canary_gate || exit {EXIT_CANARY}",
         "trap - EXIT",
-        'wait "$server"']
+        'code=0; wait "$server" || code=$?',
+        'kill $CANARY_METRICS 2>/dev/null || true',
+        'exit "$code"']
 
 
 # The Kubernetes init container: the same stage function, then the staging line, and

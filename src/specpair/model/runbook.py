@@ -21,6 +21,7 @@ from pydantic import (
 
 from specpair.model.alerting import AlertWindows
 from specpair.model.autoscaling import Autoscaling
+from specpair.model.canary import Canary
 from specpair.model.common import (
     ArchitectureName,
     CommitSha,
@@ -463,6 +464,7 @@ class Runbook(Strict):
     staging: Staging = Staging()
     kubernetes: Kubernetes = Kubernetes()
     alerts: AlertWindows = AlertWindows()
+    canary: Canary = Canary()
     codesign: Codesign = Codesign()
     workloads: list[Workload] = Field(default_factory=lambda: [
         Workload(name="short-homogeneous", kind="short-homogeneous", prompts=200,

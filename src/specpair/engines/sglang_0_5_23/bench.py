@@ -40,4 +40,9 @@ def check_sglang_server_info(info: dict[str, Any], *, algorithm: str, draft_toke
 
 PROBE = BenchProbe(request_extras={"return_spec_tokens_details": True},
                    replay_extras={"return_spec_tokens_details": True},
-                   draft_positions=draft_positions, check_server=check_server)
+                   draft_positions=draft_positions, check_server=check_server,
+                   without_speculation_why=(
+                       "SGLang has no per-request switch that turns speculation off on a "
+                       "speculative server (SamplingParams, sglang/srt/sampling/"
+                       "sampling_params.py, read in 0.5.18; 0.5.23 unverified): compare with "
+                       "the target alone, `specpair bench --against`"))

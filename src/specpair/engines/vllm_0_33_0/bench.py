@@ -23,4 +23,10 @@ def check_server(pair: EngineInput, get: GetJson) -> None:
 # a replay compares answers token for token: vLLM returns the ids when asked
 PROBE = BenchProbe(request_extras={}, replay_extras={"return_token_ids": True},
                    draft_positions=draft_positions,
-                   check_server=check_server)
+                   check_server=check_server,
+                   without_speculation_why=(
+                       "vLLM 0.32.0, 0.33.0 and 0.34.0 have no per-request switch that turns "
+                       "speculation off on a speculative server (SamplingParams, "
+                       "vllm/sampling_params.py, has no such field; the V1 scheduler drafts "
+                       "for every running request): compare with the target alone, `specpair "
+                       "bench --against`"))
