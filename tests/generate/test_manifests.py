@@ -119,18 +119,36 @@ def env_of(container: dict[str, Any]) -> dict[str, Any]:
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env", [])}
 
 
+def _scaled_object(name: str) -> dict[str, Any] | None:
+    """The pair's generated ScaledObject (autoscaling.k8s.yaml), None where it has none."""
+    text = (REPO / "runbooks" / name / "generated" / "autoscaling.k8s.yaml").read_bytes()
+    return next(iter(documents(text)), None)
+
+
 @pytest.mark.parametrize("name", sorted(PAIRS))
-def test_single_node_pairs_roll_out_on_one_claim_they_generate(name: str) -> None:
+def test_single_node_pairs_roll_out_on_the_claims_they_generate(name: str) -> None:
     pair = PAIRS[name]
     docs = documents((REPO / "runbooks" / name / "generated" / "deployment.k8s.yaml")
                      .read_bytes())
     kinds = {d["kind"]: d for d in docs}
-    deployment, claim = kinds["Deployment"], kinds["PersistentVolumeClaim"]
+    deployment = kinds["Deployment"]
     # a rolling update would start a second whole-node pod on the same claim
     assert deployment["spec"]["strategy"] == {"type": "Recreate"}
     pod = deployment["spec"]["template"]["spec"]
     (models,) = [v for v in pod["volumes"] if v["name"] == "models"]
-    assert models["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
+    scaled = _scaled_object(name)
+    if scaled is None:
+        assert deployment["spec"]["replicas"] == 1
+        claim = kinds["PersistentVolumeClaim"]
+        assert models["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
+    else:
+        # KEDA owns the replicas: a fixed count would reset them on every apply; and a
+        # ReadWriteOnce claim attaches to one node, so each replica gets its own
+        assert scaled["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
+        assert "replicas" not in deployment["spec"]
+        assert scaled["spec"]["maxReplicaCount"] > 1
+        assert "PersistentVolumeClaim" not in kinds
+        claim = models["ephemeral"]["volumeClaimTemplate"]
     assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
     # the claim holds what the budget says staging writes (budget.json, its own output)
     budget = json.loads((REPO / "runbooks" / name / "generated" / "budget.json").read_text())
@@ -159,6 +177,37 @@ def test_single_node_pairs_roll_out_on_one_claim_they_generate(name: str) -> Non
         assert ref == {"name": "hf-token", "key": "token", "optional": not gated}
 
 
+@pytest.mark.parametrize(("autoscaling", "access", "shared", "replicas"), [
+    (None, "ReadWriteOnce", True, 1),  # no autoscaler: one replica on one claim
+    ({"max_replicas": 1}, "ReadWriteOnce", True, None),  # scaled, but never past one
+    ({"max_replicas": 3}, "ReadWriteMany", True, None),  # one claim every node mounts
+    ({"max_replicas": 3}, "ReadWriteOncePod", False, None),  # a claim per replica
+])
+def test_an_autoscaled_deployment_owns_no_replica_count_and_every_replica_can_attach(
+        autoscaling: dict[str, int] | None, access: str, shared: bool,
+        replicas: int | None) -> None:
+    base = PAIRS["qwen3-8b-dflash"]
+    deployment = base.runbook.deployment.model_dump(mode="json")
+    deployment["autoscaling"] = None if autoscaling is None else {
+        **deployment["autoscaling"], **autoscaling}
+    pair = with_runbook(base, deployment=deployment,
+                        kubernetes={"models_volume": {"access_mode": access}})
+    text = manifests(pair)["deployment.k8s.yaml"]
+    kinds = {d["kind"]: d for d in documents(text)}
+    assert kinds["Deployment"]["spec"].get("replicas") == replicas
+    for doc in kinds.values():
+        validate(doc)
+    (models,) = [v for v in kinds["Deployment"]["spec"]["template"]["spec"]["volumes"]
+                 if v["name"] == "models"]
+    if shared:
+        assert models["persistentVolumeClaim"]["claimName"] \
+            == kinds["PersistentVolumeClaim"]["metadata"]["name"]
+        assert kinds["PersistentVolumeClaim"]["spec"]["accessModes"] == [access]
+    else:
+        assert "PersistentVolumeClaim" not in kinds
+        assert models["ephemeral"]["volumeClaimTemplate"]["spec"]["accessModes"] == [access]
+
+
 def test_what_a_platform_sets_reaches_the_objects() -> None:
     pair = with_runbook(PAIRS["qwen3-8b-dflash"], kubernetes=PLATFORM)
     files = manifests(pair)
@@ -166,7 +215,8 @@ def test_what_a_platform_sets_reaches_the_objects() -> None:
     pod = docs["Deployment"]["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == PLATFORM["node_selector"]
     assert all("HF_TOKEN" not in env_of(c) for c in pod["initContainers"] + pod["containers"])
-    claim = docs["PersistentVolumeClaim"]["spec"]
+    (models,) = [v for v in pod["volumes"] if v["name"] == "models"]
+    claim = models["ephemeral"]["volumeClaimTemplate"]["spec"]  # autoscaled: per replica
     assert claim["storageClassName"] == "fast-nvme"
     assert claim["resources"]["requests"]["storage"] == "500Gi"
     (dshm,) = [v for v in pod["volumes"] if v["name"] == "dshm"]

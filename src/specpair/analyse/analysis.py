@@ -119,6 +119,14 @@ class Analysis:
         return capacity.omitted(self.modelled, self.not_modelled)
 
     @cached_property
+    def autoscaled_to(self) -> int | None:
+        """The most replicas the generated autoscaler may run, or None where no autoscaler
+        is generated (none set, or no capacity to scale on): then the workload's replicas
+        are the manifest's."""
+        auto = self.pair.runbook.deployment.autoscaling
+        return None if auto is None or self.capacity is None else auto.max_replicas
+
+    @cached_property
     def capacity(self) -> capacity.Capacity | None:
         """A replica's token capacity by acceptance length (`analyse.capacity`), or None
         where `capacity_omitted` says why not."""

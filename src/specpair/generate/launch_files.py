@@ -154,17 +154,35 @@ def token_env(pair: ResolvedPair) -> list[dict[str, Any]]:
         "name": secret.name, "key": secret.key, "optional": secret.optional}}}]
 
 
-def manifest_notes(pair: ResolvedPair) -> list[str]:
+def per_pod_claim(pair: ResolvedPair, autoscaled_to: int | None) -> bool:
+    """Whether each replica of a one-node deployment gets a claim of its own (a generic
+    ephemeral volume): where an autoscaler may run more than one replica and the claim
+    is not ReadWriteMany, a second replica on another node could not attach a shared
+    claim (Multi-Attach) and would never start."""
+    return (autoscaled_to is not None and autoscaled_to > 1
+            and pair.runbook.kubernetes.models_volume.access_mode != "ReadWriteMany")
+
+
+def manifest_notes(pair: ResolvedPair, autoscaled_to: int | None = None) -> list[str]:
     k8s = pair.runbook.kubernetes
     secret = k8s.hf_token_secret
     volume = k8s.models_volume
     size = (f"{claim_gib(pair)} GiB as the runbook sets" if volume.size_gib else
             f"{claim_gib(pair)} GiB: the budget's disk need (both downloads + 10%)")
-    claim = ("one claim per pod from volumeClaimTemplates (every node stages its own copy)"
-             if pair.runbook.deployment.nodes > 1 else
-             f"claim {bounded(pair.runbook.pair.name, LABEL_VALUE_MAX)}-models")
+    if pair.runbook.deployment.nodes > 1:
+        claim = "one claim per pod from volumeClaimTemplates (every node stages its own copy)"
+    elif per_pod_claim(pair, autoscaled_to):
+        claim = (f"one claim per replica, a generic ephemeral volume (the autoscaler may run "
+                 f"{autoscaled_to} replicas and a {volume.access_mode} claim attaches to one "
+                 f"node; each replica stages its own copy, deleted with its pod; "
+                 f"kubernetes.models_volume.access_mode ReadWriteMany shares one)")
+    else:
+        claim = f"claim {bounded(pair.runbook.pair.name, LABEL_VALUE_MAX)}-models"
     notes = [*marks(pair), f"Models volume: {claim}, {size}, {volume.access_mode}, "
              f"storage class {volume.storage_class or '(cluster default)'}."]
+    if autoscaled_to is not None:
+        notes.append("Replicas: the KEDA ScaledObject's (autoscaling.k8s.yaml), so the "
+                     "Deployment sets none and re-applying it does not reset them.")
     if secret is None:
         notes.append("No Hugging Face token (kubernetes.hf_token_secret is null): gated repos "
                      "answer 401.")
@@ -217,10 +235,11 @@ def _server_container(pair: ResolvedPair, launch: Launch, image: str,
 
 
 def manifest(pair: ResolvedPair, launch: Launch, baseline: Launch | None = None,
-             canary: dict[str, str] | None = None) -> str:
+             canary: dict[str, str] | None = None, autoscaled_to: int | None = None) -> str:
     """`canary`: the canary's files (canary.py, canary.json); with them the server takes no
     traffic before the canary passes (`canary_gate`), `baseline` taking over on failure
-    where the runbook says fallback (one node only)."""
+    where the runbook says fallback (one node only). `autoscaled_to`: the most replicas
+    the generated autoscaler may run (`Analysis.autoscaled_to`), which then owns them."""
     rb = pair.runbook
     dep = rb.deployment
     k8s = rb.kubernetes
@@ -254,17 +273,23 @@ def manifest(pair: ResolvedPair, launch: Launch, baseline: Launch | None = None,
                          stage_script.log_functions())
     docs: list[dict[str, Any]]
     if dep.nodes == 1:
-        claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                 "metadata": {"name": f"{name}-models", "labels": labels},
-                 "spec": claim_spec(pair)}
         # Recreate: a rolling update would start a second whole-node pod on the same
         # claim before the first stops (Multi-Attach on a ReadWriteOnce volume)
-        docs = [claim, {
-            "apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "labels": labels},
-            "spec": {"replicas": 1, "strategy": {"type": "Recreate"},
-                     "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels}, "spec": pod}}}]
+        spec = {**({} if autoscaled_to is not None else {"replicas": 1}),
+                "strategy": {"type": "Recreate"}, "selector": {"matchLabels": labels}}
+        if per_pod_claim(pair, autoscaled_to):
+            pod["volumes"] = [{"name": "models", "ephemeral": {"volumeClaimTemplate": {
+                "metadata": {"labels": labels}, "spec": claim_spec(pair)}}}
+                if v["name"] == "models" else v for v in pod["volumes"]]
+            docs = []
+        else:
+            docs = [{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                     "metadata": {"name": f"{name}-models", "labels": labels},
+                     "spec": claim_spec(pair)}]
+        docs.append({"apiVersion": "apps/v1", "kind": "Deployment",
+                     "metadata": {"name": name, "labels": labels},
+                     "spec": {**spec, "template": {"metadata": {"labels": labels},
+                                                   "spec": pod}}})
     else:
         # per-pod claims: LeaderWorkerSet's volumeClaimTemplates take precedence over a
         # pod volume of the same name
@@ -290,7 +315,7 @@ def manifest(pair: ResolvedPair, launch: Launch, baseline: Launch | None = None,
                          "workerTemplate": {"metadata": {"labels": labels}, "spec": worker}}}}]
     header = "".join(f"# {line}\n" for line in [
         f"{launch.engine} deployment of {rb.pair.name}; generated by specpair from "
-        f"{pair.source_file}. Do not edit.", *manifest_notes(pair)])
+        f"{pair.source_file}. Do not edit.", *manifest_notes(pair, autoscaled_to)])
     return header + "---\n".join(
         yaml.dump(doc, Dumper=_NoAliasDumper, sort_keys=False, width=100, allow_unicode=True)
         for doc in docs)
@@ -336,7 +361,7 @@ def generate(a: Analysis) -> dict[str, bytes]:
             canary = {"canary.json": canary_files.config_text(a),
                       "canary.py": canary_files.probe_text()}
             files["deployment.k8s.yaml"] = manifest(pair, launch, launches.baseline,
-                                                    canary).encode()
+                                                    canary, a.autoscaled_to).encode()
             baseline = launches.baseline
             files[f"launch-{slug(engine)}-baseline.sh"] = shell_script(
                 pair, baseline, primary, baseline=True).encode()
