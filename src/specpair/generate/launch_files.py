@@ -234,6 +234,30 @@ def _server_container(pair: ResolvedPair, launch: Launch, image: str,
     }
 
 
+def _one_node(pair: ResolvedPair, name: str, labels: dict[str, str], pod: dict[str, Any],
+              autoscaled_to: int | None) -> list[dict[str, Any]]:
+    """The models claim and the Deployment of a one-node pair; where an autoscaler owns
+    the replicas, no replica count, and a claim per replica unless `per_pod_claim` says
+    one claim serves them all."""
+    # Recreate: a rolling update would start a second whole-node pod on the same claim
+    # before the first stops (Multi-Attach on a ReadWriteOnce volume)
+    spec = {**({} if autoscaled_to is not None else {"replicas": 1}),
+            "strategy": {"type": "Recreate"}, "selector": {"matchLabels": labels}}
+    docs: list[dict[str, Any]] = []
+    if per_pod_claim(pair, autoscaled_to):
+        pod["volumes"] = [{"name": "models", "ephemeral": {"volumeClaimTemplate": {
+            "metadata": {"labels": labels}, "spec": claim_spec(pair)}}}
+            if v["name"] == "models" else v for v in pod["volumes"]]
+    else:
+        docs.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                     "metadata": {"name": f"{name}-models", "labels": labels},
+                     "spec": claim_spec(pair)})
+    docs.append({"apiVersion": "apps/v1", "kind": "Deployment",
+                 "metadata": {"name": name, "labels": labels},
+                 "spec": {**spec, "template": {"metadata": {"labels": labels}, "spec": pod}}})
+    return docs
+
+
 def manifest(pair: ResolvedPair, launch: Launch, baseline: Launch | None = None,
              canary: dict[str, str] | None = None, autoscaled_to: int | None = None) -> str:
     """`canary`: the canary's files (canary.py, canary.json); with them the server takes no
@@ -273,23 +297,7 @@ def manifest(pair: ResolvedPair, launch: Launch, baseline: Launch | None = None,
                          stage_script.log_functions())
     docs: list[dict[str, Any]]
     if dep.nodes == 1:
-        # Recreate: a rolling update would start a second whole-node pod on the same
-        # claim before the first stops (Multi-Attach on a ReadWriteOnce volume)
-        spec = {**({} if autoscaled_to is not None else {"replicas": 1}),
-                "strategy": {"type": "Recreate"}, "selector": {"matchLabels": labels}}
-        if per_pod_claim(pair, autoscaled_to):
-            pod["volumes"] = [{"name": "models", "ephemeral": {"volumeClaimTemplate": {
-                "metadata": {"labels": labels}, "spec": claim_spec(pair)}}}
-                if v["name"] == "models" else v for v in pod["volumes"]]
-            docs = []
-        else:
-            docs = [{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                     "metadata": {"name": f"{name}-models", "labels": labels},
-                     "spec": claim_spec(pair)}]
-        docs.append({"apiVersion": "apps/v1", "kind": "Deployment",
-                     "metadata": {"name": name, "labels": labels},
-                     "spec": {**spec, "template": {"metadata": {"labels": labels},
-                                                   "spec": pod}}})
+        docs = _one_node(pair, name, labels, pod, autoscaled_to)
     else:
         # per-pod claims: LeaderWorkerSet's volumeClaimTemplates take precedence over a
         # pod volume of the same name
