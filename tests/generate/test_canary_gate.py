@@ -78,6 +78,7 @@ STANDIN = textwrap.dedent("""\
                 counts["verify"] += n / tau if speculative else 0
             self.reply(json.dumps({"choices": [{"text": "hi"}],
                                    "usage": {"completion_tokens": n}}))
+    ThreadingHTTPServer.request_queue_size = 2048  # uvicorn's backlog, as the engines'
     ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
 """)
 

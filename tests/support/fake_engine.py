@@ -14,6 +14,12 @@ from tests.support import paths
 FIXTURES = paths.FIXTURES / "engine"
 
 
+
+class _Server(ThreadingHTTPServer):
+    # the engines' servers listen with uvicorn's backlog of 2048; socketserver's 5 resets
+    # concurrent connections on a loaded machine
+    request_queue_size = 2048
+
 class FakeEngine:
     def __init__(self, *, speculative: bool, engine: str = "vllm", positions: int = 3,
                  accepted_per_request: int = 11, drafts_per_request: int = 6) -> None:
@@ -30,7 +36,7 @@ class FakeEngine:
         if not speculative:  # a baseline answers without speculative fields
             stream = re.sub(r',"(metrics|sglext)":\{.*\}\}\}', "}", stream)
         self.stream = stream.encode()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.httpd = _Server(("127.0.0.1", 0), self._handler())
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     @property
