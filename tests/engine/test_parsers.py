@@ -120,6 +120,7 @@ def test_multi_node_groups_parse_and_vllm_workers_run_headless() -> None:
     """The LeaderWorkerSet's leader and worker commands, with the indices LWS fills in:
     both parse, and vLLM's parser starts the workers (rank > 0) headless."""
     from specpair.generate import launch_files
+    from tests.support.canary_gate import served
     from tests.support.kubernetes import workload
     from tests.support.multinode import sglang_two_nodes, vllm_two_nodes
 
@@ -131,6 +132,10 @@ def test_multi_node_groups_parse_and_vllm_workers_run_headless() -> None:
             lws = {"$(LWS_WORKER_INDEX)": rank, "$(LWS_LEADER_ADDRESS)": "10.0.0.1",
                    "$(LWS_LEADER_ADDRESS):20000": "10.0.0.1:20000"}
             command = template[role]["spec"]["containers"][0]["command"]
+            if role == "leaderTemplate":  # the leader serves behind the canary gate
+                gate = served(command)
+                assert gate["on_failure"] == "fail" and gate["baseline"] == []
+                command = gate["engine"]
             argvs.append([lws.get(a, a) for a in command])
         verdicts = parse(engine, argvs)
         assert all(v["ok"] for v in verdicts), verdicts
