@@ -42,6 +42,14 @@ def test_the_generated_canary_is_the_command_s_code_and_the_pair_s_threshold(
     assert threshold["min_tau"] == pytest.approx(here["break_even"] * (1 + threshold["margin"]),
                                                  abs=1e-4)
     assert config["concurrency"] == here["concurrency"]
+    # a τ* from a prior (no published points of the drafter family) says so, as
+    # breakeven.json does, with breakeven.json's interval; a fitted one says nothing
+    uncertainty = json.loads((generated / "breakeven.json").read_text())["uncertainty"]
+    if uncertainty["few_points"]:
+        lo, hi = here["break_even_range"]
+        assert f"τ* interval {lo:g}–{hi:g}" in threshold["unverified"]
+    else:
+        assert "unverified" not in threshold
     # pinned and bounded: greedy, at most the canary's tokens; per class the runbook's 4
     # requests, or as many as the concurrency where that is more (the workloads hold more)
     bodies = [r["body"] for c in config["classes"] for r in c["requests"]]
@@ -49,6 +57,21 @@ def test_the_generated_canary_is_the_command_s_code_and_the_pair_s_threshold(
     assert max(b["max_tokens"] for b in bodies) <= 64
     assert [len(c["requests"]) for c in config["classes"]] == [max(4, here["concurrency"])] * 2
     assert len(bodies) <= canary_probe.MAX_REQUESTS
+
+
+def test_the_report_and_a_failed_tau_say_an_unverified_threshold() -> None:
+    """The SGLang pair's prior τ* (its mark), on a vLLM pair's canary: the stand-in speaks
+    vLLM's counters."""
+    prior = json.loads((REPO / "runbooks" / "qwen3-8b-dflash" / "generated" / "canary.json")
+                       .read_text())["threshold"]["unverified"]
+    config = json.loads((REPO / "runbooks" / "llama33-70b-eagle3-vllm-0-32-0" / "generated"
+                         / "canary.json").read_text())
+    config["threshold"]["unverified"] = prior
+    with standin(Behaviour(steps=10, accepted=1)) as url:  # τ 1.1, below the floor
+        report = canary_probe.run(canary_probe.check_config(config), url)
+    assert report["threshold"]["unverified"] == config["threshold"]["unverified"]
+    taus = [r for r in report["reasons"] if r["check"] == "tau"]
+    assert taus and all("τ* unverified" in r["message"] for r in taus)
 
 
 def test_the_generated_file_runs_alone_without_specpair(tmp_path: Path) -> None:

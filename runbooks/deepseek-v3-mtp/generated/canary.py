@@ -322,7 +322,9 @@ def judge(name: str, grown: dict[str, Any], speculating: bool, errors: list[str]
         tau, floor = grown["tau"], threshold.get("min_tau")
         if floor is not None and tau is not None and tau < floor:
             fail("tau", f"τ {tau:.3f} < {floor:.3f} = break-even τ* "
-                 f"{threshold['break_even']:.3f} × (1 + margin {threshold['margin']:g})")
+                 f"{threshold['break_even']:.3f} × (1 + margin {threshold['margin']:g})"
+                 + (" (τ* unverified: threshold.unverified)" if "unverified" in threshold
+                    else ""))
     return out
 
 
@@ -395,9 +397,9 @@ def run(config: dict[str, Any], url: str) -> dict[str, Any]:
         "url": _cut(shown(url), 200), "verdict": "fail" if reasons else "pass",
         "reasons": reasons[:MAX_REASONS], "reasons_total": len(reasons),
         "concurrency": config["concurrency"], "depth": config.get("depth"),
-        "threshold": {k: threshold.get(k) for k in ("min_tau", "break_even", "margin",
-                                                    "why_none", "source", "note")
-                      if threshold.get(k) is not None},
+        "threshold": {k: _cut(v, 400) if isinstance(v, str) else v for k in (
+            "min_tau", "break_even", "margin", "why_none", "source", "note", "unverified")
+            if (v := threshold.get(k)) is not None},
         "lossless": lossless, "classes": classes,
         "requests_sent": sum(c["requests"] for c in classes),
         "elapsed_s": round(time.monotonic() - started, 3)}

@@ -87,6 +87,15 @@ def threshold(a: Analysis, depth: int, concurrency: int) -> dict[str, Any]:
     if floor > 1 + depth:
         out["note"] = (f"τ cannot exceed 1 + K = {1 + depth} at depth {depth}: the pair "
                        "cannot pass this canary as configured")
+    latency = a.modelled
+    if latency is not None and latency.uncertainty.few_points:
+        # the same mark breakeven.json and the capacity records carry: a prior's τ*
+        point = next((p for p in latency.curve if p.concurrency == at), latency.at_concurrency)
+        lo, hi = point.break_even_range
+        out["unverified"] = (f"τ* is a prior's: no published points of this drafter family "
+                             f"here ({latency.uncertainty.speedup_basis}); τ* interval "
+                             f"{lo:g}–{hi:g}; measure the pair (`specpair bench`, "
+                             "`specpair calibrate`)")
     return out
 
 
