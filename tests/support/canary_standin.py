@@ -11,8 +11,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.support.fake_engine import EngineHTTPServer
 
 
 @dataclass
@@ -100,12 +102,7 @@ def standin(behaviour: Behaviour) -> Iterator[str]:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             self.reply(behaviour.answered(body), behaviour.status)
 
-    class Server(ThreadingHTTPServer):
-        # the engines' servers listen with uvicorn's backlog of 2048; socketserver's 5
-        # reset the canary's concurrent connections on a loaded machine
-        request_queue_size = 2048
-
-    httpd = Server(("127.0.0.1", 0), Handler)
+    httpd = EngineHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}"

@@ -15,7 +15,7 @@ FIXTURES = paths.FIXTURES / "engine"
 
 
 
-class _Server(ThreadingHTTPServer):
+class EngineHTTPServer(ThreadingHTTPServer):
     # the engines' servers listen with uvicorn's backlog of 2048; socketserver's 5 resets
     # concurrent connections on a loaded machine
     request_queue_size = 2048
@@ -36,7 +36,7 @@ class FakeEngine:
         if not speculative:  # a baseline answers without speculative fields
             stream = re.sub(r',"(metrics|sglext)":\{.*\}\}\}', "}", stream)
         self.stream = stream.encode()
-        self.httpd = _Server(("127.0.0.1", 0), self._handler())
+        self.httpd = EngineHTTPServer(("127.0.0.1", 0), self._handler())
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     @property
