@@ -11,7 +11,15 @@ from specpair.analyse.calibration_data import CalibrationData
 from specpair.analyse.published_points import CalibrationError, ModelSpec, Point
 from specpair.analyse.step_links import link_for
 from specpair.analyse.step_params import StepParams
-from specpair.analyse.stepmodel import Forward, Hardware, Prefill, StepTimes, step_times
+from specpair.analyse.stepmodel import (
+    Forward,
+    Hardware,
+    Prefill,
+    Shape,
+    StepTimes,
+    decode_time,
+    step_times,
+)
 from specpair.facts import hardware
 
 
@@ -84,20 +92,56 @@ def _forwards(point: Point, target: ModelSpec, draft: ModelSpec | None
     return target_fwd, draft_fwd, hardware_of(point.gpu, point.gpu_p2p)
 
 
+@dataclass(frozen=True)
+class Setup:
+    """What predicting a point needs that no step parameter changes: its forwards, GPU,
+    step shape, batches and ride-along prompts. A fit predicts every point thousands of
+    times; `setup` derives these once (`predict` is `predict_setup` of a fresh one)."""
+
+    point: Point
+    target: Forward
+    draft: Forward | None
+    hw: Hardware
+    shape: Shape
+    batch: int
+    speculative_batch: int
+    prefill: Prefill | None             # share 1 at the point's batch (a throughput)
+    tpot_prefill: Prefill | None        # share −1 at the point's batch (a TPOT)
+    speculative_prefill: Prefill | None  # share 1 at the speculative batch
+
+
+def setup(point: Point, data: CalibrationData) -> Setup:
+    draft = data.models[point.draft] if point.draft else None
+    target_fwd, draft_fwd, hw = _forwards(point, data.models[point.target], draft)
+    batch, speculative_batch = point.batch, point.speculative_batch
+    return Setup(point, target_fwd, draft_fwd, hw, point.shape, batch, speculative_batch,
+                 _prefill(point, batch, 1.0), _prefill(point, batch, -1.0),
+                 _prefill(point, speculative_batch, 1.0))
+
+
 def predict(point: Point, params: StepParams, data: CalibrationData,
             tau: float | None = None) -> Prediction:
     """Throughputs (in the point's throughput scope) and speedup at the point; `tau`
     replaces the published τ (anchoring)."""
+    return predict_setup(setup(point, data), params, tau)
+
+
+def predict_setup(s: Setup, params: StepParams, tau: float | None = None) -> Prediction:
+    """`predict` of a point whose `setup` is already derived."""
+    point = s.point
     used = tau if tau is not None else point.tau
-    times = times_at(point, params, data)
-    base = point.published_scale(point.batch / times.decode)
+    times = step_times(s.target, s.draft, s.shape, s.batch, point.context, s.hw, params,
+                       s.prefill)
+    base = point.published_scale(s.batch / times.decode)
     tpot = None
     if point.baseline_tpot_ms:
-        t = times_at(point, params, data, share=-1.0)
-        tpot = point.published_scale(point.batch / t.decode)
+        decode = decode_time(s.target, s.batch, point.context, s.hw, params, s.tpot_prefill)
+        tpot = point.published_scale(s.batch / decode)
     if used is None or point.method is None:
         return Prediction(base, None, None, None, False, tpot)
-    st, sb = speculative_times(point, params, data, times), point.speculative_batch
+    sb = s.speculative_batch
+    st = times if sb == s.batch else step_times(
+        s.target, s.draft, s.shape, sb, point.context, s.hw, params, s.speculative_prefill)
     spec = point.published_scale(sb * used / st.speculative(used), sb)
     return Prediction(base, spec, spec / base, used, tau is not None, tpot)
 

@@ -14,7 +14,12 @@ from typing import Literal
 
 from specpair.analyse.acceptance_fits import FEATURE_DRIFT_FAMILIES, fit_position_decay
 from specpair.analyse.calibration_data import POOLED, CalibrationData, Fitted, family_of
-from specpair.analyse.point_prediction import baseline_ratio, hardware_of, predict
+from specpair.analyse.point_prediction import (
+    baseline_ratio,
+    hardware_of,
+    predict_setup,
+    setup,
+)
 from specpair.analyse.published_points import Point
 from specpair.analyse.step_params import BOUNDS, DRAFT_BOUNDS, StepParams, fit_bounded
 from specpair.analyse.step_priors import DRAFT_PRIORS, MEASURED, SHARED, UNCALIBRATED
@@ -79,12 +84,16 @@ def fit_group(points: Sequence[Point], data: CalibrationData) -> tuple[dict[str,
 
     drafters = sorted({pt.drafter for pt in points})
 
+    # what no parameter changes, derived once: the fit evaluates every point thousands
+    # of times
+    prepared = [(pt, setup(pt, data), pt.drafter, 1 / math.sqrt(per_source[pt.source_key]))
+                for pt in points]
+
     def residuals(values: Mapping[str, float]) -> list[float]:
         out: list[float] = []
         params = {d: _params(values, d) for d in drafters}
-        for pt in points:
-            w = 1 / math.sqrt(per_source[pt.source_key])
-            pred = predict(pt, params[pt.drafter], data)
+        for pt, ready, drafter, w in prepared:
+            pred = predict_setup(ready, params[drafter])
             base = baseline_ratio(pt, pred)
             if base is not None:
                 out.append(w * math.log(base))

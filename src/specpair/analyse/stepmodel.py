@@ -422,17 +422,46 @@ def forward_time(fwd: Forward, batch: int, tokens: int, context: int, hw: Hardwa
     link = hw.link_bandwidth * (p.host_link if hw.host_staged else 1.0)
     message = (batch * fwd.routed_batch_scale * tokens + extra * fwd.routed_batch_scale) \
         * fwd.allreduce_bytes_per_token / link
+    peak = hw.peak(fwd)
     return fixed + fwd.layers * p.layer_s + fwd.allreduces * (p.allreduce_s + message) + fwd.time(
-        batch, tokens, context, p.eta_bw * hw.bandwidth, p.eta_flops * hw.peak(fwd),
-        p.moe_locality, chain, p.moe_bw, extra, extra_context,
-        p.eta_prefill * hw.peak(fwd))
+        batch, tokens, context, p.eta_bw * hw.bandwidth, p.eta_flops * peak,
+        p.moe_locality, chain, p.moe_bw, extra, extra_context, p.eta_prefill * peak)
+
+
+def _ride_along(prefill: Prefill | None, batch: int) -> tuple[float, int, int] | None:
+    """Prompt tokens per yielded token, a prompt's mean context while prefilled, and its
+    chunk, or None when no prompt rides along.
+
+    A prompt is prefilled in chunks of up to the engine's token budget, not a few tokens
+    per decode step: each chunk's cost (its FLOPs at eta_prefill, the experts its many
+    tokens touch, read once for the whole chunk) is shared by its tokens."""
+    if prefill is None or prefill.ratio <= 0 or prefill.share <= 0:
+        return None
+    rate = batch * prefill.ratio * prefill.share
+    return rate, prefill.prompt // 2, max(1, min(prefill.prompt, PREFILL_CHUNK_TOKENS))
+
+
+def _per_prompt_token(fwd: Forward, batch: int, tokens: int, context: int, hw: Hardware,
+                      p: StepParams, chain: int | None, chunk: int, half: int) -> float:
+    return (forward_time(fwd, batch, tokens, context, hw, p, 0.0, chain, chunk, half)
+            - forward_time(fwd, batch, tokens, context, hw, p, 0.0, chain)) / chunk
+
+
+def decode_time(target: Forward, batch: int, context: int, hw: Hardware, p: StepParams,
+                prefill: Prefill | None = None) -> float:
+    """One plain decode step (`StepTimes.decode`), its ride-along prompts included."""
+    t_dec = forward_time(target, batch, 1, context, hw, p, p.forward_s) + batch * p.token_s
+    ride = _ride_along(prefill, batch)
+    if ride is not None:
+        rate, half, chunk = ride
+        t_dec += rate * _per_prompt_token(target, batch, 1, context, hw, p, None, chunk, half)
+    return t_dec
 
 
 def step_times(target: Forward, draft: Forward | None, shape: Shape, batch: int,
                context: int, hw: Hardware, p: StepParams,
                prefill: Prefill | None = None) -> StepTimes:
-    per_token = batch * p.token_s
-    t_dec = forward_time(target, batch, 1, context, hw, p, p.forward_s) + per_token
+    t_dec = decode_time(target, batch, context, hw, p, prefill)
     t_ver = forward_time(target, batch, shape.verify, context, hw, p,
                          p.forward_s + p.speculative_s, chain=shape.max_tokens)
     t_draft = 0.0
@@ -442,27 +471,18 @@ def step_times(target: Forward, draft: Forward | None, shape: Shape, batch: int,
     elif shape.verify > 1 and not shape.passes:
         t_draft = p.draft_s  # n-gram: the proposer's CPU lookup, no GPU forward
     prefill_per_token = 0.0
-    if prefill is not None and prefill.ratio > 0 and prefill.share > 0:
-        rate = batch * prefill.ratio * prefill.share   # prompt tokens per yielded token
-        half = prefill.prompt // 2
-        # a prompt is prefilled in chunks of up to the engine's token budget, not a few
-        # tokens per decode step: each chunk's cost (its FLOPs at eta_prefill, the experts
-        # its many tokens touch, read once for the whole chunk) is shared by its tokens
-        chunk = max(1, min(prefill.prompt, PREFILL_CHUNK_TOKENS))
-
-        def per_prompt_token(fwd: Forward, tokens: int, chain: int | None) -> float:
-            return (forward_time(fwd, batch, tokens, context, hw, p, 0.0, chain, chunk, half)
-                    - forward_time(fwd, batch, tokens, context, hw, p, 0.0, chain)) / chunk
-
-        t_dec += rate * per_prompt_token(target, 1, None)  # the decode step yields 1/seq
-        if shape.verify > 1:
-            # a drafter that keeps its own KV (EAGLE, MTP, a draft model, a block drafter)
-            # prefills too
-            cost = per_prompt_token(target, shape.verify, shape.max_tokens)
-            if draft is not None:
-                cost += per_prompt_token(draft, shape.tokens_per_pass or 1, None)
-            prefill_per_token = rate * cost
-    return StepTimes(t_dec, t_draft, t_ver, per_token, prefill_per_token)
+    ride = _ride_along(prefill, batch)
+    if ride is not None and shape.verify > 1:
+        # a drafter that keeps its own KV (EAGLE, MTP, a draft model, a block drafter)
+        # prefills too
+        rate, half, chunk = ride
+        cost = _per_prompt_token(target, batch, shape.verify, context, hw, p,
+                                 shape.max_tokens, chunk, half)
+        if draft is not None:
+            cost += _per_prompt_token(draft, batch, shape.tokens_per_pass or 1, context, hw,
+                                      p, None, chunk, half)
+        prefill_per_token = rate * cost
+    return StepTimes(t_dec, t_draft, t_ver, batch * p.token_s, prefill_per_token)
 
 
 memo_step_times = value_memo(step_times)
