@@ -175,7 +175,7 @@ def run_stage(tmp_path: Path, fail: str = "") -> subprocess.CompletedProcess[str
     (tmp_path / "snap").mkdir()
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FAIL": fail,
            "SNAPSHOTS": str(tmp_path / "snap"), "LOG": str(tmp_path / "server.log")}
-    return proc.run(["bash", str(tmp_path / "stage-and-launch.sh")], env=env,
+    return proc.run(["bash", str(tmp_path / "stage-and-launch.sh")], env=env, cwd=tmp_path,
                           capture_output=True, text=True, cpu_s=120, check=False)
 
 

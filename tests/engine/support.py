@@ -142,8 +142,10 @@ def start(script: Path, log: Path) -> subprocess.Popen[bytes]:
            "VLLM_NO_USAGE_STATS": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
            # the engine's console script is installed beside this interpreter
            "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    # in the log's folder: the gate's state (STATE_DIR, relative) must not land in the repo
     return subprocess.Popen(["bash", str(script)], stdout=log.open("wb"),
-                            stderr=subprocess.STDOUT, env=env, start_new_session=True)
+                            stderr=subprocess.STDOUT, env=env, cwd=log.parent,
+                            start_new_session=True)
 
 
 def wait_healthy(server: Server) -> None:

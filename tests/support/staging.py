@@ -77,8 +77,9 @@ def run(script: Path, hub: HubServer, *args: str, fake: str = "ok",
            # the real hf command, installed beside this interpreter; the stand-in engine
            "PATH": f"{folder / 'bin'}:{Path(sys.executable).parent}:{os.environ['PATH']}"}
     env.pop("HF_HUB_OFFLINE", None)
+    # in `folder`: the gate's state (STATE_DIR, relative) must not land in the repo
     process = subprocess.Popen(["bash", str(script), *args], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, env=env, text=True,
+                               stderr=subprocess.STDOUT, env=env, text=True, cwd=folder,
                                start_new_session=True)
     assert process.stdout is not None
     out: list[str] = []
