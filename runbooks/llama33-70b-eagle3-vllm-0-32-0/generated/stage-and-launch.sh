@@ -195,6 +195,7 @@ canary_gate() {  # the canary on the healthy server, then serve as the runbook c
     >"$STATE_DIR/canary-report.json" 2>"$STATE_DIR/canary.err" || code=$?
   t=$(($(us) - t0))
   if [ "$code" = 0 ]; then
+    printf '%s\n' "$state" >"$STATE_DIR/ready"  # ready before the line that says so
     emit "canary: passed in $(secs "$t") s; serving with speculation" "\"phase\":\"canary\",\
 \"seconds\":$(secs "$t"),\"status\":\"ok\",\"serving\":\"speculative\""
   else
@@ -225,11 +226,12 @@ canary_gate() {  # the canary on the healthy server, then serve as the runbook c
       fi
       sleep 1
     done
+    t=$(($(us) - t0))
+    printf '%s\n' "$state" >"$STATE_DIR/ready"
     emit "serving: fallback, the target alone (the baseline launch), after \
-$(secs "$(($(us) - t0))") s: $reason" "\"phase\":\"serving\",\"serving\":\"fallback\",\
-\"status\":\"ok\",\"seconds\":$(secs "$(($(us) - t0))"),\"reason\":$(jstr "$reason")"
+$(secs "$t") s: $reason" "\"phase\":\"serving\",\"serving\":\"fallback\",\
+\"status\":\"ok\",\"seconds\":$(secs "$t"),\"reason\":$(jstr "$reason")"
   fi
-  printf '%s\n' "$state" >"$STATE_DIR/ready"
 }
 START_US=$(us)
 emit "start $PAIR ($ENGINE, $MODE, budget $BUDGET_S s)" "\"phase\":\"start\",\"started_unix\":$(secs "$START_US"),\"host\":$(jstr "${HOSTNAME:-}"),\"engine\":$(jstr "$ENGINE"),\"mode\":$(jstr "$MODE"),\"budget_s\":$BUDGET_S"
