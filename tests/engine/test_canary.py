@@ -34,6 +34,7 @@ import pytest
 from specpair.bench.canary_probe import MAX_REPORT_BYTES
 from tests.engine.support import (
     RUNBOOK,
+    VLLM_CPU_ENV,
     Server,
     assert_engine_lane,
     free_port,
@@ -175,8 +176,7 @@ def test_stage_and_launch_falls_back_to_the_baseline_launch(canary_repo: Path) -
     assert_engine_lane(script)
     work = canary_repo / "fallback-run"
     work.mkdir()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "VLLM_NO_USAGE_STATS": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **VLLM_CPU_ENV,
            "LOG": str(work / "server.log"), "STATE_DIR": str(work / "state"),
            "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
     process = subprocess.Popen(["bash", str(script), "--json"], stdout=subprocess.PIPE,

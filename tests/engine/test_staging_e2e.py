@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from specpair.load.staging_log import EXIT_STATUS
-from tests.engine.support import assert_engine_lane, free_port, stop
+from tests.engine.support import VLLM_CPU_ENV, assert_engine_lane, free_port, stop
 from tests.support.hubserver import HubServer, files_of
 from tests.support.hubserver import Repo as HubRepo
 
@@ -107,7 +107,7 @@ def start(repo: Repo, work: Path) -> tuple[int | None, str, Path]:
     work.mkdir(parents=True, exist_ok=True)
     engine_log = work / "server.log"
     env = {**os.environ, "HF_ENDPOINT": repo.hub.url, "HF_HOME": str(work / "hf"),
-           "LOG": str(engine_log), "VLLM_NO_USAGE_STATS": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
+           "LOG": str(engine_log), **VLLM_CPU_ENV,
            # hf and the engine's console script sit beside this interpreter
            "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):  # the script sets what it needs
