@@ -65,8 +65,7 @@ def times_at(point: Point, params: StepParams, data: CalibrationData,
     model description path as a runbook's. `share` of the replacing requests' prompts
     ride along (1: a throughput over wall time; −1: a TPOT, which leaves out the
     request's own prefill, (B − 1)/B)."""
-    draft = data.models[point.draft] if point.draft else None
-    target_fwd, draft_fwd, hw = _forwards(point, data.models[point.target], draft)
+    target_fwd, draft_fwd, hw = _forwards_of(point, data)
     b = batch or point.batch
     return step_times(target_fwd, draft_fwd, point.shape, b, point.context, hw, params,
                       _prefill(point, b, share))
@@ -110,9 +109,14 @@ class Setup:
     speculative_prefill: Prefill | None  # share 1 at the speculative batch
 
 
-def setup(point: Point, data: CalibrationData) -> Setup:
+def _forwards_of(point: Point, data: CalibrationData
+                 ) -> tuple[Forward, Forward | None, Hardware]:
     draft = data.models[point.draft] if point.draft else None
-    target_fwd, draft_fwd, hw = _forwards(point, data.models[point.target], draft)
+    return _forwards(point, data.models[point.target], draft)
+
+
+def setup(point: Point, data: CalibrationData) -> Setup:
+    target_fwd, draft_fwd, hw = _forwards_of(point, data)
     batch, speculative_batch = point.batch, point.speculative_batch
     return Setup(point, target_fwd, draft_fwd, hw, point.shape, batch, speculative_batch,
                  _prefill(point, batch, 1.0), _prefill(point, batch, -1.0),
