@@ -172,14 +172,22 @@ def wait_healthy(server: Server) -> None:
 
 
 def stop(process: subprocess.Popen[bytes], grace_s: float = 30) -> None:
-    """TERM the process group, KILL it after `grace_s`."""
-    if process.poll() is None:
+    """TERM the process group, KILL it after `grace_s`; return once every process of the
+    group is gone (an engine outlives the shell that started it, and writes its log while
+    it shuts down)."""
+    deadline = time.monotonic() + grace_s
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        while time.monotonic() < deadline:
+            process.poll()  # reaps the leader, so the group empties
+            os.killpg(process.pid, 0)  # ProcessLookupError once no member is left
+            time.sleep(0.1)
+        os.killpg(process.pid, signal.SIGKILL)
+        while True:
+            process.poll()
+            os.killpg(process.pid, 0)
+            time.sleep(0.1)
+    process.wait()
 
 
 RUNBOOK = """\

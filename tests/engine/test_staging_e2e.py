@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from specpair.load.staging_log import EXIT_STATUS
+from specpair.load.staging_log import BASELINE_MARK, EXIT_STATUS
 from tests.engine.support import VLLM_CPU_ENV, assert_engine_lane, free_port, stop
 from tests.support.hubserver import HubServer, files_of
 from tests.support.hubserver import Repo as HubRepo
@@ -166,9 +166,20 @@ def test_a_real_start_is_logged_ingested_and_shown_on_the_card(repo: Repo,
     (record_file,) = (repo.folder / "measurements" / "staging").glob("*.json")
     record = json.loads(record_file.read_text())
     engine = next(p for p in record["phases"] if p["phase"] == "engine_start")
+    # the pair's own engine process: the one whose init line names a speculative config
+    # (the canary fails on this tiny pair, so the baseline launch, the target alone, starts
+    # a second engine in the same log before the run is stopped; its load is not the pair's)
+    (pair_pid,) = {x.split("pid=")[1].split(")")[0] for x in log.splitlines()
+                   if "Initializing a V1 LLM engine" in x and "speculative_config=None" not in x}
     logged = sum(float(x.split("Loading weights took ")[1].split()[0])
-                 for x in log.splitlines() if "Loading weights took" in x)
+                 for x in log.splitlines() if "Loading weights took" in x
+                 and f"pid={pair_pid})" in x)
     assert engine["detail"]["weight_load_s"] == pytest.approx(logged, abs=0.01)
+    # the script marked where the baseline launch began (the canary took under 2 s of the
+    # 30 s the run had before it was stopped), after the pair's start
+    rows = log.splitlines()
+    pair_init = next(i for i, x in enumerate(rows) if f"pid={pair_pid})" in x)
+    assert pair_init < rows.index(BASELINE_MARK)
     card = (repo.folder / "generated" / "card.md").read_text()
     assert "## Cold start: measured against modelled" in card
     row = next(x for x in card.splitlines() if x.startswith("| engine_start |"))

@@ -313,6 +313,23 @@ def test_an_ingested_start_up_log_gives_the_measured_capacity_to_the_budget_and_
     assert qb.speculative is not None and qb.speculative.capacity_estimate is not None
 
 
+def test_a_fallbacks_baseline_start_in_the_same_log_is_not_the_pairs() -> None:
+    """After a failed canary the script stops the pair and appends the baseline launch (the
+    target alone, with more KV room) to the same log, after its mark: the budget keeps the
+    capacity of the pair's own start, the weight load is the pair's."""
+    from specpair.engines.log_timings import kv_capacity
+    from specpair.load.staging_log import BASELINE_MARK
+
+    baseline = ENGINE_LOG.replace("41.20", "30.00").replace("1,234,567", "2,000,000")
+    log = ENGINE_LOG + BASELINE_MARK + "\n" + baseline
+    assert kv_capacity("vllm 0.34.0", log) == 2_000_000  # the last report: the baseline's
+    p = started(pair(deployment={"kv_cache_sizing": "measured"}), log)
+    b = p.release.budget(p, p.gpu_spec)
+    assert b.speculative is not None and b.speculative.max_total_tokens == 1_234_567
+    (engine_start,) = p.staging_records[0].phases
+    assert engine_start.detail["weight_load_s"] == 41.2
+
+
 def test_impact_names_a_measured_capacity_an_estimate() -> None:
     from specpair.analyse.analysis import Analysis
     from specpair.commands.impact_checklist import _numbers

@@ -5,7 +5,8 @@
 # Unverified budget: the draft's KV layout (LingDSparkModel) is not verified for sglang 0.5.23: no corpus config of it is checked against the engine's own pool-sizing code; declared in deployment.assumptions.unverified_layouts. The numbers follow the engine's rules but no KV oracle checked this layout; the gate's SP603 fails unless waived.
 # Deployment log on stdout: a human line, then a JSON line, per phase (--json:
 # JSON lines only); `specpair staging ingest` reads it. The engine's output goes
-# to $LOG. Exit status when a phase fails: 3 staging, 4 engine_start, 5 warmup; 6 canary (canary.on_failure: fail);
+# to $LOG (a fallback's baseline launch appends, after a line saying so). Exit
+# status when a phase fails: 3 staging, 4 engine_start, 5 warmup; 6 canary (canary.on_failure: fail);
 # 2 usage. No traffic before the canary passes: $STATE_DIR/ready is written then
 # ("speculative"), or once the baseline launch took over ("fallback").
 set -euo pipefail
@@ -248,8 +249,9 @@ for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
 [ "$failed" = 0 ] || phase staging "$t0" "an artifact failed to stage"
 phase staging "$t0"
 t0=$(us)
-start_baseline() { HF_HUB_OFFLINE=1 bash "$HERE/launch-sglang-baseline.sh" >>"$LOG" 2>&1 & server=$!; }
-HF_HUB_OFFLINE=1 bash "$HERE/launch-sglang.sh" >"$LOG" 2>&1 &
+start_baseline() { printf '%s\n' 'specpair.staging/1 baseline launch: the pair was stopped; the target alone starts below' >>"$LOG"; HF_HUB_OFFLINE=1 bash "$HERE/launch-sglang-baseline.sh" >>"$LOG" 2>&1 & server=$!; }
+: >"$LOG"
+HF_HUB_OFFLINE=1 bash "$HERE/launch-sglang.sh" >>"$LOG" 2>&1 &
 server=$!
 trap 'kill "$server" $CANARY_METRICS 2>/dev/null || true' EXIT
 until healthy; do

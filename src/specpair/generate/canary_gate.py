@@ -21,11 +21,12 @@ fallback) in the deployment-log format.
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from specpair.analyse.launch import Launch
 from specpair.generate.shell_text import k8s_literal
-from specpair.load.staging_log import LOG_FORMAT
+from specpair.load.staging_log import BASELINE_MARK, LOG_FORMAT
 from specpair.resolve.pair import ResolvedPair
 
 EXIT_CANARY = 6
@@ -112,7 +113,7 @@ SERVER_MAIN = r'''
 START_US=$(us)
 SPEC=("${@:1:$N}")
 BASE=("${@:$((N + 1))}")
-start_baseline() { "${BASE[@]}" & server=$!; }
+start_baseline() { printf '%s\n' "$BASELINE_MARK"; "${BASE[@]}" & server=$!; }
 "${SPEC[@]}" & server=$!
 trap 'kill -TERM "$server" $CANARY_METRICS 2>/dev/null; wait "$server"; exit 143' TERM INT
 until healthy; do
@@ -143,6 +144,7 @@ def server_command(pair: ResolvedPair, launch: Launch, spec: list[str],
               "shift 7\n"
               f"LOG_FORMAT={LOG_FORMAT}; JSON_ONLY=0; CANARY_DIR=${{CANARY_DIR:-{CANARY_DIR}}}; "
               f"STATE_DIR=${{STATE_DIR:-{STATE_DIR}}}; CANARY_HOST=0.0.0.0; KEEP_FAILED=1\n"
+              f"BASELINE_MARK={shlex.quote(BASELINE_MARK)}\n"
               + log_functions + "\n" + GATE_FUNCTIONS.strip("\n") + "\n"
               + SERVER_MAIN.strip("\n") + "\n")
     return ["bash", "-c", k8s_literal(script), "specpair-serve", k8s_literal(pair.name),

@@ -18,7 +18,7 @@ from specpair.analyse.staging import HF_DOWNLOAD_WORKERS, StagingPlan
 from specpair.engines.verified_layouts import marks
 from specpair.generate.canary_gate import EXIT_CANARY, GATE_FUNCTIONS
 from specpair.generate.shell_text import cell_text, slug
-from specpair.load.staging_log import EXIT_STATUS, LOG_FORMAT
+from specpair.load.staging_log import BASELINE_MARK, EXIT_STATUS, LOG_FORMAT
 from specpair.resolve.pair import ResolvedPair
 
 # Logging, shared by the script and the init container: emit HUMAN JSON_FIELDS prints
@@ -200,7 +200,8 @@ def _script_header(pair: ResolvedPair, s: StagingPlan) -> list[str]:
             *(f"# {cell_text(m)}" for m in marks(pair)),
             "# Deployment log on stdout: a human line, then a JSON line, per phase (--json:",
             "# JSON lines only); `specpair staging ingest` reads it. The engine's output goes",
-            f"# to $LOG. Exit status when a phase fails: {codes}; {EXIT_CANARY} canary "
+            "# to $LOG (a fallback's baseline launch appends, after a line saying so). Exit",
+            f"# status when a phase fails: {codes}; {EXIT_CANARY} canary "
             "(canary.on_failure: fail);",
             "# 2 usage. No traffic before the canary passes: $STATE_DIR/ready is written then",
             "# (\"speculative\"), or once the baseline launch took over (\"fallback\").",
@@ -281,9 +282,12 @@ def _launch_lines(engine: str, hub: bool) -> list[str]:
     offline = "HF_HUB_OFFLINE=1 " if hub else ""
     return [
         "t0=$(us)",
-        f'start_baseline() {{ {offline}bash "$HERE/launch-{engine}-baseline.sh" >>"$LOG" 2>&1 & '
-        'server=$!; }',
-        f'{offline}bash "$HERE/launch-{engine}.sh" >"$LOG" 2>&1 &',
+        f"start_baseline() {{ printf '%s\\n' {shlex.quote(BASELINE_MARK)} >>\"$LOG\"; "
+        f'{offline}bash "$HERE/launch-{engine}-baseline.sh" >>"$LOG" 2>&1 & server=$!; }}',
+        # appending, from a fresh file: the pair's leftover processes still write while a
+        # fallback's baseline starts, and writes at a stale offset would overwrite its mark
+        ': >"$LOG"',
+        f'{offline}bash "$HERE/launch-{engine}.sh" >>"$LOG" 2>&1 &',
         "server=$!",
         "trap 'kill \"$server\" $CANARY_METRICS 2>/dev/null || true' EXIT",
         "until healthy; do",

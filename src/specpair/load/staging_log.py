@@ -35,6 +35,11 @@ PHASES = ("staging", "engine_start", "warmup")
 """The phases a cold start is made of, in order; `stage` lines detail `staging`."""
 EXIT_STATUS = {"staging": 3, "engine_start": 4, "warmup": 5}
 """Exit status of the script when a phase fails (2 is a usage error)."""
+BASELINE_MARK = (f"{LOG_FORMAT} baseline launch: the pair was stopped; the target alone "
+                 "starts below")
+"""The line the generated script and server write into the engine's log before a canary
+fallback starts the baseline launch there: what follows is a second engine start (the
+target alone), whose weight load and KV capacity are not the pair's."""
 
 Status = Literal["ok", "failed"]
 
@@ -231,6 +236,7 @@ def with_engine_log(record: StagingRecord, engine_text: str) -> StagingRecord:
     """Split engine_start by what the engine logged about its own start."""
     from specpair.engines.log_timings import KV_CAPACITY_KEY, kv_capacity, timings
 
+    engine_text = engine_text.split(BASELINE_MARK, 1)[0]  # the pair's start only
     found = timings(record.engine, engine_text)
     capacity = kv_capacity(record.engine, engine_text)
     if capacity is not None:  # a count, not a sub-phase: read by the budget, by its key
