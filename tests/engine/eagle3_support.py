@@ -3,7 +3,9 @@ engine's own model registry (run by tests/engine/test_method_support.py).
 
 Reads `{"engine": "sglang"|"vllm", "architectures": [...]}` on stdin and prints one JSON
 object: architecture → true (the class exposes auxiliary hidden states), false (it does
-not), or null (the engine's registry has no such architecture).
+not), or null (the engine's registry has no such architecture, or its class does not
+import here). Without `architectures`, every architecture the registry lists
+(tools/method_support.py writes the releases' method_support.yaml from that).
 
 - vLLM 0.33.0: the class `ModelRegistry` resolves for the architecture, checked with
   `interfaces.supports_eagle3` (the check gpu_model_runner.py makes at load:
@@ -25,13 +27,13 @@ import sys
 from typing import Any
 
 
-def vllm_support(architectures: list[str]) -> dict[str, bool | None]:
+def vllm_support(architectures: list[str] | None) -> dict[str, bool | None]:
     from vllm.model_executor.models import ModelRegistry, registry
     from vllm.model_executor.models.interfaces import supports_eagle3
 
     registry._run_in_subprocess = lambda fn: fn()  # IN_PROCESS_REGISTRY
     found: dict[str, bool | None] = {}
-    for arch in architectures:
+    for arch in sorted(ModelRegistry.models) if architectures is None else architectures:
         if arch not in ModelRegistry.models:
             found[arch] = None
             continue
@@ -65,12 +67,13 @@ def registered(architectures: list[str]) -> dict[str, bool]:
     return {arch: arch in ModelRegistry.models for arch in architectures}
 
 
-def sglang_support(architectures: list[str]) -> dict[str, bool | None]:
+def sglang_support(architectures: list[str] | None) -> dict[str, bool | None]:
     from sglang.srt.models.registry import ModelRegistry
 
     models: dict[str, Any] = ModelRegistry.models
     return {arch: (hasattr(models[arch], "set_eagle3_layers_to_capture")
-                   if arch in models else None) for arch in architectures}
+                   if arch in models else None)
+            for arch in (sorted(models) if architectures is None else architectures)}
 
 
 def main() -> None:
@@ -88,12 +91,12 @@ def main() -> None:
             print(json.dumps(registered(request["architectures"])))
         else:
             print(json.dumps(declared_speculators() if request.get("declared")
-                             else vllm_support(request["architectures"])))
+                             else vllm_support(request.get("architectures"))))
     else:
         from sglang_pools import _install_torchvision_placeholder
 
         _install_torchvision_placeholder()
-        print(json.dumps(sglang_support(request["architectures"])))
+        print(json.dumps(sglang_support(request.get("architectures"))))
 
 
 if __name__ == "__main__":

@@ -4,9 +4,10 @@
 EAGLE-3 drafts read auxiliary hidden states from the target, so the target's model class
 must expose them: vLLM 0.33.0 checks its `SupportsEagle3` interface when the model loads,
 SGLang 0.5.23 calls the class's `set_eagle3_layers_to_capture`. Without it the engine
-refuses the pair only after both checkpoints are loaded. The data is read from each
-engine's own model registry by tests/engine/test_method_support.py, which fails when the
-engine and this file disagree; here it is reviewed data, so the gate needs no engine.
+refuses the pair only after both checkpoints are loaded. Each file holds every
+architecture the release's model registry lists, written from the registry by
+tools/method_support.py; tests/engine/test_method_support.py fails when the engine and a
+file disagree. The gate reads the files, so it needs no engine.
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ def refusal(engine: str, method: str, architecture: str) -> tuple[str, str] | No
                 f"\"{entry.reason.format(architecture=architecture)}\" ({entry.where})",
                 f"use a method the target's model class supports, or a target whose class "
                 f"{engine.split()[0]} can capture auxiliary hidden states from")
-    return (f"{method} support of {architecture} on {engine} is not in specpair's reviewed "
-            "data (its release's method_support.yaml)",
-            "add the architecture to tests/engine/test_method_support.py's probe and the "
-            "data file with the engine's answer")
+    return (f"{engine}'s model registry does not list {architecture}, so it cannot run "
+            f"{method} on it (the release's method_support.yaml holds every architecture "
+            "the registry lists)",
+            "check `architectures` in the target's config.json against the release's "
+            "registry (an architecture whose class needs a plugin package is not listed: "
+            "tools/method_support.py)")

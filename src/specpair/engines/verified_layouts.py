@@ -138,6 +138,7 @@ def architectures_markdown() -> str:
     name. Generated from the registries, so it cannot drift from what specpair does."""
     from specpair.engines.method_support import support
     from specpair.model.config_geometry import UNMODELLED_LAYOUT_KEYS
+    from specpair.model.draft_method import names_a_draft
 
     engines = sorted(verified())
     archs = sorted({a for e in engines for a in verified()[e]})
@@ -149,7 +150,8 @@ def architectures_markdown() -> str:
                  for e in engines]
         for e in engines:
             entry = support().get(e, {}).get("EAGLE3")
-            cells.append("—" if entry is None or arch.endswith(" MTP layers")
+            # a draft's own class is no EAGLE-3 target, whatever its interface says
+            cells.append("—" if entry is None or names_a_draft(arch)
                          or arch not in entry.supported | entry.unsupported
                          else "yes" if arch in entry.supported else "no (engine refuses)")
         rows.append([f"`{arch}`", *cells])

@@ -29,6 +29,12 @@ _MTP = re.compile(r"(MTP|MTPModel|NextN)$")
 _DRAFT_WORDS = re.compile(r"Draft|Speculator|Eagle|DFlash|DSpark|MTP|NextN|Domino")
 
 
+def names_a_draft(architecture: str) -> bool:
+    """Whether the architecture's name is a draft model's (a draft head, MTP layers, a
+    speculator), as the engines' registries spell them."""
+    return bool(_DRAFT_WORDS.search(architecture))
+
+
 @dataclass(frozen=True)
 class TrainedMethod:
     methods: frozenset[Method]
