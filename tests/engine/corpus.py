@@ -85,6 +85,10 @@ PAIRS = [
     CorpusPair("qwen3-next-mtp", "Qwen__Qwen3-Next-80B-A3B-Thinking", BUNDLED, MTP),
     CorpusPair("qwen3-next-ngram", "Qwen__Qwen3-Next-80B-A3B-Thinking", None, NGRAM),
     CorpusPair("qwen3-5-27b-mtp", "Qwen__Qwen3.5-27B", BUNDLED, MTP),
+    # Qwen3.5's MoE model with its MTP layers, exact in all five releases (MiniMax-M2.5's
+    # and Step-3.7-Flash's are not: SGLang keeps twice specpair's draft cell, vLLM has no
+    # Step-3.7 class; their MTP layers stay refused by the allowlist)
+    CorpusPair("qwen3-5-35b-a3b-mtp", "Qwen__Qwen3.5-35B-A3B", BUNDLED, MTP, root=CORPUS),
     CorpusPair("llama4-scout-ngram", "meta-llama__Llama-4-Scout-17B-16E-Instruct", None, NGRAM),
     CorpusPair("llama4-maverick-ngram", "meta-llama__Llama-4-Maverick-17B-128E-Instruct", None,
                NGRAM),
