@@ -240,7 +240,7 @@ t0=$(us)
 # engine-prefetch: the engine streams shards itself; only local paths are checked
 phase staging "$t0"
 t0=$(us)
-start_baseline() { printf '%s\n' 'specpair.staging/1 baseline launch: the pair was stopped; the target alone starts below' >>"$LOG"; bash "$HERE/launch-sglang-baseline.sh" >>"$LOG" 2>&1 & server=$!; }
+start_baseline() { printf '\n%s\n' 'specpair.staging/1 baseline launch: the pair was stopped; the target alone starts below' >>"$LOG"; bash "$HERE/launch-sglang-baseline.sh" >>"$LOG" 2>&1 & server=$!; }
 : >"$LOG"
 bash "$HERE/launch-sglang.sh" >>"$LOG" 2>&1 &
 server=$!

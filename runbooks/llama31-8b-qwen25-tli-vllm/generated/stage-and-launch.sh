@@ -247,7 +247,7 @@ for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
 [ "$failed" = 0 ] || phase staging "$t0" "an artifact failed to stage"
 phase staging "$t0"
 t0=$(us)
-start_baseline() { printf '%s\n' 'specpair.staging/1 baseline launch: the pair was stopped; the target alone starts below' >>"$LOG"; HF_HUB_OFFLINE=1 bash "$HERE/launch-vllm-baseline.sh" >>"$LOG" 2>&1 & server=$!; }
+start_baseline() { printf '\n%s\n' 'specpair.staging/1 baseline launch: the pair was stopped; the target alone starts below' >>"$LOG"; HF_HUB_OFFLINE=1 bash "$HERE/launch-vllm-baseline.sh" >>"$LOG" 2>&1 & server=$!; }
 : >"$LOG"
 HF_HUB_OFFLINE=1 bash "$HERE/launch-vllm.sh" >>"$LOG" 2>&1 &
 server=$!

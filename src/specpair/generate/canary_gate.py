@@ -113,7 +113,7 @@ SERVER_MAIN = r'''
 START_US=$(us)
 SPEC=("${@:1:$N}")
 BASE=("${@:$((N + 1))}")
-start_baseline() { printf '%s\n' "$BASELINE_MARK"; "${BASE[@]}" & server=$!; }
+start_baseline() { printf '\n%s\n' "$BASELINE_MARK"; "${BASE[@]}" & server=$!; }
 "${SPEC[@]}" & server=$!
 trap 'kill -TERM "$server" $CANARY_METRICS 2>/dev/null; wait "$server"; exit 143' TERM INT
 until healthy; do

@@ -282,7 +282,8 @@ def _launch_lines(engine: str, hub: bool) -> list[str]:
     offline = "HF_HUB_OFFLINE=1 " if hub else ""
     return [
         "t0=$(us)",
-        f"start_baseline() {{ printf '%s\\n' {shlex.quote(BASELINE_MARK)} >>\"$LOG\"; "
+        # the mark on a line of its own: the pair's last output may lack its newline
+        f"start_baseline() {{ printf '\\n%s\\n' {shlex.quote(BASELINE_MARK)} >>\"$LOG\"; "
         f'{offline}bash "$HERE/launch-{engine}-baseline.sh" >>"$LOG" 2>&1 & server=$!; }}',
         # appending, from a fresh file: the pair's leftover processes still write while a
         # fallback's baseline starts, and writes at a stale offset would overwrite its mark
