@@ -19,11 +19,14 @@ from specpair.model.config_geometry import NotModelled
 from specpair.model.errors import SpecpairError
 from tests.engine import releases
 from tests.engine.corpus import (
+    BUNDLED,
     CONFIGS,
     CORPUS,
+    MTP,
     PAIRS,
     REFUSED,
     CorpusPair,
+    bundled_geometry,
     corpus_targets,
     geometry,
     make_pair,
@@ -143,11 +146,36 @@ WHOLE_CORPUS = {
 }
 
 
+def with_mtp(targets: list[CorpusPair], release: str) -> list[CorpusPair]:
+    """Each target that carries MTP layers (as `release`'s draft mode reads its config)
+    once more with them as its bundled draft: the built-in MTP draft mode."""
+    name, version = release.split()
+    found = []
+    for corpus in targets:
+        mtp = bundled_geometry(geometry(corpus.target, corpus.root), name, version)
+        if mtp.num_hidden_layers:
+            found.append(CorpusPair(f"{corpus.name}-mtp", corpus.target, BUNDLED, MTP,
+                                    root=corpus.root))
+    return found
+
+
+def allowlist_key(corpus: CorpusPair, release: str) -> str:
+    """The allowlist entry that decides whether specpair budgets the pair on `release`:
+    its target's layout, or for a bundled draft its MTP layers' ("… MTP layers")."""
+    target = geometry(corpus.target, corpus.root)
+    if corpus.draft != BUNDLED:
+        return verified_layouts.layout_architecture(target)
+    name, version = release.split()
+    return verified_layouts.layout_architecture(bundled_geometry(target, name, version))
+
+
 @pytest.mark.parametrize("release", sorted(WHOLE_CORPUS))
 def test_the_whole_corpus_is_exact_or_refused_by_name(release: str) -> None:
-    """Every target config of the outside corpus, alone (NGRAM) × TP × KV dtype: where the
-    allowlist says an architecture is verified, every case is exact in that engine; every
-    other config is refused, by the layout key (at lock) or by its architecture."""
+    """Every target config of the outside corpus, alone (NGRAM), and with its built-in MTP
+    layers as the draft where it has them, × TP × KV dtype: where the allowlist says the
+    target's architecture and the pair's layout are verified, every case is exact in that
+    engine; every other pair is refused, by the layout key (at lock) or by its
+    architecture."""
     targets = corpus_targets()
     assert len(targets) >= 80, len(targets)
     by_key: dict[str, str] = {}
@@ -159,6 +187,9 @@ def test_the_whole_corpus_is_exact_or_refused_by_name(release: str) -> None:
             by_key[corpus.target] = getattr(refusal, "key", None) or str(refusal)[:120]
             continue
         runnable.append(corpus)
+    mtp_pairs = with_mtp(runnable, release)
+    assert len(mtp_pairs) >= 10, len(mtp_pairs)  # the corpus's MTP-carrying targets
+    runnable += mtp_pairs
     report: dict[str, dict[str, Any]] = {}
     failures = []
     script, build, sources = WHOLE_CORPUS[release]
@@ -169,35 +200,35 @@ def test_the_whole_corpus_is_exact_or_refused_by_name(release: str) -> None:
         try:
             cases += build([corpus])
         except SpecpairError as refusal:  # a calculator's "not modelled"
-            by_calculator[corpus.target] = str(refusal).splitlines()[0][:160]
+            by_calculator[corpus.name] = str(refusal).splitlines()[0][:160]
     verdicts = _exact(script, cases, env)
     allowed = verified_layouts.verified()[engine]
-    per_config: dict[str, list[str | None]] = {}
-    folder_of = {c.name: c.target for c in runnable}
+    # each pair by what decides it: (its target's folder, its allowlist entry)
+    decided = {c.name: (c.target, allowlist_key(c, release)) for c in runnable}
+    target_arch = {c.target: allowlist_key(c, release) for c in runnable if c.draft is None}
+    per_pair: dict[tuple[str, str], list[str | None]] = {}
     for name, verdict in verdicts.items():
-        per_config.setdefault(folder_of[name.split()[0]], []).append(verdict)
-    exact = {c for c, vs in per_config.items() if all(v is None for v in vs)}
-    for folder, vs in per_config.items():
-        arch = verified_layouts.layout_architecture(geometry(folder, CORPUS))
-        if arch in allowed and folder not in exact:
-            failures.append((engine, folder, arch, next(v for v in vs if v)))
-    by_arch = {c for c in per_config
-               if verified_layouts.layout_architecture(geometry(c, CORPUS)) not in allowed}
+        per_pair.setdefault(decided[name.split()[0]], []).append(verdict)
+    exact = {key for key, vs in per_pair.items() if all(v is None for v in vs)}
+    for (folder, key), vs in per_pair.items():
+        if key in allowed and target_arch[folder] in allowed and (folder, key) not in exact:
+            failures.append((engine, folder, key, next(v for v in vs if v)))
+    by_arch = {k for k in per_pair if k[1] not in allowed or target_arch[k[0]] not in allowed}
     for arch, folders in allowed.items():
         for folder in folders:
             # drafts' entries: tests/engine/test_draft_oracle.py
             if (CORPUS / folder).is_dir() and not (CONFIGS / folder).is_dir() \
-                    and folder not in exact and folder not in DRAFT_FOLDERS:
+                    and (folder, arch) not in exact and folder not in DRAFT_FOLDERS:
                 failures.append((engine, folder, arch, "allowlisted, not exact"))
     report[engine] = {
         "cases": len(verdicts), "exact cases": sum(v is None for v in verdicts.values()),
-        "configs budgeted (verified, exact)": len(set(per_config) - by_arch),
-        "refused by architecture": len(by_arch | set(by_calculator)),
+        "pairs budgeted (verified, exact)": len(set(per_pair) - by_arch),
+        "refused by architecture": len(by_arch) + len(by_calculator),
         "unverified but exact (allowlist candidates)": sorted(
-            {verified_layouts.layout_architecture(geometry(c, CORPUS)) for c in by_arch & exact}),
+            {key for _, key in by_arch & exact}),
     }
-    print(f"corpus: {len(targets)} target configs; refused by layout key at lock: "
-          f"{len(by_key)} {sorted(set(by_key.values()))}")
+    print(f"corpus: {len(targets)} target configs, {len(mtp_pairs)} with their MTP layers; "
+          f"refused by layout key at lock: {len(by_key)} {sorted(set(by_key.values()))}")
     print(json.dumps(report, indent=1))
     assert not failures, json.dumps(failures, indent=1)[:20000]
 
