@@ -46,6 +46,9 @@ class CorpusPair:
     """engines that can load the pair; specpair must refuse it for the others"""
     root: Path = CONFIGS
     """the folder holding the config folders"""
+    releases: tuple[str, ...] | None = None
+    """the releases whose own pool code sizes the pair as specpair does (None: every
+    one); the others must keep its layout off their allowlist"""
 
     def path(self, folder: str) -> Path:
         return self.root / folder
@@ -85,10 +88,13 @@ PAIRS = [
     CorpusPair("qwen3-next-mtp", "Qwen__Qwen3-Next-80B-A3B-Thinking", BUNDLED, MTP),
     CorpusPair("qwen3-next-ngram", "Qwen__Qwen3-Next-80B-A3B-Thinking", None, NGRAM),
     CorpusPair("qwen3-5-27b-mtp", "Qwen__Qwen3.5-27B", BUNDLED, MTP),
-    # Qwen3.5's MoE model with its MTP layers, exact in all five releases (MiniMax-M2.5's
-    # and Step-3.7-Flash's are not: SGLang keeps twice specpair's draft cell, vLLM has no
-    # Step-3.7 class; their MTP layers stay refused by the allowlist)
+    # Qwen3.5's MoE model and GLM-4.7 with their MTP layers. Not MiniMax-M2.5's or
+    # Step-3.7-Flash's: SGLang keeps twice specpair's draft cell, vLLM has no Step-3.7
+    # class; their MTP layers stay refused by the allowlist. sglang 0.5.18 keeps a draft of
+    # GLM-4.7's full depth (twice specpair's cell), so only the later releases list it.
     CorpusPair("qwen3-5-35b-a3b-mtp", "Qwen__Qwen3.5-35B-A3B", BUNDLED, MTP, root=CORPUS),
+    CorpusPair("glm-4-7-mtp", "zai-org__GLM-4.7-FP8", BUNDLED, MTP,
+               releases=("sglang 0.5.23", "vllm 0.32.0", "vllm 0.33.0", "vllm 0.34.0")),
     CorpusPair("llama4-scout-ngram", "meta-llama__Llama-4-Scout-17B-16E-Instruct", None, NGRAM),
     CorpusPair("llama4-maverick-ngram", "meta-llama__Llama-4-Maverick-17B-128E-Instruct", None,
                NGRAM),

@@ -7,6 +7,7 @@ import importlib
 import json
 from typing import Any
 
+from specpair.analyse.budget import check_layouts
 from specpair.analyse.launch import EnvRef
 from specpair.engines import registry as releases_registry
 from specpair.engines import verified_layouts
@@ -83,6 +84,8 @@ def sglang_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = T
                                  {"hybrid_kv_pools": hybrid})
                 if pair is None or (not hybrid and not local_layers(pair.target.geometry)):
                     continue  # the switch only matters with sliding or chunked layers
+                if not _sized_alike(corpus, release, pair):
+                    continue
                 launch = build(pair, True)
                 if "sglang" not in corpus.engines:
                     assert launch.errors, corpus.name
@@ -115,6 +118,18 @@ def sglang_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = T
     return cases
 
 
+def _sized_alike(corpus: CorpusPair, release: str, pair: Any) -> bool:
+    """Whether the pair is one `release` sizes as specpair does; where it is not, the
+    release's allowlist must refuse it (so no build budgets it)."""
+    if corpus.releases is None or release in corpus.releases:
+        return True
+    try:
+        check_layouts(pair)
+    except SpecpairError:
+        return False
+    raise AssertionError(f"{corpus.name}: {release} sizes it otherwise, yet allowlists it")
+
+
 def release_module(release: str, module: str) -> Any:
     """`args`, `budget` or `launch` of a release's package (engines/<name>_<version>/)."""
     name, version = release.split()
@@ -141,6 +156,8 @@ def vllm_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = TEN
                                       "kv_cache_memory_bytes": KV_BUDGET})
                     if pair is None or (not hybrid and not local_layers(pair.target.geometry)):
                         continue  # the switch only matters with sliding or chunked layers
+                    if not _sized_alike(corpus, release, pair):
+                        continue
                     name = f"{corpus.name} tp{tp} {kv}" + ("" if hybrid else " no-hybrid")
                     _record(name, pair)
                     try:

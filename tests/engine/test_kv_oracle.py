@@ -224,8 +224,9 @@ def test_the_whole_corpus_is_exact_or_refused_by_name(release: str) -> None:
         "cases": len(verdicts), "exact cases": sum(v is None for v in verdicts.values()),
         "pairs budgeted (verified, exact)": len(set(per_pair) - by_arch),
         "refused by architecture": len(by_arch) + len(by_calculator),
-        "unverified but exact (allowlist candidates)": sorted(
-            {key for _, key in by_arch & exact}),
+        "unverified but exact (allowlist candidates)": {
+            key: sorted(f for f, k in by_arch & exact if k == key)
+            for key in sorted({k for _, k in by_arch & exact})},
     }
     print(f"corpus: {len(targets)} target configs, {len(mtp_pairs)} with their MTP layers; "
           f"refused by layout key at lock: {len(by_key)} {sorted(set(by_key.values()))}")
