@@ -259,3 +259,59 @@ def test_the_manifest_s_server_is_ready_only_after_the_gate(tmp_path: Path,
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+# The gate's own functions (GATE_FUNCTIONS, as both the script and the server run them)
+# in bash, with its collaborators stood in: the canary (an exit status), the baseline's
+# health (at once, defined after the gate's own) and the clock. `emit` is the probe: when
+# the gate says the pod serves, it looks whether the ready marker is already there. No
+# timing is involved, so a gate that logs first and marks ready after fails every time.
+GATE_PROBE = r'''
+set -u
+STATE_DIR=$1; CANARY_DIR=$2; ON_FAILURE=$3
+KEEP_FAILED=0; CANARY_PORT=0; CANARY_HOST=127.0.0.1; PORT=1; HEALTH=/health; HEALTH_TIMEOUT=5
+us() { printf 0; }; secs() { printf 0.000; }; jstr() { printf '"%s"' "$1"; }
+start_baseline() { sleep 30 & server=$!; }
+emit() {
+  case "$2" in
+    *'"status":"ok"'*) if [ -f "$STATE_DIR/ready" ]; then
+                         echo "says ok, ready: $(cat "$STATE_DIR/ready")"
+                       else echo "says ok, not ready"; fi ;;
+    *) echo "says: $1" ;;
+  esac
+}
+'''
+CANARY_STANDIN = r'''
+import json, os, sys
+if "--serve" in sys.argv:
+    sys.exit(0)
+code = int(os.environ["CANARY_EXIT"])
+report = {"reasons": [{"check": "tau", "class": "short", "depth": 3, "message": "low"}]}
+print(json.dumps(report if code else {"reasons": []}))
+sys.exit(code)
+'''
+
+
+@pytest.mark.parametrize(("exit_code", "on_failure", "said"), [
+    (0, "fallback", ["says ok, ready: speculative"]),
+    (4, "fallback", ["says: canary FAILED", "says ok, ready: fallback"]),
+    (4, "fail", ["says: canary FAILED"])])
+def test_the_gate_marks_ready_before_it_says_the_pod_serves(
+        tmp_path: Path, exit_code: int, on_failure: str, said: list[str]) -> None:
+    from specpair.generate.canary_gate import GATE_FUNCTIONS
+
+    (tmp_path / "canary.py").write_text(CANARY_STANDIN)
+    (tmp_path / "canary.json").write_text("{}")
+    script = (GATE_PROBE + GATE_FUNCTIONS + "\nhealthy() { return 0; }  # the baseline, at once"
+              "\nsleep 30 & server=$!\n"
+              "code=0; canary_gate || code=$?\nkill \"$server\" 2>/dev/null\n"
+              "echo \"gate: $code\"\n")
+    done = subprocess.run(["bash", "-c", script, "gate", str(tmp_path / "state"),
+                           str(tmp_path), on_failure],
+                          env={**os.environ, "CANARY_EXIT": str(exit_code)},
+                          capture_output=True, text=True, timeout=120, check=False)
+    lines = done.stdout.splitlines()
+    assert [x.split(" after")[0] for x in lines[:-1]] == said, done.stdout + done.stderr
+    assert lines[-1] == f"gate: {1 if on_failure == 'fail' and exit_code else 0}"
+    assert (tmp_path / "state" / "ready").exists() is not (on_failure == "fail"
+                                                           and exit_code != 0)
