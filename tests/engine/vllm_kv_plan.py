@@ -43,6 +43,12 @@ Stand-ins, because no GPU runs here (each named where it is used):
   torch). Without a torchvision, `InertModules` serves torchvision and its submodules as
   modules of inert names that raise if called (KV planning calls none), so that the
   model file imports.
+- `NO_RETRY_PAUSE`: `get_config` parses config.json through `with_retry`, which waits 2 s
+  before its second try "to tolerate a concurrent HF cache refresh briefly hiding
+  config.json" (transformers_utils/config.py, repo_utils.py). The corpus folders are
+  local and never refreshed: a config the engine refuses is refused again on the second
+  try, after 2 s asleep (118 s per release over the corpus). The retry still runs, with
+  no pause; what the engine answers does not change.
 """
 
 from __future__ import annotations
@@ -328,11 +334,14 @@ def _set_up() -> None:
     import importlib.util
 
     import vllm.config
+    import vllm.transformers_utils.config
     import vllm.v1.attention.backends.flash_attn
     import vllm.v1.core.kv_cache_utils  # noqa: F401
     from vllm.model_executor.models import registry
 
     registry._run_in_subprocess = lambda fn: fn()  # IN_PROCESS_REGISTRY
+    config_module = vllm.transformers_utils.config  # NO_RETRY_PAUSE
+    config_module.with_retry = functools.partial(config_module.with_retry, retry_delay=0)
     # after the engine's core is imported, so that only the model files see it
     if importlib.util.find_spec("torchvision") is None:  # NO_TORCHVISION
         sys.meta_path.append(InertModules("torchvision"))
