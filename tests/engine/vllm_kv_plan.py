@@ -336,7 +336,7 @@ def _set_up() -> None:
     import vllm.config
     import vllm.transformers_utils.config
     import vllm.v1.attention.backends.flash_attn
-    import vllm.v1.core.kv_cache_utils  # noqa: F401
+    import vllm.v1.core.kv_cache_utils
     from vllm.model_executor.models import registry
 
     registry._run_in_subprocess = lambda fn: fn()  # IN_PROCESS_REGISTRY
