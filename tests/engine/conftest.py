@@ -73,7 +73,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if workers.STARTED["calls"]:  # a serial run (xdist workers report no summary)
         terminalreporter.write_line(
             f"engine harness: {workers.STARTED['calls']} calls in "
-            f"{workers.STARTED['processes']} processes (tests/engine/workers.py)")
+            f"{workers.STARTED['processes']} processes, "
+            f"{workers.STARTED['forked']} forked from them (tests/engine/workers.py)")
 
 
 @pytest.fixture(scope="session")

