@@ -76,27 +76,36 @@ def sglang_support(architectures: list[str] | None) -> dict[str, bool | None]:
             for arch in (sorted(models) if architectures is None else architectures)}
 
 
+def vllm(request: dict[str, Any]) -> Any:
+    """The answer to a vLLM request: support, `registered` or `declared` speculators."""
+    import vllm.config
+    import vllm.model_executor.models  # noqa: F401
+    from vllm_kv_plan import InertModules  # this script's folder is on sys.path
+
+    # after the engine's core is imported, so that only the model files see it; once per
+    # process (tests/engine/workers.py keeps one for the next request)
+    if importlib.util.find_spec("torchvision") is None and not any(  # NO_TORCHVISION
+            isinstance(finder, InertModules) for finder in sys.meta_path):
+        sys.meta_path.append(InertModules("torchvision"))
+    if request.get("registered"):
+        return registered(request["architectures"])
+    if request.get("declared"):
+        return declared_speculators()
+    return vllm_support(request.get("architectures"))
+
+
+def sglang(request: dict[str, Any]) -> Any:
+    from engine_startup import TorchvisionStandIn  # this script's folder is on sys.path
+
+    if not any(isinstance(finder, TorchvisionStandIn) for finder in sys.meta_path):
+        sys.meta_path.insert(0, TorchvisionStandIn())
+    return sglang_support(request.get("architectures"))
+
+
 def main() -> None:
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
     request = json.loads(sys.stdin.read())
-    if request["engine"] == "vllm":
-        sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-        import vllm.config
-        import vllm.model_executor.models  # noqa: F401
-        from vllm_kv_plan import InertModules
-
-        # after the engine's core is imported, so that only the model files see it
-        if importlib.util.find_spec("torchvision") is None:  # NO_TORCHVISION
-            sys.meta_path.append(InertModules("torchvision"))
-        if request.get("registered"):
-            print(json.dumps(registered(request["architectures"])))
-        else:
-            print(json.dumps(declared_speculators() if request.get("declared")
-                             else vllm_support(request.get("architectures"))))
-    else:
-        from sglang_pools import _install_torchvision_placeholder
-
-        _install_torchvision_placeholder()
-        print(json.dumps(sglang_support(request.get("architectures"))))
+    print(json.dumps((vllm if request["engine"] == "vllm" else sglang)(request)))
 
 
 if __name__ == "__main__":

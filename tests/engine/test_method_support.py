@@ -6,16 +6,13 @@ engine's reason."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+from typing import Any
 
 import pytest
 
 from specpair.analyse.checks.gate import Context, run
 from specpair.engines import method_support
-from tests.engine import releases
-from tests.engine.support import HERE
+from tests.engine import releases, workers
 from tests.support.geometries import dense
 from tests.support.pairs import make_pair
 
@@ -25,16 +22,16 @@ ENGINES = (*releases.SGLANG, *releases.VLLM)  # the releases with a package
 def engine_answers(engine: str, architectures: list[str] | None) -> dict[str, bool | None]:
     """The release's answer per architecture (None: not registered, or its class does not
     import here); every architecture its registry lists without `architectures`."""
-    name, env = engine.split()[0], releases.env(engine)
-    request = {"engine": name} | ({} if architectures is None
-                                  else {"architectures": architectures})
-    result = subprocess.run([sys.executable, str(HERE / "eagle3_support.py")],
-                            input=json.dumps(request),
-                            capture_output=True, text=True, check=False, timeout=1200,
-                            env={**os.environ, **env})
-    assert result.returncode == 0, result.stderr[-4000:]
-    answers: dict[str, bool | None] = json.loads(result.stdout.strip().splitlines()[-1])
+    request = {} if architectures is None else {"architectures": architectures}
+    answers: dict[str, bool | None] = probe(engine, request)
     return answers
+
+
+def probe(engine: str, request: dict[str, Any]) -> Any:
+    """eagle3_support.py's answer to `request`, in the release's harness process
+    (tests/engine/workers.py)."""
+    return workers.call("eagle3_support", engine.split()[0], releases.env(engine), request,
+                        timeout=1200)
 
 
 @pytest.mark.parametrize("engine", sorted(ENGINES))
@@ -76,13 +73,7 @@ def test_the_declared_speculators_are_vllm_0_34_0s() -> None:
     0.34.0's registry declares for each draft architecture, every one of them."""
     from specpair.engines.vllm_0_34_0.facts import DECLARED_SPECULATOR
 
-    result = subprocess.run([sys.executable, str(HERE / "eagle3_support.py")],
-                            input=json.dumps({"engine": "vllm", "declared": True}),
-                            capture_output=True, text=True, check=False, timeout=1200,
-                            env={**os.environ, **releases.env("vllm 0.34.0")})
-    assert result.returncode == 0, result.stderr[-4000:]
-    declared = json.loads(result.stdout.strip().splitlines()[-1])
-    assert declared == DECLARED_SPECULATOR
+    assert probe("vllm 0.34.0", {"declared": True}) == DECLARED_SPECULATOR
 
 
 def _corpus_draft_architectures() -> dict[str, str]:
@@ -119,11 +110,5 @@ def test_vllm_refuses_the_renamed_heads_sp309_says_it_refuses(engine: str) -> No
     refused = sorted({name for (folder, _), name in renamed.items()
                       if name != architectures[folder] and two_marks(name)})
     assert "EagleLlamaForCausalLMEagle3" in refused and "Eagle3DFlashDraftModel" in refused
-    result = subprocess.run([sys.executable, str(HERE / "eagle3_support.py")],
-                            input=json.dumps({"engine": "vllm", "registered": True,
-                                              "architectures": refused}),
-                            capture_output=True, text=True, check=False, timeout=1200,
-                            env={**os.environ, **releases.env(engine)})
-    assert result.returncode == 0, result.stderr[-4000:]
-    listed = json.loads(result.stdout.strip().splitlines()[-1])
+    listed = probe(engine, {"registered": True, "architectures": refused})
     assert not [name for name in refused if listed[name]], listed
