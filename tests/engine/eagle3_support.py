@@ -80,7 +80,7 @@ def vllm(request: dict[str, Any]) -> Any:
     """The answer to a vLLM request: support, `registered` or `declared` speculators."""
     import vllm.config
     import vllm.model_executor.models  # noqa: F401
-    from vllm_kv_plan import InertModules  # this script's folder is on sys.path
+    from vllm_kv_plan import InertModules  # the harness folder is on sys.path
 
     # after the engine's core is imported, so that only the model files see it; once per
     # process (tests/engine/workers.py keeps one for the next request)
@@ -95,7 +95,7 @@ def vllm(request: dict[str, Any]) -> Any:
 
 
 def sglang(request: dict[str, Any]) -> Any:
-    from engine_startup import TorchvisionStandIn  # this script's folder is on sys.path
+    from stand_ins import TorchvisionStandIn  # the harness folder is on sys.path
 
     if not any(isinstance(finder, TorchvisionStandIn) for finder in sys.meta_path):
         sys.meta_path.insert(0, TorchvisionStandIn())
@@ -103,7 +103,9 @@ def sglang(request: dict[str, Any]) -> Any:
 
 
 def main() -> None:
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    here = __import__("pathlib").Path(__file__).resolve().parent
+    # its stand-ins' modules: this folder's and the product's engine-side scripts
+    sys.path[:0] = [str(here), str(here.parents[1] / "src/specpair/engines/harness")]
     request = json.loads(sys.stdin.read())
     print(json.dumps((vllm if request["engine"] == "vllm" else sglang)(request)))
 

@@ -34,6 +34,7 @@ import contextlib
 import json
 import sys
 import types
+from pathlib import Path
 from typing import Any
 
 LAYERS = 8
@@ -125,7 +126,7 @@ def _built_in_mtp_layers(mc: types.ModuleType) -> dict[str, dict[str, int]]:
 
 def sglang(_: Any = None) -> dict[str, Any]:
     import engine_lists_configs
-    from engine_startup import TorchvisionStandIn
+    from stand_ins import TorchvisionStandIn
 
     sys.meta_path.insert(0, TorchvisionStandIn())
     from sglang.srt.arg_groups import overrides
@@ -169,4 +170,6 @@ def vllm(_: Any = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
+    # the stand-ins it imports: src/specpair/engines/harness/stand_ins.py
+    sys.path.insert(1, str(Path(__file__).resolve().parents[2] / "src/specpair/engines/harness"))
     print(json.dumps({"sglang": sglang, "vllm": vllm}[sys.argv[1]](None), indent=1))

@@ -47,17 +47,19 @@ Stubs, all for what a CPU-only machine lacks, nothing that decides a verdict:
 from __future__ import annotations
 
 import contextlib
-import importlib.abc
-import importlib.machinery
 import io
 import json
 import os
 import sys
-import types
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-H100_MIB = 81559.0
+# the stand-ins the product's engine-side scripts share, from their folder
+HARNESS = str(Path(__file__).resolve().parents[2] / "src" / "specpair" / "engines" / "harness")
+if HARNESS not in sys.path:
+    sys.path.insert(1, HARNESS)
+from stand_ins import TorchvisionStandIn, cpu_triton_stub, gpu_runtime_stub  # noqa: E402
 
 
 @contextlib.contextmanager
@@ -79,17 +81,6 @@ def _reason(exc: BaseException) -> str:
 
 
 # --------------------------------------------------------------------------- vLLM
-
-
-def cpu_triton_stub() -> None:
-    """CPU_TRITON_STUB, only for a release whose CPU platform has the x86 Triton check."""
-    import inspect
-
-    import vllm.triton_utils
-    from vllm.platforms.cpu import CpuPlatform
-
-    if "requires Triton (triton-cpu)" in inspect.getsource(CpuPlatform.check_and_update_config):
-        vllm.triton_utils.HAS_TRITON = True  # type: ignore[attr-defined]
 
 
 def vllm(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -151,66 +142,13 @@ def write_files(files: dict[str, str]) -> None:
 # --------------------------------------------------------------------------- SGLang
 
 
-class _Anything(type):
-    """TORCHVISION_IMPORT_STUB: any attribute of a stand-in module is a stand-in class."""
-
-    def __getattr__(cls, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _Anything(name, (), {})
-
-
-class _StandInModule(types.ModuleType):
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _Anything(name, (), {})
-
-
-class TorchvisionStandIn(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def find_spec(self, name: str, path: Any = None, target: Any = None
-                  ) -> importlib.machinery.ModuleSpec | None:
-        if name == "torchvision" or name.startswith("torchvision."):
-            return importlib.machinery.ModuleSpec(name, self, is_package=True)
-        return None
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        module = _StandInModule(spec.name)
-        module.__path__ = []
-        module.__version__ = "0.0"  # transformers parses it; no real torchvision is this old
-        return module
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        pass
-
-
-def _gpu_runtime_stub() -> None:
-    """GPU_RUNTIME_STUB: the device and its memory, as an H100 80GB node reports them, in
-    every module of the release that imported the functions by name (0.5.23: its
-    arg_groups hooks; 0.5.18: server_args itself)."""
-    import importlib
-    import importlib.util
-
-    for name in ("sglang.srt.utils.common", "sglang.srt.server_args",
-                 "sglang.srt.arg_groups.serving_hook", "sglang.srt.arg_groups.kv_shard_hook",
-                 "sglang.srt.arg_groups.memory_hook"):
-        if importlib.util.find_spec(name) is None:
-            continue
-        module = importlib.import_module(name)
-        if hasattr(module, "get_device"):
-            module.get_device = lambda *args, **kwargs: "cuda"  # type: ignore[attr-defined]
-        if hasattr(module, "get_device_memory_capacity"):
-            module.get_device_memory_capacity = (  # type: ignore[attr-defined]
-                lambda device=None: H100_MIB)
-
-
 def sglang(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if not any(isinstance(finder, TorchvisionStandIn) for finder in sys.meta_path):
         sys.meta_path.insert(0, TorchvisionStandIn())  # once per process (workers.py)
     from sglang.srt.configs.model_config import ModelConfig
     from sglang.srt.server_args import prepare_server_args
 
-    _gpu_runtime_stub()
+    gpu_runtime_stub()
     results = []
     for case in cases:
         argv = case["argv"]

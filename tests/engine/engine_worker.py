@@ -3,13 +3,14 @@ entry function, called once per request, in one release's environment.
 
     python tests/engine/engine_worker.py SCRIPT ENTRY
 
-imports tests/engine/SCRIPT.py (this folder is first on sys.path, as for the script run
-alone) and, for each line of stdin (one JSON payload: what the script reads on stdin when
-run alone), answers one line `{"result": ...}` on the protocol channel, the original
-stdout; what the harness and the engine print goes to stderr. An exception answers
-`{"error": traceback}` and ends the process, so that no request meets the state a failed
-one left. A second request is the same as more cases in one run of the script, which
-already sizes or parses every case of its input in one process.
+imports tests/engine/SCRIPT.py or src/specpair/engines/harness/SCRIPT.py (both folders first
+on sys.path, as for the script run alone, whose own folder is there) and, for each line of
+stdin (one JSON payload: what the script reads on stdin when run alone), answers one line
+`{"result": ...}` on the protocol channel, the original stdout; what the harness and the
+engine print goes to stderr. An exception answers `{"error": traceback}` and ends the
+process, so that no request meets the state a failed one left. A second request is the same
+as more cases in one run of the script, which already sizes or parses every case of its
+input in one process.
 
     python tests/engine/engine_worker.py --zygote FD MODULE...
 
@@ -32,6 +33,12 @@ import signal
 import socket
 import sys
 import traceback
+from pathlib import Path
+
+# the engine-side scripts the product runs too (`specpair verify`), which the harness
+# scripts here import by their own names
+HARNESS = Path(__file__).resolve().parents[2] / "src" / "specpair" / "engines" / "harness"
+sys.path.insert(1, str(HARNESS))
 
 
 def main(script: str, entry: str) -> int:

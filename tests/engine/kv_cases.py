@@ -28,7 +28,7 @@ from tests.engine.corpus import (
     local_layers,
     make_pair,
 )
-from tests.engine.support import HERE
+from tests.engine.support import HARNESS
 
 # case name → the layout architectures it checks (verified_layouts.layout_architecture)
 ARCHITECTURES: dict[str, set[str]] = {}
@@ -51,7 +51,7 @@ def run_engine(script: str, cases: list[dict[str, Any]], env: dict[str, str] | N
                ) -> list[dict[str, Any]]:
     """The results of `script`'s own sizing (its `batch`) for `cases`, in a long-lived
     process for the script and `env` (tests/engine/workers.py)."""
-    assert (HERE / script).is_file(), script
+    assert (HARNESS / script).is_file(), script
     found: list[dict[str, Any]] = workers.call(script.removesuffix(".py"), "batch", env or {},
                                                cases, timeout=3000)
     assert len(found) == len(cases)

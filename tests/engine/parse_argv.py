@@ -19,6 +19,7 @@ import contextlib
 import io
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -32,7 +33,7 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[Any, str]:
 
 
 def sglang(argvs: list[list[str]]) -> list[dict[str, Any]]:
-    from engine_startup import TorchvisionStandIn  # this script's folder is on sys.path
+    from stand_ins import TorchvisionStandIn  # the harness folder is on sys.path
 
     # 0.5.18's sglang.srt.utils imports torchvision at module level (TORCHVISION_IMPORT_STUB)
     if not any(isinstance(finder, TorchvisionStandIn) for finder in sys.meta_path):
@@ -108,13 +109,13 @@ def vllm_config(argvs: list[list[str]]) -> list[dict[str, Any]]:
     (AsyncEngineArgs.from_cli_args(...).create_engine_config()): every SpeculativeConfig
     and VllmConfig validation runs, no weights load. Checkpoint paths must exist."""
     import vllm
-    from engine_startup import cpu_triton_stub  # this script's folder is on sys.path
+    from stand_ins import cpu_triton_stub  # the harness folder is on sys.path
     from vllm.engine.arg_utils import AsyncEngineArgs
     from vllm.entrypoints.cli.serve import make_arg_parser  # what `vllm serve` builds
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = make_arg_parser(FlexibleArgumentParser())
-    cpu_triton_stub()  # 0.34.0's CPU platform check of this machine (engine_startup.py)
+    cpu_triton_stub()  # 0.34.0's CPU platform check of this machine (stand_ins.py)
     results = []
     for argv in argvs:
         ns, error = _parse(parser, ["--model", argv[2], *argv[3:]])
@@ -130,6 +131,8 @@ def vllm_config(argvs: list[list[str]]) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
+    # the stand-ins it imports: src/specpair/engines/harness/stand_ins.py
+    sys.path.insert(1, str(Path(__file__).resolve().parents[2] / "src/specpair/engines/harness"))
     engine = sys.argv[1]
     argvs = json.load(sys.stdin)
     verdicts = {"sglang": sglang, "vllm": vllm, "vllm-config": vllm_config}[engine](argvs)

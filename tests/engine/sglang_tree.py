@@ -31,7 +31,7 @@ from typing import Any
 def _install_torchvision_placeholder() -> None:
     """Once per worker process: the worker is reused across calls, and a finder inserted
     on every call would pile up in sys.meta_path."""
-    from engine_startup import TorchvisionStandIn
+    from stand_ins import TorchvisionStandIn
 
     if not any(isinstance(f, TorchvisionStandIn) for f in sys.meta_path):
         sys.meta_path.insert(0, TorchvisionStandIn())

@@ -21,6 +21,7 @@ HERE = Path(__file__).resolve().parent
 
 
 REPO = HERE.parents[1]
+HARNESS = REPO / "src" / "specpair" / "engines" / "harness"  # the engine-side scripts
 
 
 STARTUP_TIMEOUT_S = 600

@@ -1,8 +1,8 @@
 """specpair's KV pools against the engines' own sizing code, over the config corpus.
 
 For every corpus pair × TP size × KV dtype, the command specpair generates is handed to
-the engine's own code on the CPU (tests/engine/sglang_pools.py) with one KV budget, and
-specpair's per-token cells, pool split and token capacity must equal what the engine
+the engine's own code on the CPU (src/specpair/engines/harness/sglang_pools.py) with one
+KV budget, and specpair's per-token cells, pool split and token capacity must equal what the engine
 computes. Expected values come only from the engines; nothing here re-derives them.
 """
 

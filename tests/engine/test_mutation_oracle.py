@@ -1,11 +1,12 @@
 """The engines as the oracle for the gate (nox -s engines).
 
-Mutated variants of the example runbooks are put through the gate (validate, lock,
-check) and through each engine's own start-up validation (tests/engine/engine_startup.py:
-vLLM 0.33.0's and 0.32.0's create_engine_config, SGLang 0.5.23's and 0.5.18's ServerArgs
-resolution and ModelConfig), both reading the same real config.json files in checkpoint folders
-without weights. Every variant an engine refuses must fail the gate: 0 false passes.
-The examples themselves must pass both.
+Mutated variants of the example runbooks are put through the gate (validate, lock, check)
+and through each engine's own start-up validation
+(tests/engine/engine_startup.py: vLLM 0.33.0's and 0.32.0's
+create_engine_config, SGLang 0.5.23's and 0.5.18's ServerArgs resolution and ModelConfig),
+both reading the same real config.json files in checkpoint folders without weights. Every
+variant an engine refuses must fail the gate: 0 false passes. The examples themselves must
+pass both.
 
 The example pairs whose published configs are in tests/fixtures/configs/ are used as
 they are; the vLLM example (Llama-3.3-70B, whose config is not there) is varied on the

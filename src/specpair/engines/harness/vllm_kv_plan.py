@@ -65,7 +65,7 @@ from typing import Any
 
 def plan(case: dict[str, Any]) -> dict[str, Any]:
     import torch
-    from vllm.config import AttentionConfig, CacheConfig, ModelConfig, ParallelConfig
+    from vllm.config import CacheConfig
     from vllm.utils.torch_utils import kv_cache_dtype_str_to_dtype
     from vllm.v1.attention.backends.utils import (
         get_supported_kv_cache_layouts,
@@ -81,107 +81,32 @@ def plan(case: dict[str, Any]) -> dict[str, Any]:
             get_kv_cache_config_from_groups,
             get_kv_cache_groups,
         )
-    from vllm.config.speculative import SpeculativeConfig
     from vllm.v1.core.kv_cache_utils import get_kv_cache_capacity
-    from vllm.v1.kv_cache_interface import (
-        ChunkedLocalAttentionSpec,
-        FullAttentionSpec,
-        KVCacheSpec,
-        MLAAttentionSpec,
-        SlidingWindowSpec,
-    )
+    from vllm.version import __version__
 
-    def model_config(path: str) -> ModelConfig:
-        return ModelConfig(model=path, max_model_len=case["max_model_len"],
-                           trust_remote_code=False, skip_tokenizer_init=True)
-
-    target = model_config(case["target"])
+    target = model_config(case, case["target"])
     cache_config = CacheConfig(block_size=case["block_size"],
                                cache_dtype=case["kv_cache_dtype"])
     # EngineArgs: prefix caching defaults to what the model supports (on for hybrids)
     cache_config.enable_prefix_caching = target.is_prefix_caching_supported
-    speculative_tokens = case.get("num_speculative_tokens", 0)
-    engine_config = types.SimpleNamespace(  # ENGINE_CONFIG
-        model_config=target, cache_config=cache_config,
-        parallel_config=ParallelConfig(tensor_parallel_size=case["tp"]),
-        attention_config=AttentionConfig(), kv_transfer_config=None,
-        scheduler_config=types.SimpleNamespace(
-            disable_hybrid_kv_cache_manager=case["disable_hybrid_kv_cache_manager"],
-            enable_chunked_prefill=target.is_chunked_prefill_supported),
-        speculative_config=speculative_namespace(SpeculativeConfig, case, speculative_tokens)
-        if speculative_tokens else None,
-        num_speculative_tokens=speculative_tokens, additional_config={},
-        compilation_config=types.SimpleNamespace(static_forward_context={}),
-        max_in_flight_tokens=case["max_in_flight_tokens"],
-        # REPLAYSSM (0.34.0): VllmConfig.use_flashinfer_replayssm is use_replayssm and a
-        # FlashInfer mamba backend; no command specpair writes turns replay-SSM on
-        # (CacheConfig.use_replayssm defaults to False), so the GDN state keeps alignment 1
-        use_flashinfer_replayssm=bool(getattr(cache_config, "use_replayssm", False)))
-
-    def layer_specs(mc: ModelConfig, tp: int, prefix: str, layers: int,
-                    kinds: list[str] | None) -> dict[str, KVCacheSpec]:
-        parallel = ParallelConfig(tensor_parallel_size=tp)
-        # Attention resolves the KV dtype against vllm_config.model_config: the target's
-        dtype = kv_cache_dtype_str_to_dtype(case["kv_cache_dtype"], target)
-        block = cache_config.block_size  # the platform may have aligned it (hybrids)
-        specs: dict[str, KVCacheSpec] = {}
-        for i in range(layers):
-            name = f"{prefix}.{i}.attn"
-            if kinds is not None and kinds[i] == "linear_attention":
-                gdn = engine_config.compilation_config.static_forward_context[
-                    f"{prefix}.{i}.linear_attn"]
-                specs[name] = gdn.get_kv_cache_spec(engine_config)
-                continue
-            if mc.use_mla:
-                specs[name] = MLAAttentionSpec(
-                    block_size=block, num_kv_heads=1, max_tp_shards=1,
-                    head_size=mc.get_head_size(), dtype=dtype,
-                    cache_dtype_str=case["kv_cache_dtype"])
-                continue
-            common = {"block_size": block, "num_kv_heads": mc.get_num_kv_heads(parallel),
-                      "head_size": mc.get_head_size(), "head_size_v": mc.get_head_size(),
-                      "dtype": dtype}
-            if kinds is not None and kinds[i] == "sliding_attention":
-                specs[name] = SlidingWindowSpec(**common,
-                                                sliding_window=mc.get_sliding_window())
-            elif kinds is not None and kinds[i] == "chunked_attention":
-                # ChunkedLocalAttention.get_kv_cache_spec
-                specs[name] = ChunkedLocalAttentionSpec(
-                    **common, attention_chunk_size=mc.hf_text_config.attention_chunk_size)
-            else:
-                specs[name] = FullAttentionSpec(**common)
-        return specs
-
+    engine_config = engine_namespace(case, target, cache_config)
     text = target.hf_text_config
     layer_kinds = getattr(text, "layer_types", None)  # LAYER_KINDS
-    if target.architecture == "GptOssForCausalLM":
-        assert layer_kinds == ["sliding_attention" if i % 2 == 0 else "full_attention"
-                               for i in range(text.num_hidden_layers)]
-    if target.architecture.startswith("Llama4"):
-        # llama4.py, Llama4Attention: chunked local attention on the RoPE layers
-        # (no_rope_layers[i] != 0) when attention_chunk_size is set, else full
-        assert layer_kinds == [
-            "chunked_attention" if text.no_rope_layers[i] and text.attention_chunk_size
-            else "full_attention" for i in range(text.num_hidden_layers)], layer_kinds
+    check_layer_kinds(target, layer_kinds)
     if target.is_hybrid:
         hybrid_setup(target, cache_config, engine_config, layer_kinds, case)
-    specs = layer_specs(target, case["tp"], "model.layers", text.num_hidden_layers,
-                        layer_kinds)
+    specs = layer_specs(case, engine_config, target, case["tp"], "model.layers",
+                        text.num_hidden_layers, layer_kinds)
     draft_layers = 0
     if case.get("draft") == "bundled":
-        if target.architecture == "Qwen3NextForCausalLM":
-            # qwen3_next_mtp.py: Qwen3NextMTP.num_mtp_layers
-            draft_layers = int(getattr(text, "num_nextn_predict_layers", 1))
-        elif target.architecture.startswith("Qwen3_5"):
-            # qwen3_5_mtp.py: Qwen3_5MTP.num_mtp_layers
-            draft_layers = int(getattr(text, "mtp_num_hidden_layers", 1))
-        else:
-            draft_layers = int(getattr(text, "num_nextn_predict_layers", 0) or 0)
-        specs |= layer_specs(target, case["tp"], "mtp.layers", draft_layers, None)
+        draft_layers = built_in_draft_layers(target)
+        specs |= layer_specs(case, engine_config, target, case["tp"], "mtp.layers",
+                             draft_layers, None)
     elif case.get("draft"):
-        draft = model_config(case["draft"])
+        draft = model_config(case, case["draft"], draft=True)
         draft_layers = draft.hf_text_config.num_hidden_layers
-        specs |= layer_specs(draft, case["draft_tp"], "draft.layers", draft_layers, None)
+        specs |= layer_specs(case, engine_config, draft, case["draft_tp"], "draft.layers",
+                             draft_layers, None)
 
     # FLASH_ATTN and FLASH_ATTN_MLA declare no layout of their own: the default preference
     supported = [layout.name for layout in get_supported_kv_cache_layouts(())]
@@ -203,7 +128,115 @@ def plan(case: dict[str, Any]) -> dict[str, Any]:
             case["kv_cache_dtype"], target)).element_size(),
         "draft_layers": draft_layers,
         "block_size": cache_config.block_size,
+        "version": __version__,
     }
+
+
+def model_config(case: dict[str, Any], path: str, draft: bool = False) -> Any:
+    """The target's `ModelConfig`, or the draft's as `SpeculativeConfig` builds it: no
+    length of its own (--speculative-config sets none), the target's as its limit."""
+    from vllm.config import ModelConfig
+
+    if draft:
+        return ModelConfig(model=path, runner="draft", max_model_len=None,
+                           spec_target_max_model_len=case["max_model_len"],
+                           trust_remote_code=False, skip_tokenizer_init=True)
+    return ModelConfig(model=path, max_model_len=case["max_model_len"],
+                       trust_remote_code=False, skip_tokenizer_init=True)
+
+
+def engine_namespace(case: dict[str, Any], target: Any, cache_config: Any) -> Any:
+    """What the planning functions read of `VllmConfig` (ENGINE_CONFIG)."""
+    from vllm.config import AttentionConfig, ParallelConfig
+    from vllm.config.speculative import SpeculativeConfig
+
+    speculative_tokens = case.get("num_speculative_tokens", 0)
+    return types.SimpleNamespace(
+        model_config=target, cache_config=cache_config,
+        parallel_config=ParallelConfig(tensor_parallel_size=case["tp"]),
+        attention_config=AttentionConfig(), kv_transfer_config=None,
+        scheduler_config=types.SimpleNamespace(
+            disable_hybrid_kv_cache_manager=case["disable_hybrid_kv_cache_manager"],
+            enable_chunked_prefill=target.is_chunked_prefill_supported),
+        speculative_config=speculative_namespace(SpeculativeConfig, case, speculative_tokens)
+        if speculative_tokens else None,
+        num_speculative_tokens=speculative_tokens, additional_config={},
+        compilation_config=types.SimpleNamespace(static_forward_context={}),
+        max_in_flight_tokens=case["max_in_flight_tokens"],
+        # REPLAYSSM (0.34.0): VllmConfig.use_flashinfer_replayssm is use_replayssm and a
+        # FlashInfer mamba backend; no command specpair writes turns replay-SSM on
+        # (CacheConfig.use_replayssm defaults to False), so the GDN state keeps alignment 1
+        use_flashinfer_replayssm=bool(getattr(cache_config, "use_replayssm", False)))
+
+
+def check_layer_kinds(target: Any, layer_kinds: list[str] | None) -> None:
+    """LAYER_KINDS: the model constructors of the corpus families agree with layer_types."""
+    text = target.hf_text_config
+    if target.architecture == "GptOssForCausalLM":
+        assert layer_kinds == ["sliding_attention" if i % 2 == 0 else "full_attention"
+                               for i in range(text.num_hidden_layers)]
+    if target.architecture.startswith("Llama4"):
+        # llama4.py, Llama4Attention: chunked local attention on the RoPE layers
+        # (no_rope_layers[i] != 0) when attention_chunk_size is set, else full
+        assert layer_kinds == [
+            "chunked_attention" if text.no_rope_layers[i] and text.attention_chunk_size
+            else "full_attention" for i in range(text.num_hidden_layers)], layer_kinds
+
+
+def built_in_draft_layers(target: Any) -> int:
+    """The MTP layers the draft model class of `target` builds."""
+    text = target.hf_text_config
+    if target.architecture == "Qwen3NextForCausalLM":
+        # qwen3_next_mtp.py: Qwen3NextMTP.num_mtp_layers
+        return int(getattr(text, "num_nextn_predict_layers", 1))
+    if target.architecture.startswith("Qwen3_5"):
+        # qwen3_5_mtp.py: Qwen3_5MTP.num_mtp_layers
+        return int(getattr(text, "mtp_num_hidden_layers", 1))
+    return int(getattr(text, "num_nextn_predict_layers", 0) or 0)
+
+
+def layer_specs(case: dict[str, Any], engine_config: Any, mc: Any, tp: int, prefix: str,
+                layers: int, kinds: list[str] | None) -> dict[str, Any]:
+    """Each layer's spec as its `Attention` / `MLAAttention` / GDN layer builds it."""
+    from vllm.config import ParallelConfig
+    from vllm.utils.torch_utils import kv_cache_dtype_str_to_dtype
+    from vllm.v1.kv_cache_interface import (
+        ChunkedLocalAttentionSpec,
+        FullAttentionSpec,
+        MLAAttentionSpec,
+        SlidingWindowSpec,
+    )
+
+    parallel = ParallelConfig(tensor_parallel_size=tp)
+    # Attention resolves the KV dtype against vllm_config.model_config: the target's
+    dtype = kv_cache_dtype_str_to_dtype(case["kv_cache_dtype"], engine_config.model_config)
+    block = engine_config.cache_config.block_size  # the platform may have aligned it
+    specs: dict[str, Any] = {}
+    for i in range(layers):
+        name = f"{prefix}.{i}.attn"
+        if kinds is not None and kinds[i] == "linear_attention":
+            gdn = engine_config.compilation_config.static_forward_context[
+                f"{prefix}.{i}.linear_attn"]
+            specs[name] = gdn.get_kv_cache_spec(engine_config)
+            continue
+        if mc.use_mla:
+            specs[name] = MLAAttentionSpec(
+                block_size=block, num_kv_heads=1, max_tp_shards=1,
+                head_size=mc.get_head_size(), dtype=dtype,
+                cache_dtype_str=case["kv_cache_dtype"])
+            continue
+        common = {"block_size": block, "num_kv_heads": mc.get_num_kv_heads(parallel),
+                  "head_size": mc.get_head_size(), "head_size_v": mc.get_head_size(),
+                  "dtype": dtype}
+        if kinds is not None and kinds[i] == "sliding_attention":
+            specs[name] = SlidingWindowSpec(**common, sliding_window=mc.get_sliding_window())
+        elif kinds is not None and kinds[i] == "chunked_attention":
+            # ChunkedLocalAttention.get_kv_cache_spec
+            specs[name] = ChunkedLocalAttentionSpec(
+                **common, attention_chunk_size=mc.hf_text_config.attention_chunk_size)
+        else:
+            specs[name] = FullAttentionSpec(**common)
+    return specs
 
 
 def speculative_namespace(cls: Any, case: dict[str, Any], tokens: int) -> Any:

@@ -44,8 +44,8 @@ from typing import Any
 
 
 def _install_torchvision_placeholder() -> None:
-    # engine_startup's import-only stand-in (this script's folder is on sys.path)
-    from engine_startup import TorchvisionStandIn
+    # the import-only stand-in (the harness folder is on sys.path)
+    from stand_ins import TorchvisionStandIn
 
     sys.meta_path.insert(0, TorchvisionStandIn())
 
@@ -84,7 +84,6 @@ def parser_defaults(argv: list[str]) -> dict[str, Any]:
 
 def size(argv: list[str], rest_gib: float, resolve_speculative: bool = False
          ) -> dict[str, Any]:
-    import torch
     from sglang.srt.configs.model_config import ModelConfig
     from sglang.srt.mem_cache import kv_cache_dtype
     from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator
@@ -101,24 +100,12 @@ def size(argv: list[str], rest_gib: float, resolve_speculative: bool = False
     from sglang.srt.runtime_context import (
         get_context,
         get_model,
-        get_parallel,
         get_schedule,
         get_spec,
     )
-    from sglang.srt.server_args import prepare_server_args
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
-    if resolve_speculative:
-        # RESOLVED_SPECULATION: the engine resolves its speculative arguments in
-        # ServerArgs.resolve_once, whose pipeline needs an accelerator; run its own
-        # speculative step alone, with the device a GPU host resolves (cuda)
-        from sglang.srt.arg_groups.resolution_hooks import run_hook
-        from sglang.srt.arg_groups.speculative_hook import handle_speculative_decoding
-
-        server_args = prepare_server_args([*argv, "--device", "cuda"])
-        run_hook(handle_speculative_decoding, server_args)
-    else:
-        server_args = prepare_server_args(argv)
+    server_args = parse(argv, resolve_speculative)
     get_context().set_server_args(server_args)
     model_config = ModelConfig.from_server_args(server_args)
     algorithm = SpeculativeAlgorithm.from_string(get_spec().speculative_algorithm)
@@ -154,8 +141,38 @@ def size(argv: list[str], rest_gib: float, resolve_speculative: bool = False
     available_bytes = int(rest_gib * (1 << 30))
     configurator = create_memory_pool_configurator(kvc)
     config = configurator.calculate_pool_sizes(available_bytes, page_size)
+    return report(argv, configurator, config, kvc, kv_dtype, available_bytes, state_slots,
+                  spec_aux, layer_info)
+
+
+def parse(argv: list[str], resolve_speculative: bool) -> Any:
+    """The release's server arguments for `argv`."""
+    from sglang.srt.server_args import prepare_server_args
+
+    if not resolve_speculative:
+        return prepare_server_args(argv)
+    # RESOLVED_SPECULATION: the engine resolves its speculative arguments in
+    # ServerArgs.resolve_once, whose pipeline needs an accelerator; run its own
+    # speculative step alone, with the device a GPU host resolves (cuda)
+    from sglang.srt.arg_groups.resolution_hooks import run_hook
+    from sglang.srt.arg_groups.speculative_hook import handle_speculative_decoding
+
+    server_args = prepare_server_args([*argv, "--device", "cuda"])
+    run_hook(handle_speculative_decoding, server_args)
+    return server_args
+
+
+def report(argv: list[str], configurator: Any, config: Any, kvc: Any, kv_dtype: Any,
+           available_bytes: int, state_slots: int | None, spec_aux: Any, layer_info: Any
+           ) -> dict[str, Any]:
+    """What the pool code decided, as the oracle and `specpair verify` compare it."""
+    import sglang
+    import torch
+    from sglang.srt.runtime_context import get_parallel, get_schedule
+
     return {
         "ok": True,
+        "version": sglang.__version__,
         "configurator": type(configurator).__name__,
         "cell": getattr(configurator, "_cell_size", None),
         "kv_dtype_bytes": torch._utils._element_size(kv_dtype),

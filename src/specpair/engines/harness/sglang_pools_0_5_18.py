@@ -25,7 +25,7 @@ model runner's order (model_executor/model_runner.py:576-604, :647-658):
   ("force a topology without monkeypatching the underlying getters",
   runtime_context.py), and the `ParallelState` is the one the scheduler builds for rank 0
   (`compute_dp_attention_world_info`).
-- GPU_RUNTIME_STUB (engine_startup.py) before parsing, since 0.5.18 resolves there: the
+- GPU_RUNTIME_STUB (stand_ins.py) before parsing, since 0.5.18 resolves there: the
   device is "cuda" with an H100's memory, and `server_args.is_cuda` answers True for the
   platform check of the hybrid-state strategy ("extra_buffer needs CUDA/..."), which is
   what the launch's target machine answers.
@@ -40,7 +40,6 @@ import functools
 import socket
 from typing import Any
 
-from engine_startup import _gpu_runtime_stub
 from sglang_pools import (
     NO_LOADED_MODEL,
     _install_torchvision_placeholder,
@@ -49,6 +48,7 @@ from sglang_pools import (
     run,
     size_all,
 )
+from stand_ins import gpu_runtime_stub
 
 
 def _one_rank_group() -> None:
@@ -68,13 +68,8 @@ def _one_rank_group() -> None:
 
 def size(argv: list[str], rest_gib: float, resolve_speculative: bool = False
          ) -> dict[str, Any]:
-    import torch
     from sglang.srt.configs.model_config import AttentionArch, ModelConfig
-    from sglang.srt.distributed.parallel_state_wrapper import ParallelState
-    from sglang.srt.layers.dp_attention import (
-        compute_dp_attention_world_info,
-        initialize_dp_attention,
-    )
+    from sglang.srt.layers.dp_attention import initialize_dp_attention
     from sglang.srt.mem_cache import kv_cache_dtype
     from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator
     from sglang.srt.model_executor.model_runner_components.layer_setup import (
@@ -101,16 +96,8 @@ def size(argv: list[str], rest_gib: float, resolve_speculative: bool = False
     initialize_dp_attention(server_args, model_config)
     parallel = get_parallel()
     tp = server_args.tp_size
-    attn_tp_rank, attn_tp_size, attn_dp_rank, attn_dp_size = compute_dp_attention_world_info(
-        parallel.enable_dp_attention, 0, tp, parallel.dp_size, server_args.attn_cp_size)
-    ps = ParallelState(  # managers/scheduler.py:465, for rank 0
-        tp_rank=0, tp_size=tp, pp_rank=0, pp_size=server_args.pp_size, dp_rank=None,
-        dp_size=parallel.dp_size, attn_tp_rank=attn_tp_rank, attn_tp_size=attn_tp_size,
-        attn_cp_rank=0, attn_cp_size=server_args.attn_cp_size, attn_dcp_rank=0,
-        attn_dcp_size=server_args.dcp_size, attn_dp_rank=attn_dp_rank,
-        attn_dp_size=attn_dp_size, moe_ep_rank=0, moe_ep_size=parallel.ep_size,
-        moe_dp_rank=0, moe_dp_size=server_args.moe_dp_size, gpu_id=0)
-    with parallel.override(tp_size=tp, attn_tp_size=attn_tp_size):  # TP_SIZES_WITHOUT_RANKS
+    ps = rank0_state(server_args, parallel)
+    with parallel.override(tp_size=tp, attn_tp_size=ps.attn_tp_size):  # TP_SIZES_WITHOUT_RANKS
         algorithm = SpeculativeAlgorithm.from_string(get_spec().speculative_algorithm)
         _, kv_dtype = kv_cache_dtype.configure_kv_cache_dtype(
             server_args_kv_cache_dtype=get_model().kv_cache_dtype, model=NO_LOADED_MODEL,
@@ -147,33 +134,63 @@ def size(argv: list[str], rest_gib: float, resolve_speculative: bool = False
         available_bytes = int(rest_gib * (1 << 30))
         configurator = create_memory_pool_configurator(kvc)
         config = configurator.calculate_pool_sizes(available_bytes, page_size)
-        return {
-            "ok": True,
-            "configurator": type(configurator).__name__,
-            "cell": getattr(configurator, "_cell_size", None),
-            "kv_dtype_bytes": torch._utils._element_size(kv_dtype),
-            "attn_tp_size": get_parallel().attn_tp_size,
-            "available_bytes": available_bytes,
-            "state_slots": state_slots,
-            "max_total_num_tokens": config.max_total_num_tokens,
-            "full_max_total_num_tokens": config.full_max_total_num_tokens,
-            "swa_max_total_num_tokens": config.swa_max_total_num_tokens,
-            # the ratios the pool code reads, as the release resolved them
-            "swa_full_tokens_ratio": get_schedule().swa_full_tokens_ratio,
-            "mamba_full_memory_ratio": get_schedule().mamba_full_memory_ratio,
-            "parser_defaults": parser_defaults(argv),
-            "full_attention_layers": len(getattr(model_config, "full_attention_layer_ids",
-                                                 None) or []) or None,
-            "swa_attention_layers": len(getattr(model_config, "swa_attention_layer_ids",
-                                                None) or []) or None,
-        }
+        return report(argv, configurator, config, kv_dtype, available_bytes, state_slots,
+                      model_config)
+
+
+def rank0_state(server_args: Any, parallel: Any) -> Any:
+    """The parallel state rank 0 holds (managers/scheduler.py:465)."""
+    from sglang.srt.distributed.parallel_state_wrapper import ParallelState
+    from sglang.srt.layers.dp_attention import compute_dp_attention_world_info
+
+    tp = server_args.tp_size
+    attn_tp_rank, attn_tp_size, attn_dp_rank, attn_dp_size = compute_dp_attention_world_info(
+        parallel.enable_dp_attention, 0, tp, parallel.dp_size, server_args.attn_cp_size)
+    return ParallelState(
+        tp_rank=0, tp_size=tp, pp_rank=0, pp_size=server_args.pp_size, dp_rank=None,
+        dp_size=parallel.dp_size, attn_tp_rank=attn_tp_rank, attn_tp_size=attn_tp_size,
+        attn_cp_rank=0, attn_cp_size=server_args.attn_cp_size, attn_dcp_rank=0,
+        attn_dcp_size=server_args.dcp_size, attn_dp_rank=attn_dp_rank,
+        attn_dp_size=attn_dp_size, moe_ep_rank=0, moe_ep_size=parallel.ep_size,
+        moe_dp_rank=0, moe_dp_size=server_args.moe_dp_size, gpu_id=0)
+
+
+def report(argv: list[str], configurator: Any, config: Any, kv_dtype: Any,
+           available_bytes: int, state_slots: int | None, model_config: Any
+           ) -> dict[str, Any]:
+    """What the pool code decided (inside the TP override, whose widths it reports)."""
+    import sglang
+    import torch
+    from sglang.srt.runtime_context import get_parallel, get_schedule
+
+    return {
+        "ok": True,
+        "version": sglang.__version__,
+        "configurator": type(configurator).__name__,
+        "cell": getattr(configurator, "_cell_size", None),
+        "kv_dtype_bytes": torch._utils._element_size(kv_dtype),
+        "attn_tp_size": get_parallel().attn_tp_size,
+        "available_bytes": available_bytes,
+        "state_slots": state_slots,
+        "max_total_num_tokens": config.max_total_num_tokens,
+        "full_max_total_num_tokens": config.full_max_total_num_tokens,
+        "swa_max_total_num_tokens": config.swa_max_total_num_tokens,
+        # the ratios the pool code reads, as the release resolved them
+        "swa_full_tokens_ratio": get_schedule().swa_full_tokens_ratio,
+        "mamba_full_memory_ratio": get_schedule().mamba_full_memory_ratio,
+        "parser_defaults": parser_defaults(argv),
+        "full_attention_layers": len(getattr(model_config, "full_attention_layer_ids",
+                                             None) or []) or None,
+        "swa_attention_layers": len(getattr(model_config, "swa_attention_layer_ids",
+                                            None) or []) or None,
+    }
 
 
 @functools.cache
 def _set_up() -> None:
     _install_torchvision_placeholder()
     _register_cuda_quantization()
-    _gpu_runtime_stub()
+    gpu_runtime_stub()
     import sglang.srt.server_args as server_args_module
 
     server_args_module.is_cuda = lambda: True  # GPU_RUNTIME_STUB: the platform check
