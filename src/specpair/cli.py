@@ -25,13 +25,14 @@ from specpair.commands.cli import (
     slo,
     staging,
     validate,
+    verify,
 )
 from specpair.commands.cli.common import EXIT_PROBLEMS, UsageError
 from specpair.model.errors import SpecpairError
 from specpair.write.streams import PipeGuard
 
-COMMANDS = (init, validate, build, check, impact, bench, canary, slo, plan, staging, site,
-            lock, calibrate, budget, schema)
+COMMANDS = (init, validate, build, check, verify, impact, bench, canary, slo, plan, staging,
+            site, lock, calibrate, budget, schema)
 """In the order `specpair --help` lists them."""
 
 

@@ -16,6 +16,7 @@ import pytest
 from specpair.analyse.checks.gate import RULES, Context, failing, run
 from specpair.model.lock import VocabMapping
 from specpair.resolve.pair import ResolvedPair
+from tests.support.engine_verdicts import engine_answered
 from tests.support.geometries import dense
 from tests.support.pairs import DRAFT, SHA, good, make_pair, with_runbook
 from tests.support.paths import REPO, write
@@ -114,6 +115,7 @@ BREAKERS: dict[str, Callable[[], tuple[ResolvedPair, dict[str, Any]]]] = {
     "SP603": lambda: (with_runbook(_unverified_target(), deployment={
         "assumptions": {"unverified_layouts": ["DeciLMForCausalLM"]}}), {}),
     "SP604": lambda: (_unverified_target(), {}),
+    "SP605": lambda: (engine_answered(good(), differs=True), {}),
     # vLLM's Gemma 3 multimodal class lacks SupportsEagle3 (the release's method_support.yaml)
     "SP308": lambda: (_artifact(make_pair(dense(36), dense(1), engine="vllm",
                                           version="0.33.0", speculation={

@@ -7,6 +7,7 @@ formulas and names them in every line it produces.
 
 from __future__ import annotations
 
+from specpair.analyse.engine_verdict import recorded
 from specpair.engines import verified_layouts
 from specpair.engines.kv_arithmetic import check_tensor_parallel
 from specpair.model.budget import Budget
@@ -27,12 +28,30 @@ def check_layouts(pair: ResolvedPair) -> list[str]:
 
 def compute(pair: ResolvedPair) -> Budget:
     """The pair's budget. Not memoised: a build computes it once per pair
-    (`analysis.Analysis.budget`), the gate and the planner reuse the one they are handed."""
+    (`analysis.Analysis.budget`), the gate and the planner reuse the one they are handed.
+
+    Where the lock holds the release's own answer to this pair's question (`specpair
+    verify --record`), the budget says so: confirmed by the release's code, or each figure
+    where the engine differs. A layout the allowlist refuses is budgeted when the engine
+    confirmed it, and refused as before otherwise."""
     draft_tp = pair.runbook.deployment.parallel.draft_tensor
     check_tensor_parallel(pair, draft_tp)
     refuse_moe_over_data_parallel(pair)
-    notes = check_layouts(pair)
+    try:
+        notes = check_layouts(pair)
+        refused = None
+    except SpecpairError as exc:
+        if pair.engine_verdict is None:
+            raise
+        notes, refused = [], exc
     budget = pair.release.budget(pair, pair.gpu_spec)
+    verdict = recorded(pair, budget) if pair.engine_verdict is not None else None
+    if refused is not None and (verdict is None or not verdict.confirmed):
+        raise refused
+    if verdict is not None:
+        return budget.model_copy(update={
+            "confirmed_by": verdict.provenance if verdict.confirmed else None,
+            "engine_differs": verdict.differences})
     if notes:
         budget = budget.model_copy(update={"unverified": notes})
     return budget

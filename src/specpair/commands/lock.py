@@ -30,7 +30,7 @@ from specpair.lock.hub import (
 )
 from specpair.lock.vocab import intersect, load_tokenizer, to_lock
 from specpair.model.errors import Problem, SpecpairError
-from specpair.model.lock import ArtifactLock, Lock, VocabMapping
+from specpair.model.lock import ArtifactLock, EngineVerdict, Lock, VocabMapping
 from specpair.model.runbook import Artifact, Runbook
 from specpair.write.writer import holds, write_readable
 
@@ -110,8 +110,11 @@ def lock_one(loaded: LoadedRunbook, *, refresh: bool, offline: bool) -> LockOutc
         if rb.speculation.heterogeneous_vocab and rb.draft is not None and \
                 not rb.draft.bundled and draft is not None:
             mapping = _vocab_mapping(rb.target, rb.draft, target, draft, existing, offline)
+        # the engine's answer is kept: it counts only while its question is the pair's
+        # (`analyse.engine_verdict`), so a lock that moved the facts makes it stale by itself
         outcome.lock = Lock(pair=rb.pair.name, target=target, draft=draft,
-                            vocab_mapping=mapping)
+                            vocab_mapping=mapping,
+                            engine_verdict=existing.engine_verdict if existing else None)
     except SpecpairError as exc:
         outcome.problems = exc.problems
     return outcome
@@ -181,3 +184,16 @@ def lock_all(runbooks: list[LoadedRunbook], *, refresh: bool = False, offline: b
             write_readable(path, content, MAX_FILE_BYTES, "lock")
             outcome.written = True
     return outcomes
+
+
+def record_verdict(folder: Path, verdict: EngineVerdict) -> bool:
+    """The pair's lock with the engine's answer (`specpair verify --record`); whether the
+    file changed. Everything else in the lock is kept as it is."""
+    lock, _ = load_lock(folder)
+    updated = lock.model_copy(update={"engine_verdict": verdict})
+    path = folder / LOCK_NAME
+    content = dump_json(updated.model_dump(mode="json", exclude_none=True))
+    if holds(path, content):
+        return False
+    write_readable(path, content, MAX_FILE_BYTES, "lock")
+    return True

@@ -22,8 +22,8 @@ from specpair.analyse.analysis import Analysis
 from specpair.analyse.checks.gate import failing
 from specpair.analyse.latency import LatencyModel
 from specpair.engines import registry
+from specpair.engines import verified_layouts as layouts
 from specpair.engines.schedule_model import ResolvedSchedule
-from specpair.engines.verified_layouts import UNVERIFIED_MARK, UNVERIFIED_MEANING
 from specpair.generate import (
     autoscaler_files,
     card_files,
@@ -136,9 +136,14 @@ def _overview(a: Analysis, failures: int, waived: int) -> list[str]:
              f"{text(pair.engine)} · {text(rb.speculation.method.value)} · {status}\n\n"]
     if rb.pair.description:
         lines.append(f"{text(rb.pair.description)}\n\n")
-    for note in budget.unverified:  # before any number taken from the budget
-        lines.append(f'!!! danger "{UNVERIFIED_MARK}"\n    {text(note)}. '
-                     f"{text(UNVERIFIED_MEANING)}\n\n")
+    for mark, meaning, notes in ((layouts.UNVERIFIED_MARK, layouts.UNVERIFIED_MEANING,
+                                  budget.unverified),  # before any number of the budget
+                                 (layouts.DIFFERS_MARK, layouts.DIFFERS_MEANING,
+                                  budget.engine_differs)):
+        lines += [f'!!! danger "{mark}"\n    {text(n)}. {text(meaning)}\n\n' for n in notes]
+    if budget.confirmed_by:
+        lines.append('!!! success "Confirmed by the engine"\n    '
+                     f"{text(layouts.confirmed_text(budget.confirmed_by))}.\n\n")
     lines.append("## Overview\n\n")
     rows = [["target", _artifact(pair, "target")], ["draft", _artifact(pair, "draft")],
             ["GPU", f"{text(rb.deployment.parallel.tensor)} × {text(pair.gpu)}"],

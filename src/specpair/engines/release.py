@@ -18,6 +18,7 @@ from specpair.engines.profile import EngineProfile
 if TYPE_CHECKING:  # annotations only: the release packages import these, not the interface
     from specpair.engines.args_model import ResolvedArgs
     from specpair.engines.bench_model import BenchProbe
+    from specpair.engines.kv_probe import KvProbe
     from specpair.engines.launch_model import Launch
     from specpair.engines.logs_model import Timing
     from specpair.engines.metrics_model import EngineMetrics
@@ -81,6 +82,9 @@ class EngineRelease:
     which the upgrade checklist between the two lists; empty: none recorded."""
     compared_with: str | None = None
     """The release label `differences` were read against."""
+    kv_probe: Callable[[EngineInput, Budget], KvProbe] | None = None
+    """The question `specpair verify` puts to the release's own KV sizing code for a pair
+    and its budget (`specpair.engines.kv_probe`); None: the release has none."""
 
     @property
     def name(self) -> str:

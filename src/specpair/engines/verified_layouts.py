@@ -102,6 +102,17 @@ def pair_models(pair: EngineInput) -> list[tuple[str, Geometry]]:
 
 
 UNVERIFIED_MARK = "Unverified budget"
+DIFFERS_MARK = "Differs from the engine's code"
+DIFFERS_MEANING = ("The pinned release's own KV sizing (`specpair verify`, recorded in the "
+                   "lock) gives another figure for this pair: use the engine's, and report "
+                   "the difference to specpair.")
+
+
+def confirmed_text(provenance: str) -> str:
+    """The line every output carries for a budget the release's own code confirmed."""
+    release = provenance.removeprefix("engine ")
+    return (f"Confirmed by {release}'s code: its own KV sizing computed these pools for "
+            "this pair (`specpair verify --record`, in the lock)")
 """The words every output that carries a budget-derived number starts its note with."""
 
 

@@ -11,6 +11,8 @@ def generate(a: Analysis) -> dict[str, bytes]:
     pair = a.pair
     # the card and staging.json have the measurements
     data = pair.model_dump(mode="json", exclude={"measurement", "staging_records"})
+    if data["engine_verdict"] is None:  # present only where `specpair verify` recorded one
+        del data["engine_verdict"]
     data["generated_by"] = "specpair build (do not edit; edit the runbook and rebuild)"
     if declared_notes(pair):  # only pairs that declare an unverified layout carry the key
         data["unverified"] = declared_notes(pair)

@@ -7,7 +7,9 @@ any figure back to that release's code (the file and function each engine packag
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Any
+
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from specpair.model.common import Strict
 from specpair.model.memo import value_memo
@@ -104,3 +106,19 @@ class Budget(Strict):
     unverified: list[str] = Field(
         default_factory=list, description="declared unverified layouts: the numbers follow "
                                           "the engine's rules but no oracle checked them")
+    confirmed_by: str | None = Field(
+        default=None, description="`engine <release>`: the release's own code computed "
+                                  "these pools for this pair (the lock's engine verdict)")
+    engine_differs: list[str] = Field(
+        default_factory=list, description="figures where the release's own code differs "
+                                          "from this budget (the lock's engine verdict)")
+
+    @model_serializer(mode="wrap")
+    def _without_absent_verdict(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """The engine's verdict fields appear only where the lock holds its answer, so a
+        budget nobody verified serialises as it did before they existed."""
+        data = handler(self)
+        for key in ("confirmed_by", "engine_differs"):
+            if isinstance(data, dict) and not data.get(key):
+                data.pop(key, None)
+        return data

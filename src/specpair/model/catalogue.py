@@ -183,6 +183,11 @@ CATALOGUE: tuple[RuleSpec, ...] = (
              "An architecture the oracle has not verified gets no budget at all unless the runbook "
              "declares it: the gate must not pass a pair whose memory nobody computed.",
              waivable=False),
+    RuleSpec("SP605", "engine-agrees", "error", "budget",
+             "The pinned release's own code gives the budget's pools",
+             "Where the release's own KV sizing (`specpair verify --record`) answered another "
+             "figure for this very pair, the budget is wrong and the engine is right: "
+             "nothing may deploy on specpair's figure."),
     RuleSpec("SP701", "slo-break-even", "error", "latency",
              "The acceptance SLO clears break-even",
              "Below τ* the pair pays for two models and is slower than the target alone; the "

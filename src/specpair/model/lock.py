@@ -130,6 +130,32 @@ class VocabMapping(Strict):
         return round(100.0 * self.intersection / self.target_vocab, 1)
 
 
+class EngineVerdict(Strict):
+    """What the pinned release's own code answered `specpair verify --record` for the pair:
+    the figures it computed beside specpair's, for one question (the case the release's
+    script was given, model folders by role, and specpair's figures for it). A build whose
+    question is the same uses it; any change to what decides the numbers asks anew."""
+
+    release: str = Field(description="the release whose code answered, e.g. `vllm 0.34.0`")
+    provenance: str = Field(description="`engine <release>`: the numbers' source")
+    question: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")] = Field(
+        description="sha256 of the case and specpair's figures")
+    figures: dict[str, int | float | str | list[int] | None] = Field(
+        description="the engine's figure per compared key")
+    specpair: dict[str, int | float | str | list[int] | None] = Field(
+        description="specpair's figure per compared key, as the question asked")
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def confirmed(self) -> bool:
+        return self.figures == self.specpair
+
+    @property
+    def differences(self) -> list[str]:
+        return [f"{self.labels.get(k, k)}: specpair {self.specpair.get(k)}, engine {v}"
+                for k, v in self.figures.items() if self.specpair.get(k) != v]
+
+
 class Lock(Strict):
     lock_version: PositiveInt = LOCK_VERSION
     pair: str
@@ -138,6 +164,9 @@ class Lock(Strict):
         default=None, description="absent for NGRAM; for a bundled draft, source = target's")
     vocab_mapping: VocabMapping | None = Field(
         default=None, description="only for vLLM's heterogeneous-vocabulary mode")
+    engine_verdict: EngineVerdict | None = Field(
+        default=None, description="the pinned release's own KV sizing for the pair "
+                                  "(`specpair verify --record`)")
 
     @model_validator(mode="after")
     def _version(self) -> Lock:

@@ -19,7 +19,7 @@ from specpair.load.runbooks import LoadedRunbook
 from specpair.load.staging_log import StagingRecord
 from specpair.model.errors import Problem, SpecpairError
 from specpair.model.geometry import Geometry, GeometryOverride
-from specpair.model.lock import ArtifactLock, Lock, Source
+from specpair.model.lock import ArtifactLock, EngineVerdict, Lock, Source
 from specpair.model.runbook import Artifact
 
 
@@ -31,6 +31,8 @@ class ResolvedPair(EngineInput):
         default=None, description="the latest record of the measurement protocol")
     staging_records: list[StagingRecord] = Field(
         default_factory=list, description="recorded cold starts, oldest first")
+    engine_verdict: EngineVerdict | None = Field(
+        default=None, description="the lock's answer of the release's own KV sizing")
 
     def logged_kv_capacity(self) -> tuple[int, str] | None:
         for record in reversed(self.staging_records):
@@ -131,6 +133,6 @@ def resolve(loaded: LoadedRunbook, lock: Lock, lock_display: str,
                         engine=f"{rb.engine.name.value} {rb.engine.version}",
                         gpu=hardware.display_key(rb.deployment.gpu), target=target, draft=draft,
                         measurement=measurement, staging_records=staging_records or [],
-                        vocab_mapping=lock.vocab_mapping)
+                        vocab_mapping=lock.vocab_mapping, engine_verdict=lock.engine_verdict)
     pair._document = doc
     return pair

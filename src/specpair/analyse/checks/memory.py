@@ -36,6 +36,14 @@ def _verified(ctx: Context) -> Iterator[tuple[str, str, str]]:
                "or waive SP603 with the reason the budget is trusted")
 
 
+@rule("SP605")
+def _engine_differs(ctx: Context) -> Iterator[tuple[str, str, str]]:
+    for note in ctx.budget.engine_differs if ctx.budget else []:
+        yield (f"the release's own code differs: {note}", "deployment",
+               "use the engine's figure (size the deployment from it), and report the "
+               "difference to specpair; `specpair verify` shows both")
+
+
 @rule("SP604")
 def _refused_layout(ctx: Context) -> Iterator[tuple[str, str, str]]:
     if ctx.budget is None:

@@ -3,9 +3,11 @@ its defaults, its rule sources, the start-up refusals only it has, its metrics' 
 
 from __future__ import annotations
 
+import functools
+
 from specpair.engines.release import EngineRelease
 from specpair.engines.sglang_0_5_18 import args, budget, draft_mode, facts, launch, metrics
-from specpair.engines.sglang_0_5_23 import bench, logs, schedule
+from specpair.engines.sglang_0_5_23 import bench, logs, probe, schedule
 
 RELEASE = EngineRelease(
     profile=facts.PROFILE,
@@ -32,4 +34,6 @@ RELEASE = EngineRelease(
     # uses: it always passes its own --speculative-adaptive-config. 0.5.18's start-up runs
     # the generated tiers in tests/engine/test_mutation_oracle.py.
     schedule_refusal=schedule.refusal,
+    kv_probe=functools.partial(probe.kv_probe, defaults=args.DEFAULTS,
+                               script="sglang_pools_0_5_18.py", build=launch.build),
 )

@@ -13,6 +13,7 @@ from specpair.engines.sglang_0_5_23 import (
     launch,
     logs,
     metrics,
+    probe,
     schedule,
 )
 
@@ -29,4 +30,5 @@ RELEASE = EngineRelease(
     schedule_refusal=schedule.refusal,
     image="lmsysorg/sglang:v0.5.23",
     draft_mode=draft_mode.geometry,
+    kv_probe=probe.kv_probe,
 )

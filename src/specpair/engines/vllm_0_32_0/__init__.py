@@ -6,10 +6,12 @@ layer counts are its own engine_lists.yaml's, read from its hf_config_override."
 
 from __future__ import annotations
 
+import functools
+
 from specpair.engines.draft_mode import engine_rewrites
 from specpair.engines.release import EngineRelease
 from specpair.engines.vllm_0_32_0 import args, budget, facts, launch, metrics, schedule
-from specpair.engines.vllm_0_33_0 import bench, logs
+from specpair.engines.vllm_0_33_0 import bench, logs, probe
 
 RELEASE = EngineRelease(
     profile=facts.PROFILE,
@@ -26,4 +28,6 @@ RELEASE = EngineRelease(
     draft_mode=engine_rewrites(facts.PROFILE.label),
     differences=facts.DIFFERENCES,
     compared_with=facts.COMPARED_WITH,
+    kv_probe=functools.partial(probe.kv_probe, rules=budget.RULES, args=args,
+                               build=launch.build),
 )

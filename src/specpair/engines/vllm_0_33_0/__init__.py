@@ -3,6 +3,8 @@ release."""
 
 from __future__ import annotations
 
+import functools
+
 from specpair.engines.release import EngineRelease
 from specpair.engines.vllm_0_33_0 import (
     args,
@@ -13,6 +15,7 @@ from specpair.engines.vllm_0_33_0 import (
     launch,
     logs,
     metrics,
+    probe,
     schedule,
 )
 
@@ -29,4 +32,6 @@ RELEASE = EngineRelease(
     schedule_refusal=schedule.refusal,
     image="vllm/vllm-openai:v0.33.0",
     draft_mode=draft_mode.geometry,
+    kv_probe=functools.partial(probe.kv_probe, rules=budget.RULES, args=args,
+                               build=launch.build),
 )

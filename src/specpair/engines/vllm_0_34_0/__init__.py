@@ -9,9 +9,11 @@ hf_config_override."""
 
 from __future__ import annotations
 
+import functools
+
 from specpair.engines.draft_mode import engine_rewrites
 from specpair.engines.release import EngineRelease
-from specpair.engines.vllm_0_33_0 import bench
+from specpair.engines.vllm_0_33_0 import bench, probe
 from specpair.engines.vllm_0_34_0 import args, budget, facts, launch, logs, metrics, schedule
 
 RELEASE = EngineRelease(
@@ -30,4 +32,6 @@ RELEASE = EngineRelease(
     draft_mode=engine_rewrites(facts.PROFILE.label),
     differences=facts.DIFFERENCES,
     compared_with=facts.COMPARED_WITH,
+    kv_probe=functools.partial(probe.kv_probe, rules=budget.RULES, args=args,
+                               build=launch.build),
 )

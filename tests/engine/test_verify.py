@@ -1,0 +1,132 @@
+"""`specpair verify` on corpus pairs whose layout the allowlist refuses: the figures it
+prints are the release's own (the KV oracle's values for the same pair), reached the way a
+user reaches them: a runbook over the checkpoint's config folder, `specpair lock
+--declare`, then `specpair verify --record` running the release's code in a process of
+its own; the build then marks each budget as the engine answered.
+
+The oracle's side is built independently of verify: the corpus pair made by the oracle's
+own helper (`make_pair`), its command or case built as the KV oracle builds them, and the
+release's script asked in the oracle's long-lived harness process."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from specpair import cli
+from specpair.analyse.budget import compute
+from specpair.commands.build import load_pairs
+from specpair.engines import engine_run, verified_layouts
+from specpair.model.config_geometry import NotModelled
+from specpair.model.errors import SpecpairError
+from tests.engine import releases
+from tests.engine.corpus import CorpusPair, corpus_targets, geometry, make_pair
+from tests.engine.kv_cases import KV_BUDGET, argv_for_engine, release_module, run_engine
+
+MIN_PAIRS = 10  # the issue's bar: at least ten pairs off the allowlist, per release
+
+
+def refused_targets(release: str) -> list[CorpusPair]:
+    """Corpus targets that lock (their layout keys are modelled) but whose layout is not
+    on `release`'s allowlist, in corpus order."""
+    allowed = verified_layouts.verified()[release]
+    found = []
+    for corpus in corpus_targets():
+        try:
+            g = geometry(corpus.target, corpus.root)
+        except (NotModelled, ValueError, KeyError):
+            continue  # refused at lock by its layout key: nothing to verify
+        if verified_layouts.layout_architecture(g) not in allowed:
+            found.append(corpus)
+    return found
+
+
+def write_runbook(root: Path, pair: Any, corpus: CorpusPair) -> None:
+    """The oracle's pair as a user's runbook folder, locked with `specpair lock --declare`."""
+    folder = root / "runbooks" / pair.name
+    folder.mkdir(parents=True)
+    data = pair.runbook.model_dump(mode="json", exclude_none=True)
+    (folder / "runbook.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    status = cli.main(["lock", "--declare", str(folder / "runbook.yaml"), "--target-config",
+                       str(corpus.path(corpus.target) / "config.json"),
+                       "--target-bytes", str(1 << 30)])
+    assert status == 0, pair.name
+
+
+def oracle_case(release: str, pair: Any, asked: dict[str, Any]) -> dict[str, Any]:
+    """The case the KV oracle gives the release's script for this pair (kv_cases.py), with
+    verify's budget bytes (SGLang's rest is the budget's, as in every oracle case)."""
+    if release.startswith("sglang"):
+        from specpair.engines import registry
+
+        argv = argv_for_engine(registry.by_label(release).launch(pair, True).argv)
+        return {"argv": argv, "rest_gib": asked["rest_gib"]}
+    args = release_module(release, "args")
+    dep = pair.runbook.deployment
+    return {"target": str(pair.runbook.target.path), "draft": None, "tp": 1, "draft_tp": 1,
+            "block_size": dep.page_size or args.DEFAULT_BLOCK_SIZE,
+            "kv_cache_dtype": "auto", "max_model_len": dep.context_length,
+            "available_bytes": KV_BUDGET, "disable_hybrid_kv_cache_manager": False,
+            "max_in_flight_tokens": release_module(release, "budget").IN_FLIGHT_BATCHES
+            * args.default_max_num_batched_tokens(pair.gpu_spec),
+            "num_speculative_tokens": args.speculative_tokens(pair), "method": "NGRAM"}
+
+
+@pytest.mark.parametrize("release", ["sglang 0.5.23", "vllm 0.33.0"])
+def test_verify_prints_the_engines_numbers_off_the_allowlist(
+        release: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    engine, version = release.split()
+    deployment = {"kv_cache_memory_bytes": KV_BUDGET} if engine == "vllm" else {}
+    pairs = {}
+    for corpus in refused_targets(release):
+        if engine not in corpus.engines:
+            continue
+        pair = make_pair(corpus, engine, version, 1, "auto", deployment)
+        if pair is not None:
+            write_runbook(tmp_path, pair, corpus)
+            pairs[pair.name] = pair
+    assert len(pairs) >= MIN_PAIRS, sorted(pairs)
+    folder = releases.env(release).get("PYTHONPATH")
+    if folder:
+        monkeypatch.setenv(engine_run.variable(release), folder)
+    capsys.readouterr()
+    status = cli.main(["verify", "--root", str(tmp_path), "--engine-python", sys.executable,
+                       "--offline", "--record", "--json", str(tmp_path / "runbooks")])
+    results = json.loads(capsys.readouterr().out)
+    assert sorted(r["pair"] for r in results) == sorted(pairs)
+    assert status == (0 if all(r["confirmed"] for r in results) else 1)
+
+    oracle = run_engine("sglang_pools.py" if engine == "sglang" else "vllm_kv_plan.py",
+                        [oracle_case(release, pairs[r["pair"]], r["asked"]) for r in results],
+                        releases.env(release))
+    built = {p.name: p for p in load_pairs(tmp_path, [tmp_path / "runbooks"])}
+    report = {}
+    for result, theirs in zip(results, oracle, strict=True):
+        name = result["pair"]
+        assert result["refused_by_specpair"], name  # the allowlist refuses each one
+        if not theirs["ok"]:  # the engine refuses the pair: verify says so, in its words
+            assert result["engine_error"] and not result["confirmed"], name
+            assert built[name].engine_verdict is None  # nothing answered, nothing recorded
+            report[name] = "refused by the engine"
+            continue
+        assert result["engine_error"] is None, (name, result["engine_error"])
+        engine_figures = {f["key"]: f["engine"] for f in result["figures"]}
+        assert engine_figures == {k: theirs[k] for k in engine_figures}, name
+        # recorded: a confirmed layout is now budgeted and says so; one where specpair's
+        # port differs stays refused (its figures are known wrong)
+        if result["confirmed"]:
+            assert compute(built[name]).confirmed_by == f"engine {release}", name
+            report[name] = "confirmed"
+        else:
+            with pytest.raises(SpecpairError):
+                compute(built[name])
+            report[name] = "differs: " + ", ".join(
+                f["key"] for f in result["figures"] if f["ours"] != f["engine"])
+    print(json.dumps(report, indent=1))
+    assert sum(v != "refused by the engine" for v in report.values()) >= MIN_PAIRS, report
