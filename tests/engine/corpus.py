@@ -21,7 +21,7 @@ from specpair.model.config_geometry import from_hf_config
 from specpair.model.errors import SpecpairError
 from specpair.model.geometry import Geometry
 from specpair.model.runbook import Runbook
-from specpair.resolve.pair import ResolvedPair
+from specpair.resolve.pair import ResolvedPair, served
 from tests.support.pairs import SHA, artifact
 
 CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "configs"
@@ -153,8 +153,9 @@ def bundled_geometry(target: Geometry, engine: str, version: str) -> Geometry:
 def make_pair(corpus: CorpusPair, engine: str, version: str, tp: int, kv: str,
               deployment: dict[str, Any] | None = None) -> ResolvedPair | None:
     """The pair as a runbook over the local config folders; None when its head counts do
-    not split over `tp` ranks (the engines refuse such a launch)."""
-    target = geometry(corpus.target, corpus.root)
+    not split over `tp` ranks (the engines refuse such a launch). The geometries are
+    served as the resolver serves a runbook's (`--dtype auto`)."""
+    target = served(geometry(corpus.target, corpus.root))
     draft: Geometry | None
     data: dict[str, Any] = {
         "pair": {"name": corpus.name, "title": corpus.name, "owner": "tests"},
@@ -174,7 +175,7 @@ def make_pair(corpus: CorpusPair, engine: str, version: str, tp: int, kv: str,
         data["draft"] = {"bundled": True}
         data["staging"] = {"order": ["target"]}
     else:
-        draft = geometry(corpus.draft, corpus.root)
+        draft = served(geometry(corpus.draft, corpus.root))
         data["draft"] = {"path": str(corpus.path(corpus.draft))}
     rb = Runbook.model_validate(data)
     pair = ResolvedPair(

@@ -61,7 +61,7 @@ def corpus_drafts() -> tuple[list[CorpusPair], dict[str, str], dict[str, str]]:
     it is served with)."""
     entries = json.loads((CORPUS / "SOURCES.json").read_text(encoding="utf-8"))
     # a vendored copy of a published config answers for the model it `represents`
-    targets = {e.get("represents", e["model_id"]).lower(): e["folder"]
+    targets = {(e.get("represents") or e["model_id"]).lower(): e["folder"]
                for e in entries if e["role"] == "target"}
     targets |= {e["model_id"].lower(): e["folder"] for e in entries if e["role"] == "target"}
     drafts = [e for e in entries if e["role"] == "draft"]

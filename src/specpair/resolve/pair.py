@@ -57,6 +57,20 @@ a site build, where the same object compares by identity first. Geometries are f
 an equal one stands for another wherever it is read."""
 
 
+FLOAT32 = ("float32", "fp32", "float")
+
+
+def served(geometry: Geometry) -> Geometry:
+    """The checkpoint's geometry as `--dtype auto` serves it. Every supported release
+    serves a float32 checkpoint in 16 bits (vLLM config/model.py `_resolve_auto_dtype`:
+    "Downcast for float32 models", to the platform's preferred dtype; SGLang
+    configs/model_config.py `_get_and_verify_dtype`: bfloat16 for Gemma, float16
+    otherwise), so its KV and state take 2 bytes an element; the KV oracle holds it."""
+    if geometry.dtype.lower() in FLOAT32:
+        return geometry.model_copy(update={"dtype": "bfloat16"})
+    return geometry
+
+
 def _interned(geometry: Geometry) -> Geometry:
     return _GEOMETRIES.setdefault(geometry, geometry)
 
@@ -67,9 +81,12 @@ def _artifact(role: str, locked: ArtifactLock, override: GeometryOverride,
         # the engine serves (and sizes `auto` KV) in the dtype the runbook asks for
         override = override.model_copy(update={"dtype": served_dtype})
     overridden = sorted(override.model_dump(exclude_none=True))
+    geometry = override.apply(locked.geometry)
+    if override.dtype is None:
+        geometry = served(geometry)
     return ResolvedArtifact(
         role=role, source=locked.source, bundled=bundled, provenance=locked.provenance,
-        geometry=_interned(override.apply(locked.geometry)), weights=locked.weights,
+        geometry=_interned(geometry), weights=locked.weights,
         download_bytes=0 if bundled else locked.download_bytes, tokenizer=locked.tokenizer,
         unconfirmed=locked.unconfirmed, overridden=overridden, sources=locked.sources)
 
