@@ -17,12 +17,16 @@ SGLang (srt/configs/model_config.py, srt/arg_groups/overrides.py):
   `local_layer_ids`, `hybrid_layer_pattern`, every layer).
 - `extra_buffer`: `_MAMBA_EXTRA_BUFFER_ARCHS`, the architectures whose `auto` mamba radix
   cache strategy resolves to extra_buffer.
+- `quantization_methods`: the checkpoint quantization methods its registry accepts on a
+  CUDA host, and the names its classes' `override_quantization_method` turn into one of
+  theirs (anything else: "Unknown quantization method").
 - `built_in_mtp_layers`: what `ModelConfig._config_draft_model` sets
   `num_nextn_predict_layers` to for each architecture (draft mode), whether or not the
   config names a count.
 
-vLLM: `ssm_dtype_from_config` (the function `vllm` below), and the built-in MTP layer
-counts of its draft mode.
+vLLM: `ssm_dtype_from_config` (the function `vllm` below), the built-in MTP layer
+counts of its draft mode, and `deprecated_quantization` (DEPRECATED_QUANTIZATION_METHODS,
+which ModelConfig refuses without --allow-deprecated-quantization).
 
 Both: `config_classes`, the model types each reads with a config class of its own
 registry (tests/engine/engine_lists_configs.py says how they are read).
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sys
 import types
 from pathlib import Path
@@ -135,9 +140,42 @@ def sglang(_: Any = None) -> dict[str, Any]:
 
     return {"hybrid_swa": _hybrid_swa(mc),
             "extra_buffer": sorted(overrides._MAMBA_EXTRA_BUFFER_ARCHS),
+            "quantization_methods": _sglang_cuda_quantization(),
             "built_in_mtp_layers": _built_in_mtp_layers(mc),
             "config_classes": engine_lists_configs.config_classes(
                 common._CONFIG_REGISTRY, common._CONFIG_REGISTRY.__getitem__)}
+
+
+def _sglang_cuda_quantization() -> list[str]:
+    """The checkpoint quantization methods `get_quantization_config` accepts on a CUDA host
+    (srt/layers/quantization/__init__.py QUANTIZATION_METHODS): the module registers some
+    by platform at import, so it is imported again with the platform CUDA_HOST."""
+    import importlib
+
+    from sglang.srt import utils
+
+    saved = {name: getattr(utils, name) for name in ("is_cpu", "is_cuda", "is_npu", "is_xpu")
+             if hasattr(utils, name)}
+    for name in saved:  # CUDA_HOST: the platform checks answer as on a CUDA machine
+        setattr(utils, name, (lambda: True) if name == "is_cuda" else (lambda: False))
+    try:
+        from sglang.srt.layers import quantization
+
+        registry = importlib.reload(quantization).QUANTIZATION_METHODS
+        # a checkpoint method a registered class turns into one of its own
+        # (`override_quantization_method`, e.g. gptq → gptq_marlin) is accepted too: the
+        # names those overrides test for
+        overridden = set()
+        for cls in registry.values():
+            override = getattr(cls, "override_quantization_method", None)
+            if override is not None:
+                overridden |= {n for n in _strings(getattr(override, "__func__", override))
+                               if re.fullmatch(r"[a-z][a-z0-9_-]*", n)}
+        overridden.discard("quant_method")  # the key they read, not a method
+        return sorted(set(registry) | overridden)
+    finally:
+        for name, function in saved.items():
+            setattr(utils, name, function)
 
 
 def _ssm_dtype_from_config(arch: str, cls: Any) -> bool:
@@ -156,12 +194,14 @@ def vllm(_: Any = None) -> dict[str, Any]:
     the config's `mamba_ssm_dtype` the SSM state cache dtype under `auto`."""
     import engine_lists_configs
     from vllm.config.speculative import SpeculativeConfig
+    from vllm.model_executor.layers import quantization
     from vllm.model_executor.models import config as mc
     from vllm.model_executor.models import registry
     from vllm.transformers_utils import config as tc
 
     override = SpeculativeConfig.hf_config_override
-    return {"ssm_dtype_from_config": sorted(
+    return {"deprecated_quantization": sorted(quantization.DEPRECATED_QUANTIZATION_METHODS),
+            "ssm_dtype_from_config": sorted(
         arch for arch, cls in mc.MODELS_CONFIG_MAP.items() if _ssm_dtype_from_config(arch, cls)),
         **engine_lists_configs.vllm_mtp_layers(override, _strings(override),
                                                 registry._SPECULATIVE_DECODING_MODELS),

@@ -96,6 +96,7 @@ def sglang_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = T
                         "argv": argv_for_engine(sglang_launch.build(pair, True, defaults).argv),
                         "rest_gib": REST_GIB}))
                     continue
+                refuse_checkpoint(launch)
                 cells = sglang_kv_cells.pool_cells(pair, defaults)
                 cell = cells.cell_target + cells.cell_draft
                 rest, slots = REST_GIB, None
@@ -116,6 +117,14 @@ def sglang_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = T
                 _record(name, pair)
                 cases.append((name, ours, {"argv": argv, "rest_gib": REST_GIB}))
     return cases
+
+
+def refuse_checkpoint(launch: Any) -> None:
+    """A checkpoint the release's launch refuses outright (its quantization method,
+    `engine_lists.refused_quantization`) is refused as specpair refuses it: no budget."""
+    for finding in launch.errors:
+        if finding.field in ("target", "draft"):
+            raise SpecpairError.single("launch", finding.message, finding.hint)
 
 
 def _sized_alike(corpus: CorpusPair, release: str, pair: Any) -> bool:
@@ -160,6 +169,7 @@ def vllm_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = TEN
                         continue
                     name = f"{corpus.name} tp{tp} {kv}" + ("" if hybrid else " no-hybrid")
                     _record(name, pair)
+                    refuse_checkpoint(releases_registry.by_label(release).launch(pair, True))
                     try:
                         plan, block, _, _ = vllm_budget.kv_plan(pair)
                     except SpecpairError as refusal:

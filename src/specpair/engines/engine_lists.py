@@ -9,12 +9,18 @@ SGLang (srt/configs/model_config.py, srt/arg_groups/overrides.py at the release)
   `every_fourth_full`, or `own`, a rule specpair does not read);
 - `extra_buffer`: `_MAMBA_EXTRA_BUFFER_ARCHS` (the `auto` mamba radix cache strategy);
 - `built_in_mtp_layers`: `ModelConfig._config_draft_model`'s `num_nextn_predict_layers`
-  for a config that names none (`unset`) and for one that names 3 (`configured_3`).
+  for a config that names none (`unset`) and for one that names 3 (`configured_3`);
+- `quantization_methods`: the checkpoint quantization methods its registry accepts on a
+  CUDA host (srt/layers/quantization/__init__.py), and the names its classes'
+  `override_quantization_method` test for (anything else: "Unknown quantization method").
 
 vLLM (vllm/model_executor/models/config.py, vllm/config/speculative.py at the release):
 - `ssm_dtype_from_config`: the architectures whose MODELS_CONFIG_MAP hook
   (`verify_and_update_config`, Qwen3_5ForConditionalGenerationConfig and its subclasses)
   makes the config's `mamba_ssm_dtype` the SSM state dtype; elsewhere it follows the model.
+- `deprecated_quantization`: DEPRECATED_QUANTIZATION_METHODS
+  (model_executor/layers/quantization/__init__.py), which ModelConfig refuses without
+  --allow-deprecated-quantization (a flag specpair does not pass);
 - `built_in_mtp_layers` (by architecture) and `built_in_mtp_layers_by_model_type`: the
   layers of the MTP draft `SpeculativeConfig.hf_config_override` selects, as that MTP
   model class sets `num_mtp_layers` (Qwen3NextMTP: one where the config names none).
@@ -36,6 +42,7 @@ from typing import Any
 
 from specpair.facts.release_data import release_text
 from specpair.facts.yaml_data import safe_load
+from specpair.model.geometry import Geometry
 from specpair.model.hf_config import EngineClass
 
 FILE = "engine_lists.yaml"
@@ -66,6 +73,8 @@ class EngineLists:
         default_factory=dict)
     ssm_dtype_from_config: frozenset[str] = frozenset()
     config_classes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    quantization_methods: frozenset[str] = frozenset()
+    deprecated_quantization: frozenset[str] = frozenset()
 
 
 def raw(engine: str) -> dict[str, Any]:
@@ -85,7 +94,9 @@ def of(engine: str) -> EngineLists:
         built_in_mtp_layers_by_model_type=_layers(
             data.get("built_in_mtp_layers_by_model_type")),
         ssm_dtype_from_config=frozenset(data.get("ssm_dtype_from_config") or ()),
-        config_classes=dict(data.get("config_classes") or {}))
+        config_classes=dict(data.get("config_classes") or {}),
+        quantization_methods=frozenset(data.get("quantization_methods") or ()),
+        deprecated_quantization=frozenset(data.get("deprecated_quantization") or ()))
 
 
 def _layers(entries: Mapping[str, Any] | None) -> dict[str, BuiltInLayers]:
@@ -120,3 +131,22 @@ def _merged(entries: list[tuple[str, Mapping[str, Any]]]) -> EngineClass:
     return EngineClass(reads_as=aliases[0] if len(aliases) == 1 else None, renamed=renamed,
                        readers=tuple(f"{label} {entry['class']}" for label, entry in own),
                        conflict="; ".join(conflicts) or None)
+
+
+def refused_quantization(engine: str, geometry: Geometry) -> str | None:
+    """Why release `engine` refuses the checkpoint's own quantization (config.json
+    `quantization_config.quant_method`), in the engine's words; None where it accepts it,
+    the config names none, or the release's lists say nothing."""
+    method = geometry.quantization
+    if not method:
+        return None
+    lists = of(engine)
+    if method in lists.deprecated_quantization:
+        return (f"the checkpoint's quantization method {method} is deprecated in {engine}: "
+                "\"The quantization method %s is deprecated and will be removed in future "
+                "versions of vLLM. To bypass, set `--allow-deprecated-quantization`.\" "
+                "(config/model.py, which specpair does not pass)")
+    if lists.quantization_methods and method not in lists.quantization_methods:
+        return (f"{engine} has no quantization method {method} for the checkpoint: \"Unknown "
+                f"quantization method: {method}\" (srt/configs/model_config.py)")
+    return None

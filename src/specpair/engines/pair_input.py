@@ -71,6 +71,14 @@ class EngineInput(Strict):
         record is at hand. The resolved pair, which holds the records, answers it."""
         return None
 
+    def checkpoints(self) -> list[tuple[str, ResolvedArtifact]]:
+        """(role, artifact) of each checkpoint the engine loads: the target, and a draft
+        of its own (a bundled draft's layers are the target checkpoint's)."""
+        found = [("target", self.target)]
+        if self.draft is not None and not self.draft.bundled:
+            found.append(("draft", self.draft))
+        return found
+
     @property
     def bundled_draft(self) -> ResolvedArtifact | None:
         return self.draft if self.draft is not None and self.draft.bundled else None

@@ -286,9 +286,12 @@ def from_hf_config(config: dict[str, Any],
     is_mla = all(base.get(k) is not None for k in _MLA_KEYS)
     moe = _mixture_of_experts(config, base, hidden, layers)
     draft = _draft_block(config)
+    quant = config.get("quantization_config") or base.get("quantization_config")
     return Geometry(
         architecture=architecture,
         model_type=base.get("model_type"),
+        quantization=str(quant.get("quant_method") or "").lower() or None
+        if isinstance(quant, dict) else None,
         # a torch.dtype where torch is installed (the engines' venv), a name elsewhere
         dtype=str(base.get("torch_dtype") or base.get("dtype") or "bfloat16"
                   ).removeprefix("torch."),

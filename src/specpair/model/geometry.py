@@ -17,7 +17,9 @@ from pydantic import (
     BeforeValidator,
     Field,
     FieldSerializationInfo,
+    SerializerFunctionWrapHandler,
     field_serializer,
+    model_serializer,
     model_validator,
 )
 
@@ -192,6 +194,10 @@ class Geometry(Strict):
     attention_chunk_size: PositiveInt | None = None
     linear_attention: LinearAttention | None = None
     moe: MixtureOfExperts | None = None
+    quantization: str | None = Field(
+        default=None, description="config.json quantization_config.quant_method: how the "
+                                  "checkpoint is quantized, which each release accepts or "
+                                  "refuses by name (`engine_lists.refused_quantization`)")
     num_attention_heads: PositiveInt
     num_key_value_heads: PositiveInt
     head_dim: PositiveInt
@@ -219,6 +225,15 @@ class Geometry(Strict):
                                   "with `repeat`; unset (hand-declared or older locks): "
                                   "the counts above in the order linear, full, sliding, "
                                   "chunked")
+
+    @model_serializer(mode="wrap")
+    def _without_unnamed_quantization(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """`quantization` only where the config names one, so a geometry read before the
+        field existed serialises as it did."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("quantization") is None:
+            data.pop("quantization", None)
+        return data
 
     @field_serializer("layers", when_used="json")
     def _runs(self, layers: list[LayerKV] | None, info: FieldSerializationInfo

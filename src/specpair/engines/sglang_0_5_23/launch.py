@@ -11,6 +11,7 @@ limit (48 under speculation).
 from __future__ import annotations
 
 from specpair.engines import engine_lists
+from specpair.engines.engine_lists import refused_quantization
 from specpair.engines.kv_arithmetic import kv_layers
 from specpair.engines.launch_model import EnvRef, Launch, Preflights
 from specpair.engines.pair_input import EngineInput
@@ -62,6 +63,10 @@ def build(pair: EngineInput, speculate: bool = True, defaults: Defaults = DEFAUL
     args = server_args(pair, pair.gpu_spec, defaults)
 
     argv = _model_args(rb, checks, quantization)
+    for role, artifact in pair.checkpoints():
+        refused = refused_quantization(defaults.engine, artifact.geometry)
+        need(refused is None, role, refused or "",
+             "serve a checkpoint in a format the release accepts")
     _refuse_vllm_options(spec, checks)
     verify = verify_width(spec)
     adaptive, files = schedule.render(pair, checks, schedule.refusal(pair)) if speculate \

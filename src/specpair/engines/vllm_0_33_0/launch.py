@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from specpair.engines.engine_lists import refused_quantization
 from specpair.engines.launch_model import EnvRef, Launch, Preflights
 from specpair.engines.pair_input import EngineInput
 from specpair.engines.profile import EngineProfile
@@ -122,6 +123,10 @@ class Launcher:
                             f"quantization {art.quantization!r} is not one of vLLM's methods "
                             "(ModelConfig refuses it)",
                             "use one of: " + ", ".join(self.quantization))
+        for role, artifact in pair.checkpoints():
+            refused = refused_quantization(self.engine, artifact.geometry)
+            checks.need(refused is None, role, refused or "",
+                        "serve a checkpoint in a format the release accepts")
         kv_float = {KVDtype.BF16: "bfloat16", KVDtype.FP16: "float16"}.get(
             rb.deployment.kv_cache_dtype)
         model_dtype = pair.target.geometry.dtype
