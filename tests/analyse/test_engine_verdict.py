@@ -5,6 +5,8 @@ budgeted once the engine confirmed it, and only then."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from specpair.analyse.budget import compute
@@ -13,7 +15,7 @@ from specpair.model.errors import SpecpairError
 from specpair.resolve.pair import ResolvedPair
 from tests.support.engine_verdicts import engine_answered
 from tests.support.geometries import dense
-from tests.support.pairs import good, with_runbook
+from tests.support.pairs import DRAFT, good, make_pair, with_runbook
 
 
 def unverified_target() -> ResolvedPair:
@@ -55,3 +57,13 @@ def test_a_refused_layout_is_budgeted_once_the_engine_confirmed_it() -> None:
         compute(engine_answered(unverified_target(), differs=True))
     budget = compute(engine_answered(unverified_target()))
     assert budget.confirmed_by is not None and budget.unverified == []
+
+
+def test_a_budget_with_nothing_to_size_is_refused_before_any_engine_runs(
+        tmp_path: Path) -> None:
+    from specpair.analyse.verify import probe
+
+    # the weights take the whole GPU: no rest for the engine's pool code to size
+    pair = make_pair(dense(36), DRAFT, target_bytes=90 << 30)
+    with pytest.raises(SpecpairError, match="nothing is left for the KV pools"):
+        probe(pair, {"target": tmp_path, "draft": tmp_path})

@@ -26,7 +26,7 @@ from specpair.model.config_geometry import NotModelled
 from specpair.model.errors import SpecpairError
 from tests.engine import releases
 from tests.engine.corpus import CorpusPair, corpus_targets, geometry, make_pair
-from tests.engine.kv_cases import KV_BUDGET, argv_for_engine, release_module, run_engine
+from tests.engine.kv_cases import KV_BUDGET, run_engine, sglang_cases, vllm_cases
 
 MIN_PAIRS = 10  # the issue's bar: at least ten pairs off the allowlist, per release
 
@@ -58,23 +58,15 @@ def write_runbook(root: Path, pair: Any, corpus: CorpusPair) -> None:
     assert status == 0, pair.name
 
 
-def oracle_case(release: str, pair: Any, asked: dict[str, Any]) -> dict[str, Any]:
-    """The case the KV oracle gives the release's script for this pair (kv_cases.py), with
-    verify's budget bytes (SGLang's rest is the budget's, as in every oracle case)."""
+def oracle_case(release: str, corpus: CorpusPair, asked: dict[str, Any]) -> dict[str, Any]:
+    """The case the KV oracle's own builders (kv_cases.py) make for the corpus pair at TP 1
+    with auto KV and the hybrid manager on, as verify's runbook has it. SGLang's oracle
+    sizes a fixed rest; here the rest verify's budget found, so both ask the same."""
     if release.startswith("sglang"):
-        from specpair.engines import registry
-
-        argv = argv_for_engine(registry.by_label(release).launch(pair, True).argv)
-        return {"argv": argv, "rest_gib": asked["rest_gib"]}
-    args = release_module(release, "args")
-    dep = pair.runbook.deployment
-    return {"target": str(pair.runbook.target.path), "draft": None, "tp": 1, "draft_tp": 1,
-            "block_size": dep.page_size or args.DEFAULT_BLOCK_SIZE,
-            "kv_cache_dtype": "auto", "max_model_len": dep.context_length,
-            "available_bytes": KV_BUDGET, "disable_hybrid_kv_cache_manager": False,
-            "max_in_flight_tokens": release_module(release, "budget").IN_FLIGHT_BATCHES
-            * args.default_max_num_batched_tokens(pair.gpu_spec),
-            "num_speculative_tokens": args.speculative_tokens(pair), "method": "NGRAM"}
+        (_, _, case), *_ = sglang_cases([corpus], (1,), ("auto",), release)
+        return {**case, "rest_gib": asked["rest_gib"]}
+    (_, _, case), *_ = vllm_cases([corpus], (1,), ("auto",), release)[0]
+    return dict(case)
 
 
 @pytest.mark.parametrize("release", ["sglang 0.5.23", "vllm 0.33.0"])
@@ -83,14 +75,14 @@ def test_verify_prints_the_engines_numbers_off_the_allowlist(
         capsys: pytest.CaptureFixture[str]) -> None:
     engine, version = release.split()
     deployment = {"kv_cache_memory_bytes": KV_BUDGET} if engine == "vllm" else {}
-    pairs = {}
+    pairs, corpora = {}, {}
     for corpus in refused_targets(release):
         if engine not in corpus.engines:
             continue
         pair = make_pair(corpus, engine, version, 1, "auto", deployment)
         if pair is not None:
             write_runbook(tmp_path, pair, corpus)
-            pairs[pair.name] = pair
+            pairs[pair.name], corpora[pair.name] = pair, corpus
     assert len(pairs) >= MIN_PAIRS, sorted(pairs)
     folder = releases.env(release).get("PYTHONPATH")
     if folder:
@@ -103,7 +95,7 @@ def test_verify_prints_the_engines_numbers_off_the_allowlist(
     assert status == (0 if all(r["confirmed"] for r in results) else 1)
 
     oracle = run_engine("sglang_pools.py" if engine == "sglang" else "vllm_kv_plan.py",
-                        [oracle_case(release, pairs[r["pair"]], r["asked"]) for r in results],
+                        [oracle_case(release, corpora[r["pair"]], r["asked"]) for r in results],
                         releases.env(release))
     built = {p.name: p for p in load_pairs(tmp_path, [tmp_path / "runbooks"])}
     report = {}

@@ -20,7 +20,7 @@ from specpair.analyse.budget import check_layouts
 from specpair.analyse.engine_verdict import ask, local_pair, question
 from specpair.engines.kv_arithmetic import check_tensor_parallel
 from specpair.engines.kv_probe import KvProbe
-from specpair.engines.method_support import support
+from specpair.engines.method_support import refusal, support
 from specpair.model.budget import Budget
 from specpair.model.common import Strict
 from specpair.model.errors import SpecpairError
@@ -41,6 +41,7 @@ class Figure(Strict):
 
 class Verification(Strict):
     pair: str
+    source_file: str = Field(description="the pair's runbook, as the loader named it")
     release: str
     environment: str
     asked: dict[str, Any] = Field(description="the case the release's script was given")
@@ -88,23 +89,24 @@ def probe(pair: ResolvedPair, folders: dict[str, Path]) -> Asked:
                                    "specpair cannot ask its code", "verify on a release "
                                    "that has one")
     analysed, budget, refused = budget_of(pair)
+    # raises the release's own refusal (nothing left to size, a multi-node command)
+    probe = pair.release.kv_probe(local_pair(analysed, folders), budget)
     by_role = ask(analysed, budget)
-    assert by_role is not None  # the same probe as below, which raises its own refusal
-    return Asked(probe=pair.release.kv_probe(local_pair(analysed, folders), budget),
-                 question=question(by_role), refused=refused)
+    assert by_role is not None  # the same probe, which just answered
+    return Asked(probe=probe, question=question(by_role), refused=refused)
 
 
 def method_support(pair: ResolvedPair) -> str | None:
     """What the release's model registry says of the pair's method on its target
-    architecture (the release's method_support.yaml, tested equal to the registry)."""
+    architecture (the release's method_support.yaml, tested equal to the registry), in
+    the words of the gate's rule; None for a method the registry does not decide."""
     method = pair.runbook.speculation.method.value
-    entry = support().get(pair.engine, {}).get(method)
-    if entry is None:
+    if support().get(pair.engine, {}).get(method) is None:
         return None
     arch = pair.target.geometry.architecture
-    verdict = "supports it" if arch in entry.supported else "refuses it" \
-        if arch in entry.unsupported else "does not list the architecture"
-    return f"{method} on {arch}: {pair.engine}'s model registry {verdict}"
+    found = refusal(pair.engine, method, arch)
+    return f"{method} on {arch}: {pair.engine}'s model registry supports it" \
+        if found is None else found[0]
 
 
 def judge(pair: ResolvedPair, asked: Asked, answer: dict[str, Any], environment: str
@@ -114,7 +116,8 @@ def judge(pair: ResolvedPair, asked: Asked, answer: dict[str, Any], environment:
     error = None if answer.get("ok") else str(answer.get("error", "no answer"))[:600]
     figures = [] if error else [Figure(key=k, label=probe.labels.get(k, k), ours=v,
                                        engine=answer.get(k)) for k, v in probe.expected.items()]
-    return Verification(pair=pair.name, release=probe.release, environment=environment,
+    return Verification(pair=pair.name, source_file=pair.source_file,
+                        release=probe.release, environment=environment,
                         asked=probe.case, question=asked.question, figures=figures,
                         notes=probe.notes, refused_by_specpair=asked.refused,
                         engine_error=error, method_support=method_support(pair))

@@ -49,17 +49,15 @@ def run(root: Path, paths: list[Path], engine_python: str | None,
     return sorted(results, key=lambda v: v.pair)
 
 
-def record(root: Path, paths: list[Path], results: list[verify.Verification]) -> list[str]:
+def record(root: Path, results: list[verify.Verification]) -> list[str]:
     """Each answered pair's verdict into its lock (`--record`); the locks written."""
     from specpair.commands.lock import record_verdict
 
-    by_name = {pair.name: pair for pair in load_pairs(root, paths)}
     written = []
     for result in results:
-        pair = by_name.get(result.pair)
-        if pair is None or result.engine_error is not None:
-            continue
-        folder = (root / pair.source_file).parent
+        if result.engine_error is not None:
+            continue  # nothing answered, nothing recorded
+        folder = (root / result.source_file).parent
         if record_verdict(folder, verify.as_verdict(result)):
-            written.append(str(Path(pair.source_file).parent / "lock.json"))
+            written.append(str(Path(result.source_file).parent / "lock.json"))
     return written

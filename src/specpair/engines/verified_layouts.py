@@ -102,6 +102,7 @@ def pair_models(pair: EngineInput) -> list[tuple[str, Geometry]]:
 
 
 UNVERIFIED_MARK = "Unverified budget"
+"""The words every output that carries a budget-derived number starts its note with."""
 DIFFERS_MARK = "Differs from the engine's code"
 DIFFERS_MEANING = ("The pinned release's own KV sizing (`specpair verify`, recorded in the "
                    "lock) gives another figure for this pair: use the engine's, and report "
@@ -109,11 +110,12 @@ DIFFERS_MEANING = ("The pinned release's own KV sizing (`specpair verify`, recor
 
 
 def confirmed_text(provenance: str) -> str:
-    """The line every output carries for a budget the release's own code confirmed."""
+    """The line every output carries for a budget the release's own code confirmed. What
+    the engine measures at start-up (the GPU's free memory) stays the budget's."""
     release = provenance.removeprefix("engine ")
-    return (f"Confirmed by {release}'s code: its own KV sizing computed these pools for "
-            "this pair (`specpair verify --record`, in the lock)")
-"""The words every output that carries a budget-derived number starts its note with."""
+    return (f"Confirmed by {release}'s code: its own KV sizing gives these pools for the KV "
+            "bytes this budget assumes (`specpair verify --record`, in the lock); the bytes "
+            "themselves follow the budget's assumptions")
 
 
 def declared_notes(pair: EngineInput) -> list[str]:

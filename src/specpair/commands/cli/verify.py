@@ -54,6 +54,6 @@ def handle(args: argparse.Namespace) -> int:
                   offline_requested(args.offline))
     sys.stdout.write(as_json(results) if args.json else markdown(results))
     if args.record:
-        for written in record(root, paths, results):
+        for written in record(root, results):
             print(f"recorded the engine's answer in {written}", file=sys.stderr)
     return EXIT_OK if all(v.confirmed for v in results) else EXIT_PROBLEMS

@@ -162,10 +162,10 @@ def parse(argv: list[str], resolve_speculative: bool) -> Any:
     return server_args
 
 
-def report(argv: list[str], configurator: Any, config: Any, kvc: Any, kv_dtype: Any,
-           available_bytes: int, state_slots: int | None, spec_aux: Any, layer_info: Any
-           ) -> dict[str, Any]:
-    """What the pool code decided, as the oracle and `specpair verify` compare it."""
+def pools_report(argv: list[str], configurator: Any, config: Any, kv_dtype: Any,
+                 available_bytes: int, state_slots: int | None) -> dict[str, Any]:
+    """What the pool code decided, as the oracle and `specpair verify` compare it: the
+    part every release reports alike (0.5.18's adds its own keys)."""
     import sglang
     import torch
     from sglang.srt.runtime_context import get_parallel, get_schedule
@@ -182,12 +182,22 @@ def report(argv: list[str], configurator: Any, config: Any, kvc: Any, kv_dtype: 
         "max_total_num_tokens": config.max_total_num_tokens,
         "full_max_total_num_tokens": config.full_max_total_num_tokens,
         "swa_max_total_num_tokens": config.swa_max_total_num_tokens,
-        "eagle_draft_num_layers": spec_aux.eagle_draft_num_layers,
         # the ratios the pool code reads (unset: the fields' fallback, schedule.py), and
         # what the parser alone gives them
         "swa_full_tokens_ratio": get_schedule().swa_full_tokens_ratio,
         "mamba_full_memory_ratio": get_schedule().mamba_full_memory_ratio,
         "parser_defaults": parser_defaults(argv),
+    }
+
+
+def report(argv: list[str], configurator: Any, config: Any, kvc: Any, kv_dtype: Any,
+           available_bytes: int, state_slots: int | None, spec_aux: Any, layer_info: Any
+           ) -> dict[str, Any]:
+    """`pools_report`, with what 0.5.23 resolves besides: the draft's layers and cell and
+    the layer ids its runner resolved."""
+    return {
+        **pools_report(argv, configurator, config, kv_dtype, available_bytes, state_slots),
+        "eagle_draft_num_layers": spec_aux.eagle_draft_num_layers,
         "dflash_draft_cell": kvc.dflash_draft_cell_size_per_token,
         "full_attention_layers": len(layer_info.full_attention_layer_ids or [])
         if layer_info.full_attention_layer_ids is not None else None,

@@ -44,7 +44,7 @@ from sglang_pools import (
     NO_LOADED_MODEL,
     _install_torchvision_placeholder,
     _register_cuda_quantization,
-    parser_defaults,
+    pools_report,
     run,
     size_all,
 )
@@ -158,27 +158,10 @@ def rank0_state(server_args: Any, parallel: Any) -> Any:
 def report(argv: list[str], configurator: Any, config: Any, kv_dtype: Any,
            available_bytes: int, state_slots: int | None, model_config: Any
            ) -> dict[str, Any]:
-    """What the pool code decided (inside the TP override, whose widths it reports)."""
-    import sglang
-    import torch
-    from sglang.srt.runtime_context import get_parallel, get_schedule
-
+    """`pools_report` (inside the TP override, whose widths it reports), with the layer
+    ids 0.5.18 keeps on its model config."""
     return {
-        "ok": True,
-        "version": sglang.__version__,
-        "configurator": type(configurator).__name__,
-        "cell": getattr(configurator, "_cell_size", None),
-        "kv_dtype_bytes": torch._utils._element_size(kv_dtype),
-        "attn_tp_size": get_parallel().attn_tp_size,
-        "available_bytes": available_bytes,
-        "state_slots": state_slots,
-        "max_total_num_tokens": config.max_total_num_tokens,
-        "full_max_total_num_tokens": config.full_max_total_num_tokens,
-        "swa_max_total_num_tokens": config.swa_max_total_num_tokens,
-        # the ratios the pool code reads, as the release resolved them
-        "swa_full_tokens_ratio": get_schedule().swa_full_tokens_ratio,
-        "mamba_full_memory_ratio": get_schedule().mamba_full_memory_ratio,
-        "parser_defaults": parser_defaults(argv),
+        **pools_report(argv, configurator, config, kv_dtype, available_bytes, state_slots),
         "full_attention_layers": len(getattr(model_config, "full_attention_layer_ids",
                                              None) or []) or None,
         "swa_attention_layers": len(getattr(model_config, "swa_attention_layer_ids",
