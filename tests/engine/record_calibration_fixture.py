@@ -2,7 +2,7 @@
 
 Run once, with the engine venv's Python, from the repository root:
 
-    PYTHONPATH=$PWD/src:$PWD SPECPAIR_VLLM_SOURCES=... \\
+    PYTHONPATH=$PWD/src:$PWD SPECPAIR_ENGINE_VLLM_0_33_0=... \\
         /work/main/.nox/engines/bin/python tests/engine/record_calibration_fixture.py
 
 It builds the tiny Llama pair of the engine tests (the target as its own draft), starts

@@ -130,7 +130,7 @@ def test_corpus_drafts_are_exact_or_refused_by_name() -> None:
     for engine, script, build, env in (
             ("sglang 0.5.23", "sglang_pools.py", sglang_cases, None),
             ("vllm 0.33.0", "vllm_kv_plan.py", lambda p: vllm_cases(p)[0],
-             {"PYTHONPATH": os.environ["SPECPAIR_VLLM_SOURCES"]})):
+             {"PYTHONPATH": os.environ["SPECPAIR_ENGINE_VLLM_0_33_0"]})):
         why_refused = {c.name: why for c in runnable
                        if (why := specpair_refusal(c, engine)) is not None}
         refused = {name: why for name, (_, why) in why_refused.items()}

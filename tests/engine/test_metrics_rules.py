@@ -170,15 +170,15 @@ def test_every_metric_name_is_declared_in_the_engines_source() -> None:
     assert not missing, missing
     from specpair.engines.sglang_0_5_18 import metrics as sglang_0_5_18_metrics
 
-    sglang_0_5_18_src = (Path(os.environ["SPECPAIR_SGLANG_0_5_18_LAYER"]) / "sglang" / "srt"
+    sglang_0_5_18_src = (Path(os.environ["SPECPAIR_ENGINE_SGLANG_0_5_18"]) / "sglang" / "srt"
                          / "observability" / "metrics_collector.py").read_text()
     missing = [n for n in sglang_0_5_18_metrics.METRICS.names()
                if n.startswith("sglang:") and not _declared(sglang_0_5_18_src, n)]
     assert not missing, ("sglang 0.5.18", missing)
     from specpair.engines.vllm_0_32_0 import metrics as vllm_0_32_0_metrics
 
-    for variable, names in (("SPECPAIR_VLLM_SOURCES", vllm_0_33_0_metrics.METRICS.names()),
-                            ("SPECPAIR_VLLM_0_32_0_SOURCES",
+    for variable, names in (("SPECPAIR_ENGINE_VLLM_0_33_0", vllm_0_33_0_metrics.METRICS.names()),
+                            ("SPECPAIR_ENGINE_VLLM_0_32_0",
                              vllm_0_32_0_metrics.METRICS.names())):
         vllm_root = Path(os.environ[variable]) / "vllm"
         vllm_src = "".join(

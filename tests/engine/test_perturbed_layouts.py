@@ -87,7 +87,7 @@ def test_one_key_off_is_exact_or_refused(tmp_path: Path) -> None:
             ("sglang 0.5.23", "sglang_pools.py",
              lambda p: sglang_cases(p, (2,), ("auto",)), None),
             ("vllm 0.33.0", "vllm_kv_plan.py", lambda p: vllm_cases(p, (2,), ("auto",))[0],
-             {"PYTHONPATH": __import__("os").environ["SPECPAIR_VLLM_SOURCES"]})):
+             {"PYTHONPATH": __import__("os").environ["SPECPAIR_ENGINE_VLLM_0_33_0"]})):
         cases, calculator_refused = [], 0
         for pair in pairs:
             try:

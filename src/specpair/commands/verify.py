@@ -4,6 +4,7 @@ release's environment (`specpair.engines.engine_run`), and judged there
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from specpair.analyse import verify
@@ -42,11 +43,26 @@ def run(root: Path, paths: list[Path], engine_python: str | None,
         asked.setdefault(question.probe.release, []).append((pair, question))
     results: list[verify.Verification] = []
     for release, items in asked.items():
-        env = engine_run.environment(release, engine_python)
+        env = engine_run.environment(release, engine_python,
+                                     None if engine_run.named_interpreter(engine_python)
+                                     else cached_environment(release, offline))
         answers = engine_run.run(env, [question.probe for _, question in items])
         results += [verify.judge(pair, question, answer, env.described)
                     for (pair, question), answer in zip(items, answers, strict=True)]
     return sorted(results, key=lambda v: v.pair)
+
+
+def cached_environment(release: str, offline: bool) -> tuple[Path, Path | None]:
+    """The release's environment from specpair's cache, created there on first use."""
+    from specpair.write import engine_environments
+
+    def say(text: str) -> None:
+        print(f"specpair verify: {text}", file=sys.stderr, flush=True)
+
+    try:
+        return engine_environments.prepare(release, offline, say)
+    except engine_environments.SetupFailed as failed:
+        raise SpecpairError.single(failed.where, failed.problem, failed.fix) from None
 
 
 def record(root: Path, results: list[verify.Verification]) -> list[str]:

@@ -7,7 +7,9 @@ Python files first on its path where they are not the installed package:
 - `--engine-python PYTHON` (or SPECPAIR_ENGINE_PYTHON): the interpreter;
 - SPECPAIR_ENGINE_<NAME>_<VERSION> (e.g. SPECPAIR_ENGINE_VLLM_0_34_0): a folder holding
   that release's package, put first on PYTHONPATH; unset, the interpreter's installed
-  package answers.
+  package answers;
+- neither named: the cached environment of `environment_recipe`, created on first use
+  (`specpair.write.engine_environments`; the caller passes it in as `cached`).
 
 Either way the script reports the version it imported, and an answer from any other
 version is refused: the figures are the pinned release's or none. An answer is input:
@@ -24,6 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from specpair.engines.environment_recipe import variable
 from specpair.engines.kv_probe import KvProbe
 from specpair.model.common import Strict
 from specpair.model.errors import SpecpairError
@@ -40,27 +43,37 @@ class EngineEnvironment(Strict):
     described: str
 
 
-def variable(release: str) -> str:
-    """The environment variable naming a release's folder: `vllm 0.34.0` →
-    SPECPAIR_ENGINE_VLLM_0_34_0."""
-    return "SPECPAIR_ENGINE_" + release.upper().replace(" ", "_").replace(".", "_")
+__all__ = ["EngineEnvironment", "environment", "named_interpreter", "run", "variable"]
 
 
-def environment(release: str, python: str | None) -> EngineEnvironment:
+def named_interpreter(python: str | None) -> str | None:
+    """The interpreter the user named (--engine-python, else SPECPAIR_ENGINE_PYTHON)."""
+    return python or os.environ.get("SPECPAIR_ENGINE_PYTHON") or None
+
+
+def environment(release: str, python: str | None,
+                cached: tuple[Path, Path | None] | None = None) -> EngineEnvironment:
     """The environment `release`'s code runs in (module docstring), or a clear refusal."""
-    interpreter = python or os.environ.get("SPECPAIR_ENGINE_PYTHON")
+    interpreter = named_interpreter(python)
+    if not interpreter and cached is not None:
+        folder_of = os.environ.get(variable(release)) or (str(cached[1]) if cached[1] else "")
+        return _described(release, str(cached[0]), folder_of, "cached ")
     if not interpreter:
         raise SpecpairError.single(
             "specpair verify", f"no environment for {release}'s code is named",
             f"give --engine-python PYTHON (an interpreter that imports {release.split()[0]}), "
             f"or export SPECPAIR_ENGINE_PYTHON; a folder of the release's own package goes "
             f"in {variable(release)}")
-    folder = os.environ.get(variable(release))
+    return _described(release, interpreter, os.environ.get(variable(release)), "")
+
+
+def _described(release: str, interpreter: str, folder: str | None,
+               kind: str) -> EngineEnvironment:
     if folder and not Path(folder, release.split()[0], "__init__.py").is_file():
         raise SpecpairError.single(variable(release), f"{folder} holds no "
                                    f"{release.split()[0]} package",
                                    "name the folder the release's wheel was unpacked into")
-    described = f"{interpreter}" + (f" with {folder} first" if folder else "")
+    described = f"{kind}{interpreter}" + (f" with {folder} first" if folder else "")
     return EngineEnvironment(release=release, python=interpreter,
                              path=[folder] if folder else [], described=described)
 
