@@ -25,8 +25,9 @@ SGLang (srt/configs/model_config.py, srt/arg_groups/overrides.py):
   config names a count.
 
 vLLM: `ssm_dtype_from_config` (the function `vllm` below), the built-in MTP layer
-counts of its draft mode, and `deprecated_quantization` (DEPRECATED_QUANTIZATION_METHODS,
-which ModelConfig refuses without --allow-deprecated-quantization).
+counts of its draft mode, `deprecated_quantization` (DEPRECATED_QUANTIZATION_METHODS,
+which ModelConfig refuses without --allow-deprecated-quantization), and
+`mla_model_types` (`is_deepseek_mla`: which configs get the MLA cache).
 
 Both: `config_classes`, the model types each reads with a config class of its own
 registry (tests/engine/engine_lists_configs.py says how they are read).
@@ -188,6 +189,24 @@ def _ssm_dtype_from_config(arch: str, cls: Any) -> bool:
     return bool(vllm_config.cache_config.mamba_ssm_cache_dtype == "float16")
 
 
+def _mla_model_types(convertor: Any) -> list[str]:
+    """`is_deepseek_mla`'s model types: those whose text config with a kv_lora_rank the
+    release serves with its MLA cache (one latent per token); asked of the function for
+    every lower-case name its code holds."""
+    found = []
+    for name in sorted(n for n in _strings(convertor.is_deepseek_mla)
+                       if n.isidentifier() and n == n.lower()):
+        # a plain namespace: the release tests hasattr(config, "compress_ratios")
+        stand_in = _Config(hf_text_config=types.SimpleNamespace(model_type=name,
+                                                                kv_lora_rank=512))
+        try:
+            if convertor.is_deepseek_mla(stand_in) is True:
+                found.append(name)
+        except Exception:  # a branch reading more than the stand-in has (EAGLE's model)
+            continue
+    return found
+
+
 def vllm(_: Any = None) -> dict[str, Any]:
     """`ssm_dtype_from_config`: the architectures whose config hook
     (model_executor/models/config.py MODELS_CONFIG_MAP, verify_and_update_config) makes
@@ -198,9 +217,13 @@ def vllm(_: Any = None) -> dict[str, Any]:
     from vllm.model_executor.models import config as mc
     from vllm.model_executor.models import registry
     from vllm.transformers_utils import config as tc
+    from vllm.transformers_utils.model_arch_config_convertor import (
+        ModelArchConfigConvertorBase,
+    )
 
     override = SpeculativeConfig.hf_config_override
     return {"deprecated_quantization": sorted(quantization.DEPRECATED_QUANTIZATION_METHODS),
+            "mla_model_types": _mla_model_types(ModelArchConfigConvertorBase),
             "ssm_dtype_from_config": sorted(
         arch for arch, cls in mc.MODELS_CONFIG_MAP.items() if _ssm_dtype_from_config(arch, cls)),
         **engine_lists_configs.vllm_mtp_layers(override, _strings(override),

@@ -83,3 +83,32 @@ def test_the_readme_table_is_the_registrys() -> None:
     # what the table says comes from the data, not from text written by hand
     assert "| `Llama4ForConditionalGeneration` | verified | verified |" in block
     assert "`block_configs`" in block
+
+
+MINICPM3 = FIXTURES / "corpus" / "openbmb__MiniCPM3-4B" / "config.json"
+
+
+@pytest.mark.parametrize("engine, served", [("vllm 0.33.0", False), ("sglang 0.5.23", True)])
+def test_a_layout_the_release_sizes_otherwise_is_refused_though_declared(
+        engine: str, served: bool) -> None:
+    """MiniCPM3's config carries MLA keys (kv_lora_rank). vLLM serves only the model types
+    of its is_deepseek_mla list with the MLA cache (engine_lists.yaml, held equal to the
+    release by tests/engine/test_copied_decisions.py); minicpm3 is not one, so its model
+    class keeps full K and V per head (`specpair verify` found 3.3× fewer tokens than the
+    port's MLA reading). Declaring it unverified must not print that number; SGLang
+    serves the architecture with MLA, and the declaration budgets it there."""
+    minicpm3 = from_hf_config(json.loads(MINICPM3.read_text(encoding="utf-8")))
+    assert minicpm3.attention == "mla"
+    name, version = engine.split()
+    declared = {"assumptions": {"unverified_layouts": [minicpm3.architecture]}}
+    pair = make_pair(minicpm3, None, engine=name, version=version,
+                     speculation={"method": "NGRAM", "num_speculative_tokens": 3},
+                     deployment=declared)
+    if served:
+        assert compute(pair).unverified  # budgeted, marked unverified
+        return
+    with pytest.raises(SpecpairError) as raised:
+        compute(pair)
+    text = str(raised.value)
+    assert "does not serve model type minicpm3 with its MLA cache" in text
+    assert "specpair verify" in text

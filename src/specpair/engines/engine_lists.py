@@ -21,6 +21,11 @@ vLLM (vllm/model_executor/models/config.py, vllm/config/speculative.py at the re
 - `deprecated_quantization`: DEPRECATED_QUANTIZATION_METHODS
   (model_executor/layers/quantization/__init__.py), which ModelConfig refuses without
   --allow-deprecated-quantization (a flag specpair does not pass);
+- `mla_model_types`: the model types `is_deepseek_mla`
+  (transformers_utils/model_arch_config_convertor.py) serves with its MLA cache, one
+  latent per token, where the text config has a kv_lora_rank; any other model type keeps
+  the K and V its model class builds (MiniCPM3: full K and V for every head), which
+  specpair's port does not read from the config (`refused_attention`);
 - `built_in_mtp_layers` (by architecture) and `built_in_mtp_layers_by_model_type`: the
   layers of the MTP draft `SpeculativeConfig.hf_config_override` selects, as that MTP
   model class sets `num_mtp_layers` (Qwen3NextMTP: one where the config names none).
@@ -75,6 +80,8 @@ class EngineLists:
     config_classes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     quantization_methods: frozenset[str] = frozenset()
     deprecated_quantization: frozenset[str] = frozenset()
+    mla_model_types: frozenset[str] | None = None
+    """None: the release decides MLA otherwise (SGLang, by architecture)"""
 
 
 def raw(engine: str) -> dict[str, Any]:
@@ -96,7 +103,9 @@ def of(engine: str) -> EngineLists:
         ssm_dtype_from_config=frozenset(data.get("ssm_dtype_from_config") or ()),
         config_classes=dict(data.get("config_classes") or {}),
         quantization_methods=frozenset(data.get("quantization_methods") or ()),
-        deprecated_quantization=frozenset(data.get("deprecated_quantization") or ()))
+        deprecated_quantization=frozenset(data.get("deprecated_quantization") or ()),
+        mla_model_types=frozenset(data["mla_model_types"]) if "mla_model_types" in data
+        else None)
 
 
 def _layers(entries: Mapping[str, Any] | None) -> dict[str, BuiltInLayers]:
@@ -150,3 +159,17 @@ def refused_quantization(engine: str, geometry: Geometry) -> str | None:
         return (f"{engine} has no quantization method {method} for the checkpoint: \"Unknown "
                 f"quantization method: {method}\" (srt/configs/model_config.py)")
     return None
+
+
+def refused_attention(engine: str, geometry: Geometry) -> str | None:
+    """Why release `engine` does not size the config's attention as specpair reads it:
+    an MLA config (kv_lora_rank) of a model type the release does not serve with its MLA
+    cache; None where it does, or where the release's lists say nothing."""
+    allowed = of(engine).mla_model_types
+    if geometry.attention != "mla" or allowed is None or geometry.model_type in allowed:
+        return None
+    return (f"{engine} does not serve model type {geometry.model_type} with its MLA cache "
+            "(only the model types of ModelArchConfigConvertorBase.is_deepseek_mla, "
+            "transformers_utils/model_arch_config_convertor.py, keep one latent per token): "
+            "its model class keeps K and V of its own shape, which specpair does not read "
+            "from the config")

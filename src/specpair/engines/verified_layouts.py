@@ -16,7 +16,7 @@ from functools import cache
 
 import yaml
 
-from specpair.engines import registry
+from specpair.engines import engine_lists, registry
 from specpair.engines.pair_input import EngineInput
 from specpair.model.common import Method
 from specpair.model.geometry import Geometry
@@ -52,15 +52,25 @@ class Unverified:
     role: str
     architecture: str
     engine: str
+    because: str | None = None
+    """The release's own lists (`engine_lists`) say it sizes this layout otherwise than
+    specpair's port reads the config: refused whatever the runbook declares."""
 
     @property
     def message(self) -> str:
+        if self.because:
+            return (f"the {self.role}'s KV layout ({self.architecture}) cannot be budgeted "
+                    f"for {self.engine}: {self.because}")
         return (f"the {self.role}'s KV layout ({self.architecture}) is not verified for "
                 f"{self.engine}: no corpus config of it is checked against the engine's own "
                 "pool-sizing code")
 
     @property
     def hint(self) -> str:
+        if self.because:
+            return ("run `specpair verify` on this pair: the release's own code sizes it "
+                    "(declaring it in deployment.assumptions.unverified_layouts would print "
+                    "a number known to be wrong, so it does not budget it)")
         return ("add a real config.json of this architecture to the KV oracle corpus and "
                 "to its release's verified_layouts.yaml once every case is exact, or declare it in "
                 f"deployment.assumptions.unverified_layouts: [{self.architecture}] to "
@@ -87,7 +97,11 @@ def check(engine: str, models: list[tuple[str, Geometry]], declared: list[str]
 def _check(engine: str, models: tuple[tuple[str, Geometry], ...], declared: tuple[str, ...]
            ) -> tuple[tuple[Unverified, ...], tuple[str, ...]]:
     missing = unverified(engine, list(models))
-    return (tuple(u for u in missing if u.architecture not in declared),
+    read_otherwise = tuple(Unverified(role, layout_architecture(g), engine, because)
+                           for role, g in models
+                           if (because := engine_lists.refused_attention(engine, g)))
+    return (read_otherwise + tuple(u for u in missing if u.architecture not in declared
+                                   and u.role not in {r.role for r in read_otherwise}),
             tuple(f"{u.message}; declared in deployment.assumptions."
                   "unverified_layouts" for u in missing if u.architecture in declared))
 
