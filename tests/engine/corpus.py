@@ -96,6 +96,11 @@ PAIRS = [
     CorpusPair("glm-4-7-mtp", "zai-org__GLM-4.7-FP8", BUNDLED, MTP,
                releases=("sglang 0.5.23", "vllm 0.32.0", "vllm 0.33.0", "vllm 0.34.0")),
     CorpusPair("llama4-scout-ngram", "meta-llama__Llama-4-Scout-17B-16E-Instruct", None, NGRAM),
+    # chunked local attention with a method that drafts from the target's hidden states:
+    # vLLM's VllmConfig turns its hybrid KV cache manager off for that combination, which
+    # the n-gram pair above never meets (issue 54's method-switched budgets)
+    CorpusPair("llama4-scout-eagle3", "sgl-project__ome-testdata-llama4_scout_17b_16e",
+               "sgl-project__SpecForge-llama4-scout-17B-16E-eagle3", EAGLE3, root=CORPUS),
     CorpusPair("llama4-maverick-ngram", "meta-llama__Llama-4-Maverick-17B-128E-Instruct", None,
                NGRAM),
 ]

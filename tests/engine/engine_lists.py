@@ -27,7 +27,9 @@ SGLang (srt/configs/model_config.py, srt/arg_groups/overrides.py):
 vLLM: `ssm_dtype_from_config` (the function `vllm` below), the built-in MTP layer
 counts of its draft mode, `deprecated_quantization` (DEPRECATED_QUANTIZATION_METHODS,
 which ModelConfig refuses without --allow-deprecated-quantization), and
-`mla_model_types` (`is_deepseek_mla`: which configs get the MLA cache).
+`mla_model_types` (`is_deepseek_mla`: which configs get the MLA cache), and
+`hybrid_manager_off_for_chunked` (the methods that turn the hybrid manager off for
+chunked local attention).
 
 Both: `config_classes`, the model types each reads with a config class of its own
 registry (tests/engine/engine_lists_configs.py says how they are read).
@@ -36,10 +38,12 @@ registry (tests/engine/engine_lists_configs.py says how they are read).
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import re
 import sys
 import types
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -207,6 +211,34 @@ def _mla_model_types(convertor: Any) -> list[str]:
     return found
 
 
+def _hybrid_manager_off_for_chunked() -> list[str]:
+    """The methods (SpeculativeMethod's literals) with which VllmConfig.__post_init__
+    turns the hybrid KV cache manager off for a model with chunked local attention, asked
+    of the predicate the release's code tests there (read from its source, so a release
+    that tests another one fails here rather than being read wrongly)."""
+    from vllm.config import VllmConfig
+    from vllm.config.speculative import SpeculativeMethod
+    from vllm_kv_plan import drafts_from_hidden_states
+
+    source = inspect.getsource(VllmConfig.__post_init__)
+    rule = re.search(r"attention_chunk_size is not None\s*\):\s*if \(\s*"
+                     r"self\.speculative_config is not None\s*"
+                     r"and self\.speculative_config\.(\w+)", source)
+    if rule is None or rule.group(1) not in ("use_eagle", "uses_target_hidden_states"):
+        raise RuntimeError("VllmConfig.__post_init__ no longer switches the hybrid manager "
+                           "off for chunked attention by use_eagle or "
+                           "uses_target_hidden_states: read the release again")
+    return sorted(m for m in _literals(SpeculativeMethod) if drafts_from_hidden_states(m))
+
+
+def _literals(annotation: Any) -> set[str]:
+    """Every string of a (nested) Literal type."""
+    found: set[str] = set()
+    for arg in typing.get_args(annotation):
+        found |= {arg} if isinstance(arg, str) else _literals(arg)
+    return found
+
+
 def vllm(_: Any = None) -> dict[str, Any]:
     """`ssm_dtype_from_config`: the architectures whose config hook
     (model_executor/models/config.py MODELS_CONFIG_MAP, verify_and_update_config) makes
@@ -224,6 +256,7 @@ def vllm(_: Any = None) -> dict[str, Any]:
     override = SpeculativeConfig.hf_config_override
     return {"deprecated_quantization": sorted(quantization.DEPRECATED_QUANTIZATION_METHODS),
             "mla_model_types": _mla_model_types(ModelArchConfigConvertorBase),
+            "hybrid_manager_off_for_chunked": _hybrid_manager_off_for_chunked(),
             "ssm_dtype_from_config": sorted(
         arch for arch, cls in mc.MODELS_CONFIG_MAP.items() if _ssm_dtype_from_config(arch, cls)),
         **engine_lists_configs.vllm_mtp_layers(override, _strings(override),

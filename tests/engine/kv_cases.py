@@ -207,7 +207,9 @@ def vllm_cases(pairs: list[CorpusPair] | None = None, tps: tuple[int, ...] = TEN
                         "disable_hybrid_kv_cache_manager": not hybrid,
                         "max_in_flight_tokens": in_flight,
                         "num_speculative_tokens": speculative_tokens(pair),
-                        "method": corpus.speculation["method"]}))
+                        "method": corpus.speculation["method"],
+                        "engine_method": pair.release.profile.method_names.get(
+                            pair.runbook.speculation.method)}))
     return cases, refused
 
 

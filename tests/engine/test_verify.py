@@ -85,6 +85,7 @@ def test_verify_prints_the_engines_numbers_off_the_allowlist(
     assert len(pairs) >= MIN_PAIRS, sorted(pairs)
     # as a user's second run: nothing named, the release's environment from specpair's
     # cache, offline (the engines session registered its venv and folders as that cache)
+    oracle_env = releases.env(release)
     monkeypatch.delenv("SPECPAIR_ENGINE_PYTHON", raising=False)
     monkeypatch.delenv(engine_run.variable(release), raising=False)
     capsys.readouterr()
@@ -99,7 +100,7 @@ def test_verify_prints_the_engines_numbers_off_the_allowlist(
 
     oracle = run_engine("sglang_pools.py" if engine == "sglang" else "vllm_kv_plan.py",
                         [oracle_case(release, corpora[r["pair"]], r["asked"]) for r in results],
-                        releases.env(release))
+                        oracle_env)
     built = {p.name: p for p in load_pairs(tmp_path, [tmp_path / "runbooks"])}
     report = {}
     for result, theirs in zip(results, oracle, strict=True):

@@ -26,6 +26,11 @@ vLLM (vllm/model_executor/models/config.py, vllm/config/speculative.py at the re
   latent per token, where the text config has a kv_lora_rank; any other model type keeps
   the K and V its model class builds (MiniCPM3: full K and V for every head), which
   specpair's port does not read from the config (`refused_attention`);
+- `hybrid_manager_off_for_chunked`: the methods (as the release spells them) with which
+  VllmConfig.__post_init__ turns the hybrid KV cache manager off for a model with chunked
+  local attention (its predicate beside attention_chunk_size: SpeculativeConfig.use_eagle
+  in 0.32.0 and 0.33.0, the method's SpeculatorConfig.uses_target_hidden_states in
+  0.34.0): every chunked layer then keeps the full context;
 - `built_in_mtp_layers` (by architecture) and `built_in_mtp_layers_by_model_type`: the
   layers of the MTP draft `SpeculativeConfig.hf_config_override` selects, as that MTP
   model class sets `num_mtp_layers` (Qwen3NextMTP: one where the config names none).
@@ -80,6 +85,7 @@ class EngineLists:
     config_classes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     quantization_methods: frozenset[str] = frozenset()
     deprecated_quantization: frozenset[str] = frozenset()
+    hybrid_manager_off_for_chunked: frozenset[str] = frozenset()
     mla_model_types: frozenset[str] | None = None
     """None: the release decides MLA otherwise (SGLang, by architecture)"""
 
@@ -104,6 +110,8 @@ def of(engine: str) -> EngineLists:
         config_classes=dict(data.get("config_classes") or {}),
         quantization_methods=frozenset(data.get("quantization_methods") or ()),
         deprecated_quantization=frozenset(data.get("deprecated_quantization") or ()),
+        hybrid_manager_off_for_chunked=frozenset(
+            data.get("hybrid_manager_off_for_chunked") or ()),
         mla_model_types=frozenset(data["mla_model_types"]) if "mla_model_types" in data
         else None)
 

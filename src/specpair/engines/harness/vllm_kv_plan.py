@@ -15,7 +15,8 @@ Stand-ins, because no GPU runs here (each named where it is used):
 - `ENGINE_CONFIG`: the engine's `VllmConfig` applies the CUDA platform's settings in its
   constructor, which needs a GPU. The planning functions read only the sub-configs
   (real `ModelConfig`, `CacheConfig`, `ParallelConfig`, `AttentionConfig`), the
-  scheduler's hybrid-manager switch and `max_in_flight_tokens`, so those are handed over
+  scheduler's hybrid-manager switch (decided as VllmConfig decides it,
+  `hybrid_manager_disabled`) and `max_in_flight_tokens`, so those are handed over
   in a namespace, with the in-flight token count the case states.
 - `LAYER_KINDS`: which layers slide is decided in each model's constructor; for the
   corpus families that is `layer_types` in the config (gpt_oss.py:175 slides the even
@@ -156,7 +157,7 @@ def engine_namespace(case: dict[str, Any], target: Any, cache_config: Any) -> An
         parallel_config=ParallelConfig(tensor_parallel_size=case["tp"]),
         attention_config=AttentionConfig(), kv_transfer_config=None,
         scheduler_config=types.SimpleNamespace(
-            disable_hybrid_kv_cache_manager=case["disable_hybrid_kv_cache_manager"],
+            disable_hybrid_kv_cache_manager=hybrid_manager_disabled(case, target),
             enable_chunked_prefill=target.is_chunked_prefill_supported),
         speculative_config=speculative_namespace(SpeculativeConfig, case, speculative_tokens)
         if speculative_tokens else None,
@@ -237,6 +238,36 @@ def layer_specs(case: dict[str, Any], engine_config: Any, mc: Any, tp: int, pref
         else:
             specs[name] = FullAttentionSpec(**common)
     return specs
+
+
+def hybrid_manager_disabled(case: dict[str, Any], target: Any) -> bool:
+    """VllmConfig.__post_init__'s hybrid-manager switch (part of ENGINE_CONFIG: it runs in
+    the constructor that needs a GPU, vllm.py:2235-2290 in 0.33.0): the command's
+    --disable-hybrid-kv-cache-manager, or the release turning the manager off for a model
+    with chunked local attention when the speculative method drafts from the target's
+    hidden states (asked of the release's own predicate, `drafts_from_hidden_states`)."""
+    if case["disable_hybrid_kv_cache_manager"]:
+        return True
+    method = case.get("engine_method")
+    return bool(target.attention_chunk_size is not None and case.get("num_speculative_tokens")
+                and method and drafts_from_hidden_states(method))
+
+
+def drafts_from_hidden_states(method: str) -> bool:
+    """The predicate VllmConfig.__post_init__ tests beside attention_chunk_size, for the
+    method as the release spells it: SpeculativeConfig.use_eagle() in 0.32.0 and 0.33.0,
+    the method's SpeculatorConfig.uses_target_hidden_states in 0.34.0
+    (tests/engine/engine_lists.py reads which one the release's code tests)."""
+    try:
+        from vllm.v1.worker.gpu.spec_decode import speculator_config
+    except ImportError:  # 0.32.0, 0.33.0: no speculator configs yet
+        from vllm.config.speculative import SpeculativeConfig
+
+        return bool(SpeculativeConfig.use_eagle(types.SimpleNamespace(method=method)))
+    from vllm.utils.import_utils import resolve_obj_by_qualname
+
+    name = speculator_config._CONFIG_BY_METHOD.get(method)
+    return bool(name and resolve_obj_by_qualname(name).uses_target_hidden_states)
 
 
 def speculative_namespace(cls: Any, case: dict[str, Any], tokens: int) -> Any:

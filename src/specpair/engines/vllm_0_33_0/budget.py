@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 
+from specpair.engines import engine_lists
 from specpair.engines.kv_arithmetic import kv_bytes, kv_layers, pct, storage, weights_per_rank
 from specpair.engines.pair_input import EngineInput
 from specpair.engines.vllm_0_33_0 import capacity, schedule
@@ -213,7 +214,21 @@ class Rules:
         return self._layers_plan(pair.target.geometry, draft, tp, dep.parallel.pipeline,
                                  dep.parallel.draft_tensor or tp, block, dep.kv_cache_dtype,
                                  dep.draft_kv_cache_dtype or dep.kv_cache_dtype,
-                                 dep.hybrid_kv_pools, state)
+                                 self.hybrid_manager(pair, speculative), state)
+
+    def hybrid_manager(self, pair: EngineInput, speculative: bool) -> bool:
+        """Whether the release keeps its hybrid KV cache manager on: the runbook's choice
+        (deployment.hybrid_kv_pools; the command then leaves the switch to the engine),
+        unless VllmConfig.__post_init__ turns it off itself: for a model with chunked
+        local attention when the speculative method drafts from the target's hidden
+        states (vllm.py:2235-2245 in 0.33.0; which methods do is read from the release,
+        engine_lists `hybrid_manager_off_for_chunked`)."""
+        if not pair.runbook.deployment.hybrid_kv_pools:
+            return False
+        if not speculative or not pair.target.geometry.chunked_attention_layers:
+            return True
+        method = PROFILE.method_names.get(pair.runbook.speculation.method)
+        return method not in engine_lists.of(self.engine).hybrid_manager_off_for_chunked
 
     @value_memo  # of the models, their parallelism and dtypes alone: one per deployment of
     # a plan, not one per candidate (the memory fraction, the SLO and the concurrency

@@ -15,6 +15,7 @@ from specpair.engines.kv_probe import KvProbe
 from specpair.engines.launch_model import EnvRef, Launch
 from specpair.engines.pair_input import EngineInput
 from specpair.engines.vllm_0_33_0.capacity import IN_FLIGHT_BATCHES
+from specpair.engines.vllm_0_33_0.facts import PROFILE
 from specpair.model.budget import Budget
 from specpair.model.common import Method
 from specpair.model.errors import SpecpairError
@@ -70,7 +71,8 @@ def kv_probe(pair: EngineInput, budget: Budget, rules: Any, args: ModuleType,
               "disable_hybrid_kv_cache_manager": not dep.hybrid_kv_pools,
               "max_in_flight_tokens": in_flight,
               "num_speculative_tokens": args.speculative_tokens(pair),
-              "method": spec.method.value})
+              "method": spec.method.value,
+              "engine_method": PROFILE.method_names.get(spec.method)})
 
 
 def _flag(argv: list[str | EnvRef], flag: str) -> str | None:
