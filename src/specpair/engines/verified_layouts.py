@@ -74,7 +74,8 @@ class Unverified:
         return ("add a real config.json of this architecture to the KV oracle corpus and "
                 "to its release's verified_layouts.yaml once every case is exact, or declare it in "
                 f"deployment.assumptions.unverified_layouts: [{self.architecture}] to "
-                "budget it unverified (the gate's SP603 then fails unless waived)")
+                "budget it unverified (the gate's SP603 then fails unless waived), then "
+                "`specpair verify --record` to have the release's own code confirm it")
 
 
 def unverified(engine: str, models: list[tuple[str, Geometry]]) -> list[Unverified]:
@@ -145,8 +146,9 @@ def marks(pair: EngineInput) -> list[str]:
     return [mark(note) for note in declared_notes(pair)]
 
 
-UNVERIFIED_MEANING = ("The numbers follow the engine's rules but no KV oracle checked this "
-                      "layout; the gate's SP603 fails unless waived.")
+UNVERIFIED_MEANING = ("The numbers follow the engine's rules but neither specpair's KV oracle "
+                      "nor the release's own code checked this layout (`specpair verify "
+                      "--record` asks the release); the gate's SP603 fails unless waived.")
 
 
 def mark(note: str) -> str:
@@ -187,7 +189,8 @@ def architectures_markdown() -> str:
              *("| " + " | ".join(r) + " |" for r in rows), "",
              "Any other architecture is refused by name (declare it in "
              "`deployment.assumptions.unverified_layouts` to budget it unverified; SP603 "
-             "fails until waived). Config keys that change the layout and that the mapping "
+             "fails until waived, or `specpair verify --record` confirms it with the "
+             "release's own code). Config keys that change the layout and that the mapping "
              "does not read are refused at lock, by key:", "",
              "| Key | Why |", "|---|---|",
              *(f"| `{k}` | {why} |" for k, why in UNMODELLED_LAYOUT_KEYS.items()),

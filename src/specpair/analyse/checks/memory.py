@@ -31,9 +31,10 @@ def _share(ctx: Context) -> Iterator[tuple[str, str, str]]:
 def _verified(ctx: Context) -> Iterator[tuple[str, str, str]]:
     for note in ctx.budget.unverified if ctx.budget else []:
         yield (note, "deployment.assumptions.unverified_layouts",
-               "add the architecture to the KV oracle corpus (its release's "
-               "verified_layouts.yaml), "
-               "or waive SP603 with the reason the budget is trusted")
+               "run `specpair verify --record` (the release's own code confirms the "
+               "budget or gives its figures), add the architecture to the KV oracle corpus "
+               "(its release's verified_layouts.yaml), or waive SP603 with the reason the "
+               "budget is trusted")
 
 
 @rule("SP605")
