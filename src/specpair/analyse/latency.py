@@ -366,6 +366,7 @@ def model(pair: ResolvedPair, budget: Budget) -> LatencyModel:
             "step's tokens touch, 1 − (1 − k/E)^N with N = sequences × w^ρ (the w verify "
             "tokens of one sequence share experts; ρ "
             f"{s.params.moe_locality:.2f} fitted, 1 = uniform routing)")
+    assumptions += untimed_layers(pair)
     return LatencyModel(
         method=rb.speculation.method.value, draft_passes=s.shape.passes,
         tokens_per_draft_pass=s.shape.tokens_per_pass, verify_width=s.shape.verify,
@@ -383,3 +384,33 @@ def model(pair: ResolvedPair, budget: Budget) -> LatencyModel:
             throughput_basis=s.throughput_band.label,
             few_points=s.speedup_band.few or s.throughput_band.few),
         assumptions=assumptions)
+
+
+def untimed_layers(pair: ResolvedPair) -> list[str]:
+    """What the step model does not time as the engine runs it, per model with such
+    layers (issue 54: every latency output names what it cannot predict). It times
+    attention FLOPs on the full-attention layers only and reads each KV-keeping layer's
+    cache (the budget's bytes per token) over the whole expected context."""
+    models = [("target", pair.target.geometry)]
+    if pair.draft is not None and not pair.draft.bundled:
+        models.append(("draft", pair.draft.geometry))
+    lines = []
+    for role, g in models:
+        parts = []
+        if g.sliding_window_layers:
+            parts.append(f"{g.sliding_window_layers} sliding-window layers (window "
+                         f"{g.sliding_window:,}) read their KV over the whole context and "
+                         "add no attention FLOPs")
+        if g.chunked_attention_layers:
+            parts.append(f"{g.chunked_attention_layers} chunked-attention layers (chunk "
+                         f"{g.attention_chunk_size:,}) read their KV over the whole context "
+                         "and add no attention FLOPs")
+        if g.linear_attention is not None:
+            parts.append(f"{g.linear_attention.layers} linear-attention layers "
+                         f"({g.linear_attention.kind}) count their weights only, not their "
+                         "recurrent state's reads and FLOPs")
+        if parts:
+            lines.append(f"not timed as the engine runs them, in the {role}: "
+                         + "; ".join(parts) + ". The step times, τ* and speedups are "
+                         "unverified for these layers")
+    return lines
