@@ -19,6 +19,7 @@ from specpair.analyse.schedule import resolve
 from specpair.engines import registry
 from specpair.model.budget import Budget
 from specpair.resolve.pair import ResolvedPair
+from tests.support.engine_verdicts import engine_answered
 from tests.support.examples import example
 from tests.support.geometries import dense
 from tests.support.pairs import make_pair
@@ -96,3 +97,23 @@ def test_the_releases_derive_the_budget_rather_than_compute_it() -> None:
         assert hook is not None
         derived.append(hook(before, scheduled, scheduled.gpu_spec) is not None)
     assert derived and all(derived)
+
+
+@pytest.mark.parametrize("label", RELEASES)
+def test_a_verdict_for_the_scheduled_pair_marks_its_derived_budget(label: str) -> None:
+    """`specpair verify` asks the release about the scheduled pair (the analysis's pair
+    and budget); the budget derived from the unscheduled one must carry that answer as
+    `compute` of the scheduled pair does (stand-in answer: tests/support/engine_verdicts)."""
+    engine, version = label.split()
+    draft = dense(1).model_copy(update={"architecture": "LlamaForCausalLMEagle3"})
+    pair = make_pair(dense(32), draft, engine=engine, version=version,
+                     speculation={"method": "EAGLE3", "num_speculative_tokens": 3,
+                                  "schedule": "derived"},
+                     deployment={"context_length": 4096, "max_running_requests": 64})
+    scheduled, before = _scheduled(pair)
+    answered = engine_answered(scheduled)
+    derived = rescheduled(before, answered)
+    assert derived.confirmed_by == f"engine {label}" and derived.engine_differs == []
+    same(derived, compute(answered))
+    differs = rescheduled(before, engine_answered(scheduled, differs=True))
+    assert differs.confirmed_by is None and len(differs.engine_differs) == 1

@@ -49,12 +49,22 @@ def compute(pair: ResolvedPair) -> Budget:
     if refused is not None and (verdict is None or not verdict.confirmed):
         raise refused
     if verdict is not None:
-        return budget.model_copy(update={
-            "confirmed_by": verdict.provenance if verdict.confirmed else None,
-            "engine_differs": verdict.differences})
+        return _judged(pair, budget)
     if notes:
         budget = budget.model_copy(update={"unverified": notes})
     return budget
+
+
+def _judged(pair: ResolvedPair, budget: Budget) -> Budget:
+    """`budget` marked by the lock's engine verdict for this pair's own question: confirmed
+    by the release's code, or each figure where it differs (nothing where the recorded
+    question is another one)."""
+    verdict = recorded(pair, budget) if pair.engine_verdict is not None else None
+    if verdict is None:
+        return budget.model_copy(update={"confirmed_by": None, "engine_differs": []})
+    return budget.model_copy(update={
+        "confirmed_by": verdict.provenance if verdict.confirmed else None,
+        "engine_differs": verdict.differences})
 
 
 def recompute(computed: Budget, pair: ResolvedPair) -> Budget:
@@ -74,7 +84,11 @@ def rescheduled(computed: Budget, pair: ResolvedPair) -> Budget:
     `compute`. So a pair with a derived schedule is budgeted once, not twice."""
     hook = pair.release.reschedule
     found = hook(computed, pair, pair.gpu_spec) if hook is not None else None
-    return found if found is not None else compute(pair)
+    if found is None:
+        return compute(pair)
+    # derived from the unscheduled pair's budget, whose question was another one: the
+    # verdict recorded for the scheduled pair (`verify` asks it) is judged here
+    return _judged(pair, found) if pair.engine_verdict is not None else found
 
 
 def refuse_moe_over_data_parallel(pair: ResolvedPair) -> None:
