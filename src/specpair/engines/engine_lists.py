@@ -176,7 +176,8 @@ def refused_attention(engine: str, geometry: Geometry) -> str | None:
     allowed = of(engine).mla_model_types
     if geometry.attention != "mla" or allowed is None or geometry.model_type in allowed:
         return None
-    return (f"{engine} does not serve model type {geometry.model_type} with its MLA cache "
+    named = geometry.model_type or "(none recorded in the lock: re-lock to read it)"
+    return (f"{engine} does not serve model type {named} with its MLA cache "
             "(only the model types of ModelArchConfigConvertorBase.is_deepseek_mla, "
             "transformers_utils/model_arch_config_convertor.py, keep one latent per token): "
             "its model class keeps K and V of its own shape, which specpair does not read "

@@ -98,9 +98,14 @@ def check(engine: str, models: list[tuple[str, Geometry]], declared: list[str]
 def _check(engine: str, models: tuple[tuple[str, Geometry], ...], declared: tuple[str, ...]
            ) -> tuple[tuple[Unverified, ...], tuple[str, ...]]:
     missing = unverified(engine, list(models))
+    verified_here = verified().get(engine, {})
+    # a geometry whose model type the lock does not hold (declared by hand, or locked
+    # before specpair read it) is judged by its architecture where the oracle verified it
     read_otherwise = tuple(Unverified(role, layout_architecture(g), engine, because)
                            for role, g in models
-                           if (because := engine_lists.refused_attention(engine, g)))
+                           if (because := engine_lists.refused_attention(engine, g))
+                           and not (g.model_type is None
+                                    and layout_architecture(g) in verified_here))
     return (read_otherwise + tuple(u for u in missing if u.architecture not in declared
                                    and u.role not in {r.role for r in read_otherwise}),
             tuple(f"{u.message}; declared in deployment.assumptions."
