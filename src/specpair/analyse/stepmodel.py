@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
+from functools import cached_property
 
 from specpair.analyse.step_links import LINKS
 from specpair.analyse.step_params import StepParams
@@ -239,65 +240,53 @@ class Forward:
             object.__setattr__(self, "_hash", known)
         return known
 
-    def routed_coverage(self, batch: int, tokens_per_seq: int, locality: float,
-                        chain: int | None = None, extra: float = 0.0) -> float:
-        """Share of the routed experts a forward reads.
-
-        Sequences route independently: N independent tokens touch 1 − (1 − k/E)^N of the
-        experts. The tokens *one* sequence verifies in a step are consecutive positions of
-        one text, and consecutive tokens pick largely the same experts (expert-reuse in
-        MoE routing traces); they count as w^ρ independent tokens, ρ = `locality` (1:
-        uniform routing, the upper bound). ρ is fitted under bounds, so a published
-        small-batch MoE sweep decides how much a wide verify costs.
-
-        A tree verify (`chain` = its depth, the most tokens a step yields, below its width)
-        holds `tokens_per_seq / chain` branches: siblings are different tokens at one
-        position, so each branch routes on its own and only along a branch does the
-        locality hold: (w / chain) · chain^ρ independent tokens."""
-        if not self.routed_bytes:
-            return 0.0
-        depth = min(chain or tokens_per_seq, tokens_per_seq)
-        n = batch * self.routed_batch_scale * tokens_per_seq / depth * depth ** locality
-        n += extra * self.routed_batch_scale  # prompt tokens route independently
-        return float(1 - (1 - self.routed_share) ** n)
-
-    def memory(self, batch: int, tokens_per_seq: int, context: int,
-               locality: float = 1.0, chain: int | None = None,
-               moe_bw: float = 1.0, extra: float = 0.0) -> float:
-        """Bytes the forward reads, the routed experts' counted at 1 / `moe_bw` (their
-        grouped-GEMM reads reach that share of the dense kernels' bandwidth)."""
-        routed = self.routed_bytes * self.routed_coverage(batch, tokens_per_seq, locality,
-                                                          chain, extra) / moe_bw
-        windowed = min(context, self.window) * self.window_kv_bytes_per_token
-        return self.weight_bytes + routed + batch * (context * self.kv_bytes_per_token
-                                                     + windowed)
-
-    def flops(self, batch: int, tokens_per_seq: int, context: int, extra: float = 0.0,
-              extra_context: int = 0) -> float:
-        """FLOPs of the forward; `extra` prompt tokens (mean context `extra_context`) ride
-        along in the same forward (chunked prefill of the requests that replace finished
-        ones)."""
-        def per_token(ctx: int, attention: float) -> float:
-            return self.flops_per_token + ctx * attention \
-                + min(ctx, self.window) * self.window_attention_flops
-        prefill = self.prefill_attention_flops_per_context_token
-        return per_token(context, self.attention_flops_per_context_token) * batch \
-            * tokens_per_seq + per_token(extra_context, self.attention_flops_per_context_token
-                                         if prefill is None else prefill) * extra
-
     def time(self, batch: int, tokens_per_seq: int, context: int, bandwidth: float,
              flops: float, locality: float = 1.0, chain: int | None = None,
              moe_bw: float = 1.0, extra: float = 0.0, extra_context: int = 0,
              prefill_flops: float | None = None) -> float:
         """The roofline part alone, at the bandwidth and FLOP/s given (`prefill_flops`:
         the FLOP/s the `extra` prompt tokens' large GEMMs reach, default `flops`): the
-        memory and compute times blended (`blend`)."""
-        compute = self.flops(batch, tokens_per_seq, context) / flops
+        memory and compute times blended (`blend`). One function, not one per roof: the
+        latency fits evaluate it some sixteen million times.
+
+        Compute: FLOPs per token (plus attention over the context, the sliding layers
+        over at most their window) for the batch's tokens; `extra` prompt tokens (mean
+        context `extra_context`) ride along in the same forward (chunked prefill of the
+        requests that replace finished ones), at the prefill attention's FLOPs.
+
+        Memory: the weights every token reads, the KV of the context (the sliding
+        layers' up to their window), and the share of the routed experts the forward
+        reads, counted at 1 / `moe_bw` (their grouped-GEMM reads reach that share of the
+        dense kernels' bandwidth). Sequences route independently: N independent tokens
+        touch 1 − (1 − k/E)^N of the experts. The tokens *one* sequence verifies in a
+        step are consecutive positions of one text, and consecutive tokens pick largely
+        the same experts (expert-reuse in MoE routing traces); they count as w^ρ
+        independent tokens, ρ = `locality` (1: uniform routing, the upper bound). ρ is
+        fitted under bounds, so a published small-batch MoE sweep decides how much a wide
+        verify costs. A tree verify (`chain` = its depth, the most tokens a step yields,
+        below its width) holds `tokens_per_seq / chain` branches: siblings are different
+        tokens at one position, so each branch routes on its own and only along a branch
+        does the locality hold: (w / chain) · chain^ρ independent tokens."""
+        window = self.window
+        compute = (self.flops_per_token + context * self.attention_flops_per_context_token
+                   + min(context, window) * self.window_attention_flops) \
+            * batch * tokens_per_seq / flops
         if extra:
-            compute += (self.flops(0, 0, 0, extra, extra_context)
-                        / (prefill_flops or flops))
-        return blend(self.memory(batch, tokens_per_seq, context, locality, chain, moe_bw,
-                                 extra) / bandwidth, compute)
+            prefill = self.prefill_attention_flops_per_context_token
+            per_token = self.flops_per_token + extra_context * (
+                self.attention_flops_per_context_token if prefill is None else prefill) \
+                + min(extra_context, window) * self.window_attention_flops
+            compute += per_token * extra / (prefill_flops or flops)
+        routed = 0.0
+        if self.routed_bytes:
+            depth = min(chain or tokens_per_seq, tokens_per_seq)
+            n = batch * self.routed_batch_scale * tokens_per_seq / depth * depth ** locality
+            n += extra * self.routed_batch_scale  # prompt tokens route independently
+            routed = self.routed_bytes * float(1 - (1 - self.routed_share) ** n) / moe_bw
+        memory = self.weight_bytes + routed + batch * (
+            context * self.kv_bytes_per_token
+            + min(context, window) * self.window_kv_bytes_per_token)
+        return blend(memory / bandwidth, compute)
 
 
 ROOFLINE_NORM = 3
@@ -323,11 +312,13 @@ class Hardware:
     link: str = "nvlink4"  # `LINKS` key: what the TP all-reduces cross
     fp4_flops: float | None = None  # dense FP4 tensor peak (Blackwell), None without one
 
-    @property
+    # computed once per instance (a frozen dataclass keeps them in its __dict__): every
+    # forward's time reads them
+    @cached_property
     def link_bandwidth(self) -> float:
         return LINKS[self.link].bandwidth
 
-    @property
+    @cached_property
     def host_staged(self) -> bool:
         """All-reduces staged through host memory (PCIe without peer-to-peer)."""
         return self.link.endswith("-host")
