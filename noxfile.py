@@ -285,8 +285,10 @@ def _engine_venv(session: nox.Session) -> dict[str, str]:
 
     if not engine_environments.ready(venv, engine_environments.base_recipe()):
         engine_environments.install_base(python, venv, run)
-    if base.is_symlink() or base.exists():
+    if base.is_symlink() or base.is_file():
         base.unlink()
+    elif base.exists():  # a base `specpair verify` built here itself
+        shutil.rmtree(base)
     base.symlink_to(venv, target_is_directory=True)
     site = Path(session.run("python", "-c", "import site; print(site.getsitepackages()[0])",
                             silent=True).strip())

@@ -212,11 +212,10 @@ def test_the_planners_gate_finds_what_the_whole_gate_does(name: str) -> None:
 
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_every_example_names_the_layers_the_step_model_does_not_time(name: str) -> None:
-    """Issue 54: a latency output names what the step model cannot predict. The counts
-    come from the checkpoints' own config.json (layer_types, in the lock's configs), not
-    from specpair's geometry: gpt-oss slides 18 of its 36 layers (window 128), Ling's
-    Bailing hybrid keeps linear attention on the layers its config does not list as
-    full attention."""
+    """Issue 54: a latency output names what the step model cannot predict. gpt-oss's
+    counts come from its own config.json (layer_types, sliding_window), not from
+    specpair's geometry: it slides 18 of its 36 layers (window 128). Ling's Bailing
+    hybrid must name its KDA linear-attention layers; the dense and MLA examples nothing."""
     text = (REPO / "runbooks" / name / "generated" / "breakeven.json").read_text()
     untimed = [a for a in json.loads(text)["assumptions"]
                if a.startswith("not timed as the engine runs them")]

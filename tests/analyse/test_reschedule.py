@@ -100,20 +100,28 @@ def test_the_releases_derive_the_budget_rather_than_compute_it() -> None:
 
 
 @pytest.mark.parametrize("label", RELEASES)
-def test_a_verdict_for_the_scheduled_pair_marks_its_derived_budget(label: str) -> None:
+@pytest.mark.parametrize("architecture", ["LlamaForCausalLM", "DeciLMForCausalLM"])
+def test_a_verdict_for_the_scheduled_pair_marks_its_derived_budget(
+        label: str, architecture: str) -> None:
     """`specpair verify` asks the release about the scheduled pair (the analysis's pair
     and budget); the budget derived from the unscheduled one must carry that answer as
-    `compute` of the scheduled pair does (stand-in answer: tests/support/engine_verdicts)."""
+    `compute` of the scheduled pair does (stand-in answer: tests/support/engine_verdicts),
+    for a verified architecture and for one the runbook declares unverified (whose
+    notes a confirming answer replaces)."""
     engine, version = label.split()
     draft = dense(1).model_copy(update={"architecture": "LlamaForCausalLMEagle3"})
-    pair = make_pair(dense(32), draft, engine=engine, version=version,
+    target = dense(32).model_copy(update={"architecture": architecture})
+    declared = [] if architecture == "LlamaForCausalLM" else [architecture]
+    pair = make_pair(target, draft, engine=engine, version=version,
                      speculation={"method": "EAGLE3", "num_speculative_tokens": 3,
                                   "schedule": "derived"},
-                     deployment={"context_length": 4096, "max_running_requests": 64})
+                     deployment={"context_length": 4096, "max_running_requests": 64,
+                                 "assumptions": {"unverified_layouts": declared}})
     scheduled, before = _scheduled(pair)
     answered = engine_answered(scheduled)
     derived = rescheduled(before, answered)
     assert derived.confirmed_by == f"engine {label}" and derived.engine_differs == []
+    assert derived.unverified == []
     same(derived, compute(answered))
     differs = rescheduled(before, engine_answered(scheduled, differs=True))
     assert differs.confirmed_by is None and len(differs.engine_differs) == 1

@@ -123,6 +123,7 @@ def test_first_use_creates_the_environment_and_the_next_run_is_offline(
     assert "exited with" in failed.value.problem and "vllm==0.99.0" in failed.value.problem
     assert "specpair-setup.log" in failed.value.fix
     assert not (cache / "vllm-0.99.0-sources").exists()
+    assert not list(cache.glob(".*.partial"))  # its scratch folder is gone too
 
 
 def test_offline_with_an_empty_cache_says_how_to_create_it(tmp_path: Path,

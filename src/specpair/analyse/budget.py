@@ -12,6 +12,7 @@ from specpair.engines import verified_layouts
 from specpair.engines.kv_arithmetic import check_tensor_parallel
 from specpair.model.budget import Budget
 from specpair.model.errors import Problem, SpecpairError
+from specpair.model.lock import EngineVerdict
 from specpair.resolve.pair import ResolvedPair
 
 
@@ -49,19 +50,15 @@ def compute(pair: ResolvedPair) -> Budget:
     if refused is not None and (verdict is None or not verdict.confirmed):
         raise refused
     if verdict is not None:
-        return _judged(pair, budget)
+        return _judged(budget, verdict)
     if notes:
         budget = budget.model_copy(update={"unverified": notes})
     return budget
 
 
-def _judged(pair: ResolvedPair, budget: Budget) -> Budget:
+def _judged(budget: Budget, verdict: EngineVerdict) -> Budget:
     """`budget` marked by the lock's engine verdict for this pair's own question: confirmed
-    by the release's code, or each figure where it differs (nothing where the recorded
-    question is another one)."""
-    verdict = recorded(pair, budget) if pair.engine_verdict is not None else None
-    if verdict is None:
-        return budget.model_copy(update={"confirmed_by": None, "engine_differs": []})
+    by the release's code, or each figure where it differs."""
     return budget.model_copy(update={
         "confirmed_by": verdict.provenance if verdict.confirmed else None,
         "engine_differs": verdict.differences})
@@ -84,11 +81,12 @@ def rescheduled(computed: Budget, pair: ResolvedPair) -> Budget:
     `compute`. So a pair with a derived schedule is budgeted once, not twice."""
     hook = pair.release.reschedule
     found = hook(computed, pair, pair.gpu_spec) if hook is not None else None
-    if found is None:
+    # a recorded engine verdict answers the scheduled pair's own question, and decides
+    # whether an allowlist-refused layout is budgeted at all: `compute` judges it whole
+    # (the derivation from the unscheduled budget knows neither)
+    if found is None or pair.engine_verdict is not None:
         return compute(pair)
-    # derived from the unscheduled pair's budget, whose question was another one: the
-    # verdict recorded for the scheduled pair (`verify` asks it) is judged here
-    return _judged(pair, found) if pair.engine_verdict is not None else found
+    return found
 
 
 def refuse_moe_over_data_parallel(pair: ResolvedPair) -> None:

