@@ -360,13 +360,7 @@ def model(pair: ResolvedPair, budget: Budget) -> LatencyModel:
         f"intervals: predicted / published ratios, 10th-90th percentile, leave-one-source-out"
         f" — speedup and τ*: {s.speedup_band.label}; throughput and TPOT: "
         f"{s.throughput_band.label}")
-    if s.target.routed_bytes or (s.draft is not None and s.draft.routed_bytes):
-        assumptions.append(
-            "MoE: dense weights read every step; of the routed experts, the share the "
-            "step's tokens touch, 1 − (1 − k/E)^N with N = sequences × w^ρ (the w verify "
-            "tokens of one sequence share experts; ρ "
-            f"{s.params.moe_locality:.2f} fitted, 1 = uniform routing)")
-    assumptions += untimed_layers(pair)
+    assumptions += _layer_assumptions(pair, s)
     return LatencyModel(
         method=rb.speculation.method.value, draft_passes=s.shape.passes,
         tokens_per_draft_pass=s.shape.tokens_per_pass, verify_width=s.shape.verify,
@@ -384,6 +378,19 @@ def model(pair: ResolvedPair, budget: Budget) -> LatencyModel:
             throughput_basis=s.throughput_band.label,
             few_points=s.speedup_band.few or s.throughput_band.few),
         assumptions=assumptions)
+
+
+def _layer_assumptions(pair: ResolvedPair, s: _Setup) -> list[str]:
+    """How the step model reads the models' layers: MoE routing where there are experts,
+    then the layers it does not time (`untimed_layers`)."""
+    lines = []
+    if s.target.routed_bytes or (s.draft is not None and s.draft.routed_bytes):
+        lines.append(
+            "MoE: dense weights read every step; of the routed experts, the share the "
+            "step's tokens touch, 1 − (1 − k/E)^N with N = sequences × w^ρ (the w verify "
+            "tokens of one sequence share experts; ρ "
+            f"{s.params.moe_locality:.2f} fitted, 1 = uniform routing)")
+    return lines + untimed_layers(pair)
 
 
 def untimed_layers(pair: ResolvedPair) -> list[str]:
