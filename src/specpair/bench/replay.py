@@ -23,15 +23,17 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from specpair.bench import metrics
 from specpair.load import file_policy
 from specpair.load.document import bounded_json
 from specpair.model.common import CLASS_LABEL, inert
 from specpair.model.errors import SpecpairError
+
+if TYPE_CHECKING:  # imported by the functions that send: `import httpx` loads its command
+    # line too (click, rich, pygments), 0.4 s of every specpair command that reads a record
+    import httpx
 
 UNLABELLED = "unlabelled"
 SAMPLING_KEYS = ("temperature", "top_p", "top_k", "seed", "stop", "presence_penalty",
@@ -197,6 +199,8 @@ def request_body(model: str, request: ReplayRequest,
 
 async def stream(client: httpx.AsyncClient, url: str, request: ReplayRequest,
                  body: dict[str, Any]) -> ReplaySample:
+    import httpx
+
     sample = ReplaySample()
     path = "/v1/chat/completions" if request.chat else "/v1/completions"
     start = last = time.perf_counter()
@@ -253,6 +257,8 @@ async def run_load(url: str, model: str, requests: list[ReplayRequest],
     """Every request at the given concurrency, in file order; stops starting new ones at
     the time limit (the run is then marked truncated)."""
     import asyncio
+
+    import httpx
 
     pending = list(reversed(requests))
     samples: dict[int, ReplaySample] = {}

@@ -15,9 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-import yaml
-
 from specpair.engines import registry
+from specpair.facts import yaml_data
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,7 @@ def support() -> dict[str, dict[str, MethodSupport]]:
     found = {}
     for label in registry.labels():
         text = registry.release_file(label, "method_support.yaml")
-        methods = yaml.safe_load(text) if text is not None else {}
+        methods = yaml_data.safe_load(text) if text is not None else {}
         found[label] = {method: MethodSupport(entry["reason"], entry["where"],
                                               frozenset(entry["supported"]),
                                               frozenset(entry["unsupported"]))

@@ -14,10 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-import yaml
-
 from specpair.engines import engine_lists, registry
 from specpair.engines.pair_input import EngineInput
+from specpair.facts import yaml_data
 from specpair.model.common import Method
 from specpair.model.geometry import Geometry
 from specpair.model.memo import value_memo
@@ -29,7 +28,7 @@ def verified() -> dict[str, dict[str, tuple[str, ...]]]:
     found = {}
     for label in registry.labels():
         text = registry.release_file(label, "verified_layouts.yaml")
-        entries = yaml.safe_load(text) if text is not None else {}
+        entries = yaml_data.safe_load(text) if text is not None else {}
         found[label] = {arch: tuple(configs) for arch, configs in entries.items()}
     return found
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Literal
 
-import yaml
 from pydantic import Field, ValidationError, model_validator
 
+from specpair.facts import yaml_data
 from specpair.model.common import Strict
 from specpair.model.memo import value_memo
 from specpair.model.runbook import InlineGPU
@@ -173,7 +173,7 @@ def _entry(raw: CatalogEntry) -> GPU:
 def _load() -> dict[str, GPU]:
     text = resources.files("specpair").joinpath("data/gpus.yaml").read_text(encoding="utf-8")
     entries = []
-    for i, raw in enumerate(yaml.safe_load(text)["gpus"]):
+    for i, raw in enumerate(yaml_data.safe_load(text)["gpus"]):
         try:
             entries.append(CatalogEntry.model_validate(raw))
         except ValidationError as exc:
