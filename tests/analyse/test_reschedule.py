@@ -125,3 +125,40 @@ def test_a_verdict_for_the_scheduled_pair_marks_its_derived_budget(
     same(derived, compute(answered))
     differs = rescheduled(before, engine_answered(scheduled, differs=True))
     assert differs.confirmed_by is None and len(differs.engine_differs) == 1
+
+
+@pytest.mark.parametrize("label", RELEASES)
+@pytest.mark.parametrize("schedule", ["derived", "pinned"])
+def test_a_refused_layout_under_a_schedule_is_budgeted_once_the_engine_answered(
+        label: str, schedule: str) -> None:
+    """A layout the allowlist refuses (an architecture the runbook does not declare) under
+    a speculation schedule: `specpair verify` puts the scheduled pair to the release
+    (`verify.budget_of`), and with that answer in the lock the build budgets the pair,
+    confirmed (stand-in answer: tests/support/engine_verdicts). Before, verify asked the
+    unscheduled pair's question, which the build never asks, so the pair stayed refused
+    after `verify --record`. A differing answer, or none, leaves it refused."""
+    from specpair.analyse.verify import budget_of
+    from specpair.model.errors import SpecpairError
+
+    engine, version = label.split()
+    draft = dense(1).model_copy(update={"architecture": "LlamaForCausalLMEagle3"})
+    target = dense(32).model_copy(update={"architecture": "DeciLMForCausalLM"})
+    written: object = "derived" if schedule == "derived" else [
+        {"start": 1, "end": 8, "k": 3}, {"start": 9, "end": 64, "k": 1}]
+    pair = make_pair(target, draft, engine=engine, version=version,
+                     speculation={"method": "EAGLE3", "num_speculative_tokens": 3,
+                                  "schedule": written},
+                     deployment={"context_length": 4096, "max_running_requests": 64})
+    with pytest.raises(SpecpairError, match="DeciLMForCausalLM"):
+        _ = Analysis(pair).budget
+    asked, _, refused = budget_of(pair)
+    assert refused is not None and "DeciLMForCausalLM" in refused
+    assert asked.schedule is not None, "verify asks the scheduled pair's question"
+    verdict = engine_answered(asked).engine_verdict
+    confirmed = Analysis(pair.model_copy(update={"engine_verdict": verdict}))
+    assert confirmed.pair.schedule == asked.schedule
+    assert confirmed.budget.confirmed_by == f"engine {label}"
+    assert confirmed.budget.engine_differs == []
+    differing = engine_answered(asked, differs=True).engine_verdict
+    with pytest.raises(SpecpairError, match="DeciLMForCausalLM"):
+        _ = Analysis(pair.model_copy(update={"engine_verdict": differing})).budget

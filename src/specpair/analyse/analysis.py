@@ -22,7 +22,13 @@ from specpair.analyse.budget import compute, rescheduled
 from specpair.analyse.checks.gate import Context, run
 from specpair.analyse.latency import LatencyModel, model
 from specpair.analyse.launch import Launch, build_for
-from specpair.analyse.schedule import ScheduleReport, report, resolve, static_variant
+from specpair.analyse.schedule import (
+    ScheduleReport,
+    report,
+    resolve,
+    resolve_by_release,
+    static_variant,
+)
 from specpair.analyse.staging import StagingPlan, plan
 from specpair.analyse.step_inputs import not_modelled_text, unmodelled
 from specpair.engines import registry as engines
@@ -161,9 +167,19 @@ class Analysis:
 def _scheduled(pair: ResolvedPair) -> tuple[ResolvedPair, Budget | None]:
     """The pair with its speculation schedule resolved, and the budget the derivation
     computed on the way; a derivation the budget refuses is left to the part that first
-    needs it (the launch), which reports it located."""
+    needs it (the launch), which reports it located.
+
+    Where the lock holds the release's answer, a layout the allowlist refuses is derived
+    by the release's rules alone, as `specpair verify` derived the question it recorded
+    (`schedule.resolve_by_release`); `compute` then budgets the scheduled pair only where
+    that answer confirms it."""
     try:
         return resolve(pair)
+    except SpecpairError:
+        if pair.engine_verdict is None:
+            return pair, None
+    try:
+        return resolve_by_release(pair)[0], None
     except SpecpairError:
         return pair, None
 

@@ -325,6 +325,19 @@ def resolve(pair: ResolvedPair, budget: Budget | None = None
     return pair.model_copy(update={"schedule": derive(pair, budget)}), budget
 
 
+def resolve_by_release(pair: ResolvedPair) -> tuple[ResolvedPair, Budget]:
+    """`attach` by the release's budget alone, the allowlist aside, and the scheduled
+    pair's budget by the same rules: how a layout the allowlist refuses is put to the
+    engine (`specpair verify`), and read back once the lock holds its answer. A derived
+    schedule comes from the unscheduled pair's budget, so the question is the scheduled
+    pair's, the one the build budgets."""
+    budget = pair.release.budget(pair, pair.gpu_spec)
+    scheduled, _ = resolve(pair, budget)
+    if scheduled is pair:
+        return pair, budget
+    return scheduled, pair.release.budget(scheduled, scheduled.gpu_spec)
+
+
 @dataclass
 class Comparison:
     """Speedup against concurrency of every static depth and of a schedule (the

@@ -18,6 +18,7 @@ from pydantic import Field
 from specpair.analyse.analysis import Analysis
 from specpair.analyse.budget import check_layouts
 from specpair.analyse.engine_verdict import ask, local_pair, question
+from specpair.analyse.schedule import resolve_by_release
 from specpair.engines.kv_arithmetic import check_tensor_parallel
 from specpair.engines.kv_probe import KvProbe
 from specpair.engines.method_support import refusal, support
@@ -71,7 +72,7 @@ def budget_of(pair: ResolvedPair) -> tuple[ResolvedPair, Budget, str | None]:
     except SpecpairError as refused:
         check_tensor_parallel(pair, pair.runbook.deployment.parallel.draft_tensor)
         reason = "; ".join(p.message for p in refused.problems)
-        return pair, pair.release.budget(pair, pair.gpu_spec), reason
+        return (*resolve_by_release(pair), reason)
     analysis = Analysis(pair)
     return analysis.pair, analysis.budget, None
 
