@@ -84,6 +84,24 @@ def test_bootstrap_interval_brackets_the_percentile_and_is_reproducible() -> Non
     assert bootstrap([2.5] * 9, 50) == (2.5, 2.5)
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 60, 513, 1000])
+def test_bootstrap_draws_are_the_standard_librarys_randrange(n: int) -> None:
+    """The resampling draws what `random.Random(seed).randrange(n)` draws, so an interval
+    is reproducible by anyone with the values and Python's own random module (sizes just
+    above a power of two make the draw reject most candidates)."""
+    import random
+
+    from specpair.bench.traffic import BOOTSTRAP_RESAMPLES, CONFIDENCE, percentile
+
+    values = [round(1 + ((i * 7919) % 101) / 37, 5) for i in range(n)]
+    for p in (10, 50, 90):
+        rng = random.Random(0)
+        stats = sorted(percentile([values[rng.randrange(n)] for _ in range(n)], p) or 0.0
+                       for _ in range(BOOTSTRAP_RESAMPLES))
+        tail = (1 - CONFIDENCE) / 2 * 100  # the interval's definition, as bootstrap's
+        assert bootstrap(values, p) == (percentile(stats, tail), percentile(stats, 100 - tail))
+
+
 def test_gate_names_class_and_depth_divergence_and_schema() -> None:
     good = [outcome(i, "chat", 3.5, [0, 1, 1, 8]) for i in range(6)] + \
         [outcome(6 + i, "json", 3.0, [1, 1, 2, 6], valid=True) for i in range(3)]
