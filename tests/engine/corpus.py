@@ -122,9 +122,9 @@ def config(folder: str, root: Path = CONFIGS) -> dict[str, Any]:
 
 
 @cache
-def geometry(folder: str, root: Path = CONFIGS) -> Geometry:
+def geometry(folder: str, root: Path = CONFIGS, draft: bool = False) -> Geometry:
     """The config's geometry (read once: pairs are made per TP size and KV dtype)."""
-    return from_hf_config(config(folder, root), engine_classes())
+    return from_hf_config(config(folder, root), engine_classes(), draft)
 
 
 def corpus_targets() -> list[CorpusPair]:
@@ -180,7 +180,7 @@ def make_pair(corpus: CorpusPair, engine: str, version: str, tp: int, kv: str,
         data["draft"] = {"bundled": True}
         data["staging"] = {"order": ["target"]}
     else:
-        draft = served(geometry(corpus.draft, corpus.root))
+        draft = served(geometry(corpus.draft, corpus.root, draft=True))
         data["draft"] = {"path": str(corpus.path(corpus.draft))}
     rb = Runbook.model_validate(data)
     pair = ResolvedPair(

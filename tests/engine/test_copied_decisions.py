@@ -98,3 +98,47 @@ def test_the_lock_reads_configs_as_the_registries_do() -> None:
         if entry.reads_as and entry.reads_as in CONFIG_MAPPING:
             assert hf_config.reading_class(model_type, classes) == \
                 CONFIG_MAPPING[entry.reads_as].__name__, model_type
+
+
+@pytest.mark.parametrize("engine", releases.VLLM)
+def test_a_window_on_every_layer_is_refused_where_the_release_keeps_one(engine: str) -> None:
+    """vLLM gives every layer a window-sized cache when a config has a sliding window and
+    no layer_types (its `EngineArgs.create_engine_config` sets `CacheConfig.sliding_window`,
+    asked of that function by the harness, `cache_window`). Over every config of the
+    outside corpus and the pairs' configs, read by the release's own `ModelConfig`: specpair
+    refuses a target by its `sliding_window` key exactly where the release keeps such a
+    cache (before, a hand-copied list of model types missed PhiMoE)."""
+    import json
+
+    from specpair.model.config_geometry import NotModelled
+    from tests.engine.corpus import CONFIGS, CORPUS, geometry
+    from tests.engine.kv_cases import run_engine
+
+    folders = [(CORPUS, e["folder"]) for e in json.loads(
+        (CORPUS / "SOURCES.json").read_text(encoding="utf-8"))]
+    folders += [(CONFIGS, p.parent.name) for p in sorted(CONFIGS.glob("*/config.json"))]
+    answers = run_engine("vllm_kv_plan.py", [
+        {"ask": "cache_window", "target": str(root / folder), "max_model_len": 2048}
+        for root, folder in folders], releases.env(engine))
+    differ, windowed = {}, 0
+    for (root, folder), answer in zip(folders, answers, strict=True):
+        if not answer["ok"]:
+            continue  # the release cannot read the config (custom code): nothing it sizes
+        try:
+            g = geometry(folder, root)
+            refused_by = None
+            # layer_types that make every layer sliding: read as such, the same window
+            all_sliding = g.sliding_window if g.sliding_window_layers == g.num_hidden_layers \
+                else None
+        except NotModelled as refusal:
+            refused_by, all_sliding = refusal.key, None
+        except (ValueError, KeyError, TypeError):
+            continue  # not a decoder specpair reads: refused at lock whatever the window
+        keeps = answer["cache_window"]
+        windowed += keeps is not None
+        if (keeps is not None and refused_by is None and all_sliding != keeps) or (
+                keeps is None and (refused_by == "sliding_window" or all_sliding)):
+            differ[folder] = {"release's window": keeps, "specpair refuses by": refused_by,
+                              "specpair's window on every layer": all_sliding}
+    assert windowed >= 5, windowed  # the corpus has such configs: the question was asked
+    assert not differ, differ

@@ -43,7 +43,7 @@ def stand_in(draft: str, targets: list[str]) -> str | None:
     draft's, as the engines need to run a draft on a target, and whose layout both
     engines' allowlists verify. A draft's KV cells come from its own config in both
     engines, so the target only adds its own (checked) pool."""
-    g = geometry(draft, CORPUS)
+    g = geometry(draft, CORPUS, draft=True)
     for folder in sorted(targets):
         try:
             t = geometry(folder, CORPUS)
@@ -120,7 +120,7 @@ def test_corpus_drafts_are_exact_or_refused_by_name() -> None:
     for corpus in pairs:
         try:
             geometry(corpus.target, CORPUS)
-            geometry(corpus.draft or "", CORPUS)
+            geometry(corpus.draft or "", CORPUS, draft=True)
         except (NotModelled, ValueError, KeyError) as refusal:
             refused_at_lock[corpus.name] = getattr(refusal, "key", None) or str(refusal)[:120]
             continue

@@ -88,7 +88,7 @@ def _corpus_draft_architectures() -> dict[str, str]:
             continue
         config = json.loads((FIXTURES / "corpus" / entry["folder"] / "config.json").read_text())
         try:
-            geometry = from_hf_config(config)
+            geometry = from_hf_config(config, as_draft=True)
         except ValueError:
             continue
         if classify(geometry).known:

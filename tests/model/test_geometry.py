@@ -130,6 +130,32 @@ def test_a_window_on_every_layer_is_refused() -> None:
         from_hf_config({**config, "sliding_window": 4096})
 
 
+def test_a_window_on_every_layer_is_refused_for_any_model_type_but_never_for_a_draft(
+        ) -> None:
+    """The refusal follows vLLM's rule (no layer_types: every layer takes the config's
+    window; tests/engine/test_copied_decisions.py asks each release), not a list of model
+    types: PhiMoE's published config (window 131072, no layer_types) was budgeted as full
+    attention. A draft's own window is not read by either engine (vLLM builds the draft's
+    layers with the target's cache config): a SpecForge EAGLE-3 draft keeps its window key
+    from Gemma 3 and is read as full attention."""
+    from specpair.model.config_geometry import NotModelled
+
+    corpus = FIXTURES / "corpus"
+    phimoe = json.loads((corpus / "sgl-project__ome-testdata-phimoe" / "config.json")
+                        .read_text())
+    assert phimoe["model_type"] == "phimoe" and phimoe["sliding_window"] == 131072
+    with pytest.raises(NotModelled, match="not modelled: sliding_window"):
+        from_hf_config(phimoe)
+    draft = json.loads((corpus / "sgl-project__SpecForge-gemma3-1b-eagle3" / "config.json")
+                       .read_text())
+    assert draft["sliding_window"] == 512 and "layer_types" not in draft
+    with pytest.raises(NotModelled, match="not modelled: sliding_window"):
+        from_hf_config(draft)  # read as a target, it would take the window on every layer
+    g = from_hf_config(draft, as_draft=True)
+    assert (g.sliding_window_layers, g.sliding_window) == (0, None)
+    assert g.full_attention_layers == draft["num_hidden_layers"]
+
+
 
 def test_llama4_chunked_layers_follow_the_configs_rope_layers() -> None:
     # The published config leaves no_rope_layers to its default (NoPE every 4th layer);

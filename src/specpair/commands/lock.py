@@ -149,7 +149,7 @@ def _resolve(art: Artifact, locked: ArtifactLock | None, offline: bool, refresh:
             return locked, None
         checkpoint_of(art, offline)  # raises the offline error
     checkpoint = checkpoint_of(art, offline)
-    resolved, headers = resolve_checkpoint(checkpoint)
+    resolved, headers = resolve_checkpoint(checkpoint, draft=role == "draft")
     if locked is not None and _same_source(art, locked) and locked.source.commit and \
             resolved.source.commit and locked.source.commit != resolved.source.commit:
         outcome.drift.append(f"{role}: {art.repo}@{art.revision} moved from "

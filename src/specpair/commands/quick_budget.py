@@ -264,14 +264,15 @@ def _artifact(art: Artifact, weight_bytes: int | None, offline: bool, flag: str,
             source = checkpoint.source
             return declared_from_text(source, text, f"{checkpoint.where}/config.json",
                                       weight_bytes, f"config.json of {checkpoint.where} "
-                                      f"with {bytes_flag} (specpair budget)"), {}
+                                      f"with {bytes_flag} (specpair budget)",
+                                      draft=flag == "--draft"), {}
         if "config.json" in files and INDEX not in files and \
                 not any(f.endswith(".safetensors") for f in files):
             raise SpecpairError.single(
                 checkpoint.where, f"the weight bytes are unknown: no .safetensors files and "
                 f"no {INDEX}", f"give them with {bytes_flag} N (the model card's size), or "
                 f"copy {INDEX} next to config.json")
-        return resolve_checkpoint(checkpoint)
+        return resolve_checkpoint(checkpoint, draft=flag == "--draft")
     except SpecpairError as exc:
         raise SpecpairError([Problem(Location(flag, 0, 0, p.location.render()), p.message,
                                      p.hint) for p in exc.problems]) from None

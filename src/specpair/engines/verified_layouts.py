@@ -170,7 +170,7 @@ def architectures_markdown() -> str:
     (verified by the KV oracle) and runs EAGLE-3 on it; then the layout keys refused by
     name. Generated from the registries, so it cannot drift from what specpair does."""
     from specpair.engines.method_support import support
-    from specpair.model.config_geometry import UNMODELLED_LAYOUT_KEYS
+    from specpair.model.config_geometry import EVERY_LAYER_WINDOW, UNMODELLED_LAYOUT_KEYS
     from specpair.model.draft_method import names_a_draft
 
     engines = sorted(verified())
@@ -198,5 +198,6 @@ def architectures_markdown() -> str:
              "does not read are refused at lock, by key:", "",
              "| Key | Why |", "|---|---|",
              *(f"| `{k}` | {why} |" for k, why in UNMODELLED_LAYOUT_KEYS.items()),
+             f"| `sliding_window` | {EVERY_LAYER_WINDOW} |",
              "", README_END]
     return "\n".join(lines) + "\n"

@@ -36,16 +36,17 @@ def _source(art: Artifact) -> Source:
     return Source(repo=art.repo, path=art.path, revision=art.revision)
 
 
-def declared_artifact(source: Source, config: Path, weight_bytes: int) -> ArtifactLock:
+def declared_artifact(source: Source, config: Path, weight_bytes: int,
+                      draft: bool = False) -> ArtifactLock:
     return declared_from_text(source, read_text(config), str(config), weight_bytes,
-                              f"{config.name} given to `specpair lock --declare`")
+                              f"{config.name} given to `specpair lock --declare`", draft)
 
 
 def declared_from_text(source: Source, text: str, where: str, weight_bytes: int,
-                       given: str) -> ArtifactLock:
+                       given: str, draft: bool = False) -> ArtifactLock:
     """A declared artifact from a config.json's text (`given`: where it came from) and
     weight bytes the user states."""
-    geometry = geometry_from_config(text, where)
+    geometry = geometry_from_config(text, where, draft)
     dtype = TORCH_TO_SAFETENSORS.get(geometry.dtype.lower())
     params = {dtype: weight_bytes // BYTES_PER[dtype]} if dtype else {}
     return ArtifactLock(
@@ -138,5 +139,5 @@ def declare(loaded: LoadedRunbook, target_config: Path, target_bytes: int,
                 where, "the runbook has a separate draft: declare its config and size",
                 "add --draft-config PATH/config.json --draft-bytes N (from the draft's "
                 "model card)")
-        draft = declared_artifact(_source(rb.draft), draft_config, draft_bytes)
+        draft = declared_artifact(_source(rb.draft), draft_config, draft_bytes, draft=True)
     return Lock(pair=rb.pair.name, target=target, draft=draft)

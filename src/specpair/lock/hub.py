@@ -46,7 +46,7 @@ def engine_classes() -> hf_config.EngineClasses:
     return engine_lists.config_classes(tuple(registry.labels()))
 
 
-def geometry_from_config(text: str, where: str) -> Any:
+def geometry_from_config(text: str, where: str, draft: bool = False) -> Any:
     try:
         config = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -57,7 +57,7 @@ def geometry_from_config(text: str, where: str) -> Any:
         raise SpecpairError.single(where, "config.json is not a JSON object",
                                    "the checkpoint's config.json is corrupt")
     try:
-        return from_hf_config(config, engine_classes())
+        return from_hf_config(config, engine_classes(), draft)
     except NotModelled as exc:
         raise SpecpairError.single(
             where, f"config.json: {exc}", f"specpair cannot budget this layout; the key "
@@ -227,7 +227,8 @@ def _from_index(ckpt: Checkpoint, files: dict[str, int], geometry: Any,
                  "download_bytes": f"{INDEX} total_size + file listing"})
 
 
-def resolve_checkpoint(ckpt: Checkpoint) -> tuple[ArtifactLock, dict[str, dict[str, Any]]]:
+def resolve_checkpoint(ckpt: Checkpoint, draft: bool = False
+                       ) -> tuple[ArtifactLock, dict[str, dict[str, Any]]]:
     """Lock facts of one checkpoint; the headers are empty when only the shard index
     was there (then a bundled draft cannot be separated from the target)."""
     files = ckpt.files()
@@ -235,7 +236,7 @@ def resolve_checkpoint(ckpt: Checkpoint) -> tuple[ArtifactLock, dict[str, dict[s
         raise SpecpairError.single(ckpt.where, "no config.json in the checkpoint",
                                    "point at a Hugging Face style checkpoint")
     text = ckpt.read("config.json").decode("utf-8", "replace")
-    geometry = geometry_from_config(text, f"{ckpt.where}/config.json")
+    geometry = geometry_from_config(text, f"{ckpt.where}/config.json", draft)
     source = config_source(text)
     if not any(f.endswith(".safetensors") for f in files):
         if INDEX in files:

@@ -109,10 +109,9 @@ UNMODELLED_LAYOUT_KEYS = {
     "block_types": "per-layer block types",
 }
 
-# Model types whose sliding layers interleave with full ones by a rule of the model code
-# when the config has no layer_types (Gemma 2/3, Cohere 2): read as dense they would be
-# budgeted wrong on vLLM, whose hybrid manager gives them a window-sized cache.
-_INTERLEAVED_SLIDING_TYPES = ("gemma2", "gemma3", "gemma3_text", "cohere2")
+# a target's window with no layer_types (refused by `_sliding_window`, README's key table)
+EVERY_LAYER_WINDOW = ("a target's sliding window on every layer, with no layer_types (vLLM "
+                      "keeps a window-sized cache for each layer, SGLang a full one)")
 
 _LAYER_KINDS: dict[str, LayerKind] = {
     "full_attention": "full", "attention": "full", "sliding_attention": "sliding",
@@ -127,14 +126,15 @@ class _Layout:
     linear: LinearAttention | None
 
 
-def _layer_layout(base: Mapping[str, Any], layers: int, heads: int, head_dim: int) -> _Layout:
+def _layer_layout(base: Mapping[str, Any], layers: int, heads: int, head_dim: int,
+                  draft: bool) -> _Layout:
     """Each layer's kind, from whichever layout style the config uses:
     `layer_types`, `full_attention_interval` (every N-th layer is attention, the rest Gated
     DeltaNet) or Bailing's `layer_group_size`; a plain config is all full attention."""
     _refuse_unmodelled_keys(base)
     kinds = _layer_kinds(base, layers)
     chunk = _attention_chunk_size(base, kinds)
-    window = _sliding_window(base, kinds)
+    window = _sliding_window(base, kinds, draft)
     linear = _linear_attention(base, kinds, heads, head_dim)
     return _Layout(kinds, window, chunk, linear)
 
@@ -198,24 +198,23 @@ def _attention_chunk_size(base: Mapping[str, Any], kinds: list[LayerKind]) -> in
     return None
 
 
-def _sliding_window(base: Mapping[str, Any], kinds: list[LayerKind]) -> int | None:
-    """The window of the sliding layers; None without such layers (where a window the
-    engines would apply by their own rule is refused)."""
+def _sliding_window(base: Mapping[str, Any], kinds: list[LayerKind], draft: bool
+                    ) -> int | None:
+    """The window of the sliding layers; None without such layers. A target's window
+    with no `layer_types` is refused: vLLM then gives every layer that window
+    (`EngineArgs.create_engine_config` sets `CacheConfig.sliding_window` from the config,
+    and each `Attention` without a window of its own takes it), SGLang a full cache. A
+    draft's own window is never read: vLLM builds the draft's layers with the target's
+    cache config, SGLang sizes the draft's pool as full."""
     if kinds.count("sliding"):
         window = base.get("sliding_window")
         if not isinstance(window, int) or window <= 0:
             raise ValueError("sliding_attention layers need a positive sliding_window")
         return window
-    if base.get("sliding_window") and base.get("model_type") in _INTERLEAVED_SLIDING_TYPES:
-        raise NotModelled("sliding_window", "interleaved sliding layers without layer_types")
-    if base.get("sliding_window") and base.get("use_sliding_window", True) is not False \
-            and base.get("model_type") in ("mistral", "mixtral", "qwen2", "qwen3", "qwen2_moe",
-                                           "qwen3_moe", "starcoder2", "phi3"):
-        # a window on every layer (Mistral-style): vLLM 0.33.0 gives every layer a
-        # window-sized cache, SGLang 0.5.23 (not a hybrid-SWA architecture) a full one;
-        # no corpus config of this layout is verified against either engine
-        raise NotModelled("sliding_window", "a sliding window on every layer (vLLM keeps "
-                                            "a window-sized cache, SGLang a full one)")
+    layer_types = base.get("layer_types")
+    if base.get("sliding_window") and not draft \
+            and not (isinstance(layer_types, list) and layer_types):
+        raise NotModelled("sliding_window", EVERY_LAYER_WINDOW)
     return None
 
 
@@ -255,9 +254,12 @@ def _first(config: Mapping[str, Any], *keys: str) -> Any:
 
 
 def from_hf_config(config: dict[str, Any],
-                   classes: hf_config.EngineClasses = hf_config.NO_ENGINE_CLASSES) -> Geometry:
+                   classes: hf_config.EngineClasses = hf_config.NO_ENGINE_CLASSES,
+                   as_draft: bool = False) -> Geometry:
     """Derive the geometry from a config.json as the engines read it (`classes`: how the
     supported releases' own config registries read model types, `hf_config.EngineClass`).
+
+    `as_draft`: the config is a draft's, whose own sliding window the engines never read.
 
     Head counts follow SGLang's `get_total_num_kv_heads` order; head_dim is the config's
     `head_dim` when present (Qwen3-32B: 128, not 5120/64 = 80), else hidden/heads.
@@ -280,7 +282,7 @@ def from_hf_config(config: dict[str, Any],
     layers = int(base["num_hidden_layers"])
     architecture = (config.get("architectures") or ["unknown"])[0]
 
-    layout = _layer_layout(base, layers, heads, head_dim)
+    layout = _layer_layout(base, layers, heads, head_dim, as_draft)
     _refuse_engine_class_defaults(decoder, classes)
 
     is_mla = all(base.get(k) is not None for k in _MLA_KEYS)

@@ -18,6 +18,13 @@ Stand-ins, because no GPU runs here (each named where it is used):
   scheduler's hybrid-manager switch (decided as VllmConfig decides it,
   `hybrid_manager_disabled`) and `max_in_flight_tokens`, so those are handed over
   in a namespace, with the in-flight token count the case states.
+- `CACHE_WINDOW`: `EngineArgs.create_engine_config` (engine/arg_utils.py, 0.32.0:2248-2254,
+  0.33.0:2288-2294, 0.34.0:2321-2327) gives `CacheConfig.sliding_window` the model's
+  window when its text config has no `layer_types` (or only sliding ones), and each
+  `Attention` given no window of its own takes that one (layers/attention/attention.py:
+  266-273): a window on every layer, target and draft alike. The rest of that function
+  needs a GPU, so the rule is applied here, and `cache_window` first checks that the
+  release's own function still holds it, word for word.
 - `LAYER_KINDS`: which layers slide is decided in each model's constructor; for the
   corpus families that is `layer_types` in the config (gpt_oss.py:175 slides the even
   layers, which is what gpt-oss's layer_types say; llama4.py makes the RoPE layers
@@ -87,7 +94,8 @@ def plan(case: dict[str, Any]) -> dict[str, Any]:
 
     target = model_config(case, case["target"])
     cache_config = CacheConfig(block_size=case["block_size"],
-                               cache_dtype=case["kv_cache_dtype"])
+                               cache_dtype=case["kv_cache_dtype"],
+                               sliding_window=cache_window(target))
     # EngineArgs: prefix caching defaults to what the model supports (on for hybrids)
     cache_config.enable_prefix_caching = target.is_prefix_caching_supported
     engine_config = engine_namespace(case, target, cache_config)
@@ -129,8 +137,43 @@ def plan(case: dict[str, Any]) -> dict[str, Any]:
             case["kv_cache_dtype"], target)).element_size(),
         "draft_layers": draft_layers,
         "block_size": cache_config.block_size,
+        "cache_window": cache_config.sliding_window,
         "version": __version__,
     }
+
+
+# CACHE_WINDOW: the lines of EngineArgs.create_engine_config that set the window
+_CACHE_WINDOW_RULE = (
+    'layer_types = getattr(model_config.hf_text_config, "layer_types", None)',
+    'if layer_types is None or all(lt == "sliding_attention" for lt in layer_types):',
+    "sliding_window = model_config.get_sliding_window()",
+    "sliding_window=sliding_window,")
+
+
+def cache_window(target: Any) -> int | None:
+    """`CacheConfig.sliding_window` as `EngineArgs.create_engine_config` sets it for the
+    target's `ModelConfig` (CACHE_WINDOW); raises if the release's function no longer
+    says so, rather than answer with a rule the release dropped."""
+    import inspect
+
+    from vllm.engine.arg_utils import EngineArgs
+
+    source = " ".join(inspect.getsource(EngineArgs.create_engine_config).split())
+    missing = [line for line in _CACHE_WINDOW_RULE if line not in source]
+    if missing:
+        raise RuntimeError(f"EngineArgs.create_engine_config no longer sets "
+                           f"CacheConfig.sliding_window as CACHE_WINDOW reads it: {missing}")
+    layer_types = getattr(target.hf_text_config, "layer_types", None)
+    if layer_types is None or all(lt == "sliding_attention" for lt in layer_types):
+        window: int | None = target.get_sliding_window()
+        return window
+    return None
+
+
+def ask_cache_window(case: dict[str, Any]) -> dict[str, Any]:
+    """The window the release gives every layer of the case's target that sets none of
+    its own (None: none), from the release's `ModelConfig` of its config.json."""
+    return {"ok": True, "cache_window": cache_window(model_config(case, case["target"]))}
 
 
 def model_config(case: dict[str, Any], path: str, draft: bool = False) -> Any:
@@ -231,6 +274,10 @@ def layer_specs(case: dict[str, Any], engine_config: Any, mc: Any, tp: int, pref
                   "dtype": dtype}
         if kinds is not None and kinds[i] == "sliding_attention":
             specs[name] = SlidingWindowSpec(**common, sliding_window=mc.get_sliding_window())
+        elif engine_config.cache_config.sliding_window is not None:
+            # an Attention with no window of its own takes the cache's (CACHE_WINDOW)
+            specs[name] = SlidingWindowSpec(
+                **common, sliding_window=engine_config.cache_config.sliding_window)
         elif kinds is not None and kinds[i] == "chunked_attention":
             # ChunkedLocalAttention.get_kv_cache_spec
             specs[name] = ChunkedLocalAttentionSpec(
@@ -418,7 +465,8 @@ def batch(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     results = []
     for case in cases:
         try:
-            results.append(plan(case))
+            results.append(ask_cache_window(case) if case.get("ask") == "cache_window"
+                           else plan(case))
         except Exception as error:  # reported per case to the test
             results.append({"ok": False, "error": f"{type(error).__name__}: {error}",
                             "trace": traceback.format_exc(limit=8)[-3000:],
