@@ -10,6 +10,7 @@ release's script asked in the oracle's long-lived harness process."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 import yaml
 
 from specpair import cli
+from specpair.analyse.analysis import Analysis
 from specpair.analyse.budget import compute
 from specpair.commands.build import load_pairs
 from specpair.engines import engine_run, verified_layouts
@@ -28,6 +30,12 @@ from tests.engine.corpus import CorpusPair, corpus_targets, geometry, make_pair
 from tests.engine.kv_cases import KV_BUDGET, run_engine, sglang_cases, vllm_cases
 
 MIN_PAIRS = 10  # the issue's bar: at least ten pairs off the allowlist, per release
+# every other vLLM pair runs under a schedule pinned by hand, which must survive verify,
+# the lock and the build (vLLM sizes its cache for num_speculative_tokens whatever the
+# schedule; SGLang sizes for the schedule's largest K, and schedules only EAGLE drafts:
+# test_verify_asks_the_scheduled_question_of_sglang)
+SCHEDULE = {"schedule": [{"start": 1, "end": 8, "k": 2}, {"start": 9, "end": 64, "k": 1}]}
+SCHEDULE_DEPLOYMENT = {"max_running_requests": 64}
 
 
 def refused_targets(release: str) -> list[CorpusPair]:
@@ -51,9 +59,12 @@ def write_runbook(root: Path, pair: Any, corpus: CorpusPair) -> None:
     folder.mkdir(parents=True)
     data = pair.runbook.model_dump(mode="json", exclude_none=True)
     (folder / "runbook.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    draft = [] if corpus.draft is None else [
+        "--draft-config", str(corpus.path(corpus.draft) / "config.json"),
+        "--draft-bytes", str(1 << 28)]
     status = cli.main(["lock", "--declare", str(folder / "runbook.yaml"), "--target-config",
                        str(corpus.path(corpus.target) / "config.json"),
-                       "--target-bytes", str(1 << 30)])
+                       "--target-bytes", str(1 << 30), *draft])
     assert status == 0, pair.name
 
 
@@ -78,7 +89,12 @@ def test_verify_prints_the_engines_numbers_off_the_allowlist(
     for corpus in refused_targets(release):
         if engine not in corpus.engines:
             continue
-        pair = make_pair(corpus, engine, version, 1, "auto", deployment)
+        extra = {}
+        if engine == "vllm" and len(pairs) % 2:
+            corpus = dataclasses.replace(corpus, speculation={**corpus.speculation,
+                                                              **SCHEDULE})
+            extra = SCHEDULE_DEPLOYMENT
+        pair = make_pair(corpus, engine, version, 1, "auto", deployment | extra)
         if pair is not None:
             write_runbook(tmp_path, pair, corpus)
             pairs[pair.name], corpora[pair.name] = pair, corpus
@@ -116,9 +132,14 @@ def test_verify_prints_the_engines_numbers_off_the_allowlist(
         assert engine_figures == {k: theirs[k] for k in engine_figures}, name
         # recorded: a confirmed layout is now budgeted and says so; one where specpair's
         # port differs stays refused (its figures are known wrong)
+        scheduled = "schedule" in corpora[name].speculation
         if result["confirmed"]:
-            assert compute(built[name]).confirmed_by == f"engine {release}", name
-            report[name] = "confirmed"
+            # as the build budgets it, under its schedule too: the answer recorded is the
+            # scheduled pair's, the question the build asks
+            analysis = Analysis(built[name])
+            assert (analysis.pair.schedule is not None) == scheduled, name
+            assert analysis.budget.confirmed_by == f"engine {release}", name
+            report[name] = "confirmed" + (" under its schedule" if scheduled else "")
         else:
             # a figure the port gets wrong is a layout the release's own lists say it
             # sizes otherwise: refused whatever the runbook declares, never budgeted
@@ -129,3 +150,49 @@ def test_verify_prints_the_engines_numbers_off_the_allowlist(
                 f["key"] for f in result["figures"] if f["ours"] != f["engine"])
     print(json.dumps(report, indent=1))
     assert sum(v != "refused by the engine" for v in report.values()) >= MIN_PAIRS, report
+    if engine == "vllm":
+        assert sum(v == "confirmed under its schedule" for v in report.values()) >= 3, report
+
+
+def test_verify_asks_the_scheduled_question_of_sglang(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Targets off the allowlist with an EAGLE-3 draft of their hidden size and vocabulary,
+    under a schedule whose largest K (2) is below num_speculative_tokens (3): SGLang's
+    adaptive mode sizes its pools for the largest candidate, so the scheduled pair asks a
+    question of its own. `verify --record` must ask that one and the build then budget the
+    pair confirmed; asked the unscheduled question (as before 40d58fe), the answer recorded
+    matched nothing the build asks and the pair stayed refused."""
+    from tests.engine.corpus import CORPUS, EAGLE3
+
+    schedule = {**EAGLE3, **SCHEDULE}
+    corpora = {c.name: c for c in (
+        CorpusPair("skywork-reward-eagle3-scheduled", "Skywork__Skywork-Reward-Llama-3.1-8B-v0.2",
+                   "sgl-project__SpecForge-llama3-8B-eagle3", schedule, root=CORPUS),
+        CorpusPair("mllama-11b-eagle3-scheduled", "sgl-project__ome-testdata-llama3_2_11b_vision",
+                   "sgl-project__SpecForge-llama3-8B-eagle3", schedule, root=CORPUS))}
+    for corpus in corpora.values():
+        pair = make_pair(corpus, "sglang", "0.5.23", 1, "auto", SCHEDULE_DEPLOYMENT)
+        assert pair is not None, corpus.name
+        write_runbook(tmp_path, pair, corpus)
+    monkeypatch.delenv("SPECPAIR_ENGINE_PYTHON", raising=False)
+    monkeypatch.delenv(engine_run.variable("sglang 0.5.23"), raising=False)
+    capsys.readouterr()
+    status = cli.main(["verify", "--root", str(tmp_path), "--offline", "--record", "--json",
+                       str(tmp_path / "runbooks")])
+    results = json.loads(capsys.readouterr().out)
+    assert status == 0 and sorted(r["pair"] for r in results) == sorted(corpora), \
+        json.dumps(results, indent=1)[:6000]
+    oracle = run_engine("sglang_pools.py", [
+        oracle_case("sglang 0.5.23", corpora[r["pair"]], r["asked"]) for r in results],
+        releases.env("sglang 0.5.23"))
+    built = {p.name: p for p in load_pairs(tmp_path, [tmp_path / "runbooks"])}
+    for result, theirs in zip(results, oracle, strict=True):
+        name = result["pair"]
+        assert result["refused_by_specpair"] and result["confirmed"], result
+        assert theirs["ok"], theirs
+        assert {f["key"]: f["engine"] for f in result["figures"]} == {
+            f["key"]: theirs[f["key"]] for f in result["figures"]}, name
+        analysis = Analysis(built[name])
+        assert analysis.pair.schedule is not None and analysis.pair.schedule.max_k == 2, name
+        assert analysis.budget.confirmed_by == "engine sglang 0.5.23", name

@@ -15,6 +15,7 @@ from specpair.lock.configs import config_folder
 from specpair.model.common import Method
 from specpair.model.errors import SpecpairError
 from specpair.resolve.pair import ResolvedPair
+from specpair.write import case_files
 
 
 def folders(pair: ResolvedPair, target_config: str | None, draft_config: str | None,
@@ -47,7 +48,8 @@ def run(root: Path, paths: list[Path], engine_python: str | None,
         env = engine_run.environment(release, engine_python,
                                      None if engine_run.named_interpreter(engine_python)
                                      else cached_environment(release, offline))
-        answers = engine_run.run(env, [question.probe for _, question in items])
+        with case_files.written([question.probe for _, question in items]) as probes:
+            answers = engine_run.run(env, probes)
         results += [verify.judge(pair, question, answer, env.described)
                     for (pair, question), answer in zip(items, answers, strict=True)]
     return sorted(results, key=lambda v: v.pair)

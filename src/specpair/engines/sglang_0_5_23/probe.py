@@ -67,6 +67,8 @@ def kv_probe(pair: EngineInput, budget: Budget, defaults: Defaults = DEFAULTS,
         labels=LABELS,
         # the engine resolves its speculative arguments (a block drafter's tokens among
         # them) before it sizes the pools (harness/sglang_pools.py RESOLVED_SPECULATION)
-        case={"argv": argv, "rest_gib": rest / GiB, "resolve_speculative": speculates},
+        case={"argv": argv, "rest_gib": rest / GiB, "resolve_speculative": speculates,
+              # what the command reads (a schedule's adaptive tiers): the parser reads it
+              **({"files": dict(sorted(built.files.items()))} if built.files else {})},
         notes=["the rest F − P·(1 − f) is the budget's: the engine measures the GPU's free "
                "memory at start-up"])
