@@ -139,7 +139,11 @@ def test_hybrid_switch_flags_parse_in_both_engines() -> None:
 # the releases the outside corpus runs on (CI time): vllm 0.32.0's allowlist holds the
 # pairs' configs alone
 WHOLE_CORPUS = {
+    "sglang 0.5.18": ("sglang_pools_0_5_18.py",
+                      lambda p: sglang_cases(p, release="sglang 0.5.18"), "sglang 0.5.18"),
     "sglang 0.5.23": ("sglang_pools.py", sglang_cases, None),
+    "vllm 0.32.0": ("vllm_kv_plan.py", lambda p: vllm_cases(p, release="vllm 0.32.0")[0],
+                    "vllm 0.32.0"),
     "vllm 0.33.0": ("vllm_kv_plan.py", lambda p: vllm_cases(p)[0], "vllm 0.33.0"),
     "vllm 0.34.0": ("vllm_kv_plan.py", lambda p: vllm_cases(p, release="vllm 0.34.0")[0],
                     "vllm 0.34.0"),
