@@ -218,17 +218,13 @@ def _hybrid_manager_off_for_chunked() -> list[str]:
     that tests another one fails here rather than being read wrongly)."""
     from vllm.config import VllmConfig
     from vllm.config.speculative import SpeculativeMethod
-    from vllm_kv_plan import drafts_from_hidden_states
+    from vllm_kv_plan import drafts_from_hidden_states, hidden_state_predicate
 
     source = inspect.getsource(VllmConfig.__post_init__)
     rule = re.search(r"attention_chunk_size is not None\s*\):\s*if \(\s*"
                      r"self\.speculative_config is not None\s*"
                      r"and self\.speculative_config\.(\w+)", source)
-    try:  # the predicate the harness asks (vllm_kv_plan.drafts_from_hidden_states)
-        from vllm.v1.worker.gpu.spec_decode import speculator_config  # noqa: F401
-        asked = "uses_target_hidden_states"
-    except ImportError:
-        asked = "use_eagle"
+    asked = hidden_state_predicate()  # the one the harness asks
     if rule is None or rule.group(1) != asked:
         raise RuntimeError("VllmConfig.__post_init__ switches the hybrid manager off for "
                            f"chunked attention by {rule and rule.group(1)}, the harness "

@@ -300,18 +300,28 @@ def hybrid_manager_disabled(case: dict[str, Any], target: Any) -> bool:
                 and method and drafts_from_hidden_states(method))
 
 
-def drafts_from_hidden_states(method: str) -> bool:
-    """The predicate VllmConfig.__post_init__ tests beside attention_chunk_size, for the
-    method as the release spells it: SpeculativeConfig.use_eagle() in 0.32.0 and 0.33.0,
-    the method's SpeculatorConfig.uses_target_hidden_states in 0.34.0
-    (tests/engine/engine_lists.py reads which one the release's code tests)."""
+def hidden_state_predicate() -> str:
+    """The predicate of a draft that reads the target's hidden states which this release
+    offers: `SpeculativeConfig.use_eagle` in 0.32.0 and 0.33.0, the method's
+    `SpeculatorConfig.uses_target_hidden_states` from 0.34.0 (which has speculator
+    configs). tests/engine/engine_lists.py holds it equal to the one
+    `VllmConfig.__post_init__` tests."""
     try:
-        from vllm.v1.worker.gpu.spec_decode import speculator_config
-    except ImportError:  # 0.32.0, 0.33.0: no speculator configs yet
+        from vllm.v1.worker.gpu.spec_decode import speculator_config  # noqa: F401
+    except ImportError:
+        return "use_eagle"
+    return "uses_target_hidden_states"
+
+
+def drafts_from_hidden_states(method: str) -> bool:
+    """The predicate VllmConfig.__post_init__ tests beside attention_chunk_size
+    (`hidden_state_predicate`), for the method as the release spells it."""
+    if hidden_state_predicate() == "use_eagle":
         from vllm.config.speculative import SpeculativeConfig
 
         return bool(SpeculativeConfig.use_eagle(types.SimpleNamespace(method=method)))
     from vllm.utils.import_utils import resolve_obj_by_qualname
+    from vllm.v1.worker.gpu.spec_decode import speculator_config
 
     name = speculator_config._CONFIG_BY_METHOD.get(method)
     return bool(name and resolve_obj_by_qualname(name).uses_target_hidden_states)
