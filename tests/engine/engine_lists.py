@@ -141,9 +141,14 @@ def sglang(_: Any = None) -> dict[str, Any]:
     sys.meta_path.insert(0, TorchvisionStandIn())
     from sglang.srt.arg_groups import overrides
     from sglang.srt.configs import model_config as mc
+    from sglang.srt.speculative import spec_info, spec_registry
     from sglang.srt.utils.hf_transformers import common
 
+    # --speculative-algorithm: SpeculativeAlgorithm.from_string's names and the aliases
+    # the server arguments resolve (NEXTN, read as EAGLE)
+    algorithms = {a.name for a in spec_info.SpeculativeAlgorithm if a.name != "NONE"}
     return {"hybrid_swa": _hybrid_swa(mc),
+            "speculative_methods": sorted(algorithms | set(spec_registry._RESERVED_ALIASES)),
             "extra_buffer": sorted(overrides._MAMBA_EXTRA_BUFFER_ARCHS),
             "quantization_methods": _sglang_cuda_quantization(),
             "built_in_mtp_layers": _built_in_mtp_layers(mc),
@@ -245,7 +250,7 @@ def vllm(_: Any = None) -> dict[str, Any]:
     (model_executor/models/config.py MODELS_CONFIG_MAP, verify_and_update_config) makes
     the config's `mamba_ssm_dtype` the SSM state cache dtype under `auto`."""
     import engine_lists_configs
-    from vllm.config.speculative import SpeculativeConfig
+    from vllm.config.speculative import MTPModelTypes, SpeculativeConfig, SpeculativeMethod
     from vllm.model_executor.layers import quantization
     from vllm.model_executor.models import config as mc
     from vllm.model_executor.models import registry
@@ -255,7 +260,10 @@ def vllm(_: Any = None) -> dict[str, Any]:
     )
 
     override = SpeculativeConfig.hf_config_override
-    return {"deprecated_quantization": sorted(quantization.DEPRECATED_QUANTIZATION_METHODS),
+    return {"speculative_methods": sorted(_literals(SpeculativeMethod)),
+            # the MTP model types SpeculativeConfig reads as "mtp" (with a deprecation)
+            "mtp_aliases": sorted(_literals(MTPModelTypes) - {"mtp"}),
+            "deprecated_quantization": sorted(quantization.DEPRECATED_QUANTIZATION_METHODS),
             "mla_model_types": _mla_model_types(ModelArchConfigConvertorBase),
             "hybrid_manager_off_for_chunked": _hybrid_manager_off_for_chunked(),
             "ssm_dtype_from_config": sorted(

@@ -152,3 +152,37 @@ def test_a_value_from_an_engines_own_words_gets_a_did_you_mean(
     (problem,) = info.value.problems
     assert problem.location.field == field
     assert problem.hint == hint
+
+
+def test_every_method_a_release_accepts_is_modelled_or_refused_by_name(
+        tmp_path: Path) -> None:
+    """Issue 54: each method a supported release accepts, as the release spells it (its
+    engine_lists.yaml `speculative_methods`, which tests/engine/test_copied_decisions.py
+    holds equal to the release's own code: vLLM's SpeculativeMethod literals, SGLang's
+    SpeculativeAlgorithm names and aliases) is a method specpair models (the release's
+    spelling of one), an MTP model type the release reads as MTP, or refused at its field
+    naming the release that accepts it."""
+    from specpair.engines import engine_lists
+    from specpair.engines.registry import by_label, labels
+
+    refused = {}
+    for label in labels():
+        lists = engine_lists.of(label)
+        assert lists.speculative_methods, label
+        spelled = set(by_label(label).profile.method_names.values())
+        assert spelled <= lists.speculative_methods, (label, spelled)  # the release's own
+        for word in sorted(lists.speculative_methods - spelled):
+            path = write(tmp_path / "runbooks" / "demo" / "runbook.yaml",
+                         MINIMAL.replace("method: DFLASH", f"method: {word}"))
+            with pytest.raises(SpecpairError) as info:
+                load_runbook(path)
+            (problem,) = info.value.problems
+            assert problem.location.field == "speculation.method", word
+            if word in lists.mtp_aliases:
+                assert problem.hint.startswith("did you mean `MTP`?"), (word, problem.hint)
+            else:
+                assert "specpair does not model it" in problem.hint, (word, problem.hint)
+            assert f"{label} (`{word}`)" in problem.hint, (word, problem.hint)
+            refused[word] = problem.hint
+    # vLLM's suffix decoding and SGLang's UNO among them: refused by name, not guessed
+    assert {"suffix", "UNO", "FROZEN_KV_MTP"} <= set(refused), sorted(refused)

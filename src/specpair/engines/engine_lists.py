@@ -35,7 +35,13 @@ vLLM (vllm/model_executor/models/config.py, vllm/config/speculative.py at the re
   layers of the MTP draft `SpeculativeConfig.hf_config_override` selects, as that MTP
   model class sets `num_mtp_layers` (Qwen3NextMTP: one where the config names none).
 
-Both: `config_classes`, each model type of the release's config registry (SGLang
+Both: `speculative_methods`, every method the release accepts as it spells it (SGLang:
+`SpeculativeAlgorithm`'s names and the aliases its server arguments resolve,
+srt/speculative/spec_info.py and spec_registry.py; vLLM: the `SpeculativeMethod` literals,
+vllm/config/speculative.py), with vLLM's `mtp_aliases`, the MTP model types
+`SpeculativeConfig` reads as `mtp`: a runbook naming a method specpair does not model is
+refused with the releases that accept it (`specpair.load.near_values`); `config_classes`,
+each model type of the release's config registry (SGLang
 srt/utils/hf_transformers/common.py `_CONFIG_REGISTRY`, vLLM
 vllm/transformers_utils/config.py `_CONFIG_REGISTRY`) with the transformers model type
 its class is or aliases (`reads_as`; None: a class of the release's own) and an own
@@ -88,6 +94,10 @@ class EngineLists:
     hybrid_manager_off_for_chunked: frozenset[str] = frozenset()
     mla_model_types: frozenset[str] | None = None
     """None: the release decides MLA otherwise (SGLang, by architecture)"""
+    speculative_methods: frozenset[str] = frozenset()
+    """every method the release accepts, as it spells it"""
+    mtp_aliases: frozenset[str] = frozenset()
+    """methods the release reads as its MTP method (vLLM's MTP model types)"""
 
 
 def raw(engine: str) -> dict[str, Any]:
@@ -113,7 +123,9 @@ def of(engine: str) -> EngineLists:
         hybrid_manager_off_for_chunked=frozenset(
             data.get("hybrid_manager_off_for_chunked") or ()),
         mla_model_types=frozenset(data["mla_model_types"]) if "mla_model_types" in data
-        else None)
+        else None,
+        speculative_methods=frozenset(data.get("speculative_methods") or ()),
+        mtp_aliases=frozenset(data.get("mtp_aliases") or ()))
 
 
 def _layers(entries: Mapping[str, Any] | None) -> dict[str, BuiltInLayers]:
