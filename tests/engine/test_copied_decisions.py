@@ -106,8 +106,10 @@ def test_a_window_on_every_layer_is_refused_where_the_release_keeps_one(engine: 
     no layer_types (its `EngineArgs.create_engine_config` sets `CacheConfig.sliding_window`,
     asked of that function by the harness, `cache_window`). Over every config of the
     outside corpus and the pairs' configs, read by the release's own `ModelConfig`: specpair
-    refuses a target by its `sliding_window` key exactly where the release keeps such a
-    cache (before, a hand-copied list of model types missed PhiMoE)."""
+    reads a target's every layer as sliding with that window, or refuses it by its
+    `sliding_window` key, exactly where the release keeps such a cache (before, a list of
+    model types copied by hand missed PhiMoE). The whole-corpus KV oracle then holds the
+    budgets of such layouts exact."""
     import json
 
     from specpair.model.config_geometry import NotModelled

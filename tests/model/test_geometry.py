@@ -119,42 +119,51 @@ def test_layout_keys_that_are_not_modelled_are_named(change: dict[str, object],
         from_hf_config({**config, **change})
 
 
-def test_a_window_on_every_layer_is_refused() -> None:
-    # Mixtral's config keeps sliding_window null; Mistral-7B-v0.1 shipped 4096 (every layer)
-    from specpair.model.config_geometry import NotModelled
-
-    folder = FIXTURES / "configs" / "mistralai__Mixtral-8x7B-v0.1"
-    config = json.loads((folder / "config.json").read_text())
-    assert config["sliding_window"] is None and from_hf_config(config).sliding_window is None
-    with pytest.raises(NotModelled, match="not modelled: sliding_window"):
-        from_hf_config({**config, "sliding_window": 4096})
-
-
-def test_a_window_on_every_layer_is_refused_for_any_model_type_but_never_for_a_draft(
-        ) -> None:
-    """The refusal follows vLLM's rule (no layer_types: every layer takes the config's
-    window; tests/engine/test_copied_decisions.py asks each release), not a list of model
-    types: PhiMoE's published config (window 131072, no layer_types) was budgeted as full
-    attention. A draft's own window is not read by either engine (vLLM builds the draft's
-    layers with the target's cache config): a SpecForge EAGLE-3 draft keeps its window key
-    from Gemma 3 and is read as full attention."""
-    from specpair.model.config_geometry import NotModelled
+def test_a_window_on_every_layer_is_read_as_every_layer_sliding_for_a_target_only() -> None:
+    """A positive window and no layer_types: every layer of a target takes the window,
+    for any model type (vLLM's rule; tests/engine/test_copied_decisions.py asks each
+    release which configs it windows, and the whole-corpus oracle holds Mistral-7B's
+    budget exact on every release). PhiMoE's published config (window 131072) was read
+    as full attention. A draft's own window is not read by either engine (vLLM builds
+    the draft's layers with the target's cache config): a SpecForge EAGLE-3 draft keeps
+    its window key from Gemma 3 and is read as full attention."""
+    mixtral = json.loads((FIXTURES / "configs" / "mistralai__Mixtral-8x7B-v0.1" / "config.json")
+                         .read_text())
+    assert mixtral["sliding_window"] is None
+    assert from_hf_config(mixtral).sliding_window_layers == 0
+    windowed = from_hf_config({**mixtral, "sliding_window": 4096})
+    assert (windowed.sliding_window_layers, windowed.full_attention_layers,
+            windowed.sliding_window) == (mixtral["num_hidden_layers"], 0, 4096)
 
     corpus = FIXTURES / "corpus"
     phimoe = json.loads((corpus / "sgl-project__ome-testdata-phimoe" / "config.json")
                         .read_text())
-    assert phimoe["model_type"] == "phimoe" and phimoe["sliding_window"] == 131072
-    with pytest.raises(NotModelled, match="not modelled: sliding_window"):
-        from_hf_config(phimoe)
+    assert phimoe["model_type"] == "phimoe" and "layer_types" not in phimoe
+    g = from_hf_config(phimoe)
+    assert (g.sliding_window_layers, g.sliding_window) == (phimoe["num_hidden_layers"], 131072)
     draft = json.loads((corpus / "sgl-project__SpecForge-gemma3-1b-eagle3" / "config.json")
                        .read_text())
     assert draft["sliding_window"] == 512 and "layer_types" not in draft
-    with pytest.raises(NotModelled, match="not modelled: sliding_window"):
-        from_hf_config(draft)  # read as a target, it would take the window on every layer
+    assert from_hf_config(draft).sliding_window_layers == draft["num_hidden_layers"]
     g = from_hf_config(draft, as_draft=True)
     assert (g.sliding_window_layers, g.sliding_window) == (0, None)
     assert g.full_attention_layers == draft["num_hidden_layers"]
 
+
+def test_a_window_with_no_layer_types_beside_linear_layers_is_refused() -> None:
+    """Gated DeltaNet layers placed by full_attention_interval, a window and no
+    layer_types (a model type transformers has no class for, read as written: Qwen3-Next's
+    own class derives layer_types): vLLM would give the attention layers the window;
+    not modelled."""
+    from specpair.model.config_geometry import NotModelled
+
+    config = json.loads((FIXTURES / "configs" / "Qwen__Qwen3-Next-80B-A3B-Thinking"
+                         / "config.json").read_text())
+    config["model_type"] = "a_hybrid_of_its_own"
+    assert "layer_types" not in config and config["full_attention_interval"] == 4
+    assert from_hf_config(config).linear_attention is not None
+    with pytest.raises(NotModelled, match="not modelled: sliding_window"):
+        from_hf_config({**config, "sliding_window": 4096})
 
 
 def test_llama4_chunked_layers_follow_the_configs_rope_layers() -> None:

@@ -109,9 +109,10 @@ UNMODELLED_LAYOUT_KEYS = {
     "block_types": "per-layer block types",
 }
 
-# a target's window with no layer_types (refused by `_sliding_window`, README's key table)
-EVERY_LAYER_WINDOW = ("a target's sliding window on every layer, with no layer_types (vLLM "
-                      "keeps a window-sized cache for each layer, SGLang a full one)")
+# a target's window with no layer_types beside layers of another kind (refused by
+# `_sliding_window`, README's key table)
+EVERY_LAYER_WINDOW = ("a target's sliding window with no layer_types beside linear-attention "
+                      "or chunked layers (vLLM would give each attention layer the window)")
 
 _LAYER_KINDS: dict[str, LayerKind] = {
     "full_attention": "full", "attention": "full", "sliding_attention": "sliding",
@@ -133,6 +134,8 @@ def _layer_layout(base: Mapping[str, Any], layers: int, heads: int, head_dim: in
     DeltaNet) or Bailing's `layer_group_size`; a plain config is all full attention."""
     _refuse_unmodelled_keys(base)
     kinds = _layer_kinds(base, layers)
+    if _window_on_every_layer(base, kinds, draft):
+        kinds = ["sliding"] * layers
     chunk = _attention_chunk_size(base, kinds)
     window = _sliding_window(base, kinds, draft)
     linear = _linear_attention(base, kinds, heads, head_dim)
@@ -198,14 +201,27 @@ def _attention_chunk_size(base: Mapping[str, Any], kinds: list[LayerKind]) -> in
     return None
 
 
+def _window_on_every_layer(base: Mapping[str, Any], kinds: list[LayerKind],
+                           draft: bool) -> bool:
+    """Whether a target's attention layers all take its window: a positive
+    `sliding_window` and no `layer_types` (vLLM's `EngineArgs.create_engine_config` sets
+    `CacheConfig.sliding_window` from it, and each `Attention` without a window of its own
+    takes that one; SGLang keeps a full pool for an architecture that is not hybrid-SWA,
+    which its budget reads from the release's lists)."""
+    window = base.get("sliding_window")
+    layer_types = base.get("layer_types")
+    return not draft and isinstance(window, int) and window > 0 \
+        and not (isinstance(layer_types, list) and layer_types) \
+        and all(kind == "full" for kind in kinds)
+
+
 def _sliding_window(base: Mapping[str, Any], kinds: list[LayerKind], draft: bool
                     ) -> int | None:
     """The window of the sliding layers; None without such layers. A target's window
-    with no `layer_types` is refused: vLLM then gives every layer that window
-    (`EngineArgs.create_engine_config` sets `CacheConfig.sliding_window` from the config,
-    and each `Attention` without a window of its own takes it), SGLang a full cache. A
-    draft's own window is never read: vLLM builds the draft's layers with the target's
-    cache config, SGLang sizes the draft's pool as full."""
+    with no `layer_types` makes every attention layer sliding (`_window_on_every_layer`);
+    beside linear-attention or chunked layers that is refused. A draft's own window is
+    never read: vLLM builds the draft's layers with the target's cache config, SGLang
+    sizes the draft's pool as full."""
     if kinds.count("sliding"):
         window = base.get("sliding_window")
         if not isinstance(window, int) or window <= 0:

@@ -131,8 +131,10 @@ class Rules:
     def block_plan(self, specs: list[LayerSpec], hybrid_manager: bool,
                    state_blocks: int = 0) -> BlockPlan:
         """How the release groups the layers (target and draft) and sizes one block."""
-        if not hybrid_manager:
-            # unify_hybrid_kv_cache_specs: sliding layers are promoted to full attention
+        if not hybrid_manager and len({(s.kind, s.window) for s in specs}) > 1:
+            # unify_hybrid_kv_cache_specs: local layers among others are promoted to full
+            # attention; specs all alike (a window on every layer) are kept as they are
+            # (_promote_local_kv_cache_specs: is_kv_cache_spec_uniform)
             specs = [LayerSpec("full", s.page, None, s.shape) for s in specs]
         kinds = {(s.kind, s.window) for s in specs}
         if len(kinds) == 1:
