@@ -130,7 +130,7 @@ def evaluate(variant: Variant, root: Path) -> Outcome:
     texts: list[str] = []
     try:  # the lock, as `specpair lock` writes it from these folders
         t, _ = resolve_checkpoint(LocalCheckpoint(target, str(target)))
-        d, _ = resolve_checkpoint(LocalCheckpoint(draft, str(draft)))
+        d, _ = resolve_checkpoint(LocalCheckpoint(draft, str(draft)), draft=True)
         (folder / "lock.json").write_text(json.dumps(Lock(pair="oracle", target=t, draft=d)
                                                      .model_dump(mode="json")))
     except SpecpairError as exc:

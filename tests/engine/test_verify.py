@@ -171,10 +171,12 @@ def test_verify_asks_the_scheduled_question_of_sglang(
                    "sgl-project__SpecForge-llama3-8B-eagle3", schedule, root=CORPUS),
         CorpusPair("mllama-11b-eagle3-scheduled", "sgl-project__ome-testdata-llama3_2_11b_vision",
                    "sgl-project__SpecForge-llama3-8B-eagle3", schedule, root=CORPUS))}
+    made = {}
     for corpus in corpora.values():
         pair = make_pair(corpus, "sglang", "0.5.23", 1, "auto", SCHEDULE_DEPLOYMENT)
         assert pair is not None, corpus.name
         write_runbook(tmp_path, pair, corpus)
+        made[corpus.name] = pair
     monkeypatch.delenv("SPECPAIR_ENGINE_PYTHON", raising=False)
     monkeypatch.delenv(engine_run.variable("sglang 0.5.23"), raising=False)
     capsys.readouterr()
@@ -184,15 +186,38 @@ def test_verify_asks_the_scheduled_question_of_sglang(
     assert status == 0 and sorted(r["pair"] for r in results) == sorted(corpora), \
         json.dumps(results, indent=1)[:6000]
     oracle = run_engine("sglang_pools.py", [
-        oracle_case("sglang 0.5.23", corpora[r["pair"]], r["asked"]) for r in results],
+        scheduled_case(made[r["pair"]], r["asked"], tmp_path / "tiers") for r in results],
         releases.env("sglang 0.5.23"))
     built = {p.name: p for p in load_pairs(tmp_path, [tmp_path / "runbooks"])}
     for result, theirs in zip(results, oracle, strict=True):
         name = result["pair"]
         assert result["refused_by_specpair"] and result["confirmed"], result
+        argv = result["asked"]["argv"]  # the scheduled command: adaptive, sized for K = 2
+        assert "--speculative-adaptive" in argv, argv
+        assert argv[argv.index("--speculative-num-steps") + 1] == "2", argv
         assert theirs["ok"], theirs
         assert {f["key"]: f["engine"] for f in result["figures"]} == {
             f["key"]: theirs[f["key"]] for f in result["figures"]}, name
         analysis = Analysis(built[name])
         assert analysis.pair.schedule is not None and analysis.pair.schedule.max_k == 2, name
         assert analysis.budget.confirmed_by == "engine sglang 0.5.23", name
+
+
+def scheduled_case(pair: Any, asked: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """The KV oracle's case for `pair` under its schedule, built apart from verify: the
+    release's launch of the scheduled pair (its adaptive tier file written into `folder`,
+    where the command then reads it) with the rest verify's budget found."""
+    from specpair.analyse.schedule import resolve_by_release
+    from specpair.engines.registry import by_label
+    from tests.engine.kv_cases import argv_for_engine
+
+    scheduled, _ = resolve_by_release(pair)
+    assert scheduled.schedule is not None
+    launch = by_label("sglang 0.5.23").launch(scheduled, True)
+    argv = argv_for_engine(launch.argv)
+    folder.mkdir(exist_ok=True)
+    for path, text in launch.files.items():
+        local = folder / f"{pair.name}-{Path(path).name}"
+        local.write_text(text, encoding="utf-8")
+        argv = [str(local) if arg == path else arg for arg in argv]
+    return {"argv": argv, "rest_gib": asked["rest_gib"], "resolve_speculative": True}

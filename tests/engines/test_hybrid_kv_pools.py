@@ -54,3 +54,31 @@ def test_sliding_targets_of_other_architectures_keep_one_pool_in_sglang() -> Non
     assert budget.baseline.swa_tokens is None
     # Gemma 3 is on the allowlist (the KV oracle checks google/gemma-3-1b-it's config)
     assert budget.unverified == []
+
+
+@pytest.mark.parametrize("version", ["0.32.0", "0.33.0", "0.34.0"])
+def test_a_draft_beside_a_target_whose_every_layer_slides_is_refused_on_vllm(
+        version: str) -> None:
+    """A window on every layer (Mistral-7B-Instruct's config: no layer_types) is budgeted
+    alone: the whole-corpus KV oracle holds it exact. With a draft model vLLM gives the
+    draft's layers the target's window too (CacheConfig.sliding_window; the KV harness
+    builds them so), which the port does not: refused by name, not budgeted as full."""
+    from specpair.model.errors import SpecpairError
+    from tests.support.geometries import dense
+
+    mistral = from_hf_config(json.loads(
+        (FIXTURES / "corpus" / "sgl-project__ome-testdata-mistral" / "config.json")
+        .read_text()))
+    assert mistral.sliding_window_layers == mistral.num_hidden_layers
+    deployment = {"gpu": "H200-141GB", "memory_fraction": 0.9, "context_length": 8192}
+    alone = make_pair(mistral, None, engine="vllm", version=version, speculation=NGRAM,
+                      deployment=deployment)
+    assert compute(alone).baseline.max_total_tokens > 0
+    draft = dense(1).model_copy(update={"architecture": "LlamaForCausalLMEagle3",
+                                        "hidden_size": mistral.hidden_size,
+                                        "vocab_size": mistral.vocab_size})
+    with_draft = make_pair(mistral, draft, engine="vllm", version=version,
+                           speculation={"method": "EAGLE3", "num_speculative_tokens": 3},
+                           deployment=deployment)
+    with pytest.raises(SpecpairError, match="every layer slides"):
+        compute(with_draft)

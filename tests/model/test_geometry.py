@@ -249,3 +249,18 @@ def test_a_declared_lock_says_which_class_read_its_config() -> None:
     lock = declared_artifact(Source(repo="Qwen/Qwen3-8B"), config, 16 << 30)
     assert lock.sources["geometry"].endswith("through transformers 5.19.0 Qwen3Config")
     assert "geometry" in lock.unconfirmed  # a declared lock stays declared
+
+
+def test_a_window_in_a_config_no_class_reads_is_refused() -> None:
+    """MiMo-7B (model type `mimo`, which transformers has no class for) keeps a window with
+    `use_sliding_window: false`: the engines read it through the checkpoint's own class,
+    which specpair does not run, so whether the window stays is not known; refused by key
+    rather than guessed either way."""
+    from specpair.model.config_geometry import NotModelled
+
+    config = json.loads((FIXTURES / "corpus" / "XiaomiMiMo__MiMo-7B-Base" / "config.json")
+                        .read_text())
+    assert config["model_type"] == "mimo" and config["use_sliding_window"] is False
+    with pytest.raises(NotModelled, match="not modelled: sliding_window"):
+        from_hf_config(config)
+    assert from_hf_config(config, as_draft=True).sliding_window_layers == 0

@@ -44,9 +44,10 @@ def _engine_methods(allowed: list[str]) -> dict[str, str]:
                    "their MTP method" for word, readers in aliases.items()}
     for word, readers in unmodelled.items():
         verb = "accepts" if len(readers) == 1 else "accept"
-        hints[word] = (f"{', '.join(readers)} {verb} this method, but specpair does not "
-                       "model it (its draft KV, gate rules and step cost): use one of the "
-                       "listed methods, or serve it without specpair's budget")
+        # an MTP alias of one release keeps its "did you mean" where another lacks it
+        hints.setdefault(word, f"{', '.join(readers)} {verb} this method, but specpair "
+                         "does not model it (its draft KV, gate rules and step cost): use "
+                         "one of the listed methods, or serve it without specpair's budget")
     return hints
 
 

@@ -112,7 +112,7 @@ UNMODELLED_LAYOUT_KEYS = {
 # a target's window with no layer_types beside layers of another kind (refused by
 # `_sliding_window`, README's key table)
 EVERY_LAYER_WINDOW = ("a target's sliding window with no layer_types beside linear-attention "
-                      "or chunked layers (vLLM would give each attention layer the window)")
+                      "layers (vLLM would give each attention layer the window)")
 
 _LAYER_KINDS: dict[str, LayerKind] = {
     "full_attention": "full", "attention": "full", "sliding_attention": "sliding",
@@ -128,13 +128,13 @@ class _Layout:
 
 
 def _layer_layout(base: Mapping[str, Any], layers: int, heads: int, head_dim: int,
-                  draft: bool) -> _Layout:
+                  draft: bool, as_written: bool = False) -> _Layout:
     """Each layer's kind, from whichever layout style the config uses:
     `layer_types`, `full_attention_interval` (every N-th layer is attention, the rest Gated
     DeltaNet) or Bailing's `layer_group_size`; a plain config is all full attention."""
     _refuse_unmodelled_keys(base)
     kinds = _layer_kinds(base, layers)
-    if _window_on_every_layer(base, kinds, draft):
+    if _window_on_every_layer(base, kinds, draft, as_written):
         kinds = ["sliding"] * layers
     chunk = _attention_chunk_size(base, kinds)
     window = _sliding_window(base, kinds, draft)
@@ -202,24 +202,31 @@ def _attention_chunk_size(base: Mapping[str, Any], kinds: list[LayerKind]) -> in
 
 
 def _window_on_every_layer(base: Mapping[str, Any], kinds: list[LayerKind],
-                           draft: bool) -> bool:
+                           draft: bool, as_written: bool) -> bool:
     """Whether a target's attention layers all take its window: a positive
     `sliding_window` and no `layer_types` (vLLM's `EngineArgs.create_engine_config` sets
     `CacheConfig.sliding_window` from it, and each `Attention` without a window of its own
     takes that one; SGLang keeps a full pool for an architecture that is not hybrid-SWA,
-    which its budget reads from the release's lists)."""
+    which its budget reads from the release's lists). A config no transformers class
+    read (`as_written`) is refused: whether the checkpoint's own class keeps the window
+    (Qwen2-style classes drop it where `use_sliding_window` is false) is not known."""
     window = base.get("sliding_window")
     layer_types = base.get("layer_types")
-    return not draft and isinstance(window, int) and window > 0 \
+    every = not draft and isinstance(window, int) and window > 0 \
         and not (isinstance(layer_types, list) and layer_types) \
         and all(kind == "full" for kind in kinds)
+    if every and as_written:
+        raise NotModelled("sliding_window", "a window and no layer_types in a config no "
+                                            "transformers class reads: whether its own "
+                                            "class keeps the window is not known")
+    return every
 
 
 def _sliding_window(base: Mapping[str, Any], kinds: list[LayerKind], draft: bool
                     ) -> int | None:
     """The window of the sliding layers; None without such layers. A target's window
     with no `layer_types` makes every attention layer sliding (`_window_on_every_layer`);
-    beside linear-attention or chunked layers that is refused. A draft's own window is
+    beside linear-attention layers that is refused. A draft's own window is
     never read: vLLM builds the draft's layers with the target's cache config, SGLang
     sizes the draft's pool as full."""
     if kinds.count("sliding"):
@@ -298,7 +305,8 @@ def from_hf_config(config: dict[str, Any],
     layers = int(base["num_hidden_layers"])
     architecture = (config.get("architectures") or ["unknown"])[0]
 
-    layout = _layer_layout(base, layers, heads, head_dim, as_draft)
+    layout = _layer_layout(base, layers, heads, head_dim, as_draft,
+                           as_written=decoder.config_class is None)
     _refuse_engine_class_defaults(decoder, classes)
 
     is_mla = all(base.get(k) is not None for k in _MLA_KEYS)

@@ -22,7 +22,8 @@ Stand-ins, because no GPU runs here (each named where it is used):
   0.33.0:2288-2294, 0.34.0:2321-2327) gives `CacheConfig.sliding_window` the model's
   window when its text config has no `layer_types` (or only sliding ones), and each
   `Attention` given no window of its own takes that one (layers/attention/attention.py:
-  266-273): a window on every layer, target and draft alike. The rest of that function
+  266-273 in 0.32.0 and 0.33.0, 282-289 in 0.34.0): a window on every layer, target and
+  draft alike. The rest of that function
   needs a GPU, so the rule is applied here, and `cache_window` first checks that the
   release's own function still holds it, word for word.
 - `LAYER_KINDS`: which layers slide is decided in each model's constructor; for the

@@ -134,7 +134,9 @@ class Rules:
         if not hybrid_manager and len({(s.kind, s.window) for s in specs}) > 1:
             # unify_hybrid_kv_cache_specs: local layers among others are promoted to full
             # attention; specs all alike (a window on every layer) are kept as they are
-            # (_promote_local_kv_cache_specs: is_kv_cache_spec_uniform)
+            # (_promote_local_kv_cache_specs, v1/core/kv_cache_utils.py in 0.32.0,
+            # kv_cache_planning.py from 0.33.0: is_kv_cache_spec_uniform or
+            # UniformTypeKVCacheSpecs.is_uniform_type)
             specs = [LayerSpec("full", s.page, None, s.shape) for s in specs]
         kinds = {(s.kind, s.window) for s in specs}
         if len(kinds) == 1:
@@ -260,6 +262,18 @@ class Rules:
                     field_path="deployment.parallel.pipeline")
             t_specs = t_specs[:math.ceil(len(t_specs) / pp)]
         d_specs: list[LayerSpec] = []
+        if draft is not None and target.sliding_window_layers and not (
+                target.full_attention_layers or target.chunked_attention_layers
+                or target.linear_attention is not None):
+            # EngineArgs.create_engine_config sets CacheConfig.sliding_window for a target
+            # whose layers all slide, and the draft's Attention layers, built with the same
+            # cache config and no window of their own, take it (attention.py)
+            raise SpecpairError.single(
+                "runbook", f"not modelled: a draft beside a target whose every layer slides "
+                f"on {self.engine} (the draft's layers take the target's window, "
+                "CacheConfig.sliding_window)", "serve the target without a draft model "
+                "(NGRAM), or confirm the figures with `specpair verify`",
+                field_path="speculation.method")
         if draft is not None:
             # `auto` is resolved against vllm_config.model_config, the TARGET's: a draft
             # checkpoint saved in float32 still keeps its KV in the target's dtype
