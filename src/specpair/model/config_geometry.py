@@ -110,7 +110,7 @@ UNMODELLED_LAYOUT_KEYS = {
 }
 
 # a target's window with no layer_types beside layers of another kind (refused by
-# `_sliding_window`, README's key table)
+# `_window_on_every_layer`, README's key table)
 EVERY_LAYER_WINDOW = ("a target's sliding window with no layer_types beside linear-attention "
                       "layers (vLLM would give each attention layer the window)")
 
@@ -137,7 +137,7 @@ def _layer_layout(base: Mapping[str, Any], layers: int, heads: int, head_dim: in
     if _window_on_every_layer(base, kinds, draft, as_written):
         kinds = ["sliding"] * layers
     chunk = _attention_chunk_size(base, kinds)
-    window = _sliding_window(base, kinds, draft)
+    window = _sliding_window(base, kinds)
     linear = _linear_attention(base, kinds, heads, head_dim)
     return _Layout(kinds, window, chunk, linear)
 
@@ -207,37 +207,33 @@ def _window_on_every_layer(base: Mapping[str, Any], kinds: list[LayerKind],
     `sliding_window` and no `layer_types` (vLLM's `EngineArgs.create_engine_config` sets
     `CacheConfig.sliding_window` from it, and each `Attention` without a window of its own
     takes that one; SGLang keeps a full pool for an architecture that is not hybrid-SWA,
-    which its budget reads from the release's lists). A config no transformers class
-    read (`as_written`) is refused: whether the checkpoint's own class keeps the window
-    (Qwen2-style classes drop it where `use_sliding_window` is false) is not known."""
+    which its budget reads from the release's lists). Refused where the other layers are
+    not all full attention, and in a config no transformers class read (`as_written`):
+    whether the checkpoint's own class keeps the window (Qwen2-style classes drop it where
+    `use_sliding_window` is false) is not known. A draft's own window is never read: vLLM
+    builds the draft's layers with the target's cache config, SGLang sizes the draft's
+    pool as full."""
     window = base.get("sliding_window")
     layer_types = base.get("layer_types")
-    every = not draft and isinstance(window, int) and window > 0 \
-        and not (isinstance(layer_types, list) and layer_types) \
-        and all(kind == "full" for kind in kinds)
-    if every and as_written:
+    if draft or not window or (isinstance(layer_types, list) and layer_types):
+        return False
+    if not (isinstance(window, int) and window > 0 and all(k == "full" for k in kinds)):
+        raise NotModelled("sliding_window", EVERY_LAYER_WINDOW)
+    if as_written:
         raise NotModelled("sliding_window", "a window and no layer_types in a config no "
                                             "transformers class reads: whether its own "
                                             "class keeps the window is not known")
-    return every
+    return True
 
 
-def _sliding_window(base: Mapping[str, Any], kinds: list[LayerKind], draft: bool
-                    ) -> int | None:
-    """The window of the sliding layers; None without such layers. A target's window
-    with no `layer_types` makes every attention layer sliding (`_window_on_every_layer`);
-    beside linear-attention layers that is refused. A draft's own window is
-    never read: vLLM builds the draft's layers with the target's cache config, SGLang
-    sizes the draft's pool as full."""
+def _sliding_window(base: Mapping[str, Any], kinds: list[LayerKind]) -> int | None:
+    """The window of the sliding layers; None without such layers (a window with no
+    `layer_types` has made them so, or been refused, in `_window_on_every_layer`)."""
     if kinds.count("sliding"):
         window = base.get("sliding_window")
         if not isinstance(window, int) or window <= 0:
             raise ValueError("sliding_attention layers need a positive sliding_window")
         return window
-    layer_types = base.get("layer_types")
-    if base.get("sliding_window") and not draft \
-            and not (isinstance(layer_types, list) and layer_types):
-        raise NotModelled("sliding_window", EVERY_LAYER_WINDOW)
     return None
 
 
